@@ -1,0 +1,5 @@
+import sys
+
+from dtdialog.cli import main
+
+sys.exit(main())

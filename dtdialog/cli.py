@@ -1,0 +1,55 @@
+"""The ``dtdialog`` command line: one sub-command module per job.
+
+Each sub-command lives in ``dtdialog/commands/<name>.py`` and exposes
+``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+Every ``DTDialogError`` becomes a one-line ``error: ...`` message and exit code 2;
+no traceback ever reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from parsers.errors import DTDialogError
+
+COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level argument parser with every available sub-command."""
+    parser = argparse.ArgumentParser(prog="dtdialog", description="Discourse-tree dialogue manager for customer support.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"dtdialog.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"dtdialog.commands.{name}":
+                continue
+            raise
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the process exit code (0 ok, 1 no result, 2 user error, 130 interrupted)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except DTDialogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

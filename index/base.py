@@ -1,0 +1,136 @@
+"""The answer index interface shared by every backend, its documents, queries and hits.
+
+A ``SearchQuery`` is immutable (elasticsearch-dsl style): ``with_*`` methods
+return new queries, and each backend turns it into its own request.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AnswerDocument:
+    """One indexed answer utterance, with everything needed at query time precomputed.
+
+    ``rr_edu`` holds one term per non-default relation node, ``"Relation [words of its EDUs]"``.
+    ``tree`` is the DT as ``DiscourseTree.to_dict()``.
+    """
+
+    id: str
+    dialogue_id: str
+    position: int
+    text: str
+    keywords: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    relations: tuple[str, ...] = ()
+    rr_edu: tuple[str, ...] = ()
+    tree: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "dialogue_id": self.dialogue_id, "position": self.position, "text": self.text,
+            "keywords": list(self.keywords), "entities": list(self.entities), "relations": list(self.relations),
+            "rr_edu": list(self.rr_edu), "tree": self.tree, "meta": self.meta,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AnswerDocument:
+        return cls(
+            id=str(data["id"]), dialogue_id=str(data["dialogue_id"]), position=int(data["position"]),
+            text=str(data["text"]), keywords=tuple(data.get("keywords", ())), entities=tuple(data.get("entities", ())),
+            relations=tuple(data.get("relations", ())), rr_edu=tuple(data.get("rr_edu", ())),
+            tree=data.get("tree"), meta=dict(data.get("meta") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class RRTerm:
+    """A query term ``Relation [phrase]``: relation plus the content words of its EDUs."""
+
+    relation: str
+    words: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.relation} [{' '.join(self.words)}]"
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """An immutable search request over the ``keywords`` and ``rr_edu`` fields."""
+
+    keywords: tuple[str, ...] = ()
+    rr_terms: tuple[RRTerm, ...] = ()
+    relations: tuple[str, ...] = ()  # filter: answers must contain at least one of these
+    exclude_ids: tuple[str, ...] = ()
+    size: int = 10
+    rr_weight: float = 1.0
+
+    def with_keywords(self, *words: str) -> SearchQuery:
+        return replace(self, keywords=self.keywords + tuple(words))
+
+    def with_rr(self, relation: str, words: Iterable[str]) -> SearchQuery:
+        return replace(self, rr_terms=self.rr_terms + (RRTerm(relation, tuple(words)),))
+
+    def with_relation_filter(self, *relations: str) -> SearchQuery:
+        return replace(self, relations=self.relations + tuple(relations))
+
+    def excluding(self, *ids: str) -> SearchQuery:
+        return replace(self, exclude_ids=self.exclude_ids + tuple(ids))
+
+    def with_size(self, size: int) -> SearchQuery:
+        return replace(self, size=size)
+
+    def is_empty(self) -> bool:
+        return not self.keywords and not any(t.words for t in self.rr_terms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "keywords": list(self.keywords), "rr_terms": [str(t) for t in self.rr_terms],
+            "relations": list(self.relations), "exclude_ids": list(self.exclude_ids), "size": self.size,
+        }
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A scored document; ``matched`` maps field name -> the terms or EDU phrases that matched."""
+
+    document: AnswerDocument
+    score: float
+    matched: dict[str, list[str]] = field(default_factory=dict)
+
+
+class AnswerIndex(ABC):
+    """What every index backend offers. Use as a context manager to close it."""
+
+    backend: str = "base"
+
+    @abstractmethod
+    def add(self, documents: Iterable[AnswerDocument]) -> int:
+        """Add documents (replacing any with the same id); return how many were added."""
+
+    @abstractmethod
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Return up to ``query.size`` hits, best first. Raises ``InputError`` for an empty query."""
+
+    @abstractmethod
+    def get(self, doc_id: str) -> AnswerDocument | None:
+        """Return the document with ``doc_id``, or None."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """Return the number of indexed documents."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the backend's resources."""
+
+    def __enter__(self) -> AnswerIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

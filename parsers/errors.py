@@ -1,0 +1,24 @@
+"""Error types shared by every layer.
+
+They live in the lowest layer so that ``index``, ``dtdialog`` and ``eval`` can
+catch them without importing each other. Every message is meant to be shown to a
+user as one line, so they say what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class DTDialogError(Exception):
+    """Base class: any error whose message is safe and useful to show a user."""
+
+
+class InputError(DTDialogError, ValueError):
+    """The text or file given was empty, too large, binary or malformed."""
+
+
+class ModelNotAvailableError(DTDialogError, RuntimeError):
+    """An optional model or package is not installed; the message says how to install it."""
+
+
+class ConfigError(DTDialogError, ValueError):
+    """An unknown option, backend, format or parser name."""

