@@ -1,0 +1,28 @@
+"""Shared test fixtures: paths to the shared data, skipped with a reason when absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("DTDIALOG_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Return the shared data folder, or skip the test when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA} (set DTDIALOG_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def gum_dir(shared_data: Path) -> Path:
+    """Return the GUM RST folder, or skip when it is absent."""
+    path = shared_data / "gum_rst"
+    if not (path / "splits.tsv").is_file():
+        pytest.skip(f"GUM corpus not found at {path}")
+    return path
