@@ -1,0 +1,121 @@
+"""Clean user text before parsing: decode, strip HTML, normalise whitespace, enforce limits.
+
+Invalid UTF-8 is refused (``InputError``) rather than replaced: silently turning
+bytes into U+FFFD would index and answer garbage. Emoji and other non-BMP
+characters are kept as they are.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from html.parser import HTMLParser
+
+from parsers.errors import InputError
+
+#: Texts longer than this (after cleaning) are refused.
+MAX_CHARS = 100_000
+
+# Tags whose content is never prose.
+_SKIP_CONTENT = frozenset({"script", "style", "head", "title", "noscript", "template"})
+# Tags that end a visual line/paragraph: keep a break so sentences do not run together.
+_BLOCK = frozenset({
+    "p", "div", "br", "li", "ul", "ol", "tr", "td", "th", "table", "h1", "h2", "h3", "h4", "h5", "h6",
+    "blockquote", "pre", "section", "article", "header", "footer", "hr", "dd", "dt",
+})
+_TAG_HINT = re.compile(r"<\s*/?\s*[a-zA-Z][^<>]*>|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
+_SPACES = re.compile(r"[^\S\n]+")
+_BLANK_LINES = re.compile(r"\n\s*\n+")
+
+
+class _TextExtractor(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag in _SKIP_CONTENT:
+            self._skip += 1
+        elif tag in _BLOCK:
+            self.parts.append("\n")
+
+    def handle_startendtag(self, tag: str, attrs) -> None:
+        if tag in _BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP_CONTENT:
+            self._skip = max(0, self._skip - 1)
+        elif tag in _BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def strip_html(text: str) -> str:
+    """Return ``text`` without HTML tags, comments and scripts, entities decoded.
+
+    Plain text without markup is returned unchanged (apart from entity decoding),
+    so a literal ``a < b`` survives.
+    """
+    if not _TAG_HINT.search(text):
+        return text
+    parser = _TextExtractor()
+    parser.feed(text)
+    parser.close()
+    return html.unescape("".join(parser.parts))
+
+
+def decode(data: str | bytes) -> str:
+    """Return ``data`` as text; bytes must be UTF-8 (a BOM is dropped), else ``InputError``."""
+    if isinstance(data, str):
+        return data
+    if not isinstance(data, (bytes, bytearray)):
+        raise InputError(f"expected text, got {type(data).__name__}")
+    try:
+        return bytes(data).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"input is not valid UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def normalize_whitespace(text: str) -> str:
+    """Return ``text`` NFC-normalised, control characters dropped, spaces collapsed, paragraphs kept."""
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    # Keep newlines and tabs (as spaces); drop other control/format chars except joiners used by emoji.
+    kept = []
+    for ch in text:
+        if ch in "\n\t":
+            kept.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cs") or (unicodedata.category(ch) == "Cf" and ch not in "\u200d\ufe0f"):
+            kept.append(" " if unicodedata.category(ch) == "Cc" else "")
+        else:
+            kept.append(ch)
+    text = _SPACES.sub(" ", "".join(kept))
+    text = "\n".join(line.strip() for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def clean_text(text: str | bytes, *, max_chars: int = MAX_CHARS) -> str:
+    """Return cleaned text ready for parsing.
+
+    Decodes bytes as UTF-8 (invalid UTF-8 raises ``InputError``), strips HTML tags
+    and entities, drops control characters and normalises whitespace. Raises
+    ``InputError`` for empty/whitespace-only text and for text longer than
+    ``max_chars`` characters (the message states the limit).
+    """
+    if max_chars <= 0:
+        raise InputError(f"max_chars must be positive, got {max_chars}")
+    raw = decode(text)
+    # Refuse absurd inputs before the (linear but not free) HTML pass.
+    if len(raw) > 4 * max_chars:
+        raise InputError(f"text is too long: {len(raw):,} characters; the limit is {max_chars:,}")
+    cleaned = normalize_whitespace(strip_html(raw))
+    if not cleaned:
+        raise InputError("text is empty (nothing left after removing whitespace and markup)")
+    if len(cleaned) > max_chars:
+        raise InputError(f"text is too long: {len(cleaned):,} characters; the limit is {max_chars:,}")
+    return cleaned
