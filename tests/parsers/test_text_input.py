@@ -50,7 +50,7 @@ def test_html_fragment_is_stripped():
     assert "<" not in out and "alert" not in out
     assert "My car won't start." in out and "Battery & plugs are new." in out
     # Paragraphs stay apart rather than running together.
-    assert "start.\nBattery" in out
+    assert "start.\n\nBattery" in out
 
 
 def test_plain_text_with_angle_brackets_is_not_mangled():
