@@ -1,0 +1,227 @@
+"""Build an answer index from dialogues: clean and parse every answer, make documents, load a backend atomically.
+
+SQLite: the index is written to a temporary file next to ``out`` and renamed over it only when
+complete (``os.replace``), so a crash or error leaves the old index untouched and no temp file.
+Elasticsearch: documents go into a fresh index, and the alias is switched only when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from data.model import Dialogue, Turn
+from index.base import AnswerDocument
+from index.documents import build_document
+from index.registry import BACKENDS, DEFAULT_INDEX_NAME, es_url
+from parsers.base import RSTParser
+from parsers.errors import ConfigError, InputError
+
+#: Documents written per SQLite transaction.
+WRITE_BATCH = 500
+
+
+@dataclass
+class BuildReport:
+    """What a build did: counts, skipped answers with reasons, and timings."""
+
+    backend: str
+    location: str
+    parser: str
+    dialogues: int = 0
+    answers: int = 0
+    indexed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    parse_seconds: float = 0.0
+
+    @property
+    def answers_per_second(self) -> float:
+        """Return indexed answers per wall-clock second of the whole build."""
+        return self.indexed / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["skipped"] = [list(s) for s in self.skipped]
+        data["answers_per_second"] = round(self.answers_per_second, 2)
+        return data
+
+    def summary(self) -> str:
+        """Return a one-line human summary."""
+        return (f"indexed {self.indexed} of {self.answers} answers from {self.dialogues} dialogues into "
+                f"{self.backend} {self.location} in {self.seconds:.1f}s ({self.answers_per_second:.1f} answers/s, "
+                f"parser {self.parser}); skipped {len(self.skipped)}")
+
+
+def _clean(text: str) -> str:
+    try:
+        from parsers.text_input import clean_text
+    except ImportError:  # the shared cleaner is optional; a plain strip keeps the builder usable
+        return text.strip()
+    return clean_text(text)
+
+
+def iter_answers(dialogues: Iterable[Dialogue]) -> Iterator[tuple[Dialogue, int, Turn]]:
+    """Yield ``(dialogue, position, turn)`` for every answer turn, in corpus order."""
+    for dialogue in dialogues:
+        for position, turn in dialogue.answers():
+            yield dialogue, position, turn
+
+
+def parse_documents(
+    answers: list[tuple[Dialogue, int, Turn]],
+    *,
+    parser: RSTParser,
+    batch_size: int = 64,
+    n_process: int = 1,
+    progress: bool = True,
+    skipped: list[tuple[str, str]] | None = None,
+) -> Iterator[AnswerDocument]:
+    """Yield the document of every answer that cleans and parses; others go to ``skipped`` as ``(id, reason)``.
+
+    Parsing goes through ``parser.parse_many`` (batched, ``n_process`` workers). When the parser
+    refuses one text, that answer is skipped and parsing resumes after it.
+    """
+    from tqdm import tqdm
+
+    skipped = skipped if skipped is not None else []
+    ready: list[tuple[Dialogue, int, str]] = []
+    for dialogue, position, turn in answers:
+        try:
+            text = _clean(turn.text)
+        except InputError as exc:
+            skipped.append((dialogue.answer_id(position), str(exc)))
+            continue
+        if not text:
+            skipped.append((dialogue.answer_id(position), "empty answer text"))
+            continue
+        ready.append((dialogue, position, text))
+    bar = tqdm(total=len(ready), desc="parsing answers", unit="answer", file=sys.stderr, disable=not progress,
+               dynamic_ncols=True)
+    start = 0
+    try:
+        while start < len(ready):
+            texts = (text for _, _, text in ready[start:])
+            done = 0
+            try:
+                for tree in parser.parse_many(texts, batch_size=batch_size, n_process=n_process):
+                    dialogue, position, text = ready[start + done]
+                    done += 1
+                    bar.update(1)
+                    yield build_document(doc_id=dialogue.answer_id(position), dialogue_id=dialogue.id,
+                                         position=position, text=text, tree=tree, meta=_doc_meta(dialogue))
+                start = len(ready)
+            except InputError as exc:
+                # parse_many yields in order, so the text that failed is the one after the last tree.
+                dialogue, position, _ = ready[start + done]
+                skipped.append((dialogue.answer_id(position), str(exc)))
+                bar.update(1)
+                start += done + 1
+    finally:
+        bar.close()
+
+
+def _doc_meta(dialogue: Dialogue) -> dict[str, Any]:
+    keep = {k: v for k, v in dialogue.meta.items() if k in ("source", "category", "tags", "split", "company")}
+    keep["question"] = dialogue.question[:300]
+    return keep
+
+
+def build_index(
+    *,
+    dialogues: Iterable[Dialogue],
+    parser: RSTParser,
+    backend: str,
+    out: str | Path | None,
+    url: str | None = None,
+    batch_size: int = 64,
+    n_process: int = 1,
+    progress: bool = True,
+    index_name: str = DEFAULT_INDEX_NAME,
+) -> BuildReport:
+    """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
+
+    ``backend="sqlite"`` writes ``out`` atomically (temp file + rename); ``backend="elasticsearch"``
+    loads ``url`` (default ``$ELASTICSEARCH_URL``) under alias ``index_name``. Raises ``ConfigError``
+    for an unknown backend or bad option, ``InputError`` when there is no answer to index.
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown index backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    if batch_size < 1 or n_process < 1:
+        raise ConfigError("batch_size and n_process must be at least 1")
+    t0 = time.perf_counter()
+    dialogue_list = list(dialogues)
+    answers = list(iter_answers(dialogue_list))
+    if not answers:
+        raise InputError("the corpus has no answer turns to index")
+    report = BuildReport(backend=backend, location="", parser=getattr(parser, "name", type(parser).__name__),
+                         dialogues=len(dialogue_list), answers=len(answers))
+    documents = parse_documents(answers, parser=parser, batch_size=batch_size, n_process=n_process,
+                                progress=progress, skipped=report.skipped)
+    if backend == "sqlite":
+        if out is None:
+            raise ConfigError("the sqlite backend needs an output path (--out)")
+        report.location = str(out)
+        report.indexed = _build_sqlite(Path(out), documents, report)
+    else:
+        from index.es_index import ElasticsearchIndex
+
+        target = es_url(url)
+        report.location = f"{target}/{index_name}"
+        with ElasticsearchIndex(target, index_name=index_name) as es:
+            report.indexed = es.rebuild(documents)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport) -> int:
+    from index.sqlite_index import SqliteIndex
+
+    if out.is_dir():
+        raise InputError(f"{out} is a directory; give an index file path")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    tmp.unlink()  # SQLite must create the file itself; mkstemp only reserved a unique name
+    try:
+        index = SqliteIndex(tmp, readonly=False)
+        try:
+            added = 0
+            batch: list[AnswerDocument] = []
+            for doc in documents:
+                batch.append(doc)
+                if len(batch) >= WRITE_BATCH:
+                    added += index.add(batch)
+                    batch = []
+            if batch:
+                added += index.add(batch)
+            if added == 0:
+                raise InputError("no answer could be parsed; nothing to index "
+                                 f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
+            index.set_info(parser=report.parser, dialogues=report.dialogues, answers=report.answers,
+                           indexed=added, skipped=len(report.skipped), built=time.strftime("%Y-%m-%dT%H:%M:%S"))
+            index.optimize()
+        finally:
+            index.close()
+        os.replace(tmp, out)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    finally:
+        for suffix in ("-wal", "-shm", "-journal"):
+            _remove_quietly(Path(f"{tmp}{suffix}"))
+    return added
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
