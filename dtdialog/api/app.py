@@ -1,0 +1,55 @@
+"""``create_app(settings)``: the FastAPI application of the dtdialog service (API, chat page, static files)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from dtdialog.api import routes_health, routes_index, routes_parse, routes_search, routes_sessions
+from dtdialog.api.deps import api_version
+from dtdialog.api.errors import BodySizeLimitMiddleware, CatchAllMiddleware, install_error_handlers
+from dtdialog.api.service import EngineService
+from dtdialog.api.settings import ApiSettings
+
+STATIC_DIR = Path(__file__).parent / "static"
+DESCRIPTION = (
+    "Discourse-tree dialogue manager for car-repair support (Galitsky & Ilvovsky). "
+    "Every error is `{\"error\": {\"code\": ..., \"message\": ...}}`; index management needs `X-API-Key` "
+    "when the server has a key configured."
+)
+
+
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
+    """Return the app; the engine (parser, index, sessions) loads on first use unless ``settings.preload``."""
+    settings = settings or ApiSettings.from_env()
+    service = EngineService(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.preload:
+            await service.call(service.manager)
+        try:
+            yield
+        finally:
+            service.close()
+
+    app = FastAPI(title="dtdialog", version=api_version(), description=DESCRIPTION, lifespan=lifespan)
+    app.state.service = service
+    install_error_handlers(app)
+    for module in (routes_health, routes_parse, routes_search, routes_sessions, routes_index):
+        app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def chat_page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    # Added last = outermost: the catch-all also covers the size limit.
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(CatchAllMiddleware)
+    return app

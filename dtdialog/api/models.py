@@ -1,0 +1,187 @@
+"""Request and response bodies of the HTTP API (pydantic), which also make up the OpenAPI schema."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Hard upper bound of hits per search request, whatever the settings say.
+MAX_SEARCH_SIZE = 50
+
+
+class _Strict(BaseModel):
+    # Unknown fields are a client bug worth a clear 422 rather than silence.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorInfo(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. 'session_not_found'.")
+    message: str = Field(description="One line for a human.")
+    error_id: str | None = Field(default=None, description="Set on 500s; the same id is in the server log.")
+    details: list[dict[str, Any]] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorInfo
+
+
+class ParseRequest(_Strict):
+    text: str = Field(min_length=1, description="The text to parse; at most the server's max_text_chars.",
+                      examples=["I replaced the battery, but the car still does not start."])
+
+
+class ParseResponse(BaseModel):
+    parser: str
+    tree: dict[str, Any] = Field(description="DiscourseTree.to_dict(): text, edus, root.")
+    compact: str = Field(description="One-line bracketed form, e.g. 'Contrast(N: ..., S: ...)'.")
+    relations: list[str]
+    edus: list[str]
+    svg: str | None = Field(default=None, description="The tree as an SVG picture when ?svg=true.")
+
+
+class SearchRequest(_Strict):
+    query: str = Field(min_length=1, description="A customer question, or a query string in 'query' mode.",
+                       examples=["My car does not start although I replaced the battery."])
+    size: int = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
+    mode: Literal["question", "query"] = Field(
+        default="question",
+        description="'question': parse the text, retrieve and rank by rhetorical agreement with its DT. "
+                    "'query': a query string such as 'Contrast [start car] battery', retrieval only.")
+
+
+class Agreement(BaseModel):
+    verdict: bool = Field(description="True when the answer's DT addresses the question's non-default relations.")
+    score: float
+    addressed: int | None = None
+    required: int | None = None
+    chains: list[str] = Field(default_factory=list,
+                              description="Matched pairs, e.g. 'Contrast[replaced battery] -> Condition[no fuel pressure]'.")
+    missing: list[str] = Field(default_factory=list, description="Question relations no answer relation addressed.")
+
+
+class SearchHitOut(BaseModel):
+    id: str
+    dialogue_id: str
+    position: int
+    text: str
+    score: float
+    retrieval_score: float | None = None
+    matched: dict[str, list[str]] = Field(default_factory=dict, description="Index field -> the terms that matched.")
+    relations: list[str] = Field(default_factory=list)
+    agreement: Agreement | None = None
+    features: dict[str, Any] | None = None
+
+
+class SearchResponse(BaseModel):
+    query: str
+    mode: str
+    parsed_query: dict[str, Any] | None = Field(default=None, description="The SearchQuery sent to the index.")
+    question_tree: dict[str, Any] | None = None
+    hits: list[SearchHitOut]
+
+
+class SessionCreated(BaseModel):
+    session_id: str
+
+
+class MessageRequest(_Strict):
+    text: str = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option number.",
+                      examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
+                                "and the solenoid, but I still could not start my car."])
+
+
+class TurnOption(BaseModel):
+    number: int
+    label: str
+    answer_id: str | None = None
+
+
+class Explanation(BaseModel):
+    """What the chat page's explain panel draws: both trees and the chains that matched."""
+
+    question: str | None = None
+    question_tree: dict[str, Any] | None = None
+    question_svg: str | None = None
+    answer_id: str | None = None
+    answer: str | None = None
+    answer_tree: dict[str, Any] | None = None
+    answer_svg: str | None = None
+    verdict: bool | None = None
+    agreement_score: float | None = None
+    chains: list[str] = Field(default_factory=list, description="'Q relation[words] -> A relation[words]' pairs.")
+    missing: list[str] = Field(default_factory=list)
+    chains_svg: str | None = Field(default=None, description="The chains as a picture: Q boxes -> A boxes.")
+
+
+class TurnResponse(BaseModel):
+    session_id: str
+    reply: str
+    kind: str = Field(description="What the reply is: an answer, a clarification request, a handoff, ...")
+    options: list[TurnOption] = Field(default_factory=list)
+    state: str
+    answer_id: str | None = None
+    trace: dict[str, Any] = Field(default_factory=dict)
+    explain: Explanation | None = Field(default=None, description="Only with ?explain=true.")
+
+
+class SessionOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    session_id: str
+    transcript: list[dict[str, Any]] = Field(default_factory=list)
+    traces: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class AnswerOut(BaseModel):
+    id: str
+    dialogue_id: str
+    position: int
+    text: str
+    relations: list[str] = Field(default_factory=list)
+    tree: dict[str, Any] | None = None
+    svg: str | None = None
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    version: str
+    engine_loaded: bool
+
+
+class IndexStats(BaseModel):
+    backend: str
+    documents: int
+    location: str | None = Field(default=None, description="Index file name (never a full server path).")
+    parser: str | None = None
+
+
+class NewAnswer(_Strict):
+    text: str = Field(min_length=1)
+    id: str | None = Field(default=None, max_length=200, description="Defaults to '{dialogue_id}#{position}'.")
+    dialogue_id: str | None = Field(default=None, max_length=200, description="Defaults to 'api-<hash of text>'.")
+    position: int = Field(default=1, ge=0, le=10_000)
+    question: str | None = Field(default=None, description="The question this answer replies to, kept in meta.")
+
+
+class AddDocumentsRequest(_Strict):
+    answers: list[NewAnswer] = Field(min_length=1)
+
+
+class AddDocumentsResponse(BaseModel):
+    added: int
+    ids: list[str]
+    documents: int
+
+
+class RebuildRequest(_Strict):
+    source: Literal["builtin", "path"] = "builtin"
+    path: str | None = Field(default=None, description="With source='path': a corpus file under a configured rebuild root.")
+
+
+class RebuildResponse(BaseModel):
+    documents: int
+    dialogues: int | None = None
+    skipped: int = Field(default=0, description="Answers the parser could not use.")
+    seconds: float
+    backend: str

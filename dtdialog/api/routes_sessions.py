@@ -1,0 +1,86 @@
+"""Dialogue sessions: ``POST /sessions``, ``POST /sessions/{id}/messages``, ``GET /sessions/{id}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Path, Query, Request
+
+from dtdialog.api.deps import check_text, get_service
+from dtdialog.api.explain_turn import explain_turn
+from dtdialog.api.models import (
+    ErrorResponse,
+    MessageRequest,
+    SessionCreated,
+    SessionOut,
+    TurnOption,
+    TurnResponse,
+)
+
+router = APIRouter(tags=["sessions"])
+SessionId = Path(min_length=1, max_length=128, description="The id returned by POST /sessions.")
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 404, 413, 422)}
+
+
+def _jsonable(value: Any) -> Any:
+    # Traces are plain dicts by contract; this guards against a stray tuple or dataclass.
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "to_dict"):
+        return _jsonable(value.to_dict())
+    return str(value)
+
+
+def turn_out(result: Any) -> TurnResponse:
+    """Return the API view of an engine ``TurnResult``."""
+    return TurnResponse(
+        session_id=result.session_id, reply=result.reply, kind=str(result.kind), state=str(result.state),
+        answer_id=result.answer_id, trace=_jsonable(result.trace or {}),
+        options=[TurnOption(number=int(o.number), label=str(o.label), answer_id=getattr(o, "answer_id", None))
+                 for o in result.options or ()],
+    )
+
+
+@router.post("/sessions", response_model=SessionCreated, status_code=201)
+async def create_session(request: Request) -> SessionCreated:
+    """Start a dialogue session and return its id."""
+    service = get_service(request)
+    session_id = await service.call(lambda: service.manager().start_session())
+    return SessionCreated(session_id=session_id)
+
+
+@router.post("/sessions/{session_id}/messages", response_model=TurnResponse, responses=_ERRORS)
+async def post_message(
+    body: MessageRequest,
+    request: Request,
+    session_id: str = SessionId,
+    explain: bool = Query(False, description="Add both discourse trees and the matched chains as pictures."),
+) -> TurnResponse:
+    """Handle one customer turn: return the reply, any clarification options, the session state and the trace."""
+    service = get_service(request)
+    text = check_text(body.text, service.settings)
+
+    def work() -> TurnResponse:
+        manager = service.manager()
+        manager.session(session_id)  # 404 before any work on an unknown id
+        result = manager.handle(session_id=session_id, text=text)
+        out = turn_out(result)
+        if explain:
+            out.explain = explain_turn(service, result=result, user_text=text)
+        return out
+
+    return await service.call(work)
+
+
+@router.get("/sessions/{session_id}", response_model=SessionOut, responses={404: {"model": ErrorResponse}})
+async def get_session(request: Request, session_id: str = SessionId) -> SessionOut:
+    """Return the session's transcript and per-turn traces."""
+    service = get_service(request)
+    record = await service.call(lambda: service.manager().session(session_id))
+    data = _jsonable(record.to_dict())
+    data["session_id"] = data.get("session_id") or data.get("id") or session_id
+    return SessionOut(**data)

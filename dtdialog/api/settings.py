@@ -1,0 +1,83 @@
+"""Service configuration, validated when it is built so a bad option fails at start-up, not on the first request."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parsers.errors import ConfigError
+
+#: Backends the service knows how to open; the index registry gives the final word.
+KNOWN_BACKENDS = ("sqlite", "elasticsearch")
+API_KEY_ENV = "DTDIALOG_API_KEY"
+
+
+def _default_sessions_path() -> Path:
+    # Beside the working directory rather than in $HOME, so a test or a
+    # container keeps its sessions where it runs.
+    return Path(os.environ.get("DTDIALOG_SESSIONS", "dtdialog_sessions.sqlite"))
+
+
+@dataclass
+class ApiSettings:
+    """Everything ``create_app`` needs.
+
+    ``index_path`` None means "the engine's default index over the built-in corpus".
+    ``api_key`` None means the index-management endpoints are open (useful on 127.0.0.1 only).
+    ``rebuild_roots`` lists the server-side folders ``POST /index/rebuild`` may read a corpus from.
+    """
+
+    index_path: Path | None = None
+    backend: str = "sqlite"
+    index_url: str | None = None
+    corpus: Path | None = None
+    parser: str | None = None
+    sessions_path: Path = field(default_factory=_default_sessions_path)
+    api_key: str | None = None
+    max_body_bytes: int = 1_000_000
+    max_text_chars: int = 20_000
+    max_search_size: int = 50
+    max_documents_per_request: int = 200
+    rebuild_roots: tuple[Path, ...] = ()
+    preload: bool = False
+
+    def __post_init__(self) -> None:
+        self.index_path = Path(self.index_path) if self.index_path is not None else None
+        self.corpus = Path(self.corpus) if self.corpus is not None else None
+        self.sessions_path = Path(self.sessions_path)
+        self.rebuild_roots = tuple(Path(p).resolve() for p in self.rebuild_roots)
+        if not isinstance(self.backend, str) or not self.backend:
+            raise ConfigError("backend must be a non-empty name, e.g. 'sqlite'")
+        if self.backend not in KNOWN_BACKENDS:
+            raise ConfigError(f"unknown index backend {self.backend!r}; expected one of {', '.join(KNOWN_BACKENDS)}")
+        if self.api_key is not None and len(self.api_key) < 8:
+            raise ConfigError(f"the API key ({API_KEY_ENV}) must be at least 8 characters long")
+        for name in ("max_body_bytes", "max_text_chars", "max_search_size", "max_documents_per_request"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_body_bytes < self.max_text_chars:
+            raise ConfigError("max_body_bytes must be at least max_text_chars, or no maximal text could be sent")
+        if self.sessions_path.exists() and self.sessions_path.is_dir():
+            raise ConfigError(f"the sessions path {self.sessions_path} is a folder; give a file path")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ApiSettings:
+        """Return settings whose API key comes from ``DTDIALOG_API_KEY`` unless ``api_key`` is given; None values in ``overrides`` are ignored."""
+        values = {k: v for k, v in overrides.items() if v is not None}
+        if "api_key" not in values:
+            env_key = os.environ.get(API_KEY_ENV, "").strip()
+            values["api_key"] = env_key or None
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the settings as plain values, with the API key masked."""
+        data = asdict(self)
+        data["api_key"] = "***" if self.api_key else None
+        for key, value in data.items():
+            if isinstance(value, Path):
+                data[key] = str(value)
+        data["rebuild_roots"] = [str(p) for p in self.rebuild_roots]
+        return data

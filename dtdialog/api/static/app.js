@@ -1,0 +1,197 @@
+// dtdialog chat page: vanilla JS, no build step. Talks to the JSON API of the same origin.
+"use strict";
+
+const SESSION_KEY = "dtdialog.session";
+const $ = (id) => document.getElementById(id);
+
+let sessionId = sessionStorage.getItem(SESSION_KEY);
+let busy = false;
+
+async function api(method, path, body) {
+  const init = { method, headers: { "Accept": "application/json" } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  let data = null;
+  try { data = await res.json(); } catch (e) { data = null; }
+  if (!res.ok) {
+    const err = new Error((data && data.error && data.error.message) || `request failed (${res.status})`);
+    err.status = res.status;
+    err.code = data && data.error && data.error.code;
+    throw err;
+  }
+  return data;
+}
+
+function showError(message) {
+  const box = $("error");
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+
+function setBusy(on, text) {
+  busy = on;
+  $("send").disabled = on;
+  for (const b of $("options").querySelectorAll("button")) b.disabled = on;
+  $("status").textContent = text || "";
+}
+
+function addMessage(role, text, kind) {
+  const li = document.createElement("li");
+  li.className = "msg " + (role === "user" ? "user" : "bot") + (kind === "handoff" ? " handoff" : "");
+  if (kind) li.dataset.kind = kind;
+  const who = document.createElement("span");
+  who.className = "who";
+  who.textContent = role === "user" ? "You" : (kind === "handoff" ? "Support (handing over)" : "Support");
+  if (role !== "user" && kind && kind !== "handoff") {
+    const k = document.createElement("span");
+    k.className = "kind";
+    k.textContent = "· " + kind.replace(/_/g, " ");
+    who.appendChild(k);
+  }
+  const body = document.createElement("span");
+  body.className = "text";
+  body.textContent = text;
+  li.append(who, body);
+  $("transcript").appendChild(li);
+  li.scrollIntoView({ block: "end" });
+  return li;
+}
+
+function renderOptions(options) {
+  const box = $("options");
+  box.replaceChildren();
+  if (!options || options.length === 0) { box.hidden = true; return; }
+  const legend = document.createElement("p");
+  legend.className = "muted";
+  legend.id = "options-legend";
+  legend.textContent = "Choose one (Tab to move, Enter to pick):";
+  box.appendChild(legend);
+  for (const opt of options) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "option";
+    b.dataset.number = String(opt.number);
+    if (opt.answer_id) b.dataset.answerId = opt.answer_id;
+    b.textContent = `${opt.number}. ${opt.label}`;
+    b.addEventListener("click", () => send(String(opt.number), `${opt.number}. ${opt.label}`));
+    box.appendChild(b);
+  }
+  box.hidden = false;
+}
+
+function setSvg(id, svg, fallback) {
+  const el = $(id);
+  if (svg) { el.innerHTML = svg; } else { el.textContent = fallback; }
+}
+
+function renderExplain(ex, turn) {
+  if (!ex) return;
+  $("explain-empty").hidden = true;
+  $("explain-body").hidden = false;
+  const verdict = ex.verdict === null || ex.verdict === undefined ? "no agreement check for this turn"
+    : (ex.verdict ? "the answer's DT agrees with the question's DT" : "no rhetorical agreement");
+  const score = typeof ex.agreement_score === "number" ? ` (score ${ex.agreement_score.toFixed(2)})` : "";
+  $("explain-verdict").textContent = `Reply kind: ${turn.kind.replace(/_/g, " ")} — ${verdict}${score}.`;
+  setSvg("question-tree", ex.question_svg, "No question tree for this turn.");
+  setSvg("answer-tree", ex.answer_svg, "No answer delivered in this turn.");
+  $("answer-id").textContent = ex.answer_id ? `(${ex.answer_id})` : "";
+  setSvg("chains", ex.chains_svg, "No chains.");
+  const list = $("chains-text");
+  list.replaceChildren();
+  for (const c of ex.chains || []) {
+    const li = document.createElement("li"); li.textContent = c; list.appendChild(li);
+  }
+  for (const m of ex.missing || []) {
+    const li = document.createElement("li"); li.textContent = `${m} — not addressed`; list.appendChild(li);
+  }
+  $("trace").textContent = JSON.stringify(turn.trace, null, 2);
+}
+
+async function ensureSession() {
+  if (sessionId) return sessionId;
+  const data = await api("POST", "/sessions");
+  sessionId = data.session_id;
+  sessionStorage.setItem(SESSION_KEY, sessionId);
+  return sessionId;
+}
+
+async function send(text, shown) {
+  text = (text || "").trim();
+  if (!text || busy) return;
+  showError("");
+  setBusy(true, "Thinking…");
+  addMessage("user", shown || text);
+  try {
+    await ensureSession();
+    let turn;
+    try {
+      turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages?explain=true`, { text });
+    } catch (e) {
+      if (e.status !== 404) throw e;
+      // The server forgot this session (new database): start again transparently.
+      sessionId = null;
+      sessionStorage.removeItem(SESSION_KEY);
+      await ensureSession();
+      turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages?explain=true`, { text });
+    }
+    addMessage("bot", turn.reply, turn.kind);
+    renderOptions(turn.options);
+    renderExplain(turn.explain, turn);
+    setBusy(false, turn.kind === "handoff" ? "You are being handed over to a human agent." : "");
+    const first = $("options").querySelector("button");
+    (first || $("message")).focus();
+  } catch (e) {
+    setBusy(false, "");
+    showError(e.message);
+    $("message").focus();
+  }
+}
+
+async function restore() {
+  if (!sessionId) return;
+  try {
+    const rec = await api("GET", `/sessions/${encodeURIComponent(sessionId)}`);
+    for (const t of rec.transcript || []) {
+      const role = (t.role || t.speaker || "").toString().toLowerCase();
+      const user = role === "user" || role === "c" || role === "q" || role === "customer";
+      addMessage(user ? "user" : "bot", t.text || "", user ? undefined : t.kind);
+    }
+  } catch (e) {
+    sessionId = null;
+    sessionStorage.removeItem(SESSION_KEY);
+  }
+}
+
+function newSession() {
+  sessionId = null;
+  sessionStorage.removeItem(SESSION_KEY);
+  $("transcript").replaceChildren();
+  renderOptions([]);
+  $("explain-empty").hidden = false;
+  $("explain-body").hidden = true;
+  showError("");
+  $("status").textContent = "New conversation started.";
+  $("message").focus();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const box = $("message");
+  $("composer").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = box.value;
+    if (!text.trim()) { showError("Please type a message first."); box.focus(); return; }
+    box.value = "";
+    send(text);
+  });
+  box.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("new-session").addEventListener("click", newSession);
+  restore().finally(() => box.focus());
+});
