@@ -1,0 +1,157 @@
+"""``dtdialog chat``: the car-repair chatbot, interactive or replaying a script of user turns."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from parsers.errors import DTDialogError, InputError
+
+NAME = "chat"
+HELP = "chat with the car-repair assistant (built-in corpus by default); --script replays user turns"
+CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
+QUIT_WORDS = frozenset({"quit", "exit", "/quit", "/exit", "bye"})
+#: A script file larger than this is refused (it is a list of user turns, not a corpus).
+MAX_SCRIPT_BYTES = 5_000_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", type=Path, default=None, help="dialogue corpus to answer from (with --format)")
+    parser.add_argument("--format", dest="fmt", choices=CORPUS_FORMATS, default="builtin",
+                        help="corpus format (default: builtin, the shipped car-repair corpus)")
+    parser.add_argument("--index", type=Path, default=None,
+                        help="SQLite index file to use (built there from the corpus if missing)")
+    parser.add_argument("--backend", choices=("sqlite", "elasticsearch"), default="sqlite",
+                        help="index backend (default: sqlite)")
+    parser.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
+    parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or rules)")
+    parser.add_argument("--script", type=Path, default=None,
+                        help="replay user turns from this file (one per line; blank lines and '#' lines skipped)")
+    parser.add_argument("--session", default=None, metavar="ID", help="resume the session with this id")
+    parser.add_argument("--sessions", type=Path, default=None,
+                        help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")
+    parser.add_argument("--explain", action="store_true", help="print each turn's trace (DT-Q, queries, scores, chains)")
+    parser.add_argument("--trace-json", type=Path, default=None,
+                        help="append every turn's trace as one JSON line to this file")
+    parser.add_argument("--agreement-table", default=None, help="JSON compatibility table replacing the built-in one")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar while building the index")
+
+
+def _read_script(path: Path) -> list[str]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_SCRIPT_BYTES:
+            raise InputError(f"script {path} is {size} bytes; a script holds user turns (max {MAX_SCRIPT_BYTES})")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read script {path}: {exc.strerror}") from None
+    if b"\x00" in raw:
+        raise InputError(f"script {path} is a binary file, expected text with one user turn per line")
+    text = raw.decode("utf-8", errors="replace")
+    return [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _print_result(result, *, explain: bool, out) -> None:
+    lines = result.reply.splitlines() or [""]
+    print(f"bot> {lines[0]}", file=out)
+    for line in lines[1:]:
+        print(f"     {line}", file=out)
+    if explain:
+        from dtdialog.trace import format_trace
+
+        print(format_trace(result.trace), file=out)
+    out.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtdialog.engine_config import EngineConfig
+    from dtdialog.manager import GREETING, DialogueManager
+    from dtdialog.paths import sessions_path
+    from dtdialog.runtime import load_runtime
+    from dtdialog.session_store import SessionStore
+
+    if args.corpus is not None and args.fmt == "builtin":
+        raise InputError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
+    script = _read_script(args.script) if args.script is not None else None
+    config = EngineConfig(agreement_table=args.agreement_table)
+    runtime = load_runtime(corpus=args.corpus, corpus_format=args.fmt, index_path=args.index, backend=args.backend,
+                           parser=args.parser, progress=not args.quiet, config=config, es_url=args.es_url)
+    store = SessionStore(args.sessions or sessions_path())
+    manager = DialogueManager(selector=runtime.selector, store=store, config=config)
+    out = sys.stdout
+    try:
+        if args.session:
+            record = manager.session(args.session)
+            session_id = record.id
+            print(f"resuming session {session_id} ({record.state}, {len(record.transcript)} messages)", file=sys.stderr)
+        else:
+            session_id = manager.start_session()
+            print(f"session {session_id} (resume with --session {session_id})", file=sys.stderr)
+            print(f"bot> {GREETING}", file=out)
+        trace_file = open(args.trace_json, "a", encoding="utf-8") if args.trace_json else None  # noqa: SIM115
+        try:
+            if script is not None:
+                for line in script:
+                    print(f"you> {_shown(line)}", file=out)
+                    _turn(manager, session_id, line, args, out, trace_file)
+            else:
+                _interactive(manager, session_id, args, out, trace_file)
+        finally:
+            if trace_file:
+                trace_file.close()
+        return 0
+    finally:
+        store.close()
+        runtime.close()
+
+
+def _shown(line: str, limit: int = 300) -> str:
+    clean = "".join(ch if ch.isprintable() else " " for ch in line)
+    return clean if len(clean) <= limit else clean[:limit] + f"... [{len(line)} characters]"
+
+
+def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
+    import json
+
+    try:
+        result = manager.handle(session_id=session_id, text=text)
+    except DTDialogError as exc:
+        print(f"bot> Sorry, something went wrong with that message ({exc}). Your session is saved; please try again.",
+              file=out)
+        return
+    except Exception as exc:  # noqa: BLE001 - a chat must never crash; the session was saved by the last turn
+        if os.environ.get("DTDIALOG_DEBUG"):
+            traceback.print_exc()
+        print(f"bot> Sorry, an internal error occurred ({type(exc).__name__}). Your session is saved; "
+              "please rephrase or try again.", file=out)
+        return
+    _print_result(result, explain=args.explain, out=out)
+    if trace_file is not None:
+        trace_file.write(json.dumps(result.trace, ensure_ascii=False) + "\n")
+        trace_file.flush()
+
+
+def _interactive(manager, session_id: str, args, out, trace_file) -> None:
+    while True:
+        try:
+            line = input("you> ")
+        except EOFError:
+            print(file=out)
+            break
+        except KeyboardInterrupt:
+            print(file=out)
+            break
+        if not line.strip():
+            print("bot> (type your message, or 'quit' to leave)", file=out)
+            continue
+        if line.strip().lower() in QUIT_WORDS:
+            break
+        try:
+            _turn(manager, session_id, line, args, out, trace_file)
+        except KeyboardInterrupt:
+            print(file=out)
+            break
+    print(f"bye - session {session_id} is saved (resume with --session {session_id})", file=sys.stderr)

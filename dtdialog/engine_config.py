@@ -1,0 +1,75 @@
+"""Typed, validated options of the dialogue engine (selector, clarification, session policy)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from parsers.errors import ConfigError
+
+
+@dataclass
+class EngineConfig:
+    """Options of ``AnswerSelector`` and ``DialogueManager``; invalid values raise ``ConfigError`` at once.
+
+    candidates: retrieval depth per step (hits fetched before the agreement check).
+    clarify_margin: when the top two agreeing candidates score within this margin, ask the user to choose.
+    max_options: at most this many clarification options (plus "none of these").
+    max_failures: after this many failed steps (fallbacks or rejected answers) hand off to a human.
+    agreement_weight: weight of the agreement score against the normalised retrieval score (0..1).
+    require_agreement: drop candidates whose agreement verdict is negative (else only demote them).
+    agreement_table: path of a JSON compatibility table replacing the built-in one.
+    agreement_ratio: fraction of the part's non-default relations that must be addressed for a positive verdict.
+    constraint_penalty: score factor removed from candidates that mention something the user cannot do/use;
+        1.0 drops them.
+    continuation_weight: bonus for the answer that followed the last delivered one in a logged dialogue.
+    max_input_chars: longer user turns are refused with a prompt instead of being processed.
+    max_traces: how many per-turn traces a session keeps.
+    """
+
+    candidates: int = 20
+    clarify_margin: float = 0.04
+    max_options: int = 3
+    max_failures: int = 2
+    agreement_weight: float = 0.5
+    require_agreement: bool = True
+    agreement_table: str | None = None
+    agreement_ratio: float = 1.0
+    constraint_penalty: float = 0.6
+    continuation_weight: float = 0.2
+    max_input_chars: int = 4000
+    max_traces: int = 50
+
+    def __post_init__(self) -> None:
+        def check(ok: bool, message: str) -> None:
+            if not ok:
+                raise ConfigError(f"engine config: {message}")
+
+        for name in ("candidates", "max_options", "max_failures", "max_input_chars", "max_traces"):
+            value = getattr(self, name)
+            check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                  f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("clarify_margin", "agreement_weight", "agreement_ratio", "constraint_penalty",
+                     "continuation_weight"):
+            value = getattr(self, name)
+            check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
+                  f"{name} must be a number in [0, 1], got {value!r}")
+            setattr(self, name, float(value))
+        check(isinstance(self.require_agreement, bool), "require_agreement must be true or false")
+        check(self.agreement_table is None or isinstance(self.agreement_table, str),
+              "agreement_table must be a path or null")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the options as a JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EngineConfig:
+        """Return the config in ``data``; unknown keys raise ``ConfigError``."""
+        if not isinstance(data, dict):
+            raise ConfigError("engine config: expected an object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"engine config: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data)

@@ -1,0 +1,184 @@
+"""Entity terms of EDUs for the agreement rule EDU_q ∩ EDU_a ≠ ∅.
+
+A term is the Porter stem of a content-word lemma, or a multi-word noun phrase
+as a space-joined run of stems. Stems make ``removing``/``removed``/``remove``
+and spaCy lemmas vs. raw user words meet; the car-domain synonym list maps
+aliases (``ecu``, ``computer``) to one canonical term (``ecm``) before stemming.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+
+from parsers.tree import EDU
+
+_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+
+STOPWORDS: frozenset[str] = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been before being below
+between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+else even ever every few for from further had hadn't has hasn't have haven't having he her here hers herself him
+himself his how i i'm i've if in into is isn't it it's its itself just let me more most my myself no nor not now
+of off on once only or other our ours ourselves out over own same she should shouldn't so some such than that
+that's the their theirs them themselves then there there's these they this those through to too under until up
+upon very was wasn't we were weren't what when where which while who whom why will with won't would wouldn't you
+your yours yourself yourselves yet still already anymore really much many maybe please thanks thank okay ok hi
+hello one two also though although however either neither whether etc lot lots thing things something anything
+nothing everything someone anyone everyone way ll ve re s t d m n't 's 're 've 'll 'd -pron-
+""".split())
+
+#: Verbs too general to count as a shared entity on their own.
+LIGHT_VERBS: frozenset[str] = frozenset("""
+be have do get make go take give put try want need know think say tell see look seem come keep let use help work
+happen mean find call ask feel leave become show turn check replace fix test inspect install
+""".split())
+
+
+def _stemmer():
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+_STEMMER = None
+_STEM_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Return the Porter stem of a lowercase word (cached)."""
+    global _STEMMER
+    if _STEMMER is None:
+        with _STEM_LOCK:
+            if _STEMMER is None:
+                _STEMMER = _stemmer()
+    return _STEMMER.stem(word)
+
+
+def words_of(text: str) -> list[str]:
+    """Return the lowercase word tokens of ``text``."""
+    return _WORD.findall(text.lower())
+
+
+def is_content(word: str) -> bool:
+    """Return True for a word that can carry an entity (not a stopword, light verb, number or 1-letter token)."""
+    return len(word) > 1 and word not in STOPWORDS and word not in LIGHT_VERBS and not word.isdigit()
+
+
+def _synonym_map(synonyms: Mapping[str, Sequence[str]] | None) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Return stem-tuple of every alias (and canonical) -> stem-tuple of its canonical term."""
+    mapping: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for canonical, aliases in (synonyms or {}).items():
+        target = tuple(stem(w) for w in words_of(canonical))
+        if not target:
+            continue
+        for alias in [canonical, *aliases]:
+            key = tuple(stem(w) for w in words_of(alias))
+            if key:
+                mapping.setdefault(key, target)
+    return mapping
+
+
+class EntityNormalizer:
+    """Turns EDUs and texts into comparable entity terms (stems, noun phrases, synonyms).
+
+    ``synonyms`` is canonical term -> aliases (``data.builtin.load_car_synonyms()``); ``None`` loads
+    the built-in list when it is available and uses none otherwise. Thread-safe (read-only after init).
+    """
+
+    def __init__(self, *, synonyms: Mapping[str, Sequence[str]] | None = None, use_builtin: bool = True) -> None:
+        if synonyms is None and use_builtin:
+            synonyms = load_default_synonyms()
+        self._map = _synonym_map(synonyms)
+        self._max_n = max((len(k) for k in self._map), default=1)
+
+    def _normalise(self, stems: list[str]) -> set[str]:
+        """Return single stems plus every synonym n-gram found in ``stems``, mapped to canonical terms."""
+        out: set[str] = set()
+        i = 0
+        while i < len(stems):
+            matched = False
+            for n in range(min(self._max_n, len(stems) - i), 0, -1):
+                key = tuple(stems[i:i + n])
+                if key in self._map:
+                    target = self._map[key]
+                    out.add(" ".join(target))
+                    out.update(t for t in target if t)
+                    if n > 1:
+                        out.update(key)
+                    i += n
+                    matched = True
+                    break
+            if not matched:
+                out.add(stems[i])
+                i += 1
+        return out
+
+    def terms_of_text(self, text: str) -> frozenset[str]:
+        """Return the entity terms of raw text (content words, synonym-normalised)."""
+        return self._terms(tuple(w for w in words_of(text)), ())
+
+    def terms_of_edu(self, edu: EDU) -> frozenset[str]:
+        """Return the entity terms of one EDU: its lemmas (or words), noun phrases and synonyms."""
+        lemmas = tuple(w for lemma in edu.lemmas for w in words_of(lemma)) if edu.lemmas else tuple(words_of(edu.text))
+        return self._terms(lemmas, tuple(edu.entities))
+
+    @lru_cache(maxsize=32768)  # noqa: B019 - instances live as long as the runtime; the cache is the point
+    def _terms(self, words: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
+        content = [w for w in words if is_content(w)]
+        terms = self._normalise([stem(w) for w in content])
+        for phrase in phrases:
+            stems = [stem(w) for w in words_of(phrase) if is_content(w)]
+            if len(stems) > 1:
+                terms.add(" ".join(stems))
+            terms.update(self._normalise(stems))
+        return frozenset(terms)
+
+    def terms_of_edus(self, edus: Iterable[EDU]) -> frozenset[str]:
+        """Return the union of the entity terms of ``edus``."""
+        out: set[str] = set()
+        for edu in edus:
+            out |= self.terms_of_edu(edu)
+        return frozenset(out)
+
+    @staticmethod
+    def overlap(left: Iterable[str], right: Iterable[str]) -> frozenset[str]:
+        """Return the terms two term sets share."""
+        return frozenset(left) & frozenset(right)
+
+
+def load_default_synonyms() -> dict[str, list[str]]:
+    """Return the built-in car synonym list, or {} when the data package does not ship one yet."""
+    try:
+        from data.builtin import load_car_synonyms
+    except ImportError:
+        return {}
+    try:
+        return load_car_synonyms()
+    except Exception:  # noqa: BLE001 - a missing synonym file only weakens matching; never block a chat
+        return {}
+
+
+def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: int = 4) -> str:
+    """Return a few content words of ``edus`` in text order, words whose stem is in ``prefer`` first.
+
+    Used for readable chains such as ``Contrast[replaced battery]``.
+    """
+    preferred = set(prefer)
+    words = [w for e in edus for w in words_of(e.text) if is_content(w)]
+    chosen_idx = [i for i, w in enumerate(words) if stem(w) in preferred]
+    seen = {words[i] for i in chosen_idx}
+    for i, w in enumerate(words):
+        if len(chosen_idx) >= max_words:
+            break
+        if i not in chosen_idx and w not in seen:
+            chosen_idx.append(i)
+            seen.add(w)
+    picked: list[str] = []
+    for i in sorted(chosen_idx[:max_words]):
+        if words[i] not in picked:
+            picked.append(words[i])
+    return " ".join(picked)

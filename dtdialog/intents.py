@@ -1,0 +1,110 @@
+"""What a user turn means for the session: conclude, reject, reset, hand off, choose, or follow up.
+
+Rules are deliberately conservative: only short, unambiguous replies conclude or reject, so a
+follow-up that merely contains "not" ("It did at first but not anymore") stays a follow-up C_i.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from dtdialog.constraints import Constraint, extract_constraints
+from dtdialog.entities import is_content, words_of
+
+EMPTY = "empty"
+TOO_LONG = "too_long"
+CONCLUDE = "conclude"
+REJECT = "reject"
+RESET = "reset"
+HANDOFF = "handoff"
+CHOICE = "choice"
+NONE_OF_THESE = "none_of_these"
+CONSTRAINT = "constraint"
+FOLLOWUP = "followup"
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff]")
+_HANDOFF = re.compile(r"\b(human|humans|agent|representative|rep|operator|real person|live person|someone real|"
+                      r"(?:talk|speak|chat) (?:to|with) (?:a |an )?(?:person|someone|somebody|people)|customer service)\b")
+_RESET = re.compile(r"\b(new question|another question|different question|new problem|different problem|"
+                    r"start over|start again|restart|reset|new topic)\b")
+_NUMBER = re.compile(r"^\s*(?:option|number|no\.?|#)?\s*(\d{1,2})\s*[.)!]?\s*$")
+_NONE = re.compile(r"^\s*(?:none|none of (?:these|them|those|the above)|neither|neither of (?:these|them|those)|"
+                   r"nothing of (?:these|that)|not (?:any|one) of (?:these|them))\b")
+_ACK = r"(?:yes|yep|yeah|yup|ok|okay|thanks|thank you|thx|ty|great|perfect|cheers|awesome|excellent|solved|fixed)"
+_CONCLUDE_SHORT = re.compile(rf"^{_ACK}(?:[\s,.!]+(?:{_ACK}|so much|very much|a lot|it works?(?: now)?|"
+                             r"that (?:fixed|solved|did) it|that helped|it helped|that worked|it worked))*[\s.!]*$")
+_CONCLUDE_PHRASE = re.compile(r"\b(?:that|this|it|you) (?:fixed|solved|sorted|did) it\b|\bfixed it\b|"
+                              r"\bproblem (?:is )?(?:solved|fixed|gone)\b|\bworks (?:fine |great |again )?now\b|"
+                              r"\bit worked\b|\bthat worked\b|\bthat helped\b|\bthanks?\b|\bthank you\b|\bruns (?:fine|great) now\b")
+_NEGATION = re.compile(r"\b(?:not|no|never|still|nothing|didn't|doesn't|won't|isn't|wasn't|don't|can't|cannot|but)\b")
+_REJECT_SHORT = re.compile(r"^(?:no|nope|nah|negative|not really|no luck|wrong|not it|useless|no good)[\s.!]*$")
+_REJECT_PHRASE = re.compile(
+    r"\b(?:didn't|did not|doesn't|does not|hasn't|has not|won't|will not)\s+(?:help|work|fix|solve|change)\b|"
+    r"\bnot (?:helpful|working|it|the problem|the issue|fixed|solved)\b|\bno (?:luck|help|change|difference)\b|"
+    r"\bstill (?:the same|not|won't|doesn't|does it|does the same|broken|there|happening|no|can't|dead|have)\b|"
+    r"\b(?:already|i've) (?:tried|done|checked|did) (?:that|this|it|those)\b|\btried that\b|\bthat's not it\b|"
+    r"\bsame (?:problem|issue)\b")
+#: Words that only express feedback; a reply made of nothing else carries no new information.
+_FEEDBACK_WORDS = frozenset("""no nope nah help helped helpful work worked working fix fixed solve solved change
+luck difference tried done checked already same problem issue still wrong useless good
+""".split())
+
+
+@dataclass
+class Intent:
+    """One classified user turn: its kind, cleaned text, choice number, constraints, and whether it adds content."""
+
+    kind: str
+    text: str
+    number: int | None = None
+    constraints: list[Constraint] = field(default_factory=list)
+    has_content: bool = False
+
+
+def sanitize(text: str, *, max_chars: int) -> tuple[str, str | None]:
+    """Return (clean text, problem): control characters become spaces, whitespace is collapsed.
+
+    problem is ``"empty"``, ``"too_long"`` (more than ``max_chars`` characters; the text is then
+    not processed at all) or None.
+    """
+    if not isinstance(text, str):
+        return "", EMPTY
+    if len(text) > max_chars:
+        return "", TOO_LONG
+    clean = " ".join(_CONTROL.sub(" ", text).split())
+    if not clean:
+        return "", EMPTY
+    return clean, None
+
+
+def content_words(text: str) -> list[str]:
+    """Return the words of ``text`` that add information beyond feedback."""
+    return [w for w in words_of(text) if is_content(w) and w not in _FEEDBACK_WORDS]
+
+
+def classify(text: str) -> Intent:
+    """Return the intent of a cleaned user turn (see module docstring for the precedence)."""
+    lowered = text.lower().replace("\u2019", "'").strip()
+    constraints = extract_constraints(lowered)
+    has_content = bool(content_words(lowered))
+    if not lowered:
+        return Intent(EMPTY, text)
+    if _HANDOFF.search(lowered):
+        return Intent(HANDOFF, text, constraints=constraints, has_content=has_content)
+    if _RESET.search(lowered):
+        return Intent(RESET, text, constraints=constraints, has_content=has_content)
+    number = _NUMBER.match(lowered)
+    if number:
+        return Intent(CHOICE, text, number=int(number.group(1)))
+    if _NONE.match(lowered):
+        return Intent(NONE_OF_THESE, text)
+    if _CONCLUDE_SHORT.match(lowered) or (_CONCLUDE_PHRASE.search(lowered) and not _NEGATION.search(lowered)):
+        return Intent(CONCLUDE, text)
+    if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered):
+        return Intent(REJECT, text, constraints=constraints, has_content=has_content)
+    if constraints:
+        constraint_words = {w for c in constraints for w in c.words}
+        extra = [w for w in content_words(lowered) if w not in constraint_words]
+        return Intent(CONSTRAINT, text, constraints=constraints, has_content=bool(extra))
+    return Intent(FOLLOWUP, text, has_content=has_content)

@@ -1,0 +1,225 @@
+"""Answer selection for one dialogue step: plan DT-Q, query, check agreement, score (paper steps 1-5).
+
+``AnswerSelector`` is stateless and thread-safe: every argument of ``rank`` comes from the caller
+(the session, or the batch evaluation that uses it as the ``dtq`` method). Retrieval and scoring
+are pluggable (``CandidateGenerator``, ``CandidateScorer``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dtdialog.agreement import AgreementResult, AgreementTable, AnswerAnalysis, Requirement, RhetoricalAgreement
+from dtdialog.constraints import Constraint, extract_constraints
+from dtdialog.engine_config import EngineConfig
+from dtdialog.entities import EntityNormalizer, is_content, words_of
+from dtdialog.query_builder import build_query
+from dtdialog.scoring import CandidateScorer, RankedCandidate, RuleScorer
+from dtdialog.subtrees import QuestionPlan, split_question
+from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
+from parsers.base import RSTParser
+from parsers.errors import InputError
+from parsers.tree import DiscourseTree
+
+__all__ = ["AgreementResult", "AnswerSelector", "CandidateGenerator", "CandidateScorer", "LexicalGenerator",
+           "QuestionPlan", "RankOutcome", "RankedCandidate", "RuleScorer"]
+
+_CACHE_SIZE = 50_000
+
+
+class CandidateGenerator(Protocol):
+    """Returns retrieval hits for one step's query."""
+
+    def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],
+                 size: int) -> list[SearchHit]: ...
+
+
+class LexicalGenerator:
+    """The default generator: ``index.search`` over the keyword and ``rr_edu`` fields."""
+
+    def __init__(self, *, index: AnswerIndex) -> None:
+        self.index = index
+
+    def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],
+                 size: int) -> list[SearchHit]:
+        """Return up to ``size`` hits, or [] for a query with no usable words."""
+        if query.is_empty():
+            return []
+        return self.index.search(query.with_size(size))
+
+
+@dataclass
+class RankOutcome:
+    """Everything one ranking step decided, for the session and the trace."""
+
+    plan: QuestionPlan
+    part_index: int
+    query: SearchQuery
+    requirements: list[str]
+    candidates: list[RankedCandidate]
+    rejected: list[RankedCandidate] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
+    followup_tree: DiscourseTree | None = None
+
+    def to_dict(self, *, limit: int = 10) -> dict[str, Any]:
+        """Return the JSON trace of this step (top ``limit`` kept and rejected candidates)."""
+        return {
+            "part_index": self.part_index, "requirements": self.requirements, "query": self.query.to_dict(),
+            "constraints": [c.to_dict() for c in self.constraints],
+            "followup_dt": self.followup_tree.to_compact() if self.followup_tree else None,
+            "candidates": [c.to_dict() for c in self.candidates[:limit]],
+            "rejected": [c.to_dict() for c in self.rejected[:limit]],
+        }
+
+
+class AnswerSelector:
+    """Plans a question and ranks stored answers for any step of its dialogue."""
+
+    def __init__(self, *, index: AnswerIndex, parser: RSTParser, config: EngineConfig | None = None,
+                 generator: CandidateGenerator | None = None, scorer: CandidateScorer | None = None,
+                 normalizer: EntityNormalizer | None = None) -> None:
+        self.index = index
+        self.parser = parser
+        self.config = config or EngineConfig()
+        self.generator = generator or LexicalGenerator(index=index)
+        self.scorer = scorer or RuleScorer(config=self.config)
+        self.normalizer = normalizer or EntityNormalizer()
+        table = AgreementTable.load(self.config.agreement_table)
+        self.agreement = RhetoricalAgreement(table=table, normalizer=self.normalizer, ratio=self.config.agreement_ratio)
+        # spaCy pipelines are not documented as thread-safe; parsing is short, so serialise it.
+        self._parse_lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._analyses: OrderedDict[str, AnswerAnalysis] = OrderedDict()
+
+    # --- planning -----------------------------------------------------------
+    def parse(self, text: str) -> DiscourseTree:
+        """Return the DT of ``text`` (parser calls are serialised)."""
+        with self._parse_lock:
+            return self.parser.parse(text)
+
+    def plan(self, question: str) -> QuestionPlan:
+        """Return DT-Q and its ordered parts. Raises ``InputError`` for empty text."""
+        if not question or not question.strip():
+            raise InputError("the question is empty")
+        return split_question(self.parse(question), question=question)
+
+    # --- ranking --------------------------------------------------------------
+    def rank(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
+             exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (), size: int = 10,
+             context_ids: Sequence[str] = ()) -> list[RankedCandidate]:
+        """Return up to ``size`` candidates for step ``step``, best first (agreeing ones only by default).
+
+        ``followups`` are the user's replies C_1..C_i so far (the last one drives the step),
+        ``exclude_ids`` the answers not to repeat, ``constraints`` things the user cannot do/use
+        (strings such as "no special tools"), ``context_ids`` the answers delivered so far in
+        order (the last one gives a follow-up its referents and the continuation feature).
+        """
+        return self.rank_outcome(question=question, step=step, followups=followups, exclude_ids=exclude_ids,
+                                 constraints=constraints, size=size, context_ids=context_ids).candidates[:size]
+
+    def rank_outcome(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
+                     exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (),
+                     size: int = 10, context_ids: Sequence[str] = ()) -> RankOutcome:
+        """Return the full outcome of ``rank`` (query, requirements, kept and rejected candidates)."""
+        plan = question if isinstance(question, QuestionPlan) else self.plan(question)
+        active = _as_constraints(constraints)
+        followup_text = next((f for f in reversed(followups) if f and f.strip()), None)
+        followup_tree = self.parse(followup_text) if followup_text else None
+        previous = self._document(context_ids[-1]) if context_ids else None
+        n_parts = len(plan.parts)
+        part_index = min(max(step, 0), n_parts - 1)
+        part = plan.parts[part_index]
+
+        context_terms: set[str] = set()
+        if followup_tree is not None:
+            context_terms |= self.normalizer.terms_of_edus(followup_tree.edus)
+        if previous is not None and followup_tree is not None:
+            context_terms |= self._analysis(previous).terms
+        followup_relations = [followup_tree.instance(n) for n in followup_tree.non_default_nodes()] \
+            if followup_tree is not None else []
+        if step >= n_parts and followup_relations:
+            # plan exhausted: the reply's own issues (C_i's "did at first but not anymore") are what A_{i+1} addresses
+            part_terms = self.normalizer.terms_of_edus(part.edus)
+            requirements = self.agreement.requirements(followup_relations, context_terms=context_terms | part_terms)
+        else:
+            requirements = self.agreement.requirements(part.relations, context_terms=context_terms)
+        fallback_terms = self.normalizer.terms_of_edus(part.edus) | frozenset(context_terms)
+
+        query = build_query(plan, part_index=part_index, followups=[followup_tree] if followup_tree else [],
+                            exclude_ids=exclude_ids, size=self.config.candidates)
+        hits = self.generator.generate(plan=plan, part_index=part_index, query=query, followups=list(followups),
+                                       size=self.config.candidates)
+        excluded = set(exclude_ids)
+        candidates: list[RankedCandidate] = []
+        for hit in hits:
+            doc = hit.document
+            if doc.id in excluded:
+                continue
+            analysis = self._analysis(doc)
+            agreement = self.agreement.check(requirements, analysis, fallback_terms=fallback_terms)
+            features = {
+                "continuation": 1.0 if _continues(previous, doc) else 0.0,
+                "constraint_violations": float(sum(c.violated_by(analysis.terms, self.normalizer) for c in active)),
+            }
+            candidates.append(RankedCandidate(document=doc, retrieval_score=float(hit.score), agreement=agreement,
+                                              features=features))
+        kept = self.scorer.score(plan=plan, part_index=part_index, followups=list(followups), candidates=candidates)
+        kept_ids = {c.document.id for c in kept}
+        rejected = [c for c in candidates if c.document.id not in kept_ids]
+        return RankOutcome(plan=plan, part_index=part_index, query=query,
+                           requirements=[_requirement_label(r) for r in requirements], candidates=kept,
+                           rejected=rejected, constraints=active, followup_tree=followup_tree)
+
+    # --- helpers --------------------------------------------------------------
+    def _document(self, doc_id: str) -> AnswerDocument | None:
+        try:
+            return self.index.get(doc_id)
+        except Exception:  # noqa: BLE001 - a vanished context answer only loses the continuation hint
+            return None
+
+    def _analysis(self, doc: AnswerDocument) -> AnswerAnalysis:
+        with self._cache_lock:
+            cached = self._analyses.get(doc.id)
+            if cached is not None:
+                self._analyses.move_to_end(doc.id)
+                return cached
+        tree = DiscourseTree.from_dict(doc.tree) if doc.tree else self.parse(doc.text)
+        analysis = self.agreement.analyze(tree)
+        with self._cache_lock:
+            self._analyses[doc.id] = analysis
+            if len(self._analyses) > _CACHE_SIZE:
+                self._analyses.popitem(last=False)
+        return analysis
+
+    def answer_edus(self, doc: AnswerDocument):
+        """Return the EDUs of a stored answer (from its stored DT, else by parsing its text)."""
+        tree = DiscourseTree.from_dict(doc.tree) if doc.tree else self.parse(doc.text)
+        return tree.edus
+
+
+def _continues(previous: AnswerDocument | None, doc: AnswerDocument) -> bool:
+    """Return True when ``doc`` is the next answer after ``previous`` in the same logged dialogue."""
+    return (previous is not None and doc.dialogue_id == previous.dialogue_id
+            and doc.position == previous.position + 2)
+
+
+def _as_constraints(items: Sequence[str | Constraint]) -> list[Constraint]:
+    out: list[Constraint] = []
+    for item in items:
+        if isinstance(item, Constraint):
+            out.append(item)
+            continue
+        found = extract_constraints(str(item))
+        if not found:
+            words = tuple(w for w in words_of(str(item)) if is_content(w))[:4]
+            found = [Constraint("cannot", str(item), words)] if words else []
+        out.extend(found)
+    return out
+
+
+def _requirement_label(req: Requirement) -> str:
+    return req.label()

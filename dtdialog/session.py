@@ -1,0 +1,107 @@
+"""The session state machine's data: plan, delivered answers, constraints, failures, transcript, traces.
+
+States::
+
+    NEW --question--> AWAITING_FEEDBACK (answer) | AWAITING_CHOICE (clarify) | AWAITING_DETAIL (fallback)
+    AWAITING_FEEDBACK --"thanks"--> CONCLUDED        --"no"--> next candidate, same step
+                      --follow-up C_i--> next step  --"new question"--> NEW
+    AWAITING_CHOICE --number/phrase--> AWAITING_FEEDBACK  --"none of these"--> next candidates
+    any --"human"/max failures--> HANDED_OFF
+    CONCLUDED / HANDED_OFF --new text--> treated as a new question
+
+A ``SessionRecord`` is plain data (``to_dict``/``from_dict``) so ``SessionStore`` can persist it
+after every turn; the manager keeps no other state.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from parsers.errors import DTDialogError, InputError
+
+NEW = "NEW"
+AWAITING_FEEDBACK = "AWAITING_FEEDBACK"
+AWAITING_CHOICE = "AWAITING_CHOICE"
+AWAITING_DETAIL = "AWAITING_DETAIL"
+CONCLUDED = "CONCLUDED"
+HANDED_OFF = "HANDED_OFF"
+STATES = (NEW, AWAITING_FEEDBACK, AWAITING_CHOICE, AWAITING_DETAIL, CONCLUDED, HANDED_OFF)
+SCHEMA = 1
+
+
+class SessionNotFoundError(DTDialogError, KeyError):
+    """No session with that id exists (never started, or the store was replaced)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else "session not found"
+
+
+def new_session_id() -> str:
+    """Return a fresh session id (uuid4 hex)."""
+    return uuid.uuid4().hex
+
+
+@dataclass
+class SessionRecord:
+    """Everything a session knows; ``step`` is the dialogue step (0 = A1) of the answer last offered."""
+
+    id: str
+    state: str = NEW
+    question: str = ""
+    plan: dict[str, Any] | None = None
+    step: int = 0
+    step_followups: list[str] = field(default_factory=list)
+    followups: list[str] = field(default_factory=list)
+    delivered: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    constraints: list[dict[str, Any]] = field(default_factory=list)
+    failures: int = 0
+    pending: dict[str, Any] | None = None
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        if self.state not in STATES:
+            raise InputError(f"unknown session state {self.state!r}")
+
+    @property
+    def excluded_ids(self) -> list[str]:
+        """Return the answers never to offer again: delivered ones and ones the user turned down."""
+        return list(dict.fromkeys(self.delivered + self.skipped))
+
+    def add_message(self, role: str, text: str, **extra: Any) -> None:
+        """Append a transcript line (``role`` is ``user`` or ``bot``)."""
+        self.transcript.append({"role": role, "text": text, "at": round(time.time(), 3), **extra})
+
+    def start_question(self, question: str, plan: dict[str, Any]) -> None:
+        """Reset the dialogue part of the session for a new question (transcript and traces stay)."""
+        self.question = question
+        self.plan = plan
+        self.step = 0
+        self.step_followups = []
+        self.followups = []
+        self.delivered = []
+        self.skipped = []
+        self.constraints = []
+        self.failures = 0
+        self.pending = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionRecord:
+        """Return the record in ``data``; raises ``InputError`` when it is malformed."""
+        if not isinstance(data, dict) or "id" not in data:
+            raise InputError("malformed session record")
+        known = set(cls.__dataclass_fields__)
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except TypeError as exc:
+            raise InputError(f"malformed session record: {exc}") from None

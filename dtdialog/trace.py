@@ -1,0 +1,101 @@
+"""The per-turn trace: a JSON-ready record of what the engine saw, queried, scored and decided.
+
+Keys: ``turn``, ``user_text``, ``intent``, ``state_before``/``state_after``, ``question``,
+``question_compact`` and ``question_tree`` (DT-Q), ``parts``, ``steps`` (one per ranking: query,
+requirements, candidates with scores/features/agreement, rejected ones), ``candidates`` (the
+deciding step's, repeated at top level for readers), ``decision`` and ``notes``.
+``format_trace`` prints it for ``--explain``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from dtdialog.selector import RankOutcome
+from dtdialog.subtrees import QuestionPlan
+
+
+class TurnTrace:
+    """Collects one turn's trace; ``to_dict`` returns the JSON-ready record."""
+
+    def __init__(self, *, session_id: str, turn: int, user_text: str, state_before: str) -> None:
+        self.data: dict[str, Any] = {
+            "session_id": session_id, "turn": turn, "user_text": user_text, "intent": None,
+            "state_before": state_before, "state_after": state_before, "steps": [], "candidates": [],
+            "decision": None, "notes": [],
+        }
+        self._started = time.perf_counter()
+
+    def intent(self, kind: str, **extra: Any) -> None:
+        self.data["intent"] = kind
+        if extra:
+            self.data["intent_detail"] = extra
+
+    def plan(self, plan: QuestionPlan, *, full: bool) -> None:
+        """Record DT-Q: compact form and parts always, the full tree dict when ``full``."""
+        self.data["question"] = plan.question
+        self.data["question_compact"] = plan.tree.to_compact()
+        self.data["question_kind"] = plan.kind
+        self.data["parts"] = [p.to_dict() for p in plan.parts]
+        if full:
+            self.data["question_tree"] = plan.tree.to_dict()
+
+    def step(self, outcome: RankOutcome, *, step: int) -> None:
+        record = {"step": step, **outcome.to_dict()}
+        self.data["steps"].append(record)
+        self.data["candidates"] = record["candidates"]
+
+    def note(self, text: str) -> None:
+        self.data["notes"].append(text)
+
+    def decide(self, kind: str, *, state_after: str, answer_id: str | None = None, **extra: Any) -> None:
+        self.data["decision"] = {"kind": kind, "answer_id": answer_id, **extra}
+        self.data["state_after"] = state_after
+
+    def to_dict(self) -> dict[str, Any]:
+        self.data["elapsed_ms"] = round((time.perf_counter() - self._started) * 1000, 3)
+        return self.data
+
+
+def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
+    """Return a readable multi-line rendering of a turn trace (for ``dtdialog chat --explain``)."""
+    lines = [f"--- turn {trace.get('turn')}: intent={trace.get('intent')} "
+             f"{trace.get('state_before')} -> {trace.get('state_after')} ({trace.get('elapsed_ms', 0):.1f} ms)"]
+    if trace.get("question_compact"):
+        lines.append(f"DT-Q ({trace.get('question_kind')}): {trace['question_compact']}")
+        for part in trace.get("parts", []):
+            rels = ", ".join(f"{r['relation']}[{r['phrase']}]" for r in part.get("relations", [])) or "no non-default relation"
+            lines.append(f"  part Q{part['index'] + 1}: {rels}")
+    for step in trace.get("steps", []):
+        query = step.get("query", {})
+        lines.append(f"step A{step.get('step', 0) + 1} (part Q{step.get('part_index', 0) + 1})")
+        if step.get("followup_dt"):
+            lines.append(f"  follow-up DT: {step['followup_dt']}")
+        lines.append(f"  must address: {', '.join(step.get('requirements') or []) or '(factual: entity overlap only)'}")
+        lines.append(f"  keywords: {' '.join(query.get('keywords', [])[:20])}")
+        for term in query.get("rr_terms", [])[:6]:
+            lines.append(f"  RR query: {term}")
+        if query.get("exclude_ids"):
+            lines.append(f"  excluding: {', '.join(query['exclude_ids'])}")
+        for c in step.get("constraints", []):
+            lines.append(f"  constraint ({c['kind']}): {' '.join(c['words'])}")
+        for cand in step.get("candidates", [])[:max_candidates]:
+            agr = cand["agreement"]
+            feats = cand.get("features", {})
+            lines.append(f"  + {cand['id']}  score={cand['score']:.3f} retrieval={feats.get('retrieval', 0):.2f} "
+                         f"agreement={agr['score']:.2f} ({agr['addressed']}/{agr['required']})"
+                         + (" continuation" if feats.get("continuation") else "")
+                         + (f" violations={int(feats['constraint_violations'])}" if feats.get("constraint_violations") else ""))
+            for chain in agr.get("chains", []):
+                lines.append(f"      {chain}")
+        rejected = step.get("rejected", [])
+        if rejected:
+            lines.append(f"  rejected ({len(rejected)} shown): " + ", ".join(
+                f"{c['id']}" + (f" missing {'; '.join(c['agreement']['missing'])}" if c['agreement'].get('missing') else
+                                " (constraint)") for c in rejected[:max_candidates]))
+    decision = trace.get("decision") or {}
+    lines.append(f"decision: {decision.get('kind')}" + (f" {decision['answer_id']}" if decision.get("answer_id") else ""))
+    for note in trace.get("notes", []):
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
