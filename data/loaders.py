@@ -71,5 +71,6 @@ def load_corpus(
             if limit is not None and len(dialogues) >= limit:
                 return dialogues
     if not dialogues:
-        raise InputError(f"no usable dialogues in {p} (format {fmt})")
+        first = f"; {len(errors.issues)} malformed record(s), first: {errors.issues[0]}" if errors.issues else ""
+        raise InputError(f"no usable dialogues in {p} (format {fmt}){first}")
     return dialogues

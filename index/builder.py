@@ -210,6 +210,10 @@ def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildR
             index.optimize()
         finally:
             index.close()
+        # Stale -wal/-shm files of the old index must not be replayed against the new file: drop them first.
+        # Open readers keep the old files through their handles and see the old snapshot until they reopen.
+        for suffix in ("-wal", "-shm"):
+            _remove_quietly(Path(f"{out}{suffix}"))
         os.replace(tmp, out)
     except BaseException:
         _remove_quietly(tmp)

@@ -1,4 +1,4 @@
-"""Fixtures for the index tests: a tiny stand-in RST parser and a small dialogue corpus.
+"""Fixtures for the index tests: a stand-in RST parser, a small corpus, and every backend loaded with it.
 
 The stand-in parser is built only from ``parsers.tree`` so these tests do not depend on the
 rule parser's exact segmentation: it splits sentences, then ``X but Y`` into Contrast,
@@ -7,11 +7,18 @@ rule parser's exact segmentation: it splits sentences, then ``X but Y`` into Con
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from data.model import ANSWER, CUSTOMER, QUESTION, Dialogue, Turn
+from index.base import AnswerDocument, AnswerIndex
+from index.documents import build_document
 from parsers.base import RSTParser
 from parsers.tree import EDU, DiscourseTree, Node
 
@@ -26,7 +33,7 @@ class StandInParser(RSTParser):
     def parse(self, text: str) -> DiscourseTree:
         edus: list[EDU] = []
         sentence_nodes: list[Node] = []
-        for s_i, match in enumerate(re.finditer(r"[^.!?]+[.!?]*", text)):
+        for match in re.finditer(r"[^.!?]+[.!?]*", text):
             sentence = match.group(0)
             if not sentence.strip():
                 continue
@@ -86,3 +93,51 @@ def small_corpus() -> list[Dialogue]:
 @pytest.fixture()
 def corpus() -> list[Dialogue]:
     return small_corpus()
+
+ES_URL = os.environ.get("ELASTICSEARCH_URL")
+
+BACKEND_PARAMS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("elasticsearch", id="elasticsearch", marks=[
+        pytest.mark.elasticsearch,
+        pytest.mark.skipif(not ES_URL, reason="ELASTICSEARCH_URL is not set: no live Elasticsearch server"),
+    ]),
+]
+
+
+@contextmanager
+def loaded_index(backend: str, documents: list[AnswerDocument], tmp_path: Path) -> Iterator[AnswerIndex]:
+    """Yield an index of ``backend`` holding ``documents``; the Elasticsearch index is deleted afterwards."""
+    if backend == "sqlite":
+        from index.sqlite_index import SqliteIndex
+
+        path = tmp_path / "answers.sqlite"
+        with SqliteIndex(path, readonly=False) as writer:
+            writer.add(documents)
+        with SqliteIndex(path) as reader:
+            yield reader
+        return
+    from index.es_index import ElasticsearchIndex
+
+    es = ElasticsearchIndex(ES_URL or "", index_name=f"dtdialog-test-{uuid.uuid4().hex[:10]}")
+    try:
+        es.rebuild(documents)
+        yield es
+    finally:
+        es.delete_index()
+        es.close()
+
+
+@pytest.fixture()
+def documents(standin_parser, corpus) -> list[AnswerDocument]:
+    """Return the index documents of ``small_corpus`` parsed by the stand-in parser."""
+    return [build_document(doc_id=d.answer_id(pos), dialogue_id=d.id, position=pos, text=t.text,
+                           tree=standin_parser.parse(t.text), meta={"question": d.question})
+            for d in corpus for pos, t in d.answers()]
+
+
+@pytest.fixture(params=BACKEND_PARAMS)
+def index(request, documents, tmp_path: Path):
+    """Yield each backend (SQLite; Elasticsearch when ELASTICSEARCH_URL is set) loaded with ``documents``."""
+    with loaded_index(request.param, documents, tmp_path) as ix:
+        yield ix

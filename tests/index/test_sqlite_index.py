@@ -1,0 +1,85 @@
+"""SQLite specifics: missing or foreign files, read-only use, replacement by id, many concurrent readers."""
+
+from __future__ import annotations
+
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from index.base import SearchQuery
+from index.sqlite_index import SqliteIndex, match_expression
+from parsers.errors import ConfigError, InputError
+
+
+def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"index not found at .*nope\.sqlite; build it with `dtdialog index build"):
+        SqliteIndex(tmp_path / "nope.sqlite")
+
+
+def test_foreign_files_are_refused(tmp_path: Path) -> None:
+    text = tmp_path / "notes.sqlite"
+    text.write_text("just text, not a database\n" * 50)
+    with pytest.raises(InputError, match="not a dtdialog index"):
+        SqliteIndex(text)
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t(x)")
+    with pytest.raises(InputError, match="not a dtdialog index"):
+        SqliteIndex(other)
+
+
+def test_wal_and_read_only(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as writer:
+        assert writer.add(documents) == len(documents)
+        mode = writer._conn().execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    with SqliteIndex(path) as reader:
+        with pytest.raises(ConfigError, match="read-only"):
+            reader.add(documents[:1])
+        assert reader.count() == len(documents)
+
+
+def test_add_replaces_same_id(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as ix:
+        ix.add(documents)
+        changed = replace(documents[0], text="Replace the ignition switch.", keywords=("ignition", "switch"),
+                          rr_edu=(), relations=())
+        ix.add([changed])
+        assert ix.count() == len(documents)
+        assert ix.get(changed.id).text == "Replace the ignition switch."
+        assert [h.document.id for h in ix.search(SearchQuery(keywords=("ignition",)))] == [changed.id]
+        assert changed.id not in [h.document.id for h in ix.search(SearchQuery(keywords=("relay",)))]
+        assert ix.search(SearchQuery(keywords=("belt",)).with_relation_filter("Contrast"))[0].document.id == "alt#1"
+
+
+def test_match_expression_quotes_every_token() -> None:
+    expr = match_expression(SearchQuery(keywords=('belt"*', "NEAR(x")).with_rr("Contrast", ["start:car"]))
+    # "near" is a stop word and "x" too short: only "belt" is left, quoted; RR words are relation-tagged.
+    assert expr == '{keywords} : ("belt") OR {rr_edu} : ("contrast_start" OR "contrast_car")'
+
+
+def test_many_threads_search_one_index(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as writer:
+        writer.add(documents)
+    queries = [SearchQuery(keywords=(w,)) for w in ("belt", "starter", "fuse", "rotor")] * 25
+    with SqliteIndex(path) as reader, ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda q: [h.document.id for h in reader.search(q)], queries))
+        expected = [[h.document.id for h in reader.search(q)] for q in queries[:4]]
+    assert results == expected * 25
+    assert all(results)
+
+
+def test_closed_index_refuses_use(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as writer:
+        writer.add(documents)
+    reader = SqliteIndex(path)
+    reader.close()
+    with pytest.raises(InputError, match="closed"):
+        reader.count()
