@@ -1,0 +1,241 @@
+"""The default RST parser: offline, deterministic rules over a spaCy parse and a GUM-derived cue lexicon.
+
+1. ``text_input.clean_text`` decodes and bounds the text; the NLP backend parses it.
+2. ``segmenter.segment`` cuts sentences into EDUs at clause edges.
+3. Inside a sentence, EDUs are joined bottom-up along the dependency structure
+   (an EDU is joined to the EDU holding its clause's syntactic head once all its
+   own dependents are attached; the nearest dependents first). Conjuncts of a
+   conjunct attach to the first one, so "checked ..., replaced ..., but could
+   not start" becomes Concession(Joint(checked, replaced), could not start).
+   Each join is labelled by ``CueLexicon.predict``; the rest of a clause
+   interrupted by an embedded one is joined as Same-Unit.
+4. Sentences are joined left to right inside a paragraph (blank-line separated),
+   then paragraphs, each join labelled from its cues at the ``d`` level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from parsers.base import RSTParser, register_parser
+from parsers.cue_lexicon import DEFAULT_LEXICON_PATH, SAME_UNIT_LABEL, CueLexicon, UnitView, edu_view, join_features
+from parsers.errors import ConfigError
+from parsers.nlp_base import AnalyzedText, NLPBackend
+from parsers.relations import MULTINUCLEAR_RELATIONS
+from parsers.segmenter import Segment, SegmenterConfig, segment
+from parsers.text_input import MAX_CHARS, clean_text
+from parsers.tree import EDU, NUCLEUS, DiscourseTree, Node
+
+_CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
+_DROP_LEADING = frozenset({"DET", "PRON"})
+
+
+@dataclass
+class _Unit:
+    first: int
+    last: int
+    head: int  # EDU index whose clause heads this unit
+    node: Node
+
+
+def _content_lemmas(doc: AnalyzedText, lo: int, hi: int) -> tuple[str, ...]:
+    out: list[str] = []
+    for t in doc.tokens[lo:hi]:
+        lemma = t.lemma.lower().strip()
+        if t.is_punct or t.is_stop or t.pos not in _CONTENT_POS or not any(c.isalnum() for c in lemma):
+            continue
+        if lemma not in out:
+            out.append(lemma)
+    return tuple(out)
+
+
+def _entities(doc: AnalyzedText, lo: int, hi: int) -> tuple[str, ...]:
+    out: list[str] = []
+    for phrase in (*doc.noun_chunks, *doc.entities):
+        if phrase.start < lo or phrase.end > hi:
+            continue
+        toks = list(doc.tokens[phrase.start: phrase.end])
+        while toks and (toks[0].pos in _DROP_LEADING or toks[0].is_punct):
+            toks = toks[1:]
+        text = "".join(t.text + t.whitespace for t in toks).strip().lower()
+        if text and any(c.isalnum() for c in text) and text not in out:
+            out.append(text)
+    return tuple(out)
+
+
+class RuleParser(RSTParser):
+    """Offline rule-based RST parser (see the module docstring).
+
+    ``nlp``: an ``NLPBackend`` (default: ``SpacyBackend``, loaded lazily on first use);
+    ``lexicon_path``: the cue lexicon JSON; ``max_chars``: longer texts are refused.
+    """
+
+    name = "rules"
+
+    def __init__(self, *, nlp: NLPBackend | None = None, lexicon_path: str | Path | None = None,
+                 max_chars: int = MAX_CHARS, segmenter: SegmenterConfig | None = None) -> None:
+        if max_chars <= 0:
+            raise ConfigError(f"max_chars must be positive, got {max_chars}")
+        self.lexicon_path = Path(lexicon_path) if lexicon_path else DEFAULT_LEXICON_PATH
+        self.lexicon = CueLexicon.from_disk(self.lexicon_path)
+        self.max_chars = max_chars
+        self.segmenter = segmenter or SegmenterConfig()
+        self._nlp = nlp
+
+    @property
+    def nlp(self) -> NLPBackend:
+        if self._nlp is None:
+            from parsers.nlp_spacy import SpacyBackend
+
+            self._nlp = SpacyBackend()
+        return self._nlp
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "lexicon_path": str(self.lexicon_path), "max_chars": self.max_chars}
+
+    # --- public API ---------------------------------------------------------
+    def parse(self, text: str | bytes) -> DiscourseTree:
+        """Return the discourse tree of ``text``; ``InputError`` for empty, too long or undecodable text."""
+        cleaned = clean_text(text, max_chars=self.max_chars)
+        return self.parse_analyzed(self.nlp.analyze(cleaned))
+
+    def parse_many(self, texts: Iterable[str | bytes], *, batch_size: int = 64,
+                   n_process: int = 1) -> Iterator[DiscourseTree]:
+        """Yield the trees of ``texts`` in order, batching the NLP (``n_process`` > 1 forks workers).
+
+        Every text is cleaned first, so one bad text raises ``InputError`` before any parsing.
+        """
+        cleaned = [clean_text(t, max_chars=self.max_chars) for t in texts]
+        for doc in self.nlp.analyze_many(cleaned, batch_size=batch_size, n_process=n_process):
+            yield self.parse_analyzed(doc)
+
+    def parse_analyzed(self, doc: AnalyzedText) -> DiscourseTree:
+        """Return the tree of an already analysed (and cleaned) text."""
+        segments = [s for s in segment(doc, self.segmenter) if s.end > s.start]
+        if not segments:
+            edu = EDU(index=0, text=doc.text.strip(), start=0, end=len(doc.text.rstrip()), sentence=0)
+            return DiscourseTree.single(doc.text, edu, parser=self.name)
+        edus = tuple(self._edu(doc, i, s) for i, s in enumerate(segments))
+        views = [edu_view(doc, s.start, s.end) for s in segments]
+        root = self._build(doc, segments, views)
+        return DiscourseTree(text=doc.text, edus=edus, root=root, parser=self.name)
+
+    # --- internals ----------------------------------------------------------
+    def _edu(self, doc: AnalyzedText, index: int, seg: Segment) -> EDU:
+        start = doc.tokens[seg.start].idx
+        end = doc.tokens[seg.end - 1].end
+        return EDU(index=index, text=doc.text[start:end], start=start, end=end, sentence=seg.sent,
+                   lemmas=_content_lemmas(doc, seg.start, seg.end), entities=_entities(doc, seg.start, seg.end))
+
+    def _parents(self, doc: AnalyzedText, segments: list[Segment]) -> list[int | None]:
+        edu_of = {}
+        for e, s in enumerate(segments):
+            for t in range(s.start, s.end):
+                edu_of[t] = e
+        parents: list[int | None] = []
+        for e, s in enumerate(segments):
+            h = doc.tokens[s.head]
+            p = edu_of.get(h.head) if h.head != h.i else None
+            parents.append(p if p is not None and p != e and segments[p].sent == s.sent else None)
+        # Conjuncts of a conjunct attach to the first conjunct, so lists flatten.
+        for e, s in enumerate(segments):
+            seen = 0
+            while (s.head_dep == "conj" and parents[e] is not None and segments[parents[e]].head_dep == "conj"
+                   and parents[parents[e]] is not None and seen < len(segments)):
+                parents[e] = parents[parents[e]]
+                seen += 1
+        return parents
+
+    def _join(self, left: _Unit, right: _Unit, label: tuple[str, str], head: int) -> _Unit:
+        relation, nuc = label
+        kids: list[Node] = [left.node, right.node]
+        marks = list(nuc)
+        if relation in MULTINUCLEAR_RELATIONS and nuc == "NN":
+            marks = [NUCLEUS, NUCLEUS]
+            # Extend an n-ary list rather than nesting it (GUM binarises lists right-branching).
+            ln = left.node
+            if not ln.is_leaf and ln.relation == relation and all(m == NUCLEUS for m in ln.nuclearity):
+                kids = [*ln.children, right.node]
+                marks = [NUCLEUS] * len(kids)
+        return _Unit(first=left.first, last=right.last, head=head, node=Node.relate(relation, kids, tuple(marks)))
+
+    def _label(self, views: list[UnitView], left: _Unit, right: _Unit) -> tuple[str, str]:
+        lv, rv = views[left.first: left.last + 1], views[right.first: right.last + 1]
+        level = "s" if lv[-1].sent == rv[0].sent else "d"
+        return self.lexicon.predict(join_features(lv, rv), level)
+
+    def _build(self, doc: AnalyzedText, segments: list[Segment], views: list[UnitView]) -> Node:
+        parents = self._parents(doc, segments)
+        sentence_units: list[_Unit] = []
+        start = 0
+        while start < len(segments):
+            end = start
+            while end + 1 < len(segments) and segments[end + 1].sent == segments[start].sent:
+                end += 1
+            sentence_units.append(self._build_sentence(segments, views, parents, start, end))
+            start = end + 1
+        # Paragraphs (blank-line separated) group sentences before the whole text is joined.
+        paragraphs: list[list[_Unit]] = []
+        last_para = -1
+        for unit in sentence_units:
+            para = doc.text.count("\n\n", 0, doc.tokens[segments[unit.first].start].idx)
+            if para != last_para:
+                paragraphs.append([])
+                last_para = para
+            paragraphs[-1].append(unit)
+        para_units = [self._chain(units, views) for units in paragraphs]
+        return self._chain(para_units, views).node
+
+    def _chain(self, units: list[_Unit], views: list[UnitView]) -> _Unit:
+        acc = units[0]
+        for unit in units[1:]:
+            acc = self._join(acc, unit, self._label(views, acc, unit), acc.head)
+        return acc
+
+    def _build_sentence(self, segments: list[Segment], views: list[UnitView], parents: list[int | None],
+                        first: int, last: int) -> _Unit:
+        units = [_Unit(first=e, last=e, head=e, node=Node.leaf(e)) for e in range(first, last + 1)]
+
+        def governs(a: _Unit, b: _Unit) -> bool:
+            p = parents[b.head]
+            return p is not None and a.first <= p <= a.last
+
+        def complete(u: _Unit) -> bool:
+            return all(u.first <= e <= u.last for e in range(first, last + 1)
+                       if parents[e] is not None and u.first <= parents[e] <= u.last)
+
+        while len(units) > 1:
+            pick = None
+            for i in range(len(units) - 1):
+                a, b = units[i], units[i + 1]
+                if governs(a, b) and complete(b):
+                    pick = (i, a.head, b)
+                    break
+                if governs(b, a) and complete(a):
+                    pick = (i, b.head, a)
+                    break
+            if pick is None:
+                for i in range(len(units) - 1):
+                    a, b = units[i], units[i + 1]
+                    if governs(a, b) or governs(b, a):
+                        pick = (i, a.head if governs(a, b) else b.head, b if governs(a, b) else a)
+                        break
+            if pick is None:
+                pick = (0, units[0].head, units[1])
+            i, head, dependent = pick
+            a, b = units[i], units[i + 1]
+            if segments[dependent.head].head_dep == "frag":
+                label = SAME_UNIT_LABEL
+            else:
+                label = self._label(views, a, b)
+            units[i: i + 2] = [self._join(a, b, label, head)]
+        return units[0]
+
+
+@register_parser("rules")
+def make_rule_parser(**config: Any) -> RuleParser:
+    """Return a ``RuleParser`` built from ``config`` (``lexicon_path``, ``max_chars``)."""
+    return RuleParser(**config)

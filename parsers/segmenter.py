@@ -1,0 +1,171 @@
+"""EDU segmentation from a dependency parse, following GUM's segmentation guidelines.
+
+Every sentence is cut at the edges of the clauses it embeds: adverbial clauses
+(``advcl``: "because ...", "if ...", "to fix it"), relative and participial
+clauses (``relcl``, ``acl``), coordinated clauses and verb phrases (``conj`` on a
+verb), ``parataxis``, and complement clauses (``ccomp``) of attribution verbs
+("he said | that ..."). A coordinating conjunction ("but", "and") goes with the
+clause it introduces; commas go with the unit they close.
+
+The output is a list of ``Segment`` token ranges; ``rule_parser`` turns them into EDUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parsers.nlp_base import AnalyzedText
+
+#: Dependency labels whose (verbal) dependents start a new EDU.
+CLAUSE_DEPS: frozenset[str] = frozenset({"advcl", "relcl", "acl", "conj", "parataxis", "ccomp", "dep"})
+#: Prepositions that open a clause when their object is a gerund ("after assuming control, ...").
+CLAUSAL_PREPOSITIONS: frozenset[str] = frozenset({
+    "after", "before", "by", "without", "while", "since", "despite", "upon", "on", "instead", "besides",
+    "through", "when", "until",
+})
+#: Lemmas of attribution verbs whose complement clause (``ccomp``) is a separate EDU.
+ATTRIBUTION_VERBS: frozenset[str] = frozenset({
+    "say", "tell", "think", "believe", "know", "report", "claim", "argue", "suggest", "show", "find", "note",
+    "explain", "add", "state", "feel", "mean", "hope", "expect", "guess", "realize", "realise", "assume",
+    "suppose", "announce", "write", "read", "hear", "see", "learn", "notice", "indicate", "reveal",
+    "confirm", "deny", "insist", "mention", "predict", "estimate", "conclude", "agree", "ask", "wonder",
+    "doubt", "understand", "remember", "recall", "admit", "warn", "promise", "decide", "discover",
+    "determine", "demonstrate", "prove", "imply", "acknowledge", "emphasize", "point", "answer", "reply",
+})
+_VERBAL = frozenset({"VERB", "AUX"})
+_SUBJ = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A candidate EDU: tokens ``[start, end)``, its sentence, head token and that head's dependency label.
+
+    ``head_dep`` is the label of the clause that opened the segment (``"ROOT"`` for a
+    sentence's main clause, ``"frag"`` for the rest of a clause interrupted by an embedded one).
+    """
+
+    start: int
+    end: int
+    sent: int
+    head: int
+    head_dep: str
+
+
+@dataclass(frozen=True)
+class SegmenterConfig:
+    """Which clauses the segmenter cuts at."""
+
+    clause_deps: frozenset[str] = CLAUSE_DEPS
+    attribution_verbs: frozenset[str] = ATTRIBUTION_VERBS
+    min_tokens: int = 2  # non-punctuation tokens an embedded clause needs to become its own EDU
+
+
+def _subtree_edges(heads: list[int], start: int, end: int) -> tuple[list[int], list[int]]:
+    """Return the leftmost/rightmost token index of each token's subtree within ``[start, end)``."""
+    left = list(range(start, end))
+    right = list(range(start, end))
+    # Propagate edges upward; depth is bounded by sentence length.
+    order = sorted(range(start, end), key=lambda i: -_depth(heads, i, start, end))
+    for i in order:
+        h = heads[i]
+        if h != i and start <= h < end:
+            left[h - start] = min(left[h - start], left[i - start])
+            right[h - start] = max(right[h - start], right[i - start])
+    return left, right
+
+
+def _depth(heads: list[int], i: int, start: int, end: int) -> int:
+    d = 0
+    while heads[i] != i and start <= heads[i] < end and d < end - start:
+        i = heads[i]
+        d += 1
+    return d
+
+
+def _is_clause(doc: AnalyzedText, i: int, kids: list[list[int]], cfg: SegmenterConfig) -> bool:
+    tok = doc.tokens[i]
+    if tok.dep == "prep" and tok.lemma in CLAUSAL_PREPOSITIONS:
+        return any(doc.tokens[k].dep == "pcomp" and doc.tokens[k].pos == "VERB" for k in kids[i])
+    if tok.dep not in cfg.clause_deps:
+        return False
+    has_subj = any(doc.tokens[k].dep in _SUBJ for k in kids[i])
+    if tok.pos not in _VERBAL and not (has_subj and any(doc.tokens[k].dep == "cop" for k in kids[i])):
+        return False
+    if tok.dep == "ccomp":
+        return doc.tokens[tok.head].lemma in cfg.attribution_verbs
+    if tok.dep in ("conj", "dep"):
+        # A coordinated verb whose head is not verbal is a coordinated noun-ish thing.
+        return doc.tokens[tok.head].pos in _VERBAL or has_subj
+    return True
+
+
+def segment(doc: AnalyzedText, config: SegmenterConfig | None = None) -> list[Segment]:
+    """Return the EDU segments of ``doc`` in text order (they cover every token exactly once)."""
+    cfg = config or SegmenterConfig()
+    toks = doc.tokens
+    if not toks:
+        return []
+    heads = [t.head for t in toks]
+    kids: list[list[int]] = [[] for _ in toks]
+    for t in toks:
+        if t.head != t.i:
+            kids[t.head].append(t.i)
+    segments: list[Segment] = []
+    for s_i, (s, e) in enumerate(doc.sentences):
+        if s >= e:
+            continue
+        left, right = _subtree_edges(heads, s, e)
+        cuts: dict[int, tuple[int, str]] = {}  # boundary token -> (clause head, dep) that opens there
+        closes: set[int] = set()
+        for i in range(s, e):
+            if not _is_clause(doc, i, kids, cfg):
+                continue
+            lo, hi = left[i - s], right[i - s]
+            content = sum(1 for k in range(lo, hi + 1) if not toks[k].is_punct)
+            if content < cfg.min_tokens:
+                continue
+            # The conjunction before a coordinated clause belongs to it ("but I still could not ...").
+            while lo > s and toks[lo - 1].dep in ("cc", "preconj") and not toks[lo - 1].is_punct:
+                lo -= 1
+            # Trailing commas close the embedded clause.
+            hi += 1
+            while hi < e and toks[hi].is_punct and toks[hi].text in (",", ";", ":", "-", "--", "—", ")"):
+                hi += 1
+            # Nested clauses can open at the same token: keep the outermost one.
+            if lo not in cuts or right[cuts[lo][0] - s] < right[i - s]:
+                cuts[lo] = (i, "conj" if toks[i].dep == "dep" else toks[i].dep)
+            if hi < e:
+                closes.add(hi)
+        bounds = sorted({s, *cuts, *closes})
+        pieces = list(zip(bounds, bounds[1:] + [e]))
+        # Units made only of punctuation join the previous unit.
+        merged: list[tuple[int, int]] = []
+        for lo, hi in pieces:
+            if merged and all(toks[k].is_punct for k in range(lo, hi)):
+                merged[-1] = (merged[-1][0], hi)
+            else:
+                merged.append((lo, hi))
+        if len(merged) > 1 and all(toks[k].is_punct for k in range(*merged[0])):
+            merged[1] = (merged[0][0], merged[1][1])
+            merged.pop(0)
+        for lo, hi in merged:
+            head, dep = _segment_head(doc, lo, hi, cuts, heads)
+            segments.append(Segment(start=lo, end=hi, sent=s_i, head=head, head_dep=dep))
+    return segments
+
+
+def _segment_head(doc: AnalyzedText, lo: int, hi: int, cuts: dict[int, tuple[int, str]],
+                  heads: list[int]) -> tuple[int, str]:
+    if lo in cuts and lo <= cuts[lo][0] < hi:
+        return cuts[lo]
+    # The highest token of the unit: its head lies outside the unit (or it is the root).
+    for i in range(lo, hi):
+        h = heads[i]
+        if h == i:
+            return i, "ROOT"
+    tops = [i for i in range(lo, hi) if not doc.tokens[i].is_punct and not lo <= heads[i] < hi]
+    for i in tops:
+        if doc.tokens[i].pos in _VERBAL:
+            # An unlabelled (``dep``) verb next to another is a coordinated clause spaCy missed.
+            return i, "conj" if doc.tokens[i].dep == "dep" else doc.tokens[i].dep
+    return (tops[0] if tops else lo), "frag"
