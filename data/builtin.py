@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from data.loaders import load_corpus
 from data.model import Dialogue
 from parsers.errors import InputError
 
@@ -25,57 +26,15 @@ def builtin_synonyms_path() -> Path:
     return _DATA_DIR / "car_synonyms.json"
 
 
-def read_dialogue_file(path: Path) -> list[Dialogue]:
-    """Return the dialogues of one JSONL file, in file order.
-
-    Blank lines are skipped. Raises ``InputError`` naming ``file:line`` for a line that is
-    not JSON, not an object, or not a valid dialogue record.
-    """
-    dialogues: list[Dialogue] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-        try:
-            dialogue = Dialogue.from_dict(record)
-        except InputError as exc:
-            raise InputError(f"{path}:{lineno}: {exc}") from None
-        if not dialogue.turns:
-            raise InputError(f"{path}:{lineno}: dialogue {dialogue.id!r} has no turns")
-        dialogues.append(dialogue)
-    return dialogues
-
-
 def load_builtin_corpus(directory: Path | None = None) -> list[Dialogue]:
     """Return every built-in dialogue, reading the family files in sorted file-name order.
 
-    ``directory`` defaults to ``builtin_corpus_dir()``. Raises ``InputError`` naming
-    ``file:line`` for a malformed line, and for a dialogue id that occurs twice.
+    ``directory`` defaults to ``builtin_corpus_dir()``. The files are read by the generic JSONL
+    loader in strict mode, so a malformed line, or a dialogue id used twice, raises ``InputError``
+    naming ``file:line``; nothing is skipped silently.
     """
     root = Path(directory) if directory is not None else builtin_corpus_dir()
-    files = sorted(root.glob("*.jsonl"))
-    if not files:
-        raise InputError(f"{root}: no *.jsonl dialogue files found")
-    dialogues: list[Dialogue] = []
-    seen: dict[str, str] = {}
-    for path in files:
-        for dialogue in read_dialogue_file(path):
-            if dialogue.id in seen:
-                raise InputError(f"{path}: dialogue id {dialogue.id!r} already used in {seen[dialogue.id]}")
-            seen[dialogue.id] = path.name
-            dialogues.append(dialogue)
-    return dialogues
+    return load_corpus(root, fmt="jsonl", on_error="raise")
 
 
 def load_car_synonyms(path: Path | None = None) -> dict[str, list[str]]:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from data.builtin import builtin_corpus_dir, load_builtin_corpus, load_car_synonyms, read_dialogue_file
+from data.builtin import builtin_corpus_dir, load_builtin_corpus, load_car_synonyms
+from data.loaders import load_corpus
 from data.model import Dialogue
 from parsers.errors import InputError
 
@@ -45,7 +46,7 @@ def test_families_are_many_and_each_is_substantial(corpus: list[Dialogue]) -> No
 
 def test_family_matches_file_and_id_prefix(corpus: list[Dialogue]) -> None:
     for path in sorted(builtin_corpus_dir().glob("*.jsonl")):
-        for dialogue in read_dialogue_file(path):
+        for dialogue in load_corpus(path, fmt="jsonl"):
             assert dialogue.meta["family"] == path.stem
             assert dialogue.id.startswith(path.stem + "-")
             assert dialogue.meta.get("topic"), dialogue.id
@@ -133,41 +134,44 @@ def _good_record(dialogue_id: str) -> str:
 
 def test_malformed_json_line_names_file_and_line(tmp_path: Path) -> None:
     _write_family(tmp_path, [_good_record("x-001"), "", "{not json"])
-    with pytest.raises(InputError, match=r"broken\.jsonl:3: not valid JSON"):
+    with pytest.raises(InputError, match=r"broken\.jsonl:3: .*JSON"):
         load_builtin_corpus(tmp_path)
 
 
 def test_record_with_missing_field_names_file_and_line(tmp_path: Path) -> None:
     _write_family(tmp_path, [_good_record("x-001"), json.dumps({"id": "x-002"})])
-    with pytest.raises(InputError, match=r"broken\.jsonl:2: malformed dialogue record"):
+    with pytest.raises(InputError, match=r"broken\.jsonl:2: "):
         load_builtin_corpus(tmp_path)
 
 
 def test_unknown_role_names_file_and_line(tmp_path: Path) -> None:
     bad = json.dumps({"id": "x-002", "turns": [{"role": "X", "text": "hi"}]})
     _write_family(tmp_path, [bad])
-    with pytest.raises(InputError, match=r"broken\.jsonl:1: unknown turn role"):
+    with pytest.raises(InputError, match=r"broken\.jsonl:1: .*role"):
         load_builtin_corpus(tmp_path)
 
 
 def test_non_object_line_is_rejected(tmp_path: Path) -> None:
     _write_family(tmp_path, ["[1, 2]"])
-    with pytest.raises(InputError, match=r"broken\.jsonl:1: expected a JSON object"):
+    with pytest.raises(InputError, match=r"broken\.jsonl:1: .*object"):
         load_builtin_corpus(tmp_path)
 
 
 def test_duplicate_id_across_files_is_rejected(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text(_good_record("x-001") + "\n", encoding="utf-8")
     (tmp_path / "b.jsonl").write_text(_good_record("x-001") + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"already used in a\.jsonl"):
+    with pytest.raises(InputError, match=r"b\.jsonl.*duplicate dialogue id .x-001."):
         load_builtin_corpus(tmp_path)
 
 
 def test_binary_file_and_empty_directory_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="no \\*.jsonl"):
+    with pytest.raises(InputError, match=r"no \*\.jsonl"):
         load_builtin_corpus(tmp_path)
     (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00\x81")
-    with pytest.raises(InputError, match="not a UTF-8 text file"):
+    with pytest.raises(InputError, match=r"bin\.jsonl.*binary"):
+        load_builtin_corpus(tmp_path)
+    (tmp_path / "bin.jsonl").write_bytes(b"\x81\x82 not utf-8\n")
+    with pytest.raises(InputError, match=r"bin\.jsonl:1: .*UTF-8"):
         load_builtin_corpus(tmp_path)
 
 
