@@ -45,6 +45,9 @@ _REJECT_PHRASE = re.compile(
     r"\bstill (?:the same|not|won't|doesn't|does it|does the same|broken|there|happening|no|can't|dead|have)\b|"
     r"\b(?:already|i've) (?:tried|done|checked|did) (?:that|this|it|those)\b|\btried that\b|\bthat's not it\b|"
     r"\bsame (?:problem|issue)\b")
+#: "it still stalls": a short reply with "still" reports the same symptom, i.e. the answer did not help.
+_STILL = re.compile(r"\bstill\b")
+_SHORT_WORDS = 8
 #: Words that only express feedback; a reply made of nothing else carries no new information.
 _FEEDBACK_WORDS = frozenset("""no nope nah help helped helpful work worked working fix fixed solve solved change
 luck difference tried done checked already same problem issue still wrong useless good
@@ -101,7 +104,8 @@ def classify(text: str) -> Intent:
         return Intent(NONE_OF_THESE, text)
     if _CONCLUDE_SHORT.match(lowered) or (_CONCLUDE_PHRASE.search(lowered) and not _NEGATION.search(lowered)):
         return Intent(CONCLUDE, text)
-    if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered):
+    short_still = bool(_STILL.search(lowered)) and len(words_of(lowered)) <= _SHORT_WORDS
+    if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still:
         return Intent(REJECT, text, constraints=constraints, has_content=has_content)
     if constraints:
         constraint_words = {w for c in constraints for w in c.words}

@@ -15,7 +15,7 @@ from typing import Any
 
 from dtdialog import intents
 from dtdialog.clarification import ClarifyOption, PendingChoice, build_options, match_reply, prompt_text
-from dtdialog.constraints import Constraint
+from dtdialog.constraints import Constraint, extract_constraints
 from dtdialog.engine_config import EngineConfig
 from dtdialog.selector import AnswerSelector, RankOutcome
 from dtdialog.session import (
@@ -164,6 +164,8 @@ class DialogueManager:
         plan = self.selector.plan(question)
         record.start_question(question, plan.to_dict())
         trace.plan(plan, full=True)
+        # constraints stated up front ("... and I can't remove the engine") apply from the first answer
+        self._add_constraints(record, extract_constraints(question), trace)
         return self._select(record, trace, plan=plan)
 
     def _on_choice(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:

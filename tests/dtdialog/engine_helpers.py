@@ -68,3 +68,50 @@ def make_index(path: Path, docs: dict[str, Spec]):
     index = SqliteIndex(path, readonly=False)
     index.add([make_doc(doc_id, spec) for doc_id, spec in docs.items()])
     return index
+
+
+# --- a small car-repair world for manager tests ---------------------------------
+PAPER_Q = ("Contrast", "NN", [("Joint", "NNN", ["I have checked the spark plugs,", "replaced the battery,",
+                                                  "also replaced ignition coils and the solenoid,"]),
+                               "but I still could not start my car."])
+PAPER_C1 = ("Contrast", "NN", ["It did at first", "but not anymore. What should I do?"])
+BRAKE_Q = ("Contrast", "NN", ["I replaced the brake pads,", "but the brakes still squeal when I stop."])
+CONSTRAINT_Q = ("Elaboration", "NS", [("Contrast", "NN", ["I replaced the timing chain tensioner,",
+                                                          "but the engine still rattles at start."]),
+                                      "I can't remove the engine."])
+ANSWERS = {
+    "nostart#1": ("Condition", "SN", ["If the engine gets spark from the new plugs, coils and battery and gets fuel,",
+                                      "the car should start for a couple seconds on starting fluid."]),
+    "nostart#3": ("Contrast", "NN", ["Check the fuel pressure at the rail.",
+                                     ("Condition", "SN", ["But if there is no fuel pressure,",
+                                                          "look at the fuel pump and its relay for a fault."])]),
+    "coil#1": ("Cause", "NS", ["A car may not start with new coils",
+                               "because their connectors were swapped."]),
+    "battery#1": ("Elaboration", "NS", ["Replace the battery terminals.", "Clean the battery posts and the car cables."]),
+    "brakes#1": ("Condition", "SN", ["If the brakes squeal after new pads,", "put brake grease on the pad backing plates."]),
+    "brakes#3": ("Cause", "NS", ["New brake pads squeal", "because the rotors were not resurfaced when you stop."]),
+    "chain#1": ("Condition", "SN", ["If the engine rattles at start after a new tensioner,",
+                                    "you have to remove the engine to reach the timing chain guides."]),
+    "chain#3": ("Cause", "NS", ["An engine rattle at start after a tensioner job",
+                                "often comes from low oil pressure, so check the oil pump pickup first."]),
+}
+
+
+def car_world(tmp_path: Path, **config: Any):
+    """Return (selector, manager, parser) over the hand-built answers, sessions in ``tmp_path/sessions.sqlite``."""
+    from dtdialog.engine_config import EngineConfig
+    from dtdialog.manager import DialogueManager
+    from dtdialog.selector import AnswerSelector
+    from dtdialog.session_store import SessionStore
+
+    parser = TableParser([PAPER_Q, PAPER_C1, BRAKE_Q, CONSTRAINT_Q])
+    index = make_index(tmp_path / "answers.sqlite", ANSWERS)
+    cfg = EngineConfig(**config)
+    selector = AnswerSelector(index=index, parser=parser, config=cfg)
+    manager = DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg)
+    return selector, manager, parser
+
+
+def text_of(spec: Spec) -> str:
+    """Return the text of a hand-built tree spec."""
+    return build_tree(spec).text

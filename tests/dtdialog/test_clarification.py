@@ -1,0 +1,43 @@
+"""Clarification options: distinguishing labels, and matching replies by number, phrase or "none of these"."""
+
+from __future__ import annotations
+
+from engine_helpers import build_tree
+
+from dtdialog.clarification import NONE_LABEL, build_options, match_reply, prompt_text
+from dtdialog.entities import EntityNormalizer
+
+NORM = EntityNormalizer(synonyms={}, use_builtin=False)
+CANDS = [
+    ("a#1", build_tree(("Condition", "SN", ["If the engine cranks", "test the fuel pressure at the rail"])).edus),
+    ("b#1", build_tree(("Condition", "SN", ["If the engine cranks", "test the crankshaft position sensor"])).edus),
+]
+
+
+def test_labels_are_distinguishing_phrases_never_labels_or_ids():
+    pending = build_options(CANDS, normalizer=NORM, max_options=3)
+    labels = [o.label for o in pending.options]
+    assert labels[-1] == NONE_LABEL and pending.options[-1].answer_id == ""
+    assert "fuel" in labels[0] and "crankshaft" not in labels[0]
+    assert "crankshaft" in labels[1] and "fuel" not in labels[1]
+    for label in labels:
+        assert "Condition" not in label and "#" not in label and "engine" not in label  # shared words don't distinguish
+
+
+def test_match_by_number_phrase_and_none():
+    pending = build_options(CANDS, normalizer=NORM)
+    assert match_reply("", pending, normalizer=NORM, number=2).answer_id == "b#1"
+    assert match_reply("the fuel pressure one", pending, normalizer=NORM).answer_id == "a#1"
+    assert match_reply("crank sensor", pending, normalizer=NORM).answer_id == "b#1"
+    assert match_reply("None of these", pending, normalizer=NORM).label == NONE_LABEL
+    assert match_reply("what about the tires", pending, normalizer=NORM) is None
+    assert match_reply("", pending, normalizer=NORM, number=9) is None
+
+
+def test_max_options_and_reprompt_lists_options_again():
+    many = CANDS + [("c#1", build_tree("Replace the ignition switch").edus),
+                    ("d#1", build_tree("Check the immobiliser key chip").edus)]
+    pending = build_options(many, normalizer=NORM, max_options=3)
+    assert len(pending.options) == 4
+    again = prompt_text(pending, again=True)
+    assert "could not match" in again and all(o.label in again for o in pending.options)

@@ -1,0 +1,69 @@
+"""Engine options and the durable session store."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from dtdialog.engine_config import EngineConfig
+from dtdialog.session import AWAITING_FEEDBACK, SessionNotFoundError, SessionRecord
+from dtdialog.session_store import SessionStore
+from parsers.errors import ConfigError, InputError
+
+
+def test_config_round_trip_and_validation():
+    cfg = EngineConfig(candidates=5, clarify_margin=0.1)
+    assert EngineConfig.from_dict(cfg.to_dict()) == cfg
+    for bad in ({"candidates": 0}, {"clarify_margin": 2}, {"max_options": "3"}, {"require_agreement": "yes"},
+                {"agreement_weight": -0.1}):
+        with pytest.raises(ConfigError):
+            EngineConfig(**bad)
+    with pytest.raises(ConfigError, match="unknown option"):
+        EngineConfig.from_dict({"candidatez": 3})
+
+
+def test_store_saves_loads_and_survives_reopen(tmp_path):
+    path = tmp_path / "deep" / "sessions.sqlite"
+    with SessionStore(path) as store:
+        record = SessionRecord(id="s1", state=AWAITING_FEEDBACK, question="q", delivered=["a#1"])
+        record.add_message("user", "q")
+        store.save(record)
+        assert store.exists("s1") and not store.exists("s2")
+    with SessionStore(path) as store:
+        again = store.load("s1")
+        assert again.state == AWAITING_FEEDBACK and again.delivered == ["a#1"] and again.transcript[0]["text"] == "q"
+        assert store.ids() == ["s1"]
+        with pytest.raises(SessionNotFoundError):
+            store.load("s2")
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_store_many_threads(tmp_path):
+    store = SessionStore(tmp_path / "s.sqlite")
+
+    def work(k: int) -> None:
+        for turn in range(5):
+            record = SessionRecord(id=f"s{k}", turns=turn)
+            store.save(record)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(store.ids()) == [f"s{k}" for k in range(6)]
+    assert all(store.load(f"s{k}").turns == 4 for k in range(6))
+    store.close()
+
+
+def test_bad_records_and_paths(tmp_path):
+    with pytest.raises(InputError):
+        SessionRecord.from_dict({"state": "NEW"})
+    with pytest.raises(InputError):
+        SessionRecord.from_dict({"id": "x", "state": "FLYING"})
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError):
+        SessionStore(tmp_path / "file" / "sessions.sqlite")

@@ -1,0 +1,60 @@
+"""User-turn intents, input hygiene, and constraint extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtdialog import intents
+from dtdialog.constraints import CANNOT, LACKS, extract_constraints
+from dtdialog.entities import EntityNormalizer
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("yes", intents.CONCLUDE), ("Thanks!", intents.CONCLUDE), ("that fixed it, thank you", intents.CONCLUDE),
+    ("Yes thanks, it works now", intents.CONCLUDE),
+    ("no", intents.REJECT), ("that didn't help", intents.REJECT), ("No, it still won't start", intents.REJECT),
+    ("I already tried that", intents.REJECT),
+    ("new question", intents.RESET), ("Let's start over", intents.RESET),
+    ("can I talk to a human?", intents.HANDOFF), ("agent please", intents.HANDOFF),
+    ("representative", intents.HANDOFF),
+    ("2", intents.CHOICE), ("option 3", intents.CHOICE),
+    ("none of these", intents.NONE_OF_THESE), ("neither", intents.NONE_OF_THESE),
+    ("I can't remove the engine", intents.CONSTRAINT), ("no special tools", intents.CONSTRAINT),
+    ("It did at first but not anymore. What should I do?", intents.FOLLOWUP),
+    ("The check engine light never comes on", intents.FOLLOWUP),
+    ("thanks but it still stalls", intents.REJECT),
+])
+def test_classify(text, kind):
+    assert intents.classify(text).kind == kind
+
+
+def test_reject_with_new_detail_has_content():
+    assert intents.classify("no, the fuel gauge now reads empty").has_content
+    assert not intents.classify("that didn't help").has_content
+
+
+@pytest.mark.parametrize("raw,clean,problem", [
+    ("", "", intents.EMPTY), ("   \t  ", "", intents.EMPTY), ("\x00\x07", "", intents.EMPTY),
+    ("my car\x1b[31m won't\x00 start", "my car [31m won't start", None),
+    ("x" * 5000, "", intents.TOO_LONG),
+])
+def test_sanitize(raw, clean, problem):
+    assert intents.sanitize(raw, max_chars=4000) == (clean, problem)
+
+
+def test_extract_constraints_kinds_and_words():
+    found = extract_constraints("I can't remove the engine and I don't have a scan tool. Also no special tools.")
+    assert [(c.kind, c.words) for c in found] == [
+        (CANNOT, ("remove", "engine")), (LACKS, ("scan", "tool")), (LACKS, ("special", "tools"))]
+
+
+def test_symptoms_are_not_constraints():
+    assert extract_constraints("there is no fuel pressure and no spark") == []
+
+
+def test_constraint_violation_needs_every_term():
+    norm = EntityNormalizer(synonyms={}, use_builtin=False)
+    (engine,) = extract_constraints("I cannot remove the engine")
+    assert engine.violated_by(norm.terms_of_text("You will have to remove the engine to reach it"), norm)
+    assert engine.violated_by(norm.terms_of_text("Removing the engine is the only way"), norm)
+    assert not engine.violated_by(norm.terms_of_text("Remove the air filter housing"), norm)

@@ -1,0 +1,210 @@
+"""Session paths through the dialogue manager on a small hand-built answer index."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from engine_helpers import BRAKE_Q, CONSTRAINT_Q, PAPER_C1, PAPER_Q, car_world, text_of
+
+from dtdialog.manager import DialogueManager
+from dtdialog.session import (
+    AWAITING_CHOICE,
+    AWAITING_DETAIL,
+    AWAITING_FEEDBACK,
+    CONCLUDED,
+    HANDED_OFF,
+    NEW,
+    SessionNotFoundError,
+)
+from dtdialog.session_store import SessionStore
+
+
+def test_paper_flow_two_steps_then_conclude(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert first.kind == "answer" and first.answer_id == "nostart#1" and "spark" in first.reply
+    assert first.trace["question_tree"]["root"]["relation"] == "Contrast"
+    second = manager.handle(session_id=sid, text=text_of(PAPER_C1))
+    assert second.kind == "answer" and second.answer_id == "nostart#3"
+    chosen = next(c for c in second.trace["candidates"] if c["id"] == "nostart#3")
+    assert chosen["agreement"]["verdict"] and chosen["features"]["continuation"] == 1.0
+    assert any("-> Contrast[" in ch or "-> Condition[" in ch for ch in chosen["agreement"]["chains"])
+    done = manager.handle(session_id=sid, text="thanks, that fixed it")
+    assert done.kind == "concluded" and done.state == CONCLUDED
+    record = manager.session(sid)
+    assert record.delivered == ["nostart#1", "nostart#3"]
+    assert [m["role"] for m in record.transcript] == ["user", "bot"] * 3
+
+
+def test_reject_gives_next_candidate_never_repeats_then_hands_off(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0, max_failures=3)
+    sid = manager.start_session()
+    seen = [manager.handle(session_id=sid, text=text_of(PAPER_Q)).answer_id]
+    for _ in range(2):
+        result = manager.handle(session_id=sid, text="that didn't help")
+        assert result.kind == "answer" and result.answer_id not in seen
+        seen.append(result.answer_id)
+    assert len(set(seen)) == 3
+    handoff = manager.handle(session_id=sid, text="no")
+    assert handoff.kind == "handoff" and handoff.state == HANDED_OFF
+    transcript = handoff.trace["decision"]["transcript"]
+    assert transcript[0]["text"] == text_of(PAPER_Q) and transcript[-1]["text"] == "no"
+
+
+def test_explicit_handoff(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    result = manager.handle(session_id=sid, text="Can I speak to a human agent please?")
+    assert result.kind == "handoff" and manager.session(sid).state == HANDED_OFF
+    assert len(result.trace["decision"]["transcript"]) == 3
+
+
+def test_clarification_by_phrase_after_an_unmatched_reply(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    sid = manager.start_session()
+    ask = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
+    assert ask.kind == "clarify" and ask.state == AWAITING_CHOICE
+    labels = [o.label for o in ask.options]
+    assert labels[-1] == "none of these" and len(ask.options) == 3
+    assert not any(o.label.startswith(("Condition", "Cause")) or "#" in o.label for o in ask.options)
+    again = manager.handle(session_id=sid, text="what about the tires?")
+    assert again.kind == "clarify" and again.state == AWAITING_CHOICE and "could not match" in again.reply
+    grease = next(o for o in ask.options if "grease" in o.label)
+    picked = manager.handle(session_id=sid, text="the grease one")
+    assert picked.kind == "answer" and picked.answer_id == grease.answer_id
+
+
+def test_clarification_by_number_and_none_of_these(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    sid = manager.start_session()
+    ask = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert ask.kind == "clarify"
+    offered = {o.answer_id for o in ask.options if o.answer_id}
+    nxt = manager.handle(session_id=sid, text="none of these")
+    assert nxt.kind in ("answer", "fallback")
+    if nxt.kind == "answer":
+        assert nxt.answer_id not in offered
+    sid2 = manager.start_session()
+    ask2 = manager.handle(session_id=sid2, text=text_of(PAPER_Q))
+    picked = manager.handle(session_id=sid2, text="2")
+    assert picked.answer_id == ask2.options[1].answer_id
+
+
+def test_constraint_in_question_filters_candidates_and_shows_in_trace(tmp_path):
+    selector, manager, _ = car_world(tmp_path, clarify_margin=0.0, constraint_penalty=1.0)
+    free = selector.rank(question=text_of(CONSTRAINT_Q))
+    assert free[0].document.id == "chain#1"  # without the constraint the engine-removal answer wins
+    sid = manager.start_session()
+    result = manager.handle(session_id=sid, text=text_of(CONSTRAINT_Q))
+    assert result.kind == "answer" and result.answer_id != "chain#1"
+    step = result.trace["steps"][0]
+    assert step["constraints"][0]["words"] == ["remove", "engine"]
+    assert "chain#1" in [c["id"] for c in step["rejected"]]
+
+
+def test_constraint_after_answer_retries_same_step(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0, constraint_penalty=1.0)
+    sid = manager.start_session()
+    # the question without its constraint sentence (a one-EDU, factual tree for the table parser)
+    first = manager.handle(session_id=sid, text=text_of(CONSTRAINT_Q).replace(" I can't remove the engine.", ""))
+    assert first.answer_id == "chain#1"
+    second = manager.handle(session_id=sid, text="I can't remove the engine")
+    assert second.kind == "answer" and second.answer_id != "chain#1"
+    assert manager.session(sid).constraints[0]["words"] == ["remove", "engine"]
+    assert manager.session(sid).failures == 0
+
+
+def test_fallback_then_handoff_on_repeated_failure(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0, max_failures=2)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text="What colour is the sky on Mars?")
+    assert first.kind == "fallback" and first.state == AWAITING_DETAIL and "sky" in first.reply
+    second = manager.handle(session_id=sid, text="Really, the Martian sky at sunset")
+    assert second.kind == "handoff"
+
+
+def test_reset_and_new_question_in_one_message(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    reset = manager.handle(session_id=sid, text="new question")
+    assert reset.kind == "reset" and reset.state == NEW
+    fresh = manager.handle(session_id=sid, text="new question: " + text_of(BRAKE_Q))
+    assert fresh.kind == "answer" and fresh.answer_id.startswith("brakes#")
+    assert manager.session(sid).question == text_of(BRAKE_Q)
+
+
+def test_restart_continues_the_session(tmp_path):
+    selector, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    manager.store.close()
+    store = SessionStore(tmp_path / "sessions.sqlite")
+    restarted = DialogueManager(selector=selector, store=store, config=selector.config)
+    assert restarted.session(sid).state == AWAITING_FEEDBACK
+    nxt = restarted.handle(session_id=sid, text="no")
+    assert nxt.kind == "answer" and nxt.answer_id != first.answer_id
+    assert restarted.session(sid).delivered == [first.answer_id, nxt.answer_id]
+
+
+def test_concurrent_sessions_do_not_mix(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    questions = [text_of(PAPER_Q), text_of(BRAKE_Q)] * 4
+    sids = [manager.start_session() for _ in questions]
+    errors: list[BaseException] = []
+
+    def run(sid: str, question: str) -> None:
+        try:
+            manager.handle(session_id=sid, text=question)
+            manager.handle(session_id=sid, text="no")
+        except BaseException as exc:  # collected and re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(s, q)) for s, q in zip(sids, questions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for sid, question in zip(sids, questions):
+        record = manager.session(sid)
+        assert record.question == question
+        assert [m["text"] for m in record.transcript if m["role"] == "user"] == [question, "no"]
+        family = "brakes#" if "brake" in question else ("nostart#", "coil#", "chain#")
+        assert record.delivered and record.delivered[0].startswith(family)
+        assert len(record.delivered) == len(set(record.delivered))
+
+
+def test_bad_input_gets_prompts_and_keeps_the_session(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text="").kind == "prompt"
+    huge = manager.handle(session_id=sid, text="a" * 100_000)
+    assert huge.kind == "prompt" and "too long" in huge.reply and huge.state == NEW
+    noisy = manager.handle(session_id=sid, text="\x00\x1b" + text_of(BRAKE_Q) + "\x07")
+    assert noisy.kind == "clarify"
+    assert manager.session(sid).question == text_of(BRAKE_Q)
+    empty_in_choice = manager.handle(session_id=sid, text="   ")
+    assert empty_in_choice.kind == "prompt" and empty_in_choice.options and empty_in_choice.state == AWAITING_CHOICE
+    assert manager.session(sid).state == AWAITING_CHOICE
+
+
+def test_unknown_session_raises(tmp_path):
+    _, manager, _ = car_world(tmp_path)
+    with pytest.raises(SessionNotFoundError):
+        manager.handle(session_id="nope", text="hello")
+    with pytest.raises(SessionNotFoundError):
+        manager.session("nope")
+
+
+def test_turn_result_and_session_serialise(tmp_path):
+    import json
+
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    sid = manager.start_session()
+    result = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
+    json.dumps(result.to_dict())
+    json.dumps(manager.session(sid).to_dict())
