@@ -111,6 +111,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # FastAPI's wording for a body that is not UTF-8 or not decodable at all
+            return error_response(400, "invalid_json", "the request body is not valid UTF-8 JSON")
         if exc.status_code == 404 and message == "Not Found":
             message = f"no such endpoint: {request.method} {request.url.path[:200]}"
         return error_response(exc.status_code, code, message, headers=getattr(exc, "headers", None))

@@ -78,6 +78,10 @@ class SearchResponse(BaseModel):
     mode: str
     parsed_query: dict[str, Any] | None = Field(default=None, description="The SearchQuery sent to the index.")
     question_tree: dict[str, Any] | None = None
+    question_compact: str | None = None
+    requirements: list[str] = Field(default_factory=list,
+                                    description="The question relations an answer must address, 'Relation[words]'.")
+    rejected: int = Field(default=0, description="Retrieved candidates dropped for lack of rhetorical agreement.")
     hits: list[SearchHitOut]
 
 

@@ -25,10 +25,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in
 
 
 def index_path(service: Any) -> Path:
-    """Return the SQLite index file the service serves."""
-    from index.registry import default_index_path
-
-    return service.settings.index_path or default_index_path()
+    """Return the SQLite index file the service serves (loads the engine)."""
+    return Path(service.runtime().index_location)
 
 
 @router.get("", response_model=IndexStats, responses=_ERRORS)

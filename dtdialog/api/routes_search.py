@@ -45,16 +45,18 @@ def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchRespo
         hits = runtime.index.search(parsed)
         return SearchResponse(query=query, mode=mode, parsed_query=parsed.to_dict(), hits=[
             _hit_out(h.document, score=h.score, retrieval_score=h.score, matched=h.matched) for h in hits])
-    ranked = runtime.selector.rank(question=query, size=size)
-    explained = getattr(runtime.selector, "last_query", None)
+    outcome = runtime.selector.rank_outcome(question=query, size=size)
+    # The selector keeps scores and verdicts but not which index fields matched: ask the index for
+    # the same query once more (a cheap FTS lookup) to report them.
+    matched = {h.document.id: h.matched for h in runtime.index.search(outcome.query)}
     hits = [
-        _hit_out(c.document, score=c.score, retrieval_score=c.retrieval_score, matched=getattr(c, "matched", None),
-                 agreement=c.agreement, features=getattr(c, "features", None))
-        for c in ranked
+        _hit_out(c.document, score=c.score, retrieval_score=c.retrieval_score, matched=matched.get(c.document.id),
+                 agreement=c.agreement, features=c.features)
+        for c in outcome.candidates[:size]
     ]
-    tree = service.parser().parse(query)
-    return SearchResponse(query=query, mode=mode, question_tree=tree.to_dict(),
-                          parsed_query=explained.to_dict() if hasattr(explained, "to_dict") else None, hits=hits)
+    return SearchResponse(query=query, mode=mode, question_tree=outcome.plan.tree.to_dict(),
+                          question_compact=outcome.plan.tree.to_compact(), requirements=list(outcome.requirements),
+                          parsed_query=outcome.query.to_dict(), rejected=len(outcome.rejected), hits=hits)
 
 
 async def _search(request: Request, *, query: str, size: int, mode: str) -> SearchResponse:

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from dtdialog.api.errors import ApiError, scrub_paths
 from dtdialog.api.settings import ApiSettings
+from parsers.errors import DTDialogError
 
 log = logging.getLogger("dtdialog.api")
 T = TypeVar("T")
@@ -88,9 +90,14 @@ class EngineService:
             from dtdialog.runtime import load_runtime
 
             s = self.settings
-            kwargs: dict[str, Any] = {"corpus": s.corpus, "index_path": s.index_path, "backend": s.backend,
-                                      "parser": self.parser(), "progress": False}
-            self._runtime = load_runtime(**kwargs)
+            try:
+                self._runtime = load_runtime(corpus=s.corpus, corpus_format=s.corpus_format, index_path=s.index_path,
+                                             backend=s.backend, es_url=s.index_url, parser=self.parser(),
+                                             progress=False)
+            except DTDialogError as exc:
+                # A server-side problem (bad index file, unreachable backend), not the client's input.
+                log.error("cannot load the engine: %s", exc)
+                raise ApiError(503, "engine_unavailable", "the answer index cannot be loaded: " + scrub_paths(str(exc))) from None
             log.info("engine loaded: %s index with %d answers", s.backend, self._runtime.index.count())
         return self._runtime
 
@@ -98,7 +105,7 @@ class EngineService:
         """Return the ``DialogueManager`` whose sessions live in the SQLite file ``settings.sessions_path``."""
         if self._manager is None:
             from dtdialog.manager import DialogueManager
-            from dtdialog.sessions import SessionStore
+            from dtdialog.session_store import SessionStore
 
             path = self.settings.sessions_path
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,8 @@ def _default_sessions_path() -> Path:
 class ApiSettings:
     """Everything ``create_app`` needs.
 
-    ``index_path`` None means "the engine's default index over the built-in corpus".
+    ``index_path`` None means "the engine's default index over the built-in corpus" (or over ``corpus``);
+    with both ``index_path`` and ``corpus`` the engine rebuilds ``index_path`` from ``corpus`` at start-up.
     ``api_key`` None means the index-management endpoints are open (useful on 127.0.0.1 only).
     ``rebuild_roots`` lists the server-side folders ``POST /index/rebuild`` may read a corpus from.
     """
@@ -33,6 +34,7 @@ class ApiSettings:
     backend: str = "sqlite"
     index_url: str | None = None
     corpus: Path | None = None
+    corpus_format: str = "jsonl"
     parser: str | None = None
     sessions_path: Path = field(default_factory=_default_sessions_path)
     api_key: str | None = None

@@ -19,7 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="SQLite answer index (default: $DTDIALOG_INDEX or ~/.cache/dtdialog/answers.sqlite)")
     parser.add_argument("--backend", default="sqlite", help="index backend: sqlite or elasticsearch")
     parser.add_argument("--es-url", default=None, help="Elasticsearch URL for --backend elasticsearch")
-    parser.add_argument("--corpus", type=Path, default=None, help="dialogue corpus the engine loads (default: built-in)")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="dialogue corpus to index at start-up (default: the built-in corpus, indexed once)")
+    parser.add_argument("--format", dest="corpus_format", default=None,
+                        help="format of --corpus: jsonl (default), csv, mechanics, twitter or irc")
     parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the built-in)")
     parser.add_argument("--sessions", type=Path, default=None,
                         help="SQLite file holding the sessions (default: $DTDIALOG_SESSIONS or ./dtdialog_sessions.sqlite)")
@@ -40,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
     settings = ApiSettings.from_env(
-        index_path=args.index, backend=args.backend, index_url=args.es_url, corpus=args.corpus, parser=args.parser,
+        index_path=args.index, backend=args.backend, index_url=args.es_url, corpus=args.corpus, corpus_format=args.corpus_format,
+        parser=args.parser,
         sessions_path=args.sessions, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
         rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload,
     )

@@ -1,0 +1,77 @@
+"""Fixtures for the API tests: a small hand-written answer index in a tmp dir and apps over it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_helpers import small_dialogues
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from dtdialog.api import ApiSettings, create_app
+
+
+@pytest.fixture(scope="session")
+def parser() -> Any:
+    from parsers.base import get_parser
+
+    return get_parser()
+
+
+@pytest.fixture(scope="session")
+def small_index(tmp_path_factory: pytest.TempPathFactory, parser: Any) -> Path:
+    """Return the path of a SQLite answer index over the hand-written dialogues (built once per test run)."""
+    from index.builder import build_index
+
+    out = tmp_path_factory.mktemp("index") / "answers.sqlite"
+    build_index(dialogues=small_dialogues(), parser=parser, backend="sqlite", out=out, progress=False)
+    return out
+
+
+@pytest.fixture
+def index_copy(small_index: Path, tmp_path: Path) -> Path:
+    """Return a private copy of the small index, for tests that write to it."""
+    import sqlite3
+
+    dst = tmp_path / "answers.sqlite"
+    with sqlite3.connect(small_index) as src, sqlite3.connect(dst) as out:
+        src.backup(out)
+    return dst
+
+
+@pytest.fixture
+def make_settings(small_index: Path, tmp_path: Path) -> Callable[..., ApiSettings]:
+    """Return a factory of settings over the small index with sessions in this test's tmp dir."""
+
+    def make(**overrides: Any) -> ApiSettings:
+        values: dict[str, Any] = {"index_path": small_index, "sessions_path": tmp_path / "sessions.sqlite",
+                                  "api_key": None}
+        values.update(overrides)
+        return ApiSettings(**values)
+
+    return make
+
+
+@pytest.fixture
+def make_client(make_settings: Callable[..., ApiSettings]) -> Iterator[Callable[..., TestClient]]:
+    """Return a factory of started TestClients (closed at teardown); keyword arguments override settings."""
+    clients: list[TestClient] = []
+
+    def make(**overrides: Any) -> TestClient:
+        app: FastAPI = create_app(make_settings(**overrides))
+        client = TestClient(app, raise_server_exceptions=False)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for c in clients:
+        c.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    return make_client()

@@ -1,0 +1,122 @@
+"""Every endpoint over a small hand-written index, with the TestClient."""
+
+from __future__ import annotations
+
+from api_helpers import API_KEY, SPARK_PLUG_QUESTION, assert_error
+
+
+def test_healthz_is_cheap_and_reports_the_engine_state(client):
+    r = client.get("/healthz")
+    assert r.status_code == 200
+    assert r.json()["status"] == "ok"
+    assert r.json()["engine_loaded"] is False  # a health check never loads the index
+
+
+def test_chat_page_and_static_files_are_served(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert '<label for="message"' in html and 'aria-live="polite"' in html and 'id="explain"' in html
+    for name, kind in (("app.js", "javascript"), ("style.css", "text/css")):
+        r = client.get(f"/static/{name}")
+        assert r.status_code == 200 and kind in r.headers["content-type"]
+
+
+def test_parse_returns_the_tree_and_an_svg_on_request(client):
+    text = "I replaced the battery, but the car still does not start."
+    plain = client.post("/parse", json={"text": text})
+    assert plain.status_code == 200, plain.text
+    body = plain.json()
+    assert body["svg"] is None
+    assert body["tree"]["text"] and body["edus"] and body["compact"]
+    assert " ".join(body["edus"]).split() == text.split()
+    with_svg = client.post("/parse?svg=true", json={"text": text}).json()
+    assert with_svg["svg"].lstrip().startswith("<svg") and with_svg["tree"] == body["tree"]
+
+
+def test_search_post_returns_scored_hits_with_fields_and_agreement(client):
+    r = client.post("/search", json={"query": SPARK_PLUG_QUESTION, "size": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] == "question" and body["question_tree"]["edus"]
+    assert body["parsed_query"]["keywords"]
+    assert 1 <= len(body["hits"]) <= 3
+    scores = [h["score"] for h in body["hits"]]
+    assert scores == sorted(scores, reverse=True)
+    top = body["hits"][0]
+    assert top["id"].startswith("t-") and "#" in top["id"]
+    assert top["agreement"] is not None and isinstance(top["agreement"]["verdict"], bool)
+    assert top["retrieval_score"] is not None
+    assert any(top["matched"].values()), top["matched"]
+
+
+def test_search_get_and_query_string_mode(client):
+    r = client.get("/search", params={"q": "my brakes squeal with new pads", "size": 2})
+    assert r.status_code == 200, r.text
+    assert r.json()["hits"][0]["dialogue_id"] == "t-brakes-1"
+    q = client.get("/search", params={"q": "battery drain fuses", "mode": "query"})
+    assert q.status_code == 200, q.text
+    body = q.json()
+    assert body["mode"] == "query" and body["hits"][0]["dialogue_id"] == "t-battery-1"
+    assert body["hits"][0]["agreement"] is None  # no question DT to agree with in query mode
+
+
+def test_session_lifecycle_and_transcript(client):
+    created = client.post("/sessions")
+    assert created.status_code == 201
+    sid = created.json()["session_id"]
+    turn = client.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION})
+    assert turn.status_code == 200, turn.text
+    body = turn.json()
+    assert body["session_id"] == sid and body["reply"] and body["kind"] and body["state"]
+    assert body["explain"] is None and body["trace"]["user_text"]
+    if body["options"]:
+        assert all(o["number"] >= 1 and o["label"] for o in body["options"])
+    record = client.get(f"/sessions/{sid}").json()
+    assert record["session_id"] == sid
+    assert [m["role"] for m in record["transcript"]] == ["user", "bot"]
+    assert record["transcript"][0]["text"] == SPARK_PLUG_QUESTION
+    assert len(record["traces"]) == 1
+
+
+def test_explain_returns_both_trees_and_the_chains_picture(client):
+    sid = client.post("/sessions").json()["session_id"]
+    body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": SPARK_PLUG_QUESTION}).json()
+    if body["options"]:  # pick the first option to get an answer delivered
+        body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": "1"}).json()
+    ex = body["explain"]
+    assert ex["question_tree"]["edus"] and ex["question_svg"].lstrip().startswith("<svg")
+    assert ex["chains_svg"].lstrip().startswith("<svg")
+    if body["kind"] == "answer":
+        assert ex["answer_id"] == body["answer_id"]
+        assert ex["answer_svg"].lstrip().startswith("<svg") and ex["answer"]
+
+
+def test_index_stats_and_adding_answers_makes_them_searchable(make_client, index_copy):
+    client = make_client(index_path=index_copy)
+    before = client.get("/index").json()
+    assert before["backend"] == "sqlite" and before["documents"] >= 6
+    assert "/" not in (before["location"] or "")  # a file name, never a server path
+    new = {"answers": [{"text": "If the wipers stop in the middle of the glass, replace the wiper motor park switch.",
+                        "dialogue_id": "api-wipers", "position": 1, "question": "My wipers stop halfway."}]}
+    added = client.post("/index/documents", json=new)
+    assert added.status_code == 200, added.text
+    assert added.json()["ids"] == ["api-wipers#1"] and added.json()["documents"] == before["documents"] + 1
+    hits = client.get("/search", params={"q": "wiper motor park switch", "mode": "query"}).json()["hits"]
+    assert hits and hits[0]["id"] == "api-wipers#1"
+
+
+def test_rebuild_from_a_corpus_under_a_rebuild_root(make_client, index_copy, tmp_path):
+    from api_helpers import write_corpus
+
+    root = tmp_path / "corpora"
+    root.mkdir()
+    corpus = write_corpus(root / "small.jsonl")
+    client = make_client(index_path=index_copy, rebuild_roots=(root,), api_key=API_KEY)
+    headers = {"X-API-Key": API_KEY}
+    sid = client.post("/sessions").json()["session_id"]
+    r = client.post("/index/rebuild", json={"source": "path", "path": corpus.name}, headers=headers)
+    assert r.status_code == 200, r.text
+    assert r.json()["dialogues"] == 6 and r.json()["documents"] == client.get("/index", headers=headers).json()["documents"]
+    # sessions started before the rebuild keep working
+    assert client.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION}).status_code == 200

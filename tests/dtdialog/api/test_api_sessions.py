@@ -1,0 +1,64 @@
+"""Sessions live in SQLite: they survive an app restart, and concurrent sessions never mix."""
+
+from __future__ import annotations
+
+import threading
+
+from api_helpers import SPARK_PLUG_QUESTION, assert_error
+from fastapi.testclient import TestClient
+
+from dtdialog.api import create_app
+
+
+def test_a_session_continues_on_a_new_app_over_the_same_database(make_settings):
+    settings = make_settings()
+    with TestClient(create_app(settings)) as first:
+        sid = first.post("/sessions").json()["session_id"]
+        one = first.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION}).json()
+    # The first app is shut down (its engine thread and SQLite connections closed).
+    with TestClient(create_app(make_settings())) as second:
+        before = second.get(f"/sessions/{sid}")
+        assert before.status_code == 200
+        assert [m["text"] for m in before.json()["transcript"]] == [SPARK_PLUG_QUESTION, one["reply"]]
+        two = second.post(f"/sessions/{sid}/messages", json={"text": "It started on the starting fluid at first, "
+                                                                      "but now it does not."})
+        assert two.status_code == 200, two.text
+        record = second.get(f"/sessions/{sid}").json()
+    assert len(record["transcript"]) == 4 and len(record["traces"]) == 2
+    assert record["traces"][1]["state_before"] == one["state"]  # the state machine picked up where it stopped
+
+
+def test_concurrent_turns_on_different_sessions_never_mix(client):
+    n_sessions, n_turns = 8, 3
+    ids = [client.post("/sessions").json()["session_id"] for _ in range(n_sessions)]
+    problems = ["my brakes squeal with new pads", "the battery keeps dying overnight", SPARK_PLUG_QUESTION,
+                "the engine overheats in traffic"]
+    errors: list[str] = []
+    sent: dict[str, list[str]] = {sid: [] for sid in ids}
+
+    def talk(i: int, sid: str) -> None:
+        for t in range(n_turns):
+            text = f"{problems[(i + t) % len(problems)]} (customer {i:02d} turn {t})"
+            r = client.post(f"/sessions/{sid}/messages", json={"text": text})
+            if r.status_code != 200 or r.json()["session_id"] != sid:
+                errors.append(f"{sid}: {r.status_code} {r.text[:200]}")
+            sent[sid].append(text)
+
+    threads = [threading.Thread(target=talk, args=(i, sid)) for i, sid in enumerate(ids)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not errors, errors
+    for i, sid in enumerate(ids):
+        transcript = client.get(f"/sessions/{sid}").json()["transcript"]
+        user_texts = [m["text"] for m in transcript if m["role"] == "user"]
+        assert user_texts == sent[sid]  # no lost turn, in order
+        assert all(f"customer {i:02d} " in t for t in user_texts)  # nothing from another session
+        assert len(transcript) == 2 * n_turns
+
+
+def test_session_ids_are_distinct_and_unknown_ones_404(client):
+    ids = {client.post("/sessions").json()["session_id"] for _ in range(5)}
+    assert len(ids) == 5
+    assert_error(client.get("/sessions/not-a-session"), 404, "session_not_found")

@@ -1,0 +1,25 @@
+"""The OpenAPI schema checked into docs/ is the one the app serves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dtdialog.api.export_openapi import schema_text
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
+
+
+def test_checked_in_openapi_matches_the_app():
+    assert DOC.is_file(), "run: python -m dtdialog.api.export_openapi docs/openapi.json"
+    assert DOC.read_text(encoding="utf-8") == schema_text(), \
+        "docs/openapi.json is stale; run: python -m dtdialog.api.export_openapi docs/openapi.json"
+
+
+def test_schema_lists_every_endpoint_and_is_served(client):
+    paths = json.loads(schema_text())["paths"]
+    for path in ("/parse", "/search", "/sessions", "/sessions/{session_id}/messages", "/sessions/{session_id}",
+                 "/healthz", "/index", "/index/documents", "/index/rebuild"):
+        assert path in paths
+    assert set(paths["/search"]) == {"get", "post"}
+    assert client.get("/openapi.json").json()["paths"].keys() == paths.keys()
