@@ -56,12 +56,14 @@ class SpacyBackend(NLPBackend):
 
     name = "spacy"
 
-    def __init__(self, *, model: str | None = None) -> None:
+    def __init__(self, *, model: str | None = None, disable: tuple[str, ...] = ()) -> None:
         self.nlp = load_spacy(model)
+        # Pipes skipped per call (e.g. "ner", which costs about as much as the parser).
+        self.disable = tuple(d for d in disable if d in self.nlp.pipe_names)
 
     def analyze(self, text: str) -> AnalyzedText:
-        return doc_to_analyzed(self.nlp(text))
+        return doc_to_analyzed(self.nlp(text, disable=list(self.disable)))
 
     def analyze_many(self, texts: Iterable[str], *, batch_size: int = 64, n_process: int = 1) -> Iterator[AnalyzedText]:
-        for doc in self.nlp.pipe(texts, batch_size=batch_size, n_process=n_process):
+        for doc in self.nlp.pipe(texts, batch_size=batch_size, n_process=n_process, disable=list(self.disable)):
             yield doc_to_analyzed(doc)

@@ -9,7 +9,7 @@
    not start" becomes Concession(Joint(checked, replaced), could not start).
    Each join is labelled by ``CueLexicon.predict``; the rest of a clause
    interrupted by an embedded one is joined as Same-Unit.
-4. Sentences are joined left to right inside a paragraph (blank-line separated),
+4. Sentences are joined right-branching inside a paragraph (blank-line separated),
    then paragraphs, each join labelled from its cues at the ``d`` level.
 """
 
@@ -70,15 +70,24 @@ class RuleParser(RSTParser):
     """Offline rule-based RST parser (see the module docstring).
 
     ``nlp``: an ``NLPBackend`` (default: ``SpacyBackend``, loaded lazily on first use);
-    ``lexicon_path``: the cue lexicon JSON; ``max_chars``: longer texts are refused.
+    ``lexicon_path``: the cue lexicon JSON; ``max_chars``: longer texts are refused;
+    ``named_entities``: also run spaCy's NER for ``EDU.entities`` (off by default: it
+    doubles the parse time, and noun chunks already hold the entity phrases);
+    ``sentence_branching``: how sentences of a paragraph are joined, ``"right"``
+    (each sentence joins everything after it; better on GUM dev) or ``"left"``.
     """
 
     name = "rules"
 
     def __init__(self, *, nlp: NLPBackend | None = None, lexicon_path: str | Path | None = None,
-                 max_chars: int = MAX_CHARS, segmenter: SegmenterConfig | None = None) -> None:
+                 max_chars: int = MAX_CHARS, segmenter: SegmenterConfig | None = None,
+                 named_entities: bool = False, sentence_branching: str = "right") -> None:
         if max_chars <= 0:
             raise ConfigError(f"max_chars must be positive, got {max_chars}")
+        if sentence_branching not in ("left", "right"):
+            raise ConfigError(f"sentence_branching must be 'left' or 'right', got {sentence_branching!r}")
+        self.named_entities = named_entities
+        self.sentence_branching = sentence_branching
         self.lexicon_path = Path(lexicon_path) if lexicon_path else DEFAULT_LEXICON_PATH
         self.lexicon = CueLexicon.from_disk(self.lexicon_path)
         self.max_chars = max_chars
@@ -90,11 +99,12 @@ class RuleParser(RSTParser):
         if self._nlp is None:
             from parsers.nlp_spacy import SpacyBackend
 
-            self._nlp = SpacyBackend()
+            self._nlp = SpacyBackend(disable=() if self.named_entities else ("ner",))
         return self._nlp
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "lexicon_path": str(self.lexicon_path), "max_chars": self.max_chars}
+        return {"name": self.name, "lexicon_path": str(self.lexicon_path), "max_chars": self.max_chars,
+                "named_entities": self.named_entities, "sentence_branching": self.sentence_branching}
 
     # --- public API ---------------------------------------------------------
     def parse(self, text: str | bytes) -> DiscourseTree:
@@ -190,6 +200,11 @@ class RuleParser(RSTParser):
         return self._chain(para_units, views).node
 
     def _chain(self, units: list[_Unit], views: list[UnitView]) -> _Unit:
+        if self.sentence_branching == "right":
+            acc = units[-1]
+            for unit in reversed(units[:-1]):
+                acc = self._join(unit, acc, self._label(views, unit, acc), unit.head)
+            return acc
         acc = units[0]
         for unit in units[1:]:
             acc = self._join(acc, unit, self._label(views, acc, unit), acc.head)
