@@ -1,0 +1,158 @@
+"""The default rule-based parser: the paper's example, bad input, EDU content, batching, determinism."""
+
+from __future__ import annotations
+
+import pytest
+
+from parsers.base import get_parser
+from parsers.errors import ConfigError, InputError
+from parsers.relations import CONCESSION, CONTRAST, is_default
+from parsers.rule_parser import RuleParser
+from parsers.text_input import MAX_CHARS
+from parsers.tree import DiscourseTree
+
+PAPER = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
+         "but I still could not start my car.")
+
+
+@pytest.fixture(scope="module")
+def parser() -> RuleParser:
+    return RuleParser()
+
+
+def test_registered_as_default(parser):
+    assert isinstance(get_parser("rules"), RuleParser)
+    assert get_parser().name == "rules"
+
+
+def test_paper_example_contrast_between_actions_and_failure(parser):
+    tree = parser.parse(PAPER)
+    nodes = tree.nodes_with_relation(CONCESSION) + tree.nodes_with_relation(CONTRAST)
+    assert nodes, tree.to_compact()
+    node = nodes[0]
+    sides = [" ".join(e.text for e in tree.edus_of(child)) for child in node.children]
+    actions, failure = sides[0], sides[-1]
+    for act in ("checked the spark plugs", "replaced the battery", "replaced ignition coils"):
+        assert act in actions
+    assert "could not start my car" in failure
+    assert "could not start" not in actions
+    # The failure is what the text is about: it is the nucleus of a concession.
+    if node.relation == CONCESSION:
+        assert node.nuclearity[-1] == "N"
+
+
+def test_paper_example_edus_and_content(parser):
+    tree = parser.parse(PAPER)
+    assert len(tree.edus) >= 3
+    assert "".join(e.text for e in tree.edus).replace(" ", "") == PAPER.replace(" ", "")
+    first = tree.edus[0]
+    assert "spark" in first.lemmas and "check" in first.lemmas
+    assert all(lemma == lemma.lower() for e in tree.edus for lemma in e.lemmas)
+    assert "i" not in first.lemmas and "the" not in first.lemmas
+    entities = {ent for e in tree.edus for ent in e.entities}
+    assert "spark plugs" in entities and "battery" in entities
+    assert not any(ent.startswith(("the ", "my ")) for ent in entities)
+    for e in tree.edus:
+        assert tree.text[e.start:e.end] == e.text
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t", "<p> </p>", b""])
+def test_empty_input_is_refused(parser, text):
+    with pytest.raises(InputError, match="empty"):
+        parser.parse(text)
+
+
+def test_invalid_utf8_is_refused(parser):
+    with pytest.raises(InputError, match="UTF-8"):
+        parser.parse(b"engine \xff\xfe noise")
+
+
+def test_huge_input_is_refused_with_limit(parser):
+    with pytest.raises(InputError, match="100,000"):
+        parser.parse("The car stalls. " * (MAX_CHARS // 10))
+
+
+@pytest.mark.parametrize("text", ["Hello", "Help!", "🚗", "🚗💨😤", "𝔸"])
+def test_single_word_or_emoji_gives_one_edu(parser, text):
+    tree = parser.parse(text)
+    assert len(tree.edus) == 1 and tree.root.is_leaf
+    assert tree.edus[0].text == text
+
+
+def test_emoji_inside_text_keeps_offsets(parser):
+    text = "My car 🚗 stalls when it rains 🌧, but it starts fine in the sun ☀."
+    tree = parser.parse(text)
+    assert len(tree.edus) >= 2
+    for e in tree.edus:
+        assert tree.text[e.start:e.end] == e.text
+    assert "🚗" in tree.edus[0].text
+
+
+def test_html_fragment_is_parsed_as_text(parser):
+    tree = parser.parse("<p>The engine <b>overheats</b> when I drive uphill,</p><p>but the coolant is full.</p>")
+    assert "<" not in tree.text
+    assert any("overheats" in e.text for e in tree.edus)
+    assert tree.non_default_nodes()
+
+
+def test_conditional_and_causal_cues(parser):
+    tree = parser.parse("If the battery is weak, replace it. The car would not start because the fuel pump failed.")
+    assert tree.nodes_with_relation("Condition")
+    rels = set(tree.relations())
+    assert rels & {"Cause", "Explanation"}, tree.to_compact()
+
+
+def test_parse_many_matches_parse(parser):
+    texts = [PAPER, "The brakes squeal. I replaced the pads last week.", "Hello"]
+    batched = list(parser.parse_many(texts, batch_size=2))
+    single = [parser.parse(t) for t in texts]
+    assert [t.to_dict() for t in batched] == [t.to_dict() for t in single]
+
+
+def test_parse_many_rejects_bad_text(parser):
+    with pytest.raises(InputError):
+        list(parser.parse_many(["fine text", "  "]))
+
+
+def test_deterministic_and_json_round_trip(parser):
+    a = parser.parse(PAPER)
+    b = parser.parse(PAPER)
+    assert a.to_json() == b.to_json()
+    back = DiscourseTree.from_json(a.to_json())
+    assert back == a
+    assert back.to_compact() == a.to_compact()
+
+
+def test_to_nltk_export(parser):
+    tree = parser.parse(PAPER)
+    nt = tree.to_nltk()
+    assert nt.label() == f"{tree.root.relation}[{''.join(tree.root.nuclearity)}]"
+    assert len(nt.leaves()) == len(tree.edus)
+
+
+def test_paragraphs_are_joined_after_their_sentences(parser):
+    text = "The car stalls. It happens at idle.\n\nI also hear a click. It comes from the starter."
+    tree = parser.parse(text)
+    spans = {(n.first, n.last) for n in tree.relation_nodes()}
+    n_first = max(e.index for e in tree.edus if e.start < text.index("\n\n")) + 1
+    assert (0, n_first - 1) in spans and (n_first, len(tree.edus) - 1) in spans
+
+
+def test_interrupted_clause_is_same_unit(parser):
+    tree = parser.parse("The old car, which I bought last year, broke down yesterday.")
+    assert tree.root.relation == "Same-Unit"
+    assert tree.nodes_with_relation("Elaboration")[0].span == (0, 1)
+
+
+def test_non_default_relations_found_in_multi_clause_answer(parser):
+    tree = parser.parse("Although the pads are new, the brakes squeal when I stop, so I took it to the shop.")
+    assert any(not is_default(r) for r in tree.relations())
+
+
+def test_bad_options_are_config_errors():
+    with pytest.raises(ConfigError):
+        RuleParser(max_chars=0)
+    with pytest.raises(ConfigError):
+        RuleParser(sentence_branching="diagonal")
+    with pytest.raises(InputError, match="lexicon"):
+        RuleParser(lexicon_path="/nonexistent/lexicon.json")

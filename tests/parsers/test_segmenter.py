@@ -1,0 +1,47 @@
+"""EDU segmentation from the dependency parse."""
+
+from __future__ import annotations
+
+import pytest
+
+from parsers.nlp_spacy import SpacyBackend
+from parsers.segmenter import segment
+
+
+@pytest.fixture(scope="module")
+def nlp() -> SpacyBackend:
+    return SpacyBackend(disable=("ner",))
+
+
+def edus(nlp, text: str) -> list[str]:
+    doc = nlp.analyze(text)
+    return [doc.text[doc.tokens[s.start].idx: doc.tokens[s.end - 1].end] for s in segment(doc)]
+
+
+def test_segments_cover_all_tokens_in_order(nlp):
+    doc = nlp.analyze("The car, which I bought last year, stalls when it is cold. I said that it was fine.")
+    segs = segment(doc)
+    assert segs[0].start == 0 and segs[-1].end == len(doc.tokens)
+    for a, b in zip(segs, segs[1:]):
+        assert a.end == b.start
+        assert a.sent <= b.sent
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("The car stalls when it is cold.", ["The car stalls", "when it is cold."]),
+    ("If the battery is weak, replace it.", ["If the battery is weak,", "replace it."]),
+    ("I checked the fuse, but it was fine.", ["I checked the fuse,", "but it was fine."]),
+    ("The mechanic said that the pump failed.", ["The mechanic said", "that the pump failed."]),
+    ("I bought a charger to test the battery.", ["I bought a charger", "to test the battery."]),
+])
+def test_clause_cuts(nlp, text, expected):
+    assert edus(nlp, text) == expected
+
+
+def test_relative_clause_leaves_a_fragment(nlp):
+    doc = nlp.analyze("The old car, which I bought last year, broke down yesterday.")
+    assert [s.head_dep for s in segment(doc)] == ["frag", "relcl", "ROOT"]
+
+
+def test_single_word_is_one_segment(nlp):
+    assert edus(nlp, "Hello") == ["Hello"]
