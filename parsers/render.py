@@ -1,0 +1,196 @@
+"""Pictures of discourse trees: a self-contained SVG (no dependencies) and a PNG via matplotlib.
+
+Leaves (EDUs) sit on the bottom row as boxes with their wrapped text; each
+relation node sits above the middle of its children at a height given by its
+depth from the leaves. Edges to nuclei are solid and marked ``N``; edges to
+satellites are dashed and marked ``S``. Non-default relations are drawn in a
+warm colour so the issues of a text stand out.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from parsers.errors import ConfigError, InputError
+from parsers.relations import is_default
+from parsers.tree import NUCLEUS, DiscourseTree, Node
+
+LEAF_W = 170
+LEAF_GAP = 16
+LINE_H = 14
+WRAP = 24
+MAX_LINES = 7
+LEVEL_H = 62
+MARGIN = 16
+NON_DEFAULT_COLOUR = "#d9480f"
+DEFAULT_COLOUR = "#495057"
+
+
+@dataclass(frozen=True)
+class _Placed:
+    node: Node
+    x: float
+    y: float
+
+
+def _wrap(text: str) -> list[str]:
+    lines = textwrap.wrap(text, WRAP, break_long_words=True) or [""]
+    if len(lines) > MAX_LINES:
+        lines = lines[:MAX_LINES]
+        lines[-1] = lines[-1][: WRAP - 1] + "…"
+    return lines
+
+
+def _layout(tree: DiscourseTree) -> tuple[dict[int, _Placed], float, float, float]:
+    """Return placed nodes keyed by id(node), the picture width/height and the leaf row's y."""
+    heights: dict[int, int] = {}
+
+    def height(node: Node) -> int:
+        h = 0 if node.is_leaf else 1 + max(height(c) for c in node.children)
+        heights[id(node)] = h
+        return h
+
+    top = height(tree.root)
+    leaf_y = MARGIN + top * LEVEL_H + 10
+    placed: dict[int, _Placed] = {}
+
+    def place(node: Node) -> float:
+        if node.is_leaf:
+            x = MARGIN + node.edu * (LEAF_W + LEAF_GAP) + LEAF_W / 2  # type: ignore[operator]
+        else:
+            xs = [place(c) for c in node.children]
+            x = (xs[0] + xs[-1]) / 2
+        y = leaf_y if node.is_leaf else MARGIN + 12 + (top - heights[id(node)]) * LEVEL_H
+        placed[id(node)] = _Placed(node, x, y)
+        return x
+
+    place(tree.root)
+    n = len(tree.edus)
+    max_lines = max(len(_wrap(e.text)) for e in tree.edus)
+    width = 2 * MARGIN + n * LEAF_W + (n - 1) * LEAF_GAP
+    height_px = leaf_y + (max_lines + 2) * LINE_H + MARGIN
+    return placed, width, height_px, leaf_y
+
+
+def tree_to_svg(tree: DiscourseTree, *, title: str = "") -> str:
+    """Return a standalone SVG document drawing ``tree`` (see the module docstring)."""
+    placed, width, height, leaf_y = _layout(tree)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        f"<title>{escape(title or tree.to_compact(max_words=4))}</title>",
+        f'<rect width="{width:.0f}" height="{height:.0f}" fill="white"/>',
+    ]
+    for p in placed.values():
+        node = p.node
+        if node.is_leaf:
+            continue
+        colour = DEFAULT_COLOUR if is_default(node.relation or "") else NON_DEFAULT_COLOUR
+        for child, mark in zip(node.children, node.nuclearity):
+            c = placed[id(child)]
+            dash = "" if mark == NUCLEUS else ' stroke-dasharray="5,4"'
+            cy = c.y if child.is_leaf else c.y - 12
+            out.append(f'<line x1="{p.x:.1f}" y1="{p.y + 4:.1f}" x2="{c.x:.1f}" y2="{cy:.1f}" '
+                       f'stroke="{colour}" stroke-width="1.4"{dash}/>')
+            mx, my = (p.x + c.x) / 2, (p.y + 4 + cy) / 2
+            out.append(f'<text x="{mx + 4:.1f}" y="{my:.1f}" fill="{colour}" font-size="10" '
+                       f'font-weight="bold">{mark}</text>')
+        label = escape(node.relation or "")
+        w = 8 + 7 * len(node.relation or "")
+        out.append(f'<rect x="{p.x - w / 2:.1f}" y="{p.y - 14:.1f}" width="{w:.1f}" height="18" rx="4" '
+                   f'fill="white" stroke="{colour}"/>')
+        out.append(f'<text x="{p.x:.1f}" y="{p.y:.1f}" text-anchor="middle" fill="{colour}">{label}</text>')
+    leaf_at = {p.node.edu: p for p in placed.values() if p.node.is_leaf}
+    for edu in tree.edus:
+        p = leaf_at[edu.index]
+        lines = _wrap(edu.text)
+        box_h = (len(lines) + 1) * LINE_H
+        out.append(f'<rect x="{p.x - LEAF_W / 2:.1f}" y="{leaf_y:.1f}" width="{LEAF_W}" height="{box_h}" rx="3" '
+                   f'fill="#f1f3f5" stroke="#adb5bd"/>')
+        out.append(f'<text x="{p.x - LEAF_W / 2 + 6:.1f}" y="{leaf_y + LINE_H:.1f}" fill="#868e96" '
+                   f'font-size="10">[{edu.index}]</text>')
+        for k, line in enumerate(lines):
+            out.append(f'<text x="{p.x - LEAF_W / 2 + 6:.1f}" y="{leaf_y + (k + 2) * LINE_H:.1f}">'
+                       f"{escape(line)}</text>")
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def tree_to_png(tree: DiscourseTree, path: str | Path, *, dpi: int = 110) -> Path:
+    """Draw ``tree`` with matplotlib into a PNG at ``path``; return the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    placed, width, height, leaf_y = _layout(tree)
+    fig = plt.figure(figsize=(width / dpi, height / dpi), dpi=dpi)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0)
+    ax.axis("off")
+    for p in placed.values():
+        node = p.node
+        if node.is_leaf:
+            continue
+        colour = DEFAULT_COLOUR if is_default(node.relation or "") else NON_DEFAULT_COLOUR
+        for child, mark in zip(node.children, node.nuclearity):
+            c = placed[id(child)]
+            cy = c.y if child.is_leaf else c.y - 12
+            ax.plot([p.x, c.x], [p.y + 4, cy], color=colour, lw=1.2, ls="-" if mark == NUCLEUS else "--")
+            ax.text((p.x + c.x) / 2 + 4, (p.y + 4 + cy) / 2, mark, color=colour, fontsize=7, weight="bold")
+        ax.text(p.x, p.y - 4, node.relation or "", ha="center", va="center", color=colour, fontsize=8,
+                bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour})
+    for node in tree.nodes():
+        if not node.is_leaf:
+            continue
+        p = placed[id(node)]
+        edu = tree.edus[node.edu]  # type: ignore[index]
+        text = f"[{edu.index}]\n" + "\n".join(_wrap(edu.text))
+        ax.text(p.x - LEAF_W / 2 + 4, leaf_y + 4, text, va="top", fontsize=7,
+                bbox={"boxstyle": "round,pad=0.3", "fc": "#f1f3f5", "ec": "#adb5bd"})
+    out = Path(path)
+    tmp = out.with_name(out.name + ".part.png")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # emoji glyphs missing from the default font
+            fig.savefig(tmp, dpi=dpi)
+        tmp.replace(out)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def check_image_path(path: str | Path) -> Path:
+    """Return ``path`` if a picture can be written there.
+
+    Raises ``ConfigError`` unless it ends in ``.svg``/``.png`` and ``InputError`` when its folder does not exist.
+    """
+    out = Path(path)
+    if out.suffix.lower() not in (".svg", ".png"):
+        raise ConfigError(f"unsupported image format {out.suffix or '(none)'!r}: use .svg or .png")
+    if not out.parent.is_dir():
+        raise InputError(f"folder {out.parent} does not exist")
+    return out
+
+
+def save_image(tree: DiscourseTree, path: str | Path) -> Path:
+    """Write ``tree`` as ``.svg`` or ``.png`` (by the file suffix); return the path.
+
+    The file appears complete or not at all. Errors as for ``check_image_path``.
+    """
+    out = check_image_path(path)
+    try:
+        if out.suffix.lower() == ".png":
+            return tree_to_png(tree, out)
+        tmp = out.with_name(out.name + ".part")
+        tmp.write_text(tree_to_svg(tree), encoding="utf-8")
+        tmp.replace(out)
+    except OSError as exc:
+        raise InputError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return out
