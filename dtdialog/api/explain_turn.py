@@ -25,25 +25,43 @@ def _find(trace: Any, key: str) -> Any:
     return None
 
 
-def _agreement_of(trace: dict[str, Any], answer_id: str | None) -> dict[str, Any] | None:
-    # Prefer the agreement recorded for the delivered answer; else the first one in the trace.
-    for key in ("candidates", "ranked", "hits"):
-        for cand in trace.get(key) or []:
-            if isinstance(cand, dict) and answer_id and cand.get("id", cand.get("answer_id")) == answer_id:
-                if isinstance(cand.get("agreement"), dict):
-                    return cand["agreement"]
-    found = _find(trace, "agreement")
-    return found if isinstance(found, dict) else None
+def _candidate_agreement(trace: dict[str, Any], answer_id: str) -> dict[str, Any] | None:
+    steps = [trace] + [s for s in trace.get("steps") or [] if isinstance(s, dict)]
+    for holder in steps:
+        for cand in holder.get("candidates") or []:
+            if isinstance(cand, dict) and cand.get("id") == answer_id and isinstance(cand.get("agreement"), dict):
+                return cand["agreement"]
+    return None
 
 
-def explain_turn(service: Any, *, result: Any, user_text: str) -> Explanation:
-    """Return the explanation of a ``TurnResult`` (call on the engine thread)."""
+def _agreement_of(trace: dict[str, Any], answer_id: str | None, history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    # The delivered answer's agreement: in this turn's candidates, else in an earlier turn's (an answer
+    # picked from clarification options was ranked on the turn that offered it).
+    if answer_id:
+        for t in [trace] + list(reversed(history)):
+            found = _candidate_agreement(t, answer_id) if isinstance(t, dict) else None
+            if found is not None:
+                return found
+        return None
+    cands = trace.get("candidates") or []
+    first = cands[0] if cands and isinstance(cands[0], dict) else None
+    return first.get("agreement") if first and isinstance(first.get("agreement"), dict) else None
+
+
+def explain_turn(service: Any, *, result: Any, user_text: str, session_question: str = "",
+                 history: list[dict[str, Any]] | None = None) -> Explanation:
+    """Return the explanation of a ``TurnResult`` (call on the engine thread).
+
+    The question is the one this turn planned (trace), else the session's current question
+    (a follow-up turn), else the user's text.
+    """
     from parsers.render import tree_to_svg
     from parsers.tree import DiscourseTree
 
     trace = result.trace or {}
     question = _find(trace, "question")
-    question = question if isinstance(question, str) and question.strip() else user_text
+    if not (isinstance(question, str) and question.strip()):
+        question = session_question if session_question.strip() else user_text
     qtree_data = _find(trace, "question_tree")
     qtree = DiscourseTree.from_dict(qtree_data) if isinstance(qtree_data, dict) else service.parser().parse(question)
     out = Explanation(question=question, question_tree=qtree.to_dict(), question_svg=tree_to_svg(qtree))
@@ -54,7 +72,7 @@ def explain_turn(service: Any, *, result: Any, user_text: str) -> Explanation:
             atree = DiscourseTree.from_dict(doc.tree) if doc.tree else service.parser().parse(doc.text)
             out.answer_id, out.answer = answer_id, doc.text
             out.answer_tree, out.answer_svg = atree.to_dict(), tree_to_svg(atree)
-    agreement = _agreement_of(trace, answer_id)
+    agreement = _agreement_of(trace, answer_id, history or [])
     if agreement is not None:
         out.verdict = bool(agreement.get("verdict"))
         out.agreement_score = float(agreement.get("score") or 0.0)

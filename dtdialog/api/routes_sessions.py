@@ -70,7 +70,9 @@ async def post_message(
         result = manager.handle(session_id=session_id, text=text)
         out = turn_out(result)
         if explain:
-            out.explain = explain_turn(service, result=result, user_text=text)
+            record = manager.session(session_id)
+            out.explain = explain_turn(service, result=result, user_text=text, session_question=record.question or "",
+                                       history=list(record.traces[:-1]))
         return out
 
     return await service.call(work)

@@ -193,5 +193,14 @@ document.addEventListener("DOMContentLoaded", () => {
     }
   });
   $("new-session").addEventListener("click", newSession);
+  for (const b of document.querySelectorAll("button.zoom")) {
+    // Big trees are shrunk to the panel by default; this toggles the picture's real size (scrollable).
+    b.addEventListener("click", () => {
+      const box = $(b.getAttribute("aria-controls"));
+      const actual = box.classList.toggle("fit") === false;
+      b.setAttribute("aria-pressed", String(actual));
+      b.textContent = actual ? "Fit to panel" : "Actual size";
+    });
+  }
   restore().finally(() => box.focus());
 });

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api_helpers import API_KEY, SPARK_PLUG_QUESTION, assert_error
+from api_helpers import API_KEY, SPARK_PLUG_QUESTION
 
 
 def test_healthz_is_cheap_and_reports_the_engine_state(client):

@@ -1,0 +1,247 @@
+"""Load test of the HTTP API: N concurrent sessions x M turns against a server on 127.0.0.1.
+
+    python -m eval.load_test --sessions 50 --turns 10            # starts its own server
+    python -m eval.load_test --url http://127.0.0.1:8000         # targets a running one
+
+Every session embeds a unique token in each of its turns; afterwards each transcript must hold
+exactly the turns that session sent, in order (no lost turn) and no other session's token (no
+leakage). Reports p50/p95/p99 latency and throughput; exits 1 on any error, loss or leak.
+Bounded: at most ``--sessions`` x (``--turns`` + 2) requests and ``--timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+QUESTIONS = [
+    "I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
+    "but I still could not start my car.",
+    "My brakes squeal when I stop, even though the pads are new.",
+    "The engine overheats in traffic but the coolant level is fine.",
+    "The battery keeps dying overnight although it is only a month old.",
+    "The check engine light came on and the engine idles rough when it is cold.",
+    "My transmission slips between second and third gear when the car is warm.",
+]
+FOLLOW_UPS = [
+    "It did start on the starting fluid at first, but now it does not.",
+    "No, that did not help, what else could it be?",
+    "I do not have special tools, is there something simpler?",
+    "The noise gets worse when I turn left.",
+    "I checked that already and it looked fine.",
+    "It only happens after the car has been sitting overnight.",
+    "Could it be a fuse or a relay instead?",
+    "The lights on the dashboard flicker when it happens.",
+    "Thanks, that sorted it out.",
+]
+_TOKEN = re.compile(r"\bLT[0-9a-f]{10}\b")
+
+
+@dataclass
+class SessionRun:
+    """What one simulated customer sent and saw."""
+
+    index: int
+    token: str
+    session_id: str = ""
+    sent: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def script(self, turns: int) -> list[str]:
+        """Return this customer's ``turns`` messages, each carrying the session's token."""
+        texts = [QUESTIONS[self.index % len(QUESTIONS)]]
+        texts += [FOLLOW_UPS[(self.index + t) % len(FOLLOW_UPS)] for t in range(turns - 1)]
+        return [f"{t} (ref {self.token})" for t in texts[:turns]]
+
+
+def free_port() -> int:
+    """Return a TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def local_server(*, index: Path | None, startup_timeout: float, workdir: Path):
+    """Start ``dtdialog serve`` on 127.0.0.1 with sessions in ``workdir``; yield its base URL; stop it afterwards."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "dtdialog", "serve", "--host", "127.0.0.1", "--port", str(port),
+           "--sessions", str(workdir / "sessions.sqlite"), "--preload", "--log-level", "warning"]
+    if index is not None:
+        cmd += ["--index", str(index)]
+    log_path = workdir / "server.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + startup_timeout
+            while True:
+                if proc.poll() is not None:
+                    raise SystemExit(f"error: the server exited with code {proc.returncode}; log: {log_path}\n"
+                                     + log_path.read_text(errors="replace")[-2000:])
+                try:
+                    if httpx.get(url + "/healthz", timeout=2).json().get("engine_loaded"):
+                        break
+                except (httpx.HTTPError, ValueError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"error: the server did not become ready in {startup_timeout:.0f} s; log: {log_path}")
+                time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def _request(client: httpx.AsyncClient, run: SessionRun, method: str, path: str, **kw: Any) -> httpx.Response | None:
+    start = time.perf_counter()
+    try:
+        r = await client.request(method, path, **kw)
+    except httpx.HTTPError as exc:
+        run.errors.append(f"{method} {path}: {type(exc).__name__}: {exc}")
+        return None
+    run.latencies.append(time.perf_counter() - start)
+    if r.status_code >= 400:
+        run.errors.append(f"{method} {path}: HTTP {r.status_code} {r.text[:200]}")
+        return None
+    return r
+
+
+async def run_session(client: httpx.AsyncClient, run: SessionRun, turns: int) -> None:
+    """Create a session and send its turns one after another (a customer waits for each reply)."""
+    r = await _request(client, run, "POST", "/sessions")
+    if r is None:
+        return
+    run.session_id = r.json()["session_id"]
+    for text in run.script(turns):
+        r = await _request(client, run, "POST", f"/sessions/{run.session_id}/messages", json={"text": text})
+        if r is None:
+            continue
+        run.sent.append(text)
+        if r.json().get("session_id") != run.session_id:
+            run.errors.append(f"turn reply names session {r.json().get('session_id')!r}, expected {run.session_id!r}")
+
+
+async def check_session(client: httpx.AsyncClient, run: SessionRun) -> dict[str, int]:
+    """Return counts of lost turns and foreign tokens in this session's stored transcript."""
+    if not run.session_id:
+        return {"lost": len(run.sent), "leaked": 0}
+    r = await client.get(f"/sessions/{run.session_id}")
+    if r.status_code != 200:
+        run.errors.append(f"GET session: HTTP {r.status_code}")
+        return {"lost": len(run.sent), "leaked": 0}
+    transcript = r.json().get("transcript", [])
+    user_texts = [m.get("text", "") for m in transcript if m.get("role") == "user"]
+    lost = 0 if user_texts == run.sent else max(1, len(set(run.sent) - set(user_texts)))
+    tokens = set(_TOKEN.findall(json.dumps(transcript)))
+    return {"lost": lost, "leaked": len(tokens - {run.token})}
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """Return p50/p95/p99/max of ``values`` in milliseconds."""
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
+    arr = np.asarray(values) * 1000
+    return {"p50": round(float(np.percentile(arr, 50)), 1), "p95": round(float(np.percentile(arr, 95)), 1),
+            "p99": round(float(np.percentile(arr, 99)), 1), "max": round(float(arr.max()), 1)}
+
+
+async def load_test(url: str, *, sessions: int, turns: int, timeout: float, request_timeout: float) -> dict[str, Any]:
+    """Run the load test against ``url``; return the report (counts, latency percentiles, throughput)."""
+    runs = [SessionRun(index=i, token="LT" + secrets.token_hex(5)) for i in range(sessions)]
+    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+    async with httpx.AsyncClient(base_url=url, timeout=request_timeout, limits=limits) as client:
+        start = time.perf_counter()
+        tasks = [asyncio.create_task(run_session(client, r, turns)) for r in runs]
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for t in pending:
+            t.cancel()
+        wall = time.perf_counter() - start
+        checks = [await check_session(client, r) for r in runs]
+    n_turns = sum(len(r.sent) for r in runs)
+    errors = [e for r in runs for e in r.errors]
+    turn_latencies = [lat for r in runs for lat in r.latencies[1:]]  # [0] is POST /sessions
+    return {
+        "url": url, "sessions": sessions, "turns_per_session": turns, "timed_out_sessions": len(pending),
+        "requests": sum(len(r.latencies) for r in runs), "turns_ok": n_turns, "turns_expected": sessions * turns,
+        "errors": len(errors), "error_samples": errors[:5],
+        "lost_turns": sum(c["lost"] for c in checks), "leaked_tokens": sum(c["leaked"] for c in checks),
+        "wall_seconds": round(wall, 2), "turns_per_second": round(n_turns / wall, 2) if wall else 0.0,
+        "turn_latency_ms": percentiles(turn_latencies),
+        "session_create_latency_ms": percentiles([r.latencies[0] for r in runs if r.latencies]),
+    }
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    """Return the report as a few human-readable lines."""
+    lat = rep["turn_latency_ms"]
+    return "\n".join([
+        f"load test: {rep['sessions']} sessions x {rep['turns_per_session']} turns against {rep['url']}",
+        f"  turns ok {rep['turns_ok']}/{rep['turns_expected']}, errors {rep['errors']}, lost turns {rep['lost_turns']}, "
+        f"cross-session leaks {rep['leaked_tokens']}, timed-out sessions {rep['timed_out_sessions']}",
+        f"  turn latency ms: p50 {lat['p50']}  p95 {lat['p95']}  p99 {lat['p99']}  max {lat['max']}",
+        f"  throughput: {rep['turns_per_second']} turns/s over {rep['wall_seconds']} s ({rep['requests']} requests)",
+    ] + [f"  error: {e}" for e in rep["error_samples"]])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the load test; return 0 when there was no error, loss or leak, else 1 (2 for bad options)."""
+    p = argparse.ArgumentParser(prog="python -m eval.load_test", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sessions", type=int, default=50, help="concurrent sessions (1-500, default 50)")
+    p.add_argument("--turns", type=int, default=10, help="turns per session (1-100, default 10)")
+    p.add_argument("--url", default=None, help="target a running server instead of starting one")
+    p.add_argument("--index", type=Path, default=None, help="index for the started server (default: built-in corpus)")
+    p.add_argument("--timeout", type=float, default=600.0, help="overall bound in seconds (default 600)")
+    p.add_argument("--request-timeout", type=float, default=120.0, help="per-request bound in seconds (default 120)")
+    p.add_argument("--startup-timeout", type=float, default=600.0,
+                   help="seconds to wait for the started server (first run builds the built-in index)")
+    p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
+    args = p.parse_args(argv)
+    if not 1 <= args.sessions <= 500 or not 1 <= args.turns <= 100:
+        print("error: --sessions must be 1-500 and --turns 1-100", file=sys.stderr)
+        return 2
+    if args.url and not args.url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")):
+        print("error: --url must point at this machine (127.0.0.1/localhost)", file=sys.stderr)
+        return 2
+
+    def go(url: str) -> dict[str, Any]:
+        return asyncio.run(load_test(url, sessions=args.sessions, turns=args.turns, timeout=args.timeout,
+                                     request_timeout=args.request_timeout))
+
+    if args.url:
+        report = go(args.url.rstrip("/"))
+    else:
+        with tempfile.TemporaryDirectory(prefix="dtdialog-load-") as tmp, \
+                local_server(index=args.index, startup_timeout=args.startup_timeout, workdir=Path(tmp)) as url:
+            report = go(url)
+    print(format_report(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    ok = (report["errors"] == 0 and report["lost_turns"] == 0 and report["leaked_tokens"] == 0
+          and report["turns_ok"] == report["turns_expected"] and report["timed_out_sessions"] == 0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

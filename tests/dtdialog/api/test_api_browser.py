@@ -1,0 +1,105 @@
+"""The chat page in headless Debian Chromium (Playwright for Python), against a real uvicorn server.
+
+Keyboard only: type the paper's spark-plug question, press Enter, pick a clarification option with
+Enter when one is offered, and check the answer and the explain panel (both DTs and the chains picture).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from api_helpers import SPARK_PLUG_QUESTION
+
+CHROMIUM = Path(os.environ.get("DTDIALOG_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"Debian chromium not found at {CHROMIUM} (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory):
+    from eval.load_test import local_server
+
+    # The built-in corpus index: built into the data home on the first run, reused afterwards.
+    with local_server(index=None, startup_timeout=900, workdir=tmp_path_factory.mktemp("browser-server")) as url:
+        yield url
+
+
+def _bot_messages(page):
+    return page.locator("#transcript li.msg.bot")
+
+
+def test_keyboard_only_chat_with_explain_panel(browser, server_url, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server_url + "/")
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("document.activeElement.id") == "message"  # the page starts in the message box
+
+    page.keyboard.type(SPARK_PLUG_QUESTION)
+    page.keyboard.press("Enter")
+    bots = _bot_messages(page)
+    bots.first.wait_for(timeout=120_000)
+    assert page.locator("#transcript li.msg.user").first.inner_text().endswith(SPARK_PLUG_QUESTION)
+
+    options = page.locator("#options button.option")
+    if options.count() > 0:
+        # Focus moved to the first option: Enter picks it.
+        assert page.evaluate("document.activeElement.classList.contains('option')")
+        page.keyboard.press("Enter")
+        page.wait_for_function("document.querySelectorAll('#transcript li.msg.bot').length >= 2", timeout=120_000)
+
+    last = bots.last
+    assert last.get_attribute("data-kind") == "answer", last.inner_text()
+    assert len(last.locator(".text").inner_text()) > 40
+
+    panel = page.locator("#explain-body")
+    assert panel.is_visible()
+    for box in ("#question-tree", "#answer-tree", "#chains"):
+        assert page.locator(f"{box} svg").count() == 1, box
+    assert page.locator("#answer-id").inner_text().startswith("(")
+    assert "agrees" in page.locator("#explain-verdict").inner_text()
+
+    # A follow-up turn, still keyboard only (focus is back in the message box).
+    page.keyboard.type("It did start on the starting fluid at first, but now it does not.")
+    page.keyboard.press("Enter")
+    n = bots.count()
+    page.wait_for_function(f"document.querySelectorAll('#transcript li.msg.bot').length > {n}", timeout=120_000)
+    assert page.locator("#error").is_hidden()
+
+    shot = tmp_path / "chat.png"
+    page.screenshot(path=str(shot), full_page=True)
+    keep = os.environ.get("DTDIALOG_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / "chat.png")
+    assert shot.stat().st_size > 10_000
+    page.close()
+
+
+def test_handoff_message_is_shown(browser, server_url):
+    page = browser.new_page()
+    page.goto(server_url + "/")
+    page.wait_for_load_state("networkidle")
+    page.keyboard.type("My brakes squeal when I stop.")
+    page.keyboard.press("Enter")
+    _bot_messages(page).first.wait_for(timeout=120_000)
+    page.keyboard.type("I want to talk to a human please")
+    page.keyboard.press("Enter")
+    page.locator("#transcript li.msg.bot.handoff").wait_for(timeout=120_000)
+    assert "human" in page.locator("#transcript li.msg.bot.handoff").inner_text().lower()
+    page.close()
