@@ -23,6 +23,8 @@ class EngineConfig:
     constraint_penalty: score factor removed from candidates that mention something the user cannot do/use;
         1.0 drops them.
     continuation_weight: bonus for the answer that followed the last delivered one in a logged dialogue.
+    question_weight: weight of how much of the user's question the answer's logged opening question covers.
+    step_weight: bonus for an answer that sat at the same step (A1, A2, ...) of its logged dialogue.
     max_input_chars: longer user turns are refused with a prompt instead of being processed.
     max_traces: how many per-turn traces a session keeps.
     """
@@ -37,6 +39,8 @@ class EngineConfig:
     agreement_ratio: float = 1.0
     constraint_penalty: float = 0.6
     continuation_weight: float = 0.2
+    question_weight: float = 0.4
+    step_weight: float = 0.1
     max_input_chars: int = 4000
     max_traces: int = 50
 
@@ -50,7 +54,7 @@ class EngineConfig:
             check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                   f"{name} must be an integer >= 1, got {value!r}")
         for name in ("clarify_margin", "agreement_weight", "agreement_ratio", "constraint_penalty",
-                     "continuation_weight"):
+                     "continuation_weight", "question_weight", "step_weight"):
             value = getattr(self, name)
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")

@@ -213,7 +213,7 @@ class DialogueManager:
                 allow_clarify: bool = True) -> TurnResult:
         if plan is None:
             plan = QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
-            trace.plan(plan, full=False)
+            trace.plan(plan, full=True)
         outcome = self.selector.rank_outcome(
             question=plan, step=record.step, followups=record.step_followups, exclude_ids=record.excluded_ids,
             constraints=[Constraint.from_dict(c) for c in record.constraints],

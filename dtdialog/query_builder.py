@@ -17,6 +17,8 @@ from parsers.tree import EDU, DiscourseTree, RelationInstance
 
 #: At most this many keywords per query (long pastes would otherwise make slow, unfocused queries).
 MAX_KEYWORDS = 40
+#: At most this many words of the previous answer join a follow-up's query.
+MAX_CONTEXT_KEYWORDS = 10
 #: At most this many words per ``RR [phrase]`` term.
 MAX_RR_WORDS = 12
 
@@ -36,11 +38,12 @@ def rr_term(instance: RelationInstance) -> RRTerm:
 
 
 def build_query(plan: QuestionPlan, *, part_index: int, followups: Sequence[DiscourseTree] = (),
-                exclude_ids: Sequence[str] = (), size: int = 20) -> SearchQuery:
+                exclude_ids: Sequence[str] = (), size: int = 20, context_keywords: Sequence[str] = ()) -> SearchQuery:
     """Return the search query for ``plan.parts[part_index]`` plus the follow-up replies' keywords and relations.
 
     Follow-ups come newest last; their keywords come first so that a long question does not
-    crowd the user's latest words out of the keyword cap.
+    crowd the user's latest words out of the keyword cap. ``context_keywords`` (words of the
+    answer the follow-up replies to: "It did at first" is about *its* starting fluid) come last.
     """
     part = plan.parts[min(part_index, len(plan.parts) - 1)]
     keywords: dict[str, None] = {}
@@ -49,6 +52,9 @@ def build_query(plan: QuestionPlan, *, part_index: int, followups: Sequence[Disc
             keywords.setdefault(word, None)
     for word in edu_keywords(part.edus):
         keywords.setdefault(word, None)
+    if followups:
+        for word in context_keywords[:MAX_CONTEXT_KEYWORDS]:
+            keywords.setdefault(word, None)
     query = SearchQuery(size=size).with_keywords(*list(keywords)[:MAX_KEYWORDS])
     for inst in part.relations:
         term = rr_term(inst)

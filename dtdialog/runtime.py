@@ -101,7 +101,18 @@ def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "buil
                     print(f"building the answer index ({len(dialogues)} dialogues) into {path} ...", file=sys.stderr)
                 build_index(dialogues=dialogues, parser=rst, backend="sqlite", out=path, progress=progress)
                 built = True
-        index = open_index(backend="sqlite", path=path)
+        try:
+            index = open_index(backend="sqlite", path=path)
+        except InputError:
+            if index_path is not None:
+                raise
+            # our own cached index is stale (older schema or damaged): rebuild it, it is derived data
+            if progress:
+                print(f"the cached index {path} is outdated; rebuilding it ...", file=sys.stderr)
+            build_index(dialogues=_load_dialogues(corpus, corpus_format), parser=rst, backend="sqlite", out=path,
+                        progress=progress)
+            built = True
+            index = open_index(backend="sqlite", path=path)
         location = str(path)
     selector = AnswerSelector(index=index, parser=rst, config=config)
     return Runtime(parser=rst, index=index, selector=selector, index_location=location, built=built)

@@ -2,7 +2,7 @@
 
 ``RuleScorer`` combines the retrieval score (normalised by the best hit of the step) with the
 agreement score, adds the continuation bonus, and applies constraint penalties. The selector
-fills ``features`` with ``continuation`` and ``constraint_violations`` before scoring, so a learned
+fills ``features`` with ``continuation``, ``question_match``, ``step_match`` and ``constraint_violations`` before scoring, so a learned
 scorer sees the same inputs.
 """
 
@@ -50,7 +50,7 @@ class CandidateScorer(Protocol):
 
 
 class RuleScorer:
-    """score = (1-w)·retrieval/best + w·agreement + c·continuation, times (1-penalty) per violated constraint.
+    """score = (1-w)·retrieval/best + w·agreement + c·continuation + q·question_match + s·step_match, times (1-penalty) per violation.
 
     Candidates failing agreement are dropped when ``config.require_agreement``, else their score
     is multiplied by ``1 - agreement_weight``; with ``constraint_penalty == 1`` violators are dropped.
@@ -72,6 +72,8 @@ class RuleScorer:
             violations = features.get("constraint_violations", 0.0)
             value = (1 - cfg.agreement_weight) * retrieval + cfg.agreement_weight * cand.agreement.score
             value += cfg.continuation_weight * continuation
+            value += cfg.question_weight * features.get("question_match", 0.0)
+            value += cfg.step_weight * features.get("step_match", 0.0)
             if violations:
                 if cfg.constraint_penalty >= 1.0:
                     continue

@@ -142,18 +142,23 @@ class AnswerSelector:
         followup_relations = [followup_tree.instance(n) for n in followup_tree.non_default_nodes()] \
             if followup_tree is not None else []
         if step >= n_parts and followup_relations:
-            # plan exhausted: the reply's own issues (C_i's "did at first but not anymore") are what A_{i+1} addresses
+            # plan exhausted: A_{i+1} answers "Q_last & C_i" (paper step 7) - the last part's issues are still
+            # open, and the reply adds its own ("did at first but not anymore")
             part_terms = self.normalizer.terms_of_edus(part.edus)
-            requirements = self.agreement.requirements(followup_relations, context_terms=context_terms | part_terms)
+            requirements = (self.agreement.requirements(part.relations, context_terms=context_terms)
+                            + self.agreement.requirements(followup_relations, context_terms=context_terms | part_terms))
         else:
             requirements = self.agreement.requirements(part.relations, context_terms=context_terms)
         fallback_terms = self.normalizer.terms_of_edus(part.edus) | frozenset(context_terms)
 
         query = build_query(plan, part_index=part_index, followups=[followup_tree] if followup_tree else [],
-                            exclude_ids=exclude_ids, size=self.config.candidates)
+                            exclude_ids=exclude_ids, size=self.config.candidates,
+                            context_keywords=list(previous.keywords) if previous is not None else ())
         hits = self.generator.generate(plan=plan, part_index=part_index, query=query, followups=list(followups),
                                        size=self.config.candidates)
         excluded = set(exclude_ids)
+        hits = self._with_successor(hits, previous, excluded) if followup_tree is not None else hits
+        question_terms = self.normalizer.terms_of_text(plan.question)
         candidates: list[RankedCandidate] = []
         for hit in hits:
             doc = hit.document
@@ -163,6 +168,9 @@ class AnswerSelector:
             agreement = self.agreement.check(requirements, analysis, fallback_terms=fallback_terms)
             features = {
                 "continuation": 1.0 if _continues(previous, doc) else 0.0,
+                "question_match": self._question_match(question_terms, doc),
+                # an A1 answered an opening question, an A2 a first follow-up: same role, better fit
+                "step_match": 1.0 if doc.position == 2 * step + 1 else 0.0,
                 "constraint_violations": float(sum(c.violated_by(analysis.terms, self.normalizer) for c in active)),
             }
             candidates.append(RankedCandidate(document=doc, retrieval_score=float(hit.score), agreement=agreement,
@@ -175,6 +183,31 @@ class AnswerSelector:
                            rejected=rejected, constraints=active, followup_tree=followup_tree)
 
     # --- helpers --------------------------------------------------------------
+    def _with_successor(self, hits: list[SearchHit], previous: AnswerDocument | None,
+                        excluded: set[str]) -> list[SearchHit]:
+        """Return ``hits`` plus the answer that followed ``previous`` in its logged dialogue (score 0) if missing.
+
+        A logged dialogue is one tested path Q, A1, C1, A2: its next answer is always worth an
+        agreement check, even when the user's short reply shares no keyword with it.
+        """
+        if previous is None:
+            return hits
+        successor_id = f"{previous.dialogue_id}#{previous.position + 2}"
+        if successor_id in excluded or any(h.document.id == successor_id for h in hits):
+            return hits
+        successor = self._document(successor_id)
+        return hits + [SearchHit(document=successor, score=0.0)] if successor is not None else hits
+
+    def _question_match(self, question_terms: frozenset[str], doc: AnswerDocument) -> float:
+        """Return the share of the user's question terms found in the answer's logged opening question."""
+        logged = str((doc.meta or {}).get("question", ""))
+        if not logged or not question_terms:
+            return 0.0
+        singles = {t for t in question_terms if " " not in t}
+        if not singles:
+            return 0.0
+        return len(singles & self.normalizer.terms_of_text(logged)) / len(singles)
+
     def _document(self, doc_id: str) -> AnswerDocument | None:
         try:
             return self.index.get(doc_id)

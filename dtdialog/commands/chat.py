@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-json", type=Path, default=None,
                         help="append every turn's trace as one JSON line to this file")
     parser.add_argument("--agreement-table", default=None, help="JSON compatibility table replacing the built-in one")
+    parser.add_argument("--clarify-margin", type=float, default=None, metavar="X",
+                        help="offer a choice when the top answers score within X of each other (0..1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar while building the index")
 
 
@@ -76,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
     if args.corpus is not None and args.fmt == "builtin":
         raise InputError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
     script = _read_script(args.script) if args.script is not None else None
-    config = EngineConfig(agreement_table=args.agreement_table)
+    options = {"agreement_table": args.agreement_table}
+    if args.clarify_margin is not None:
+        options["clarify_margin"] = args.clarify_margin
+    config = EngineConfig(**options)
     runtime = load_runtime(corpus=args.corpus, corpus_format=args.fmt, index_path=args.index, backend=args.backend,
                            parser=args.parser, progress=not args.quiet, config=config, es_url=args.es_url)
     store = SessionStore(args.sessions or sessions_path())
