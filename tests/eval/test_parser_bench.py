@@ -1,0 +1,57 @@
+"""The GUM parser benchmark: helpers, and a small real run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval.parser_bench import CAR_ANSWERS, five_sentence_windows, main, markdown, percentile
+from parsers.tree import EDU, DiscourseTree, Node
+
+
+def test_percentile():
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
+    assert percentile([1.0, 2.0], 100) == 2.0
+    assert percentile([10.0, 20.0], 50) == 15.0
+
+
+def test_car_answers_have_five_sentences():
+    for text in CAR_ANSWERS:
+        assert sum(text.count(c) for c in ".?!") == 5, text
+
+
+def test_five_sentence_windows():
+    edus = tuple(EDU(index=i, text=f"S{i}.", start=4 * i, end=4 * i + 3, sentence=i) for i in range(7))
+    root = Node.leaf(0)
+    for i in range(1, 7):
+        root = Node.relate("Joint", [root, Node.leaf(i)], "NN")
+    tree = DiscourseTree(text=" ".join(e.text for e in edus), edus=edus, root=root)
+    assert five_sentence_windows([tree]) == ["S0. S1. S2. S3. S4."]
+
+
+def test_markdown_has_published_column():
+    scores = {f"{k}_{m}": 0.5 for k in ("seg", "span", "nuc", "rel", "full", "nondefault", "nondefault_rel")
+              for m in ("p", "r", "f1")}
+    text = markdown({"scores": scores, "split": "test", "documents": 3, "parser": "rules", "texts_per_s": 1.0,
+                     "median_ms_5_sentences": 10.0, "p95_ms_5_sentences": 20.0})
+    assert "| Relation F1 | 50.0 | 49.6 |" in text
+
+
+def test_bad_gum_dir_is_one_line_error(tmp_path, capsys):
+    assert main(["--gum", str(tmp_path), "--limit", "1"]) == 2
+    assert capsys.readouterr().err.startswith("error: GUM splits not found")
+
+
+@pytest.mark.gum
+@pytest.mark.slow
+def test_small_real_run(gum_dir, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["--gum", str(gum_dir), "--split", "dev", "--limit", "1", "--latency-repeats", "1",
+                 "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "isanlp-rst gumrrg" in printed and "Relation F1" in printed
+    result = json.loads(out.read_text())
+    assert result["documents"] == 1 and result["skipped_text_mismatch"] == 0
+    assert 0.5 < result["scores"]["seg_f1"] <= 1.0
+    assert result["median_ms_5_sentences"] > 0
