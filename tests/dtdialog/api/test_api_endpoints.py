@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from api_helpers import API_KEY, SPARK_PLUG_QUESTION
 
 
@@ -120,3 +121,16 @@ def test_rebuild_from_a_corpus_under_a_rebuild_root(make_client, index_copy, tmp
     assert r.json()["dialogues"] == 6 and r.json()["documents"] == client.get("/index", headers=headers).json()["documents"]
     # sessions started before the rebuild keep working
     assert client.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION}).status_code == 200
+
+
+@pytest.mark.slow
+def test_rebuild_from_the_builtin_corpus(make_client, index_copy):
+    from data.builtin import load_builtin_corpus
+
+    client = make_client(index_path=index_copy)
+    r = client.post("/index/rebuild", json={"source": "builtin"})
+    assert r.status_code == 200, r.text
+    n_answers = sum(len(d.answers()) for d in load_builtin_corpus())
+    assert r.json()["documents"] == n_answers - r.json()["skipped"]
+    hits = client.get("/search", params={"q": "starting fluid fuel pressure", "mode": "query"}).json()["hits"]
+    assert hits and not hits[0]["id"].startswith("t-")
