@@ -10,7 +10,9 @@
    Each join is labelled by ``CueLexicon.predict``; the rest of a clause
    interrupted by an embedded one is joined as Same-Unit.
 4. Sentences are joined right-branching inside a paragraph (blank-line separated),
-   then paragraphs, each join labelled from its cues at the ``d`` level.
+   then paragraphs. A join whose second sentence opens with a discourse marker
+   ("However", "So", "Because", ...) is labelled from the lexicon at the ``d``
+   level; other adjacent sentences form a Joint list.
 """
 
 from __future__ import annotations
@@ -21,10 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from parsers.base import RSTParser, register_parser
-from parsers.cue_lexicon import DEFAULT_LEXICON_PATH, SAME_UNIT_LABEL, CueLexicon, UnitView, edu_view, join_features
+from parsers.cue_lexicon import (
+    DEFAULT_LEXICON_PATH,
+    INTER_SENTENCE_MARKERS,
+    SAME_UNIT_LABEL,
+    CueLexicon,
+    UnitView,
+    edu_view,
+    join_features,
+)
 from parsers.errors import ConfigError
 from parsers.nlp_base import AnalyzedText, NLPBackend
-from parsers.relations import MULTINUCLEAR_RELATIONS
+from parsers.relations import JOINT, MULTINUCLEAR_RELATIONS
 from parsers.segmenter import Segment, SegmenterConfig, segment
 from parsers.text_input import MAX_CHARS, clean_text
 from parsers.tree import EDU, NUCLEUS, DiscourseTree, Node
@@ -175,6 +185,8 @@ class RuleParser(RSTParser):
     def _label(self, views: list[UnitView], left: _Unit, right: _Unit) -> tuple[str, str]:
         lv, rv = views[left.first: left.last + 1], views[right.first: right.last + 1]
         level = "s" if lv[-1].sent == rv[0].sent else "d"
+        if level == "d" and not (rv[0].words and rv[0].words[0] in INTER_SENTENCE_MARKERS):
+            return (JOINT, "NN")
         return self.lexicon.predict(join_features(lv, rv), level)
 
     def _build(self, doc: AnalyzedText, segments: list[Segment], views: list[UnitView]) -> Node:

@@ -33,6 +33,13 @@ ATTRIBUTION_VERBS: frozenset[str] = frozenset({
     "determine", "demonstrate", "prove", "imply", "acknowledge", "emphasize", "point", "answer", "reply",
 })
 _VERBAL = frozenset({"VERB", "AUX"})
+#: Verbs whose "to"-infinitive is part of the same predicate ("want to go", "try to fix").
+CONTROL_VERBS: frozenset[str] = frozenset({
+    "want", "try", "need", "begin", "start", "seem", "like", "love", "hate", "have", "go", "able", "continue",
+    "attempt", "fail", "manage", "plan", "decide", "hope", "expect", "intend", "prefer", "tend", "appear",
+    "stop", "keep", "help", "let", "make", "get", "use", "come", "refuse", "agree", "promise", "learn", "seek",
+})
+_OPEN = {"(": ")", "[": "]"}
 _SUBJ = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
 
 
@@ -58,6 +65,10 @@ class SegmenterConfig:
     clause_deps: frozenset[str] = CLAUSE_DEPS
     attribution_verbs: frozenset[str] = ATTRIBUTION_VERBS
     min_tokens: int = 2  # non-punctuation tokens an embedded clause needs to become its own EDU
+    ccomp_that: bool = True  # any complement clause opened by "that"/"whether"/"if"
+    xcomp_to: bool = False  # "to"-infinitive complements of verbs that are not control verbs
+    prep_gerund: bool = True  # any preposition + gerund ("of viewing ...")
+    brackets: bool = True  # bracketed insertions ("( see Smith 2014 )") are their own EDUs
 
 
 def _subtree_edges(heads: list[int], start: int, end: int) -> tuple[list[int], list[int]]:
@@ -84,14 +95,21 @@ def _depth(heads: list[int], i: int, start: int, end: int) -> int:
 
 def _is_clause(doc: AnalyzedText, i: int, kids: list[list[int]], cfg: SegmenterConfig) -> bool:
     tok = doc.tokens[i]
-    if tok.dep == "prep" and tok.lemma in CLAUSAL_PREPOSITIONS:
-        return any(doc.tokens[k].dep == "pcomp" and doc.tokens[k].pos == "VERB" for k in kids[i])
+    if tok.dep == "prep" and (tok.lemma in CLAUSAL_PREPOSITIONS or cfg.prep_gerund):
+        return any(doc.tokens[k].dep == "pcomp" and doc.tokens[k].pos == "VERB"
+                   and (tok.lemma in CLAUSAL_PREPOSITIONS or doc.tokens[k].tag == "VBG") for k in kids[i])
+    if tok.dep == "xcomp" and cfg.xcomp_to and tok.pos == "VERB":
+        return (doc.tokens[tok.head].lemma not in CONTROL_VERBS
+                and any(doc.tokens[k].dep == "aux" and doc.tokens[k].text.lower() == "to" for k in kids[i]))
     if tok.dep not in cfg.clause_deps:
         return False
     has_subj = any(doc.tokens[k].dep in _SUBJ for k in kids[i])
     if tok.pos not in _VERBAL and not (has_subj and any(doc.tokens[k].dep == "cop" for k in kids[i])):
         return False
     if tok.dep == "ccomp":
+        if cfg.ccomp_that and any(doc.tokens[k].dep == "mark" and doc.tokens[k].text.lower() in ("that", "whether", "if")
+                                  for k in kids[i]):
+            return True
         return doc.tokens[tok.head].lemma in cfg.attribution_verbs
     if tok.dep in ("conj", "dep"):
         # A coordinated verb whose head is not verbal is a coordinated noun-ish thing.
@@ -136,6 +154,8 @@ def segment(doc: AnalyzedText, config: SegmenterConfig | None = None) -> list[Se
                 cuts[lo] = (i, "conj" if toks[i].dep == "dep" else toks[i].dep)
             if hi < e:
                 closes.add(hi)
+        if cfg.brackets:
+            _bracket_cuts(doc, s, e, cuts, closes)
         bounds = sorted({s, *cuts, *closes})
         pieces = list(zip(bounds, bounds[1:] + [e]))
         # Units made only of punctuation join the previous unit.
@@ -152,6 +172,24 @@ def segment(doc: AnalyzedText, config: SegmenterConfig | None = None) -> list[Se
             head, dep = _segment_head(doc, lo, hi, cuts, heads)
             segments.append(Segment(start=lo, end=hi, sent=s_i, head=head, head_dep=dep))
     return segments
+
+
+def _bracket_cuts(doc: AnalyzedText, s: int, e: int, cuts: dict[int, tuple[int, str]], closes: set[int]) -> None:
+    toks = doc.tokens
+    for i in range(s + 1, e):
+        close = _OPEN.get(toks[i].text)
+        if not close:
+            continue
+        for j in range(i + 1, e):
+            if toks[j].text == close:
+                if j - i > 1:
+                    cuts.setdefault(i, (i, "brackets"))
+                    end = j + 1
+                    while end < e and toks[end].is_punct and toks[end].text in (",", ";", ":"):
+                        end += 1
+                    if end < e:
+                        closes.add(end)
+                break
 
 
 def _segment_head(doc: AnalyzedText, lo: int, hi: int, cuts: dict[int, tuple[int, str]],
