@@ -86,7 +86,7 @@ def parse_documents(
     """Yield the document of every answer that cleans and parses; others go to ``skipped`` as ``(id, reason)``.
 
     Parsing goes through ``parser.parse_many`` (batched, ``n_process`` workers). When the parser
-    refuses one text, that answer is skipped and parsing resumes after it.
+    refuses a text, the remaining answers are parsed one by one and only the refused ones are skipped.
     """
     from tqdm import tqdm
 
@@ -104,25 +104,31 @@ def parse_documents(
         ready.append((dialogue, position, text))
     bar = tqdm(total=len(ready), desc="parsing answers", unit="answer", file=sys.stderr, disable=not progress,
                dynamic_ncols=True)
-    start = 0
+
+    def document(item: tuple[Dialogue, int, str], tree) -> AnswerDocument:
+        dialogue, position, text = item
+        return build_document(doc_id=dialogue.answer_id(position), dialogue_id=dialogue.id, position=position,
+                              text=text, tree=tree, meta=_doc_meta(dialogue))
+
+    done = 0
     try:
-        while start < len(ready):
-            texts = (text for _, _, text in ready[start:])
-            done = 0
-            try:
-                for tree in parser.parse_many(texts, batch_size=batch_size, n_process=n_process):
-                    dialogue, position, text = ready[start + done]
-                    done += 1
-                    bar.update(1)
-                    yield build_document(doc_id=dialogue.answer_id(position), dialogue_id=dialogue.id,
-                                         position=position, text=text, tree=tree, meta=_doc_meta(dialogue))
-                start = len(ready)
-            except InputError as exc:
-                # parse_many yields in order, so the text that failed is the one after the last tree.
-                dialogue, position, _ = ready[start + done]
-                skipped.append((dialogue.answer_id(position), str(exc)))
+        try:
+            for tree in parser.parse_many((text for _, _, text in ready), batch_size=batch_size, n_process=n_process):
+                item = ready[done]
+                done += 1
                 bar.update(1)
-                start += done + 1
+                yield document(item, tree)
+        except InputError:
+            # A parser may refuse a whole batch for one text (e.g. it validates every text first), so the
+            # culprit is unknown: finish the rest one text at a time and skip exactly the refused ones.
+            for item in ready[done:]:
+                bar.update(1)
+                try:
+                    tree = parser.parse(item[2])
+                except InputError as exc:
+                    skipped.append((item[0].answer_id(item[1]), str(exc)))
+                    continue
+                yield document(item, tree)
     finally:
         bar.close()
 

@@ -1,15 +1,28 @@
 """The embedded answer index: SQLite FTS5 on disk, in WAL mode.
 
 Tables
-    ``docs``           one row per answer: id, dialogue id, position, the full document JSON (incl. DT)
+    ``docs``           one row per answer: id, dialogue id, position, the full document JSON (incl. DT),
+                       zlib-compressed (a DT is ~3 KB of JSON; compression keeps a 100k index small)
     ``doc_relations``  (relation, doc rowid): the relation filter
-    ``fts``            FTS5 over ``keywords`` (keywords + entities), ``rr_edu`` (relation-tagged
-                       tokens such as ``contrast_start``, see ``index.terms.rr_tokens``) and ``text``
+    ``fts``            FTS5 over ``keywords`` (keywords + entities) and ``rr_edu`` (relation-tagged
+                       tokens such as ``contrast_start``, see ``index.terms.rr_tokens``); ``text`` is
+                       stored unindexed
+    ``fts_vocab``      fts5vocab over ``fts``: per-column document frequencies (computed by a scan)
+    ``term_df``        the same frequencies stored by ``optimize()``, read by query pruning
     ``index_meta``     schema version and build information
 
 Queries are built from ``SearchQuery`` terms only: every term is split into alphanumeric tokens and
 double-quoted, so FTS5 syntax (``" * : ( ) NEAR AND OR -``) in user text is searched as words, never
 parsed. Terms are OR-ed; ``bm25()`` with column weights ranks the hits.
+
+Query pruning (why searches stay fast at 100k answers): bm25's cost grows with (matching rows x query
+terms), and a parsed question easily yields 90 tokens. Before searching, each token's document frequency
+is read from ``fts_vocab`` (under the index's own Porter stem); tokens that occur nowhere are dropped (they
+cannot match). On an index of ``MIN_DOCS_FOR_DF_PRUNING`` answers or more, tokens in more than
+``MAX_DF_RATIO`` of the answers are dropped too (bm25 gives them ~zero weight anyway), and the rest are
+taken rarest first while their summed document frequencies stay within ``POSTINGS_BUDGET`` (at most
+``MAX_KEYWORD_TOKENS`` / ``MAX_RR_TOKENS``). The rarest tokens carry the highest idf, so the top hits
+rarely change; answers matching only common words may drop out of the candidate set on a large index.
 
 Concurrency: each thread gets its own connection (created on first use), so any number of threads
 may search one ``SqliteIndex`` at once; writes go through one connection under a lock. WAL lets
@@ -23,6 +36,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -33,24 +47,37 @@ from index.terms import content_words, relation_key, rr_tokens, search_tokens
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 #: bm25 column weights: an RR match names the relation *and* the words, so it counts for more.
 KEYWORDS_WEIGHT = 1.0
 RR_WEIGHT = 2.0
 TEXT_WEIGHT = 0.0
 #: Separates the RR terms of one document inside the ``rr_edu`` column, so a highlight maps back to a term.
 RR_SEPARATOR = " | "
-_MARK_OPEN, _MARK_CLOSE = "\x02", "\x03"
+TOKENIZE = "porter unicode61 tokenchars '_'"
+#: Query tokens found in more than this share of the answers are dropped: their bm25 weight is ~0.
+MAX_DF_RATIO = 0.5
+#: Below this many answers searches are fast anyway and frequencies are too noisy to prune on.
+MIN_DOCS_FOR_DF_PRUNING = 1000
+#: On a large index, tokens are taken rarest first until their summed document frequencies reach this
+#: budget: it bounds the rows FTS5 must visit and score, whatever the index size.
+POSTINGS_BUDGET = 3000
+#: At most this many (rarest) keyword / RR tokens are searched per query.
+MAX_KEYWORD_TOKENS = 12
+MAX_RR_TOKENS = 16
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs(
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, dialogue_id TEXT NOT NULL,
-    position INTEGER NOT NULL, doc TEXT NOT NULL);
+    position INTEGER NOT NULL, doc BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS doc_relations(
     relation TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY(relation, doc)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    keywords, rr_edu, text, tokenize="porter unicode61 tokenchars '_'");
+    keywords, rr_edu, text UNINDEXED, tokenize="{TOKENIZE}");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'col');
+CREATE TABLE IF NOT EXISTS term_df(term TEXT NOT NULL, col TEXT NOT NULL, df INTEGER NOT NULL,
+    PRIMARY KEY(term, col)) WITHOUT ROWID;
 INSERT OR IGNORE INTO index_meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), ('kind', 'dtdialog-answers');
 """
 
@@ -65,21 +92,63 @@ def keyword_tokens(query: SearchQuery) -> list[str]:
     return content_words(piece for word in query.keywords for piece in search_tokens(word))
 
 
-def match_expression(query: SearchQuery) -> str:
+def query_rr_tokens(query: SearchQuery) -> list[str]:
+    """Return the distinct relation-tagged tokens of the query's RR terms."""
+    return list(dict.fromkeys(tok for term in query.rr_terms for tok in rr_tokens(term.relation, term.words)))
+
+
+def match_expression(query: SearchQuery, *, keywords: list[str] | None = None, rr: list[str] | None = None) -> str:
     """Return the FTS5 MATCH expression of ``query``: keyword tokens OR RR tokens, each quoted.
 
-    Raises ``InputError`` when the query has no searchable word.
+    ``keywords``/``rr`` replace the query's own tokens (after pruning). Raises ``InputError`` when
+    the query has no searchable word.
     """
+    kw = keyword_tokens(query) if keywords is None else keywords
+    rr = query_rr_tokens(query) if rr is None else rr
     clauses: list[str] = []
-    kw = keyword_tokens(query)
     if kw:
         clauses.append("{keywords} : (" + " OR ".join(quote_term(t) for t in kw) + ")")
-    rr = list(dict.fromkeys(tok for term in query.rr_terms for tok in rr_tokens(term.relation, term.words)))
     if rr:
         clauses.append("{rr_edu} : (" + " OR ".join(quote_term(t) for t in rr) + ")")
     if not clauses:
         raise InputError("the query has no searchable words (only stop words, punctuation or query syntax)")
     return " OR ".join(clauses)
+
+
+class _Stemmer:
+    """Maps tokens to the terms the index's tokenizer makes of them, using a scratch in-memory FTS5 table.
+
+    This is SQLite's own Porter stemmer, so document frequencies and highlights line up exactly.
+    """
+
+    MAX_CACHE = 200_000
+
+    def __init__(self) -> None:
+        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
+        self.conn.execute(f'CREATE VIRTUAL TABLE s USING fts5(x, tokenize="{TOKENIZE}")')
+        self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'instance')")
+        self.cache: dict[str, str | None] = {}
+        self.lock = threading.Lock()
+
+    def stems(self, tokens: Iterable[str]) -> dict[str, str | None]:
+        """Return token -> indexed term (None when the tokenizer keeps nothing of it)."""
+        wanted = list(dict.fromkeys(tokens))
+        missing = [t for t in wanted if t not in self.cache]
+        if missing:
+            with self.lock, self.conn:
+                if len(self.cache) > self.MAX_CACHE:
+                    self.cache.clear()
+                self.conn.executemany("INSERT INTO s(rowid, x) VALUES (?, ?)", list(enumerate(missing, start=1)))
+                found: dict[int, str] = {}
+                for doc, term in self.conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+                    found.setdefault(doc, term)
+                self.conn.execute("DELETE FROM s")
+                for i, token in enumerate(missing, start=1):
+                    self.cache[token] = found.get(i)
+        return {t: self.cache.get(t) for t in wanted}
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 class SqliteIndex(AnswerIndex):
@@ -98,6 +167,10 @@ class SqliteIndex(AnswerIndex):
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._stemmer = _Stemmer()
+        self._size: int | None = None
+        self._df_table: str | None = None
+        self._stem_sets: dict[tuple[str, str], frozenset[str]] = {}
         conn = self._conn()
         if not readonly:
             with self._lock:
@@ -157,7 +230,7 @@ class SqliteIndex(AnswerIndex):
                     self._delete_rowid(conn, old[0])
                 cur = conn.execute(
                     "INSERT INTO docs(id, dialogue_id, position, doc) VALUES (?, ?, ?, ?)",
-                    (doc.id, doc.dialogue_id, doc.position, json.dumps(doc.to_dict(), ensure_ascii=False)),
+                    (doc.id, doc.dialogue_id, doc.position, encode_doc(doc)),
                 )
                 rowid = cur.lastrowid
                 conn.execute("INSERT INTO fts(rowid, keywords, rr_edu, text) VALUES (?, ?, ?, ?)",
@@ -165,6 +238,10 @@ class SqliteIndex(AnswerIndex):
                 conn.executemany("INSERT OR IGNORE INTO doc_relations(relation, doc) VALUES (?, ?)",
                                  [(relation_key(r), rowid) for r in doc.relations])
                 added += 1
+        self._size = None
+        self._df_table = None
+        with self._lock, conn:
+            conn.execute("DELETE FROM index_meta WHERE key = 'term_df_rows'")
         return added
 
     @staticmethod
@@ -188,13 +265,21 @@ class SqliteIndex(AnswerIndex):
         return {k[len("info."):]: json.loads(v) for k, v in rows}
 
     def optimize(self) -> None:
-        """Merge the FTS5 segments and checkpoint the WAL: faster searches on a finished index."""
+        """Merge the FTS5 segments, store the term frequencies used by query pruning, checkpoint the WAL.
+
+        Call it when a batch of ``add`` calls is done (the builder does): until then pruning reads
+        frequencies by scanning ``fts_vocab``, which is correct but slower on a large index.
+        """
         if self.readonly:
             raise ConfigError(f"the index at {self.path} was opened read-only")
         conn = self._conn()
         with self._lock:
             with conn:
                 conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+                conn.execute("DELETE FROM term_df")
+                conn.execute("INSERT INTO term_df(term, col, df) SELECT term, col, doc FROM fts_vocab")
+                conn.execute("INSERT OR REPLACE INTO index_meta(key, value) VALUES ('term_df_rows', ?)",
+                             (str(self._document_count(conn, refresh=True)),))
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- reading --------------------------------------------------------------
@@ -207,7 +292,12 @@ class SqliteIndex(AnswerIndex):
             raise InputError("empty query: give at least one keyword or RR term")
         if query.size < 1:
             raise InputError(f"query size must be at least 1, got {query.size}")
-        expression = match_expression(query)
+        match_expression(query)  # raises InputError when nothing is searchable
+        conn = self._conn()
+        kw, rr = self._pruned_tokens(conn, query)
+        if not kw and not rr:
+            return []  # every token is absent from the index: nothing can match
+        expression = match_expression(query, keywords=kw, rr=rr)
         sql = ["SELECT rowid, bm25(fts, ?, ?, ?) AS score FROM fts WHERE fts MATCH ?"]
         params: list[Any] = [KEYWORDS_WEIGHT, RR_WEIGHT * query.rr_weight, TEXT_WEIGHT, expression]
         if query.relations:
@@ -219,7 +309,6 @@ class SqliteIndex(AnswerIndex):
             params.extend(query.exclude_ids)
         sql.append("ORDER BY score LIMIT ?")
         params.append(query.size)
-        conn = self._conn()
         try:
             ranked = conn.execute(" ".join(sql), params).fetchall()
         except sqlite3.OperationalError as exc:
@@ -227,51 +316,111 @@ class SqliteIndex(AnswerIndex):
         if not ranked:
             return []
         rowids = [r[0] for r in ranked]
-        docs = {r[0]: AnswerDocument.from_dict(json.loads(r[1])) for r in conn.execute(
+        docs = {r[0]: decode_doc(r[1]) for r in conn.execute(
             f"SELECT rowid, doc FROM docs WHERE rowid IN ({_marks(rowids)})", rowids)}
-        matched = self._matched(conn, query, expression, rowids, docs)
+        matched = self._matched(query, {rid: docs[rid] for rid in rowids if rid in docs})
         return [SearchHit(document=docs[rid], score=-float(score), matched=matched.get(rid, {}))
                 for rid, score in ranked if rid in docs]
 
-    def _matched(self, conn: sqlite3.Connection, query: SearchQuery, expression: str, rowids: list[int],
-                 docs: dict[int, AnswerDocument]) -> dict[int, dict[str, list[str]]]:
-        # highlight() marks the document tokens the query matched, with SQLite's own tokenizer and stemmer.
-        rows = conn.execute(
-            f"SELECT rowid, highlight(fts, 0, ?, ?), highlight(fts, 1, ?, ?) FROM fts "
-            f"WHERE fts MATCH ? AND rowid IN ({_marks(rowids)})",
-            [_MARK_OPEN, _MARK_CLOSE, _MARK_OPEN, _MARK_CLOSE, expression, *rowids],
-        ).fetchall()
+    def _document_count(self, conn: sqlite3.Connection, *, refresh: bool = False) -> int:
+        if self._size is None or refresh:
+            self._size = int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+        return self._size
+
+    def _frequency_table(self, conn: sqlite3.Connection) -> str:
+        # term_df is exact only for the document count it was computed at; otherwise scan fts_vocab.
+        if self._df_table is None:
+            row = conn.execute("SELECT value FROM index_meta WHERE key = 'term_df_rows'").fetchone()
+            fresh = row is not None and int(row[0]) == self._document_count(conn)
+            self._df_table = "term_df" if fresh else "fts_vocab"
+        return self._df_table
+
+    def _pruned_tokens(self, conn: sqlite3.Connection, query: SearchQuery) -> tuple[list[str], list[str]]:
+        """Return the keyword and RR tokens worth searching: present in the index, not near-universal, rarest first."""
+        kw, rr = keyword_tokens(query), query_rr_tokens(query)
+        stems = self._stemmer.stems(kw + rr)
+        terms = sorted({t for t in stems.values() if t})
+        df: dict[tuple[str, str], int] = {}
+        for start in range(0, len(terms), 500):
+            chunk = terms[start:start + 500]
+            table = self._frequency_table(conn)
+            column = "df" if table == "term_df" else "doc"
+            for term, col, doc in conn.execute(
+                    f"SELECT term, col, {column} FROM {table} WHERE term IN ({_marks(chunk)})", chunk):
+                df[(term, col)] = int(doc)
+        size = self._document_count(conn)
+        limit = int(size * MAX_DF_RATIO) if size >= MIN_DOCS_FOR_DF_PRUNING else size
+        candidates = [(df.get((stems[t], column), 0), column, t)
+                      for column, tokens in (("keywords", kw), ("rr_edu", rr)) for t in tokens if stems.get(t)]
+        present = sorted(c for c in candidates if c[0] > 0)
+        useful = [c for c in present if c[0] <= limit] or present[:1]
+        budget = POSTINGS_BUDGET if size >= MIN_DOCS_FOR_DF_PRUNING else float("inf")
+        caps = {"keywords": MAX_KEYWORD_TOKENS, "rr_edu": MAX_RR_TOKENS}
+        chosen: dict[str, list[str]] = {"keywords": [], "rr_edu": []}
+        spent = 0
+        for freq, column, token in useful:  # rarest first: the most selective, highest-idf tokens
+            if spent and spent + freq > budget:
+                break
+            if len(chosen[column]) < caps[column]:
+                chosen[column].append(token)
+                spent += freq
+        return chosen["keywords"], chosen["rr_edu"]
+
+    def _matched(self, query: SearchQuery, docs: dict[int, AnswerDocument]) -> dict[int, dict[str, list[str]]]:
+        """Return, per hit, the query keywords and RR terms it matched and its matching ``RR [EDU]`` phrases.
+
+        Computed from the stored document under the index's own stemmer, so it agrees with FTS5 matching
+        and costs no extra query.
+        """
+        stemmer = self._stemmer
+        pieces = [(word, piece) for word in query.keywords for piece in search_tokens(word)]
+        piece_stems = stemmer.stems(p for _, p in pieces)
+        kw_words: dict[str, list[str]] = {}
+        for word, piece in pieces:
+            if piece_stems.get(piece):
+                kw_words.setdefault(piece_stems[piece], []).append(word)
+        term_stems = [(str(term), {s for s in stemmer.stems(rr_tokens(term.relation, term.words)).values() if s})
+                      for term in query.rr_terms]
         out: dict[int, dict[str, list[str]]] = {}
-        for rowid, kw_marked, rr_marked in rows:
+        for rowid, doc in docs.items():
             found: dict[str, list[str]] = {}
-            keywords = _marked_tokens(kw_marked)
+            doc_stems = self._stem_set(" ".join(doc.keywords + doc.entities), "")
+            keywords = list(dict.fromkeys(w for stem, words in kw_words.items() if stem in doc_stems for w in words))
             if keywords:
                 found["keywords"] = keywords
-            phrases = docs[rowid].meta.get("rr_phrases") or list(docs[rowid].rr_edu)
-            terms = docs[rowid].rr_edu
-            hit_terms = [i for i, segment in enumerate((rr_marked or "").split(RR_SEPARATOR)) if _MARK_OPEN in segment]
-            if hit_terms:
-                found["rr_edu"] = [phrases[i] if i < len(phrases) else terms[i] for i in hit_terms if i < len(terms)]
-                found["rr_terms"] = self._matched_query_terms(conn, query, rowid)
+            phrases = doc.meta.get("rr_phrases") or list(doc.rr_edu)
+            rr_hits: list[str] = []
+            rr_terms: list[str] = []
+            for i, term in enumerate(doc.rr_edu):
+                relation, _, rest = term.partition(" [")
+                stems = self._stem_set(rest.rstrip("]"), relation)
+                names = [name for name, wanted in term_stems if wanted & stems]
+                if names:
+                    rr_hits.append(phrases[i] if i < len(phrases) else term)
+                    rr_terms.extend(n for n in names if n not in rr_terms)
+            if rr_hits:
+                found["rr_edu"] = rr_hits
+                found["rr_terms"] = rr_terms
             out[rowid] = found
         return out
 
-    @staticmethod
-    def _matched_query_terms(conn: sqlite3.Connection, query: SearchQuery, rowid: int) -> list[str]:
-        matched: list[str] = []
-        for term in query.rr_terms:
-            tokens = rr_tokens(term.relation, term.words)
-            if not tokens:
-                continue
-            expr = "{rr_edu} : (" + " OR ".join(quote_term(t) for t in tokens) + ")"
-            if conn.execute("SELECT 1 FROM fts WHERE fts MATCH ? AND rowid = ?", (expr, rowid)).fetchone():
-                matched.append(str(term))
-        return matched
+    def _stem_set(self, words: str, relation: str) -> frozenset[str]:
+        """Return the indexed terms of ``words`` (relation-tagged when ``relation`` is given), memoized."""
+        key = (words, relation)
+        cached = self._stem_sets.get(key)
+        if cached is None:
+            tokens = rr_tokens(relation, words.split()) if relation else [p for w in words.split()
+                                                                          for p in search_tokens(w)]
+            cached = frozenset(s for s in self._stemmer.stems(tokens).values() if s)
+            if len(self._stem_sets) > 100_000:
+                self._stem_sets.clear()
+            self._stem_sets[key] = cached
+        return cached
 
     def get(self, doc_id: str) -> AnswerDocument | None:
         """Return the document with ``doc_id``, or None."""
         row = self._conn().execute("SELECT doc FROM docs WHERE id = ?", (doc_id,)).fetchone()
-        return AnswerDocument.from_dict(json.loads(row[0])) if row else None
+        return decode_doc(row[0]) if row else None
 
     def count(self) -> int:
         """Return the number of indexed documents."""
@@ -288,6 +437,7 @@ class SqliteIndex(AnswerIndex):
             self._closed = True
         for conn in conns:
             conn.close()
+        self._stemmer.close()
 
 
 def rr_column(rr_edu: Iterable[str]) -> str:
@@ -299,18 +449,15 @@ def rr_column(rr_edu: Iterable[str]) -> str:
     return RR_SEPARATOR.join(segments)
 
 
-def _marked_tokens(marked: str | None) -> list[str]:
-    out: dict[str, None] = {}
-    pos = 0
-    text = marked or ""
-    while True:
-        start = text.find(_MARK_OPEN, pos)
-        if start < 0:
-            return list(out)
-        end = text.find(_MARK_CLOSE, start)
-        for token in text[start + 1:end].split():
-            out.setdefault(token, None)
-        pos = end + 1
+def encode_doc(doc: AnswerDocument) -> bytes:
+    """Return the stored form of a document: zlib-compressed JSON."""
+    return zlib.compress(json.dumps(doc.to_dict(), ensure_ascii=False).encode("utf-8"), 6)
+
+
+def decode_doc(data: bytes | str) -> AnswerDocument:
+    """Return the document stored by ``encode_doc``."""
+    raw = zlib.decompress(data).decode("utf-8") if isinstance(data, bytes) else data
+    return AnswerDocument.from_dict(json.loads(raw))
 
 
 def _marks(values: Iterable[Any]) -> str:
