@@ -25,14 +25,14 @@ DESCRIPTION = (
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
-    """Return the app; the engine (parser, index, sessions) loads on first use unless ``settings.preload``."""
+    """Return the app; the engine (parser, index, sessions) loads on first use, or at start-up with ``settings.preload``."""
     settings = settings or ApiSettings.from_env()
     service = EngineService(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.preload:
-            await service.call(service.manager)
+            await service.call(service.warm_up)
         try:
             yield
         finally:

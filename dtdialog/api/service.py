@@ -112,6 +112,11 @@ class EngineService:
             self._manager = DialogueManager(selector=self.runtime().selector, store=SessionStore(path))
         return self._manager
 
+    def warm_up(self) -> None:
+        """Load everything and run one search, so the first customer does not wait for spaCy and caches to load."""
+        self.manager()
+        self.runtime().selector.rank(question="My car does not start, but the battery is new.", size=1)
+
     def replace_runtime(self, runtime: Any) -> None:
         """Swap in a freshly built runtime (None: unload), closing the old index; sessions reopen on next use."""
         old, self._runtime = self._runtime, runtime
