@@ -169,15 +169,16 @@ class RuleParser(RSTParser):
                 seen += 1
         return parents
 
-    def _join(self, left: _Unit, right: _Unit, label: tuple[str, str], head: int) -> _Unit:
+    def _join(self, left: _Unit, right: _Unit, label: tuple[str, str], head: int, *, flatten: bool = False) -> _Unit:
         relation, nuc = label
         kids: list[Node] = [left.node, right.node]
         marks = list(nuc)
         if relation in MULTINUCLEAR_RELATIONS and nuc == "NN":
             marks = [NUCLEUS, NUCLEUS]
-            # Extend an n-ary list rather than nesting it (GUM binarises lists right-branching).
+            # Inside a sentence, extend an n-ary list rather than nesting it (GUM binarises lists
+            # right-branching); across sentences the nesting keeps sentence and paragraph edges.
             ln = left.node
-            if not ln.is_leaf and ln.relation == relation and all(m == NUCLEUS for m in ln.nuclearity):
+            if flatten and not ln.is_leaf and ln.relation == relation and all(m == NUCLEUS for m in ln.nuclearity):
                 kids = [*ln.children, right.node]
                 marks = [NUCLEUS] * len(kids)
         return _Unit(first=left.first, last=right.last, head=head, node=Node.relate(relation, kids, tuple(marks)))
@@ -258,7 +259,7 @@ class RuleParser(RSTParser):
                 label = SAME_UNIT_LABEL
             else:
                 label = self._label(views, a, b)
-            units[i: i + 2] = [self._join(a, b, label, head)]
+            units[i: i + 2] = [self._join(a, b, label, head, flatten=True)]
         return units[0]
 
 
