@@ -175,12 +175,14 @@ class RhetoricalAgreement:
 
     def analyze(self, tree: DiscourseTree) -> AnswerAnalysis:
         """Return the non-default relations of an answer DT with their terms."""
+        # terms per EDU once; a relation's terms are the union over its span (nested relations share EDUs)
+        per_edu = [self.normalizer.terms_of_edu(e) for e in tree.edus]
         rels = []
         for node in tree.non_default_nodes():
-            inst = tree.instance(node)
-            rels.append(AnswerRelation(relation=inst.relation, edus=inst.edus,
-                                       terms=self.normalizer.terms_of_edus(inst.edus)))
-        return AnswerAnalysis(relations=tuple(rels), terms=self.normalizer.terms_of_edus(tree.edus))
+            terms: frozenset[str] = frozenset().union(*per_edu[node.first: node.last + 1])
+            rels.append(AnswerRelation(relation=node.relation or "", edus=tree.edus[node.first: node.last + 1],
+                                       terms=terms))
+        return AnswerAnalysis(relations=tuple(rels), terms=frozenset().union(*per_edu))
 
     def check(self, requirements: Sequence[Requirement], answer: AnswerAnalysis | DiscourseTree, *,
               fallback_terms: Iterable[str] = ()) -> AgreementResult:

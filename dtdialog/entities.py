@@ -162,13 +162,18 @@ def load_default_synonyms() -> dict[str, list[str]]:
         return {}
 
 
+@lru_cache(maxsize=65536)
+def _content_words_of(text: str) -> tuple[str, ...]:
+    return tuple(w for w in words_of(text) if is_content(w))
+
+
 def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: int = 4) -> str:
     """Return a few content words of ``edus`` in text order, words whose stem is in ``prefer`` first.
 
     Used for readable chains such as ``Contrast[replaced battery]``.
     """
     preferred = set(prefer)
-    words = [w for e in edus for w in words_of(e.text) if is_content(w)]
+    words = [w for e in edus for w in _content_words_of(e.text)]
     chosen_idx = [i for i, w in enumerate(words) if stem(w) in preferred]
     seen = {words[i] for i in chosen_idx}
     for i, w in enumerate(words):

@@ -29,6 +29,8 @@ __all__ = ["AgreementResult", "AnswerSelector", "CandidateGenerator", "Candidate
            "QuestionPlan", "RankOutcome", "RankedCandidate", "RuleScorer"]
 
 _CACHE_SIZE = 50_000
+#: Answers whose entity-term sets overlap at least this much (Jaccard) are near-duplicates; the best one is kept.
+DUPLICATE_JACCARD = 0.9
 
 
 class CandidateGenerator(Protocol):
@@ -160,11 +162,16 @@ class AnswerSelector:
         hits = self._with_successor(hits, previous, excluded) if followup_tree is not None else hits
         question_terms = self.normalizer.terms_of_text(plan.question)
         candidates: list[RankedCandidate] = []
+        kept_terms: list[frozenset[str]] = []
         for hit in hits:
             doc = hit.document
             if doc.id in excluded:
                 continue
             analysis = self._analysis(doc)
+            # the same answer logged twice (or lightly edited) is one answer: never offer both as a choice
+            if any(_jaccard(analysis.terms, seen) >= DUPLICATE_JACCARD for seen in kept_terms):
+                continue
+            kept_terms.append(analysis.terms)
             agreement = self.agreement.check(requirements, analysis, fallback_terms=fallback_terms)
             features = {
                 "continuation": 1.0 if _continues(previous, doc) else 0.0,
@@ -232,6 +239,11 @@ class AnswerSelector:
         """Return the EDUs of a stored answer (from its stored DT, else by parsing its text)."""
         tree = DiscourseTree.from_dict(doc.tree) if doc.tree else self.parse(doc.text)
         return tree.edus
+
+
+def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
+    union = len(left | right)
+    return len(left & right) / union if union else 1.0
 
 
 def _continues(previous: AnswerDocument | None, doc: AnswerDocument) -> bool:

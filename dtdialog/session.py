@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from parsers.errors import DTDialogError, InputError
@@ -93,7 +93,8 @@ class SessionRecord:
         self.pending = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self)}
+        """Return the record as a JSON-ready dict (a shallow view: do not mutate its lists)."""
+        return {"schema": SCHEMA, **{name: getattr(self, name) for name in self.__dataclass_fields__}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionRecord:

@@ -1,4 +1,5 @@
-"""Durable session storage: one SQLite file (WAL), one connection per thread, a JSON row per session.
+"""Durable session storage: one SQLite file (WAL), one connection per thread, a JSON row per session
+and an append-only row per turn trace.
 
 Every turn is saved in its own transaction, so a crash or restart loses at most the turn
 being processed; a new ``DialogueManager`` on the same file continues every session.
@@ -15,21 +16,31 @@ from pathlib import Path
 from dtdialog.session import SessionNotFoundError, SessionRecord
 from parsers.errors import InputError
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    data TEXT NOT NULL,
-    state TEXT NOT NULL,
-    updated REAL NOT NULL
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        data TEXT NOT NULL,
+        state TEXT NOT NULL,
+        updated REAL NOT NULL
+    )""",
+    # traces are append-only, one row per turn, so a turn writes only its own trace, not the history
+    """CREATE TABLE IF NOT EXISTS traces (
+        session_id TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, turn)
+    )""",
 )
-"""
+#: ``load`` returns at most this many of the latest traces by default.
+MAX_LOADED_TRACES = 50
 
 
 class SessionStore:
     """Sessions in the SQLite file ``path`` (created with its folder when missing). Thread-safe."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_traces: int = MAX_LOADED_TRACES) -> None:
         self.path = Path(path)
+        self.max_traces = max_traces
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -39,7 +50,8 @@ class SessionStore:
         self._lock = threading.Lock()
         conn = self._conn()
         with conn:
-            conn.execute(_SCHEMA)
+            for statement in _SCHEMA:
+                conn.execute(statement)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -59,12 +71,18 @@ class SessionStore:
     def save(self, record: SessionRecord) -> None:
         """Write ``record`` (insert or replace) in one transaction."""
         record.updated = time.time()
-        data = json.dumps(record.to_dict(), ensure_ascii=False)
+        body = record.to_dict()
+        traces = body.pop("traces", [])
+        data = json.dumps(body, ensure_ascii=False)
         conn = self._conn()
         with conn:
             conn.execute("INSERT INTO sessions(id, data, state, updated) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT(id) DO UPDATE SET data=excluded.data, state=excluded.state, "
                          "updated=excluded.updated", (record.id, data, record.state, record.updated))
+            last = conn.execute("SELECT MAX(turn) FROM traces WHERE session_id = ?", (record.id,)).fetchone()[0]
+            fresh = [t for t in traces if isinstance(t, dict) and int(t.get("turn", 0)) > (last or 0)]
+            conn.executemany("INSERT OR REPLACE INTO traces(session_id, turn, data) VALUES (?, ?, ?)",
+                             [(record.id, int(t["turn"]), json.dumps(t, ensure_ascii=False)) for t in fresh])
 
     def load(self, session_id: str) -> SessionRecord:
         """Return the session ``session_id``; raises ``SessionNotFoundError`` when there is none."""
@@ -72,9 +90,13 @@ class SessionStore:
         if row is None:
             raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
         try:
-            return SessionRecord.from_dict(json.loads(row[0]))
+            data = json.loads(row[0])
+            rows = self._conn().execute("SELECT data FROM traces WHERE session_id = ? ORDER BY turn DESC LIMIT ?",
+                                        (str(session_id), self.max_traces)).fetchall()
+            data["traces"] = [json.loads(r[0]) for r in reversed(rows)]
         except json.JSONDecodeError:
             raise InputError(f"session {session_id!r} in {self.path} is corrupt") from None
+        return SessionRecord.from_dict(data)
 
     def exists(self, session_id: str) -> bool:
         """Return True when a session ``session_id`` is stored."""
@@ -88,6 +110,7 @@ class SessionStore:
         """Delete a session; return True when it existed."""
         conn = self._conn()
         with conn:
+            conn.execute("DELETE FROM traces WHERE session_id = ?", (str(session_id),))
             return conn.execute("DELETE FROM sessions WHERE id = ?", (str(session_id),)).rowcount > 0
 
     def close(self) -> None:

@@ -1,0 +1,28 @@
+"""The turn benchmark's pieces: percentiles and the replicated index (no timing assertions)."""
+
+from __future__ import annotations
+
+from engine_helpers import ANSWERS, make_index
+
+from eval.turn_bench import percentile, replicated_index, summarize
+
+
+def test_percentile_and_summary():
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.5
+    assert percentile(values, 95) == 95.05
+    assert percentile([7.0], 99) == 7.0
+    s = summarize(values)
+    assert s["turns"] == 100 and s["p50_ms"] == 50.5 and s["max_ms"] == 100.0
+
+
+def test_replicated_index_has_unique_ids_and_the_asked_size(tmp_path):
+    source = make_index(tmp_path / "src.sqlite", ANSWERS)
+    target = replicated_index(source, tmp_path / "big.sqlite", 50)
+    assert target.count() == 50
+    ids = target.ids()
+    assert len(set(ids)) == 50 and "nostart#1~r1" in ids
+    copy = target.get("nostart#1~r1")
+    assert copy.dialogue_id == "nostart~r1" and copy.tree == source.get("nostart#1").tree
+    target.close()
+    source.close()
