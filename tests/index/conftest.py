@@ -1,64 +1,19 @@
-"""Fixtures for the index tests: a stand-in RST parser, a small corpus, and every backend loaded with it.
-
-The stand-in parser is built only from ``parsers.tree`` so these tests do not depend on the
-rule parser's exact segmentation: it splits sentences, then ``X but Y`` into Contrast,
-``X because Y`` into Cause and ``if X, Y`` into Condition, and joins sentences by Elaboration.
-"""
+"""Fixtures for the index tests: the stand-in parser, a small corpus, and every backend loaded with it."""
 
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from index_helpers import StandInParser, small_corpus
 
-from data.model import ANSWER, CUSTOMER, QUESTION, Dialogue, Turn
+from data.model import Dialogue
 from index.base import AnswerDocument, AnswerIndex
 from index.documents import build_document
-from parsers.base import RSTParser
-from parsers.tree import EDU, DiscourseTree, Node
-
-_MARKERS = ((" but ", "Contrast", "NN"), (" because ", "Cause", "NS"), (" after ", "Temporal", "NS"))
-
-
-class StandInParser(RSTParser):
-    """Sentence + discourse-marker splitter producing real ``DiscourseTree`` objects."""
-
-    name = "standin"
-
-    def parse(self, text: str) -> DiscourseTree:
-        edus: list[EDU] = []
-        sentence_nodes: list[Node] = []
-        for match in re.finditer(r"[^.!?]+[.!?]*", text):
-            sentence = match.group(0)
-            if not sentence.strip():
-                continue
-            sentence_nodes.append(self._sentence(sentence, match.start(), len(sentence_nodes), edus))
-        root = sentence_nodes[0] if len(sentence_nodes) == 1 else Node.relate(
-            "Elaboration", sentence_nodes, "N" + "S" * (len(sentence_nodes) - 1))
-        return DiscourseTree(text=text, edus=tuple(edus), root=root, parser=self.name)
-
-    def _sentence(self, sentence: str, offset: int, s_i: int, edus: list[EDU]) -> Node:
-        for marker, relation, nuclearity in _MARKERS:
-            at = sentence.find(marker)
-            if at > 0:
-                left = self._edu(sentence[:at], offset, s_i, edus)
-                right = self._edu(sentence[at:], offset + at, s_i, edus)
-                return Node.relate(relation, [left, right], nuclearity)
-        return self._edu(sentence, offset, s_i, edus)
-
-    @staticmethod
-    def _edu(span: str, offset: int, s_i: int, edus: list[EDU]) -> Node:
-        words = re.findall(r"[A-Za-z0-9']+", span)
-        lemmas = tuple(w.lower().rstrip("s") if len(w) > 4 else w.lower() for w in words)
-        entities = tuple(w for w in ("battery", "starter", "alternator") if w in span.lower())
-        edus.append(EDU(index=len(edus), text=span.strip(), start=offset, end=offset + len(span), sentence=s_i,
-                        lemmas=lemmas, entities=entities))
-        return Node.leaf(len(edus) - 1)
 
 
 @pytest.fixture()
@@ -66,33 +21,10 @@ def standin_parser() -> StandInParser:
     return StandInParser()
 
 
-def small_corpus() -> list[Dialogue]:
-    """Return four short car-repair dialogues with Contrast, Cause and Temporal answers."""
-    return [
-        Dialogue("nostart", (
-            Turn(QUESTION, "I replaced the battery but the car still does not start."),
-            Turn(ANSWER, "Check the starter relay. The starter may be worn but the battery is fine."),
-            Turn(CUSTOMER, "The relay clicks."),
-            Turn(ANSWER, "The engine cranks slowly because the starter motor draws too much current."),
-        )),
-        Dialogue("overheat", (
-            Turn(QUESTION, "My engine overheats in traffic."),
-            Turn(ANSWER, "The radiator fan may have failed because its fuse blew. Replace the fuse."),
-        )),
-        Dialogue("brakes", (
-            Turn(QUESTION, "Brakes squeal when I stop."),
-            Turn(ANSWER, "Replace the brake pads after you measure the rotor thickness."),
-        )),
-        Dialogue("alt", (
-            Turn(QUESTION, "The battery light is on while driving."),
-            Turn(ANSWER, "The alternator charges the battery but the belt may slip. Inspect the belt tension."),
-        )),
-    ]
-
-
 @pytest.fixture()
 def corpus() -> list[Dialogue]:
     return small_corpus()
+
 
 ES_URL = os.environ.get("ELASTICSEARCH_URL")
 

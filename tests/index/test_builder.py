@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import StandInParser, small_corpus
+from index_helpers import StandInParser, small_corpus
 
 from index.base import SearchQuery
 from index.builder import build_index
