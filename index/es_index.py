@@ -115,7 +115,7 @@ class ElasticsearchIndex(AnswerIndex):
         indices = self.client.indices
         old: list[str] = []
         if self._call("alias lookup", lambda: bool(indices.exists_alias(name=self.index_name))):
-            old = list(self._call("alias lookup", lambda: indices.get_alias(name=self.index_name)).keys())
+            old = list(_body(self._call("alias lookup", lambda: indices.get_alias(name=self.index_name))))
         elif self._call("index lookup", lambda: bool(indices.exists(index=self.index_name))):
             # A plain index holds the name: it must go before the alias can take it.
             self._call("delete", lambda: indices.delete(index=self.index_name))
@@ -130,7 +130,7 @@ class ElasticsearchIndex(AnswerIndex):
         """Return up to ``query.size`` hits, best first, with matched keywords, RR terms and EDU phrases."""
         body = build_search_body(query)
         response = self._call("search", lambda: self.client.search(index=self.index_name, **body))
-        return hits_from_response(dict(response))
+        return hits_from_response(_body(response))
 
     def get(self, doc_id: str) -> AnswerDocument | None:
         """Return the document with ``doc_id``, or None."""
@@ -145,19 +145,19 @@ class ElasticsearchIndex(AnswerIndex):
         response = self._call("get", fetch)
         if response is None:
             return None
-        source = dict(response["_source"])
+        source = dict(_body(response)["_source"])
         source.pop("rr_tokens", None)
         return AnswerDocument.from_dict(source)
 
     def count(self) -> int:
         """Return the number of indexed documents."""
-        return int(self._call("count", lambda: self.client.count(index=self.index_name))["count"])
+        return int(_body(self._call("count", lambda: self.client.count(index=self.index_name)))["count"])
 
     def delete_index(self) -> None:
         """Delete the index (or every index behind the alias) ``index_name``."""
         indices = self.client.indices
         if self._call("alias lookup", lambda: bool(indices.exists_alias(name=self.index_name))):
-            for name in self._call("alias lookup", lambda: indices.get_alias(name=self.index_name)).keys():
+            for name in _body(self._call("alias lookup", lambda: indices.get_alias(name=self.index_name))):
                 self._call("delete", lambda name=name: indices.delete(index=name, ignore_unavailable=True))
         else:
             self._call("delete", lambda: indices.delete(index=self.index_name, ignore_unavailable=True))
@@ -168,6 +168,11 @@ class ElasticsearchIndex(AnswerIndex):
             self.client.close()
         except Exception:  # noqa: BLE001 - closing must never raise
             pass
+
+
+def _body(response: Any) -> dict[str, Any]:
+    """Return the JSON body of a client response (``ObjectApiResponse.body``) or a plain dict."""
+    return dict(getattr(response, "body", response))
 
 
 def _one_line(exc: object) -> str:

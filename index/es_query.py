@@ -111,7 +111,7 @@ def build_search_body(query: SearchQuery) -> dict[str, Any]:
         del highlight["fields"]["keywords"]
     if not rr_words:
         del highlight["fields"]["rr_edu"]
-    return {"size": query.size, "query": {"bool": boolean}, "highlight": highlight, "_source": True}
+    return {"size": query.size, "query": {"bool": boolean}, "highlight": highlight}
 
 
 def document_source(doc: AnswerDocument) -> dict[str, Any]:

@@ -15,7 +15,6 @@ def test_keywords_only_body() -> None:
     body = build_search_body(SearchQuery(keywords=("Starter", "the", "relay*"), size=3))
     assert body == {
         "size": 3,
-        "_source": True,
         "query": {"bool": {
             "should": [{"multi_match": {
                 "query": "starter relay", "fields": ["keywords^1.0", "entities^1.0"],
