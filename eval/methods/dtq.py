@@ -1,0 +1,119 @@
+"""DT-Q dialogue formation: the engine's ``AnswerSelector`` over a temporary index of the candidate pool.
+
+``fit`` parses every candidate into a real discourse tree and writes a temporary SQLite index with
+``index.builder.build_index``; ``rank`` plans the question once (DT-Q split into parts, cached)
+and calls ``AnswerSelector.rank`` for the step, with the actual follow-ups and the answers the
+method itself selected before (excluded, and given as context for the continuation feature).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from data.model import ANSWER, QUESTION, Dialogue, Turn
+from eval.datasets import PoolAnswer
+from eval.methods.base import RankingMethod
+from parsers.errors import ConfigError, InputError
+
+
+def pool_dialogues(pool: Sequence[PoolAnswer]) -> list[Dialogue]:
+    """Return dialogues that hold exactly the pool answers at their original positions.
+
+    ``index.builder`` names documents ``"{dialogue id}#{position}"``, so keeping positions keeps the
+    pool ids; the other turns are empty placeholders that the builder never reads.
+    """
+    by_dialogue: dict[str, dict[int, str]] = {}
+    for a in pool:
+        by_dialogue.setdefault(a.dialogue_id, {})[a.position] = a.text
+    out = []
+    for dialogue_id, answers in by_dialogue.items():
+        turns = [Turn(role=ANSWER, text=answers[p]) if p in answers else Turn(role=QUESTION, text="")
+                 for p in range(max(answers) + 1)]
+        out.append(Dialogue(id=dialogue_id, turns=tuple(turns)))
+    return out
+
+
+class DTQMethod(RankingMethod):
+    """The paper's DT-Q dialogue formation through the engine's public API.
+
+    ``use_context``: pass the answers this method selected so far as ``context_ids`` (the engine's
+    continuation hint, as in a live session); ``parser``: the RST parser name (default: the project's);
+    ``candidates``: retrieval depth per step (default: the engine's).
+    """
+
+    name = "dtq"
+    label = "DT-Q dialogue formation (engine)"
+
+    def __init__(self, *, parser: str | None = None, use_context: bool = True, candidates: int | None = None,
+                 progress: bool = False) -> None:
+        if candidates is not None and candidates < 1:
+            raise ConfigError(f"candidates must be at least 1, got {candidates}")
+        self.parser_name = parser
+        self.use_context = use_context
+        self.candidates = candidates
+        self.progress = progress
+        self.build_report = None
+        self._tmpdir: Path | None = None
+        self._index = None
+        self._selector = None
+        self._plans: dict[str, object] = {}
+        if not use_context:
+            self.name = "dtq-nocontext"
+            self.label = "DT-Q without continuation context"
+
+    def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
+        from dtdialog.engine_config import EngineConfig
+        from dtdialog.selector import AnswerSelector
+        from index.builder import build_index
+        from index.registry import open_index
+        from parsers.base import get_parser
+
+        self.close()
+        parser = get_parser(self.parser_name)
+        self._tmpdir = Path(tempfile.mkdtemp(prefix="dtdialog-eval-"))
+        path = self._tmpdir / "pool.sqlite"
+        self.build_report = build_index(dialogues=pool_dialogues(pool), parser=parser, backend="sqlite", out=path,
+                                        progress=self.progress)
+        self._index = open_index(backend="sqlite", path=path)
+        config = EngineConfig()
+        if self.candidates is not None:
+            from dataclasses import replace
+
+            config = replace(config, candidates=self.candidates)
+        self._selector = AnswerSelector(index=self._index, parser=parser, config=config)
+        self._plans = {}
+
+    def _plan(self, question: str):
+        plan = self._plans.get(question)
+        if plan is None:
+            plan = self._plans[question] = self._selector.plan(question)
+        return plan
+
+    def rank(self, *, question: str, followups: Sequence[str], step: int, exclude_ids: Sequence[str],
+             k: int) -> list[tuple[str, float]]:
+        if self._selector is None:
+            raise ConfigError("fit() the method on a pool before ranking")
+        try:
+            plan = self._plan(question)
+        except InputError:
+            return []  # an empty or unparseable question: the engine has nothing to select
+        ranked = self._selector.rank(question=plan, step=step, followups=list(followups), exclude_ids=list(exclude_ids),
+                                     size=k, context_ids=list(exclude_ids) if self.use_context else ())
+        return [(c.document.id, float(c.score)) for c in ranked]
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+        self._selector = None
+
+
+def dtq_without_context(**options) -> DTQMethod:
+    """Return DT-Q without the continuation hint: the ablation that shows what logged-dialogue order adds."""
+    return DTQMethod(use_context=False, **options)

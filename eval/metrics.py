@@ -1,0 +1,160 @@
+"""Dialogue-reconstruction metrics: Table-1 dialogue correctness, per-step accuracy, P@1, R@k and MRR.
+
+Every metric is a ratio of per-dialogue sums (numerator, denominator), so its 95% confidence
+interval comes from one cluster bootstrap: resample whole dialogues with replacement
+(``n_resamples`` times, fixed ``seed``) and take the 2.5 / 97.5 percentiles of the ratio.
+Resampling dialogues, not steps, keeps the steps of one dialogue together (they are not independent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+# Table 1 of the paper: the dialogue types and the number of answers each one needs.
+DIALOGUE_TYPES = ("Q-A", "Q-A1-C1", "Q-A1-C1-A2", "Q-A1-C1-A2-C2-A3")
+MAX_STEPS = 3
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step of one dialogue: the actual answer id and the ranked ids the method returned (best first)."""
+
+    step: int
+    gold_id: str
+    ranked_ids: tuple[str, ...]
+
+    @property
+    def rank(self) -> int | None:
+        """Return the 1-based rank of the actual answer, or None when it was not returned."""
+        try:
+            return self.ranked_ids.index(self.gold_id) + 1
+        except ValueError:
+            return None
+
+    @property
+    def correct(self) -> bool:
+        """Return True when the selected (top-1) answer is the actual one."""
+        return bool(self.ranked_ids) and self.ranked_ids[0] == self.gold_id
+
+
+@dataclass(frozen=True)
+class DialogueResult:
+    """The steps of one reconstructed dialogue; ``has_followup`` says whether the dialogue has a C1."""
+
+    dialogue_id: str
+    steps: tuple[StepResult, ...]
+    has_followup: bool = False
+
+    @property
+    def n_answers(self) -> int:
+        return len(self.steps)
+
+    def all_correct(self, upto: int) -> bool:
+        """Return True when the first ``upto`` steps all selected the actual answer."""
+        return all(s.correct for s in self.steps[:upto])
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """A point estimate with its 95% bootstrap interval; ``n`` counts dialogues, ``n_steps`` the steps behind it."""
+
+    name: str
+    value: float
+    low: float
+    high: float
+    n: int
+    n_steps: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MetricReport:
+    """All metrics of one method on one dataset."""
+
+    table1: dict[str, MetricValue]
+    primary: MetricValue
+    per_step: dict[int, MetricValue]
+    p_at_1: MetricValue
+    recall: MetricValue
+    mrr: MetricValue
+    extra: dict[str, MetricValue] = field(default_factory=dict)
+
+    def all_values(self) -> list[MetricValue]:
+        """Return every metric value, Table-1 columns first."""
+        return [*self.table1.values(), self.primary, *self.per_step.values(), self.p_at_1, self.recall, self.mrr,
+                *self.extra.values()]
+
+
+def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, n_resamples: int = 1000, seed: int = 13,
+                    alpha: float = 0.05) -> tuple[float, float, float]:
+    """Return (point, low, high): ``sum(num) / sum(den)`` and its percentile bootstrap interval over units.
+
+    Units with ``den == 0`` do not belong to the metric and are dropped first. Returns NaNs when none is left.
+    """
+    num_a = np.asarray(num, dtype=float)
+    den_a = np.asarray(den, dtype=float)
+    keep = den_a > 0
+    num_a, den_a = num_a[keep], den_a[keep]
+    if len(den_a) == 0:
+        return float("nan"), float("nan"), float("nan")
+    point = float(num_a.sum() / den_a.sum())
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(den_a), size=(n_resamples, len(den_a)))
+    stats = num_a[idx].sum(axis=1) / den_a[idx].sum(axis=1)
+    low, high = np.percentile(stats, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    # Percentiles of a degenerate sample can be off by float rounding; an interval must contain its point.
+    return point, float(min(low, point)), float(max(high, point))
+
+
+def _metric(name: str, num: Sequence[float], den: Sequence[float], *, n_steps: Sequence[float] | None = None,
+            n_resamples: int, seed: int) -> MetricValue:
+    value, low, high = bootstrap_ratio(num, den, n_resamples=n_resamples, seed=seed)
+    n = int(sum(1 for d in den if d > 0))
+    steps = int(sum(n_steps)) if n_steps is not None else int(sum(den))
+    return MetricValue(name=name, value=value, low=low, high=high, n=n, n_steps=steps)
+
+
+def compute_metrics(results: Sequence[DialogueResult], *, recall_k: int = 5, n_resamples: int = 1000,
+                    seed: int = 13) -> MetricReport:
+    """Return the Table-1 columns, per-step accuracy, P@1, R@``recall_k`` and MRR of ``results``.
+
+    Table-1 columns (each a share of dialogues):
+      * ``Q-A``: step 1 correct, over all dialogues;
+      * ``Q-A1-C1``: step 1 correct, over dialogues that have a follow-up C1;
+      * ``Q-A1-C1-A2``: steps 1 and 2 correct, over dialogues with at least 2 answers;
+      * ``Q-A1-C1-A2-C2-A3``: steps 1-3 correct, over dialogues with at least 3 answers.
+    ``primary``: a dialogue is correct when every one of its (at most 3) answers is the actual one.
+    P@1, R@k and MRR pool all steps of all dialogues (MRR counts 0 when the answer was not returned).
+    """
+    boot = {"n_resamples": n_resamples, "seed": seed}
+    table1 = {
+        "Q-A": _metric("Q-A", [float(r.all_correct(1)) for r in results],
+                       [1.0 if r.n_answers >= 1 else 0.0 for r in results], **boot),
+        "Q-A1-C1": _metric("Q-A1-C1", [float(r.all_correct(1)) for r in results],
+                           [1.0 if r.has_followup and r.n_answers >= 1 else 0.0 for r in results], **boot),
+        "Q-A1-C1-A2": _metric("Q-A1-C1-A2", [float(r.all_correct(2)) for r in results],
+                              [1.0 if r.n_answers >= 2 else 0.0 for r in results], **boot),
+        "Q-A1-C1-A2-C2-A3": _metric("Q-A1-C1-A2-C2-A3", [float(r.all_correct(3)) for r in results],
+                                    [1.0 if r.n_answers >= 3 else 0.0 for r in results], **boot),
+    }
+    primary = _metric("dialogue correct", [float(r.all_correct(r.n_answers)) for r in results],
+                      [1.0 if r.n_answers else 0.0 for r in results],
+                      n_steps=[float(r.n_answers) for r in results], **boot)
+    per_step = {}
+    for i in range(MAX_STEPS):
+        per_step[i + 1] = _metric(f"step {i + 1} accuracy",
+                                  [float(r.steps[i].correct) if r.n_answers > i else 0.0 for r in results],
+                                  [1.0 if r.n_answers > i else 0.0 for r in results], **boot)
+    n_steps = [float(r.n_answers) for r in results]
+    p1 = _metric("P@1", [float(sum(s.correct for s in r.steps)) for r in results], n_steps, **boot)
+    rec = _metric(f"R@{recall_k}",
+                  [float(sum(1 for s in r.steps if s.rank is not None and s.rank <= recall_k)) for r in results],
+                  n_steps, **boot)
+    mrr = _metric("MRR", [float(sum(1.0 / s.rank for s in r.steps if s.rank is not None)) for r in results],
+                  n_steps, **boot)
+    return MetricReport(table1=table1, primary=primary, per_step=per_step, p_at_1=p1, recall=rec, mrr=mrr)

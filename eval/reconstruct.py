@@ -1,0 +1,175 @@
+"""Batch dialogue reconstruction: ``python -m eval.reconstruct --dataset mechanics --methods keyword,dtq``.
+
+For each test dialogue the method forms A1 from Q; given the actual C1 it forms A2; given the actual
+C2 it forms A3 (at most three answers). A step is correct when the selected (top-1) answer is the
+actual one. Answers the method already selected are excluded later (it never repeats itself).
+Writes ``results.md`` (Table 1 layout), ``results.csv`` and ``accuracy.png`` to ``--out``
+(default ``runs/eval/<dataset>/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, load_eval_set
+from eval.methods import available_methods, get_method
+from eval.methods.base import MethodUnavailable, RankingMethod
+from eval.metrics import DialogueResult, StepResult, compute_metrics
+from eval.report import DatasetRun, MethodRun, plot_accuracy, write_csv, write_markdown
+from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
+
+DEFAULT_METHODS = ("keyword", "syntactic", "dtq", "dense")
+DEFAULT_OUT = Path("runs") / "eval"
+
+
+def reconstruct(method: RankingMethod, eval_set: EvalSet, *, k: int = 100, progress: bool = True) -> list[DialogueResult]:
+    """Return the reconstruction of every test dialogue of ``eval_set`` by the fitted ``method``."""
+    from tqdm import tqdm
+
+    results = []
+    for d in tqdm(eval_set.dialogues, desc=f"{eval_set.name}/{method.name}", unit="dialogue", file=sys.stderr,
+                  disable=not progress, dynamic_ncols=True):
+        selected: list[str] = []
+        steps: list[StepResult] = []
+        for step, gold in enumerate(d.answer_ids):
+            ranked = method.rank(question=d.question, followups=d.followups[:step], step=step,
+                                 exclude_ids=tuple(selected), k=k)
+            ids = tuple(doc_id for doc_id, _ in ranked)
+            steps.append(StepResult(step=step + 1, gold_id=gold, ranked_ids=ids))
+            if ids:
+                selected.append(ids[0])
+        results.append(DialogueResult(dialogue_id=d.id, steps=tuple(steps), has_followup=bool(d.followups)))
+    return results
+
+
+def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamples: int, progress: bool,
+                    options: dict | None = None) -> MethodRun:
+    """Fit and run one method on ``eval_set``; return its metrics, or the reason it was skipped."""
+    try:
+        method = get_method(name, **(options or {}))
+    except (MethodUnavailable, ModelNotAvailableError) as exc:
+        return MethodRun(method=name, label=name, skipped=str(exc))
+    run = MethodRun(method=method.name, label=method.label)
+    try:
+        t0 = time.perf_counter()
+        method.fit(pool=eval_set.pool)
+        method.prepare(dialogues=eval_set.dialogues)
+        run.fit_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        results = reconstruct(method, eval_set, k=k, progress=progress)
+        run.rank_seconds = time.perf_counter() - t0
+    except (MethodUnavailable, ModelNotAvailableError) as exc:
+        run.skipped = str(exc)
+        return run
+    finally:
+        method.close()
+    run.report = compute_metrics(results, n_resamples=n_resamples, seed=seed)
+    return run
+
+
+def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, limit: int | None, k: int, seed: int,
+                n_resamples: int, progress: bool, command: str = "") -> DatasetRun:
+    """Evaluate ``methods`` on dataset ``name``; a dataset whose files are absent comes back skipped."""
+    try:
+        eval_set = load_eval_set(name, data_dir=data_dir).limited(limit)
+    except DatasetUnavailable as exc:
+        return DatasetRun(dataset=name, skipped=str(exc), command=command)
+    ds = DatasetRun(dataset=name, description=eval_set.description, own_data=eval_set.own_data,
+                    n_dialogues=len(eval_set.dialogues), n_pool=len(eval_set.pool), command=command, seed=seed,
+                    n_resamples=n_resamples, k=k)
+    for m in methods:
+        run = evaluate_method(m, eval_set, k=k, seed=seed, n_resamples=n_resamples, progress=progress)
+        if run.skipped:
+            print(f"{name}/{m}: skipped: {run.skipped}", file=sys.stderr)
+        ds.runs.append(run)
+    return ds
+
+
+def write_outputs(out: Path, runs: Sequence[DatasetRun]) -> list[Path]:
+    """Write results.md, results.csv and accuracy.png (one chart per dataset when several); return the paths."""
+    written = [out / "results.md", out / "results.csv"]
+    write_markdown(out / "results.md", runs)
+    write_csv(out / "results.csv", runs)
+    for run in runs:
+        png = out / ("accuracy.png" if len(runs) == 1 else f"accuracy_{run.dataset}.png")
+        if plot_accuracy(png, run):
+            written.append(png)
+    return written
+
+
+def parse_methods(text: str) -> list[str]:
+    """Return the method names in a comma-separated list; raises ``InputError`` for unknown or no names."""
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise InputError("--methods is empty")
+    unknown = [m for m in names if m not in available_methods()]
+    if unknown:
+        raise InputError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(available_methods())}")
+    return list(dict.fromkeys(names))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the reconstruction options (shared with ``dtdialog eval``)."""
+    parser.add_argument("--dataset", default="mechanics", help=f"one of {', '.join(DATASETS)}, or all")
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                        help=f"comma-separated, from {', '.join(available_methods())}")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N test dialogues")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default runs/eval/<dataset>/)")
+    parser.add_argument("--seed", type=int, default=13, help="bootstrap seed")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs")
+    parser.add_argument("--k", type=int, default=100, help="ranking depth per step (R@5 and MRR@k use it)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def run(args: argparse.Namespace, *, command: str | None = None) -> int:
+    """Run the evaluation described by ``args``; return 0, or 1 when every dataset was skipped."""
+    methods = parse_methods(args.methods)
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be at least 1, got {args.limit}")
+    if args.bootstrap < 1 or args.k < 5:
+        raise ConfigError("--bootstrap must be at least 1 and --k at least 5")
+    if args.dataset == "all":
+        datasets = list(DATASETS)
+    elif args.dataset in DATASETS:
+        datasets = [args.dataset]
+    else:
+        raise InputError(f"unknown dataset {args.dataset!r}; choose from {', '.join(DATASETS)} or all")
+    out = args.out or (DEFAULT_OUT / args.dataset)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a directory")
+    command = command or "python -m eval.reconstruct " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    runs = []
+    for name in datasets:
+        ds = run_dataset(name, methods, data_dir=args.data_dir, limit=args.limit, k=args.k, seed=args.seed,
+                         n_resamples=args.bootstrap, progress=not args.no_progress, command=command)
+        if ds.skipped:
+            print(f"{name}: skipped: {ds.skipped}", file=sys.stderr)
+        runs.append(ds)
+    for path in write_outputs(out, runs):
+        print(path)
+    return 0 if any(not r.skipped for r in runs) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.reconstruct", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except DTDialogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

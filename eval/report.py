@@ -1,0 +1,209 @@
+"""Reconstruction reports: a Markdown table shaped like the paper's Table 1, a CSV and a PNG chart with CI bars.
+
+Every file is written to a temporary name first and renamed into place, so an interrupted run
+never leaves a half-written report.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval.metrics import DIALOGUE_TYPES, MetricReport, MetricValue
+
+# The paper's Table 1 (car repair, 2carpros.com, their own data): percent, ± as printed.
+PAPER_TABLE1 = {
+    "Baseline 1 (keywords)": (62.3, 60.2, 58.2, 52.5),
+    "Baseline 2 (keywords + syntactic generalization)": (67.0, 63.8, 57.3, 55.6),
+    "DT-Q dialogue formation": (72.3, 70.3, 65.1, 65.9),
+}
+PAPER_PM = {
+    "Baseline 1 (keywords)": (4.5, 5.6, 5.0, 5.7),
+    "Baseline 2 (keywords + syntactic generalization)": (4.8, 4.8, 5.3, 5.9),
+    "DT-Q dialogue formation": (5.6, 4.9, 5.5, 5.7),
+}
+
+
+@dataclass
+class MethodRun:
+    """One method on one dataset: its metrics, or the reason it was skipped, and its wall time."""
+
+    method: str
+    label: str
+    report: MetricReport | None = None
+    skipped: str | None = None
+    fit_seconds: float = 0.0
+    rank_seconds: float = 0.0
+
+
+@dataclass
+class DatasetRun:
+    """All methods on one dataset."""
+
+    dataset: str
+    description: str = ""
+    own_data: bool = False
+    n_dialogues: int = 0
+    n_pool: int = 0
+    runs: list[MethodRun] = field(default_factory=list)
+    skipped: str | None = None
+    command: str = ""
+    seed: int = 13
+    n_resamples: int = 1000
+    k: int = 100
+
+
+def _pct(m: MetricValue | None, *, ci: bool = True) -> str:
+    if m is None or math.isnan(m.value):
+        return "—"
+    if not ci:
+        return f"{100 * m.value:.1f}"
+    return f"{100 * m.value:.1f} [{100 * m.low:.1f}, {100 * m.high:.1f}]"
+
+
+def _num(m: MetricValue) -> str:
+    if math.isnan(m.value):
+        return "—"
+    return f"{m.value:.3f} [{m.low:.3f}, {m.high:.3f}]"
+
+
+def markdown(run: DatasetRun) -> str:
+    """Return the Markdown report of one dataset: Table 1, the retrieval metrics and the skipped methods."""
+    out = io.StringIO()
+    own = " (the project's own data)" if run.own_data else ""
+    out.write(f"### {run.dataset}{own}\n\n")
+    if run.skipped:
+        out.write(f"Skipped: {run.skipped}\n\n")
+        return out.getvalue()
+    out.write(f"{run.description}. {run.n_dialogues} test dialogues, {run.n_pool} candidate answers. "
+              f"Percent, 95% bootstrap CI over dialogues ({run.n_resamples} resamples, seed {run.seed}).\n\n")
+    done = [r for r in run.runs if r.report is not None]
+    if done:
+        first = done[0].report
+        out.write("| Dialog type | " + " | ".join(DIALOGUE_TYPES) + " |\n")
+        out.write("|---|" + "---|" * len(DIALOGUE_TYPES) + "\n")
+        out.write("| n (dialogues) | " + " | ".join(str(first.table1[t].n) for t in DIALOGUE_TYPES) + " |\n")
+        for r in done:
+            out.write(f"| {r.label} | " + " | ".join(_pct(r.report.table1[t]) for t in DIALOGUE_TYPES) + " |\n")
+        out.write("\n")
+        out.write("| Method | dialogue correct | step 1 acc | step 2 acc | step 3 acc | P@1 | "
+                  f"{first.recall.name} | MRR@{run.k} | steps | fit s | rank s |\n")
+        out.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
+        for r in done:
+            rep = r.report
+            steps = " | ".join(_pct(rep.per_step[i]) for i in (1, 2, 3))
+            out.write(f"| {r.label} | {_pct(rep.primary)} | {steps} | {_pct(rep.p_at_1)} | {_pct(rep.recall)} | "
+                      f"{_num(rep.mrr)} | {rep.p_at_1.n_steps} | {r.fit_seconds:.1f} | {r.rank_seconds:.1f} |\n")
+        out.write("\n")
+    for r in run.runs:
+        if r.skipped:
+            out.write(f"- {r.label}: skipped — {r.skipped}\n")
+    if any(r.skipped for r in run.runs):
+        out.write("\n")
+    return out.getvalue()
+
+
+def paper_markdown() -> str:
+    """Return the paper's Table 1 as Markdown (for side-by-side reading)."""
+    out = io.StringIO()
+    out.write("| Paper, Table 1 (2carpros.com car repair) | " + " | ".join(DIALOGUE_TYPES) + " |\n")
+    out.write("|---|" + "---|" * len(DIALOGUE_TYPES) + "\n")
+    for name, values in PAPER_TABLE1.items():
+        cells = [f"{v:.1f} ± {pm:.1f}" for v, pm in zip(values, PAPER_PM[name])]
+        out.write(f"| {name} | " + " | ".join(cells) + " |\n")
+    return out.getvalue()
+
+
+def csv_rows(run: DatasetRun) -> list[dict]:
+    """Return one row per (method, metric): dataset, method, metric, value, ci_low, ci_high, n, n_steps."""
+    rows = []
+    for r in run.runs:
+        if r.report is None:
+            rows.append({"dataset": run.dataset, "method": r.method, "metric": "skipped", "value": "",
+                         "ci_low": "", "ci_high": "", "n": "", "n_steps": "", "note": r.skipped or ""})
+            continue
+        for m in r.report.all_values():
+            rows.append({"dataset": run.dataset, "method": r.method, "metric": m.name,
+                         "value": "" if math.isnan(m.value) else f"{m.value:.4f}",
+                         "ci_low": "" if math.isnan(m.low) else f"{m.low:.4f}",
+                         "ci_high": "" if math.isnan(m.high) else f"{m.high:.4f}",
+                         "n": m.n, "n_steps": m.n_steps, "note": ""})
+    return rows
+
+
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_markdown(path: Path, runs: Sequence[DatasetRun], *, title: str = "Dialogue reconstruction") -> None:
+    """Write the Markdown report of ``runs`` (with the command and the paper's table) to ``path``."""
+    text = f"# {title}\n\n"
+    commands = sorted({r.command for r in runs if r.command})
+    if commands:
+        text += "Command: `" + "`, `".join(commands) + "`\n\n"
+    text += "".join(markdown(r) for r in runs) + paper_markdown()
+    _atomic_write(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+
+
+def write_csv(path: Path, runs: Sequence[DatasetRun]) -> None:
+    """Write every metric of ``runs`` as CSV rows to ``path``."""
+    buf = io.StringIO()
+    fields = ["dataset", "method", "metric", "value", "ci_low", "ci_high", "n", "n_steps", "note"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for run in runs:
+        writer.writerows(csv_rows(run))
+    _atomic_write(Path(path), lambda fh: fh.write(buf.getvalue().encode("utf-8")))
+
+
+def plot_accuracy(path: Path, run: DatasetRun) -> bool:
+    """Draw accuracy by dialogue type (groups) and method (bars) with 95% CI bars; return False if nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = [r for r in run.runs if r.report is not None]
+    if not done:
+        return False
+    columns = [*DIALOGUE_TYPES, "P@1 (all steps)"]
+    width = 0.8 / len(done)
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for j, r in enumerate(done):
+        values = [*(r.report.table1[t] for t in DIALOGUE_TYPES), r.report.p_at_1]
+        xs, ys, lo, hi = [], [], [], []
+        for i, m in enumerate(values):
+            if math.isnan(m.value):
+                continue
+            xs.append(i - 0.4 + width * (j + 0.5))
+            ys.append(100 * m.value)
+            lo.append(100 * (m.value - m.low))
+            hi.append(100 * (m.high - m.value))
+        ax.bar(xs, ys, width=width, yerr=[lo, hi], capsize=3, label=r.label)
+    ax.set_xticks(range(len(columns)))
+    ax.set_xticklabels(columns, fontsize=8)
+    ax.set_ylabel("correct (%)")
+    ax.set_ylim(0, 100)
+    own = ", own data" if run.own_data else ""
+    ax.set_title(f"Dialogue reconstruction on {run.dataset}{own} ({run.n_dialogues} dialogues), 95% CI")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    _atomic_write(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=120))
+    plt.close(fig)
+    return True
