@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
             record = manager.session(args.session)
             session_id = record.id
             print(f"resuming session {session_id} ({record.state}, {len(record.transcript)} messages)", file=sys.stderr)
+            last_bot = next((m["text"] for m in reversed(record.transcript) if m.get("role") == "bot"), None)
+            if last_bot and script is None:  # remind an interactive user where the conversation stopped
+                print(f"bot> (last time) {last_bot.splitlines()[0][:300]}", file=out)
         else:
             session_id = manager.start_session()
             print(f"session {session_id} (resume with --session {session_id})", file=sys.stderr)
