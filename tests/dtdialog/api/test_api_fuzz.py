@@ -38,8 +38,18 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @schema.parametrize()
 @_SETTINGS
 def test_schema_fuzz_never_gets_a_5xx(case):
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
     response = case.call()
     assert response.status_code < 500, f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}"
+    # Beyond "no 5xx": every status is documented and every body (errors included) matches its schema.
+    case.validate_response(response, checks=[not_a_server_error, status_code_conformance, content_type_conformance,
+                                             response_schema_conformance])
 
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400)
