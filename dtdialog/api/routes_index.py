@@ -68,6 +68,7 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
             docs.append(build_document(doc_id=answer.id or f"{dialogue_id}#{answer.position}", dialogue_id=dialogue_id,
                                        position=answer.position, text=text, tree=parser.parse(text), meta=meta))
         runtime = service.runtime()
+        replaced = [d.id for d in docs if runtime.index.get(d.id) is not None]
         if settings.backend == "sqlite":
             from index.sqlite_index import SqliteIndex
 
@@ -76,6 +77,9 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
                 added = writer.add(docs)
         else:
             added = runtime.index.add(docs)
+        if replaced:
+            # The selector caches each answer's DT analysis by id; a replaced answer must not keep the old one.
+            service.refresh_selector()
         return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=runtime.index.count())
 
     return await service.call(work)

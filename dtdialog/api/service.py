@@ -117,6 +117,15 @@ class EngineService:
         self.manager()
         self.runtime().selector.rank(question="My car does not start, but the battery is new.", size=1)
 
+    def refresh_selector(self) -> None:
+        """Give the runtime a new selector (empty caches), after stored answers were replaced under the same ids."""
+        from dtdialog.selector import AnswerSelector
+
+        rt = self.runtime()
+        rt.selector = AnswerSelector(index=rt.index, parser=rt.parser, config=rt.selector.config)
+        if self._manager is not None:
+            self._manager.selector = rt.selector
+
     def replace_runtime(self, runtime: Any) -> None:
         """Swap in a freshly built runtime (None: unload), closing the old index; sessions reopen on next use."""
         old, self._runtime = self._runtime, runtime

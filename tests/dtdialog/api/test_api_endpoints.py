@@ -107,6 +107,20 @@ def test_index_stats_and_adding_answers_makes_them_searchable(make_client, index
     assert hits and hits[0]["id"] == "api-wipers#1"
 
 
+def test_replacing_an_answer_under_its_id_serves_the_new_text(make_client, index_copy):
+    client = make_client(index_path=index_copy)
+    before = client.post("/search", json={"query": "My brakes squeal when I stop, even though the pads are new."}).json()
+    assert before["hits"][0]["id"] == "t-brakes-1#1"
+    new_text = ("New pads squeal when the caliper slides are dry, so clean the slides and grease them "
+                "because a sticking caliper drags the pads.")
+    r = client.post("/index/documents", json={"answers": [{"id": "t-brakes-1#1", "dialogue_id": "t-brakes-1",
+                                                           "text": new_text}]})
+    assert r.status_code == 200 and r.json()["documents"] == client.get("/index").json()["documents"]
+    after = client.post("/search", json={"query": "My brakes squeal when I stop, even though the pads are new."}).json()
+    hit = next(h for h in after["hits"] if h["id"] == "t-brakes-1#1")
+    assert hit["text"] == new_text
+
+
 def test_rebuild_from_a_corpus_under_a_rebuild_root(make_client, index_copy, tmp_path):
     from api_helpers import write_corpus
 
