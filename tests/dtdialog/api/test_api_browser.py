@@ -91,6 +91,41 @@ def test_keyboard_only_chat_with_explain_panel(browser, server_url, tmp_path):
     page.close()
 
 
+BROAD_QUESTIONS = ["My car is leaking fluid.", "The engine overheats.", "The check engine light is on."]
+
+
+def test_clarification_options_are_buttons_picked_with_the_keyboard(browser, server_url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server_url + "/")
+    page.wait_for_load_state("networkidle")
+    options = page.locator("#options button.option")
+    for question in BROAD_QUESTIONS:  # broad questions are the ones that get clarification options
+        page.locator("#new-session").focus()
+        page.keyboard.press("Enter")
+        page.keyboard.type(question)
+        page.keyboard.press("Enter")
+        page.wait_for_function("document.querySelectorAll('#transcript li.msg.bot').length >= 1", timeout=120_000)
+        if options.count() > 0:
+            break
+    else:
+        pytest.skip(f"the engine offered no clarification for {BROAD_QUESTIONS}")
+    assert options.count() >= 2
+    assert page.evaluate("document.activeElement.classList.contains('option')")  # focus moved to the options
+    page.keyboard.press("Tab")
+    second = page.evaluate("document.activeElement.dataset.number")
+    assert second == options.nth(1).get_attribute("data-number")
+    answer_id = options.nth(1).get_attribute("data-answer-id")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelectorAll('#transcript li.msg.bot').length >= 2", timeout=120_000)
+    last = _bot_messages(page).last
+    if answer_id:  # a real answer (not "none of these"): it is delivered and explained
+        assert last.get_attribute("data-kind") == "answer", last.inner_text()
+        assert page.locator("#answer-id").inner_text() == f"({answer_id})"
+        assert page.locator("#answer-tree svg").count() == 1 and page.locator("#chains svg").count() == 1
+    assert page.locator("#options").is_hidden() or options.count() > 0
+    page.close()
+
+
 def test_handoff_message_is_shown(browser, server_url):
     page = browser.new_page()
     page.goto(server_url + "/")
