@@ -1,0 +1,436 @@
+"""Train the scikit-learn discourse parser on the permissively licensed GUM genres.
+
+    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-sklearn-v1 [--seed 13]
+
+Trains on ``train``, picks hyper-parameters on ``dev`` and reports RST-Parseval
+scores on ``test`` (written into the manifest and the model card). The
+BY-NC-SA genres and reddit (``parsers.gum.NON_COMMERCIAL_GENRES``) are never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import pickle
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parsers.errors import DTDialogError, InputError
+from parsers.features import (
+    DocContext,
+    EduView,
+    all_boundary_features,
+    boundary_labels,
+    pair_features,
+)
+from parsers.gum import NON_COMMERCIAL_GENRES, GumDocument, iter_gum
+from parsers.nlp_base import AnalyzedText
+from parsers.parseval import aggregate, binarize_node, parseval
+from parsers.trained_parser import LinearComponent, ParserModel, edus_to_tree_edus
+from parsers.tree import DiscourseTree
+from parsers.tree_builder import INTER, INTRA, gold_oracle_pairs, sentence_groups
+
+log = logging.getLogger("parsers.train")
+
+PUBLISHED_ISANLP_GUM = {"seg_f1": 0.955, "span_f1": 0.674, "nuc_f1": 0.562, "rel_f1": 0.496, "full_f1": 0.487}
+
+
+@dataclass
+class PreparedDoc:
+    """A GUM document with its spaCy analysis aligned to the gold EDUs."""
+
+    doc: GumDocument
+    analyzed: AnalyzedText
+    seg_labels: list[int]
+    gold_views: list[EduView]
+
+    @property
+    def gold(self) -> DiscourseTree:
+        return self.doc.tree
+
+
+# --- data ---------------------------------------------------------------------------------------
+def _analyze_all(docs: list[GumDocument], cache_dir: Path | None) -> list[AnalyzedText]:
+    from tqdm import tqdm
+
+    from parsers.nlp_spacy import SpacyBackend
+
+    cache_file = None
+    if cache_dir is not None:
+        key = hashlib.sha1("\n".join(d.name + str(len(d.tree.text)) for d in docs).encode()).hexdigest()[:16]
+        cache_file = cache_dir / f"gum-spacy-{key}.pkl"
+        if cache_file.is_file():
+            log.info("loading cached spaCy analyses from %s", cache_file)
+            with cache_file.open("rb") as fh:
+                return pickle.load(fh)
+    backend = SpacyBackend()
+    out = list(tqdm(backend.analyze_many([d.tree.text for d in docs], batch_size=8), total=len(docs),
+                    desc="spaCy", unit="doc", file=sys.stderr))
+    if cache_file is not None:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_suffix(".tmp")
+        with tmp.open("wb") as fh:
+            pickle.dump(out, fh)
+        tmp.replace(cache_file)
+    return out
+
+
+def gold_views(analyzed: AnalyzedText, tree: DiscourseTree) -> list[EduView]:
+    """Return the gold EDUs of ``tree`` as token ranges of ``analyzed`` (same text)."""
+    starts = [t.idx for t in analyzed.tokens]
+    import bisect
+
+    views = []
+    for e in tree.edus:
+        a = bisect.bisect_left(starts, e.start)
+        b = bisect.bisect_left(starts, e.end)
+        if b <= a:  # an EDU inside one spaCy token cannot happen with space-separated EDUs; keep it anyway
+            b = a + 1
+        views.append(EduView(start=a, end=b, sentence=analyzed.tokens[min(a, len(starts) - 1)].sent))
+    return views
+
+
+def prepare(gum_dir: Path, split: str, *, limit: int | None, cache_dir: Path | None) -> list[PreparedDoc]:
+    """Return the permissive-genre documents of ``split`` with spaCy analyses and gold alignments."""
+    docs = list(iter_gum(gum_dir, split=split, exclude_genres=NON_COMMERCIAL_GENRES))
+    if limit:
+        docs = docs[:limit]
+    if not docs:
+        raise InputError(f"no {split} documents found under {gum_dir}")
+    log.info("%s: %d documents (%s)", split, len(docs), ", ".join(sorted({d.genre for d in docs})))
+    analyses = _analyze_all(docs, cache_dir)
+    out = []
+    for d, a in zip(docs, analyses):
+        out.append(PreparedDoc(doc=d, analyzed=a, seg_labels=boundary_labels(a, [e.start for e in d.tree.edus]),
+                               gold_views=gold_views(a, d.tree)))
+    return out
+
+
+# --- examples -----------------------------------------------------------------------------------
+def segmenter_examples(docs: Sequence[PreparedDoc]) -> tuple[list[dict[str, float]], list[int]]:
+    """Return boundary features and labels for every token but the first of each document."""
+    feats: list[dict[str, float]] = []
+    labels: list[int] = []
+    for d in docs:
+        fs = all_boundary_features(d.analyzed)
+        feats.extend(fs[1:])
+        labels.extend(d.seg_labels[1:])
+    return feats, labels
+
+
+def _gold_binary_nodes(tree: DiscourseTree):
+    root = binarize_node(tree.root)
+    return [n for n in root.walk() if not n.is_leaf]
+
+
+def structure_examples(docs: Sequence[PreparedDoc]) -> dict[str, tuple[list[dict[str, float]], list[int]]]:
+    """Return merge/no-merge examples per level from gold-guided greedy runs over the gold EDUs."""
+    out: dict[str, tuple[list, list]] = {INTRA: ([], []), INTER: ([], [])}
+    for d in docs:
+        ctx = DocContext(analyzed=d.analyzed, edus=d.gold_views)
+        gold_spans = {n.span for n in _gold_binary_nodes(d.gold)}
+        leftovers = []
+        for first, last in sentence_groups([v.sentence for v in d.gold_views]):
+            items = [(i, i) for i in range(first, last + 1)]
+            pairs, frontier = gold_oracle_pairs(items, gold_spans)
+            for (a, b), lab in pairs:
+                out[INTRA][0].append(pair_features(ctx, a, b, level=INTRA))
+                out[INTRA][1].append(lab)
+            leftovers.extend(frontier)
+        pairs, _ = gold_oracle_pairs(leftovers, gold_spans)
+        for (a, b), lab in pairs:
+            out[INTER][0].append(pair_features(ctx, a, b, level=INTER))
+            out[INTER][1].append(lab)
+    return out
+
+
+def label_examples(docs: Sequence[PreparedDoc]) -> dict[str, tuple[list[dict[str, float]], list[str]]]:
+    """Return relation|nuclearity examples per level, one per gold binary constituent."""
+    out: dict[str, tuple[list, list]] = {INTRA: ([], []), INTER: ([], [])}
+    for d in docs:
+        ctx = DocContext(analyzed=d.analyzed, edus=d.gold_views)
+        for n in _gold_binary_nodes(d.gold):
+            left, right = n.children
+            level = INTRA if d.gold_views[n.first].sentence == d.gold_views[n.last].sentence else INTER
+            out[level][0].append(pair_features(ctx, left.span, right.span, level=level))
+            out[level][1].append(f"{n.relation}|{''.join(n.nuclearity)}")
+    return out
+
+
+# --- fitting ------------------------------------------------------------------------------------
+def fit_component(feats: list[dict[str, float]], labels: Sequence, *, C: float, seed: int,
+                  min_count: int = 2, multiclass: bool = False) -> LinearComponent:
+    """Return a fitted ``LinearComponent``: features seen fewer than ``min_count`` times are dropped."""
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vec = DictVectorizer(dtype=np.float32)
+    X = vec.fit_transform(feats)
+    counts = np.asarray((X != 0).sum(axis=0)).ravel()
+    vec.restrict(counts >= min_count)
+    comp = LinearComponent(vectorizer=vec, classifier=None)
+    X = comp.transform(feats)
+    if multiclass:
+        from sklearn.multiclass import OneVsRestClassifier
+
+        # One-vs-rest liblinear: several times faster than multinomial lbfgs on the shared CPUs.
+        clf = OneVsRestClassifier(LogisticRegression(C=C, solver="liblinear", random_state=seed))
+    else:
+        clf = LogisticRegression(C=C, solver="liblinear", random_state=seed)
+    clf.fit(X, list(labels))
+    # float32 weights halve the shipped size; the probabilities change only in the 7th digit.
+    for est in getattr(clf, "estimators_", [clf]):
+        est.coef_ = est.coef_.astype(np.float32)
+        est.intercept_ = est.intercept_.astype(np.float32)
+    comp.classifier = clf
+    return comp
+
+
+def seg_prf(probs: np.ndarray, labels: Sequence[int], threshold: float) -> tuple[float, float, float]:
+    """Return token-boundary P/R/F1 at ``threshold``."""
+    y = np.asarray(labels)
+    pred = probs >= threshold
+    tp = int((pred & (y == 1)).sum())
+    p = tp / max(int(pred.sum()), 1)
+    r = tp / max(int((y == 1).sum()), 1)
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def parse_prepared(model: ParserModel, d: PreparedDoc, *, gold_segmentation: bool = False) -> DiscourseTree:
+    """Return the model's tree for a prepared document (predicted or gold EDUs)."""
+    views = d.gold_views if gold_segmentation else model.segment(d.analyzed)
+    edus = edus_to_tree_edus(d.analyzed, views)
+    if len(edus) == 1:
+        return DiscourseTree.single(d.analyzed.text, edus[0], parser="trained")
+    root = model.build(DocContext(analyzed=d.analyzed, edus=views))
+    return DiscourseTree(text=d.analyzed.text, edus=tuple(edus), root=root, parser="trained")
+
+
+def evaluate(model: ParserModel, docs: Sequence[PreparedDoc], *, gold_segmentation: bool = False) -> dict[str, float]:
+    """Return micro-averaged RST-Parseval scores of ``model`` on ``docs``."""
+    return aggregate([parseval(d.gold, parse_prepared(model, d, gold_segmentation=gold_segmentation))
+                      for d in docs])
+
+
+def _fmt(scores: dict[str, float]) -> str:
+    keys = ("seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1", "nondefault_p", "nondefault_r")
+    return " ".join(f"{k}={scores[k]:.3f}" for k in keys if k in scores)
+
+
+def train(gum_dir: Path, out_dir: Path, *, seed: int = 13, limit: int | None = None, cache_dir: Path | None = None,
+          seg_cs: Sequence[float] = (1.0,), struct_cs: Sequence[float] = (0.3, 1.0),
+          label_cs: Sequence[float] = (0.3, 1.0), report_test: bool = True) -> dict[str, Any]:
+    """Train, select on dev, score on test, save into ``out_dir``; return the manifest written."""
+    import sklearn
+
+    random.seed(seed)
+    np.random.seed(seed)
+    t0 = time.perf_counter()
+    train_docs = prepare(gum_dir, "train", limit=limit, cache_dir=cache_dir)
+    dev_docs = prepare(gum_dir, "dev", limit=limit, cache_dir=cache_dir)
+
+    # 1. Segmenter: C and the decision threshold by dev boundary F1.
+    Xs, ys = segmenter_examples(train_docs)
+    Xd, yd = segmenter_examples(dev_docs)
+    log.info("segmenter: %d train / %d dev boundaries (%d / %d EDU starts)", len(ys), len(yd), sum(ys), sum(yd))
+    best_seg: tuple[float, float, float, LinearComponent] | None = None
+    for C in seg_cs:
+        comp = fit_component(Xs, ys, C=C, seed=seed)
+        probs = comp.predict_proba(Xd)[:, comp.classes.index(1)]
+        for thr in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
+            f1 = seg_prf(probs, yd, thr)[2]
+            if best_seg is None or f1 > best_seg[0]:
+                best_seg = (f1, C, thr, comp)
+        log.info("segmenter C=%g: best dev boundary F1 so far %.4f (C=%g thr=%.2f)", C, best_seg[0],
+                 best_seg[1], best_seg[2])
+    assert best_seg is not None
+    seg_f1, seg_c, seg_thr, segmenter = best_seg
+
+    # 2. Labeller per level: C by dev accuracy on gold constituents.
+    lab_train = label_examples(train_docs)
+    lab_dev = label_examples(dev_docs)
+    labeller: dict[str, LinearComponent] = {}
+    label_choice: dict[str, dict[str, float]] = {}
+    for level in (INTRA, INTER):
+        Xl, yl = lab_train[level]
+        Xld, yld = lab_dev[level]
+        log.info("labeller %s: %d train / %d dev constituents, %d classes", level, len(yl), len(yld), len(set(yl)))
+        best: tuple[float, float, LinearComponent] | None = None
+        for C in label_cs:
+            comp = fit_component(Xl, yl, C=C, seed=seed, multiclass=True)
+            pred = comp.classifier.predict(comp.transform(Xld))
+            acc = float(np.mean([p == g for p, g in zip(pred, yld)])) if yld else 0.0
+            log.info("labeller %s C=%g: dev accuracy %.4f", level, C, acc)
+            if best is None or acc > best[0]:
+                best = (acc, C, comp)
+        assert best is not None
+        labeller[level] = best[2]
+        label_choice[level] = {"C": best[1], "dev_accuracy": best[0]}
+
+    # 3. Structure scorer per level: C by dev span F1 over gold EDUs.
+    st_train = structure_examples(train_docs)
+    for level in (INTRA, INTER):
+        log.info("structure %s: %d train pairs (%d merges)", level, len(st_train[level][1]), sum(st_train[level][1]))
+    best_struct: tuple[float, float, dict[str, LinearComponent]] | None = None
+    for C in struct_cs:
+        structure = {level: fit_component(st_train[level][0], st_train[level][1], C=C, seed=seed)
+                     for level in (INTRA, INTER)}
+        model = ParserModel(segmenter=segmenter, seg_threshold=seg_thr, structure=structure, labeller=labeller)
+        scores = evaluate(model, dev_docs, gold_segmentation=True)
+        log.info("structure C=%g: dev (gold EDUs) %s", C, _fmt(scores))
+        if best_struct is None or scores["span_f1"] > best_struct[0]:
+            best_struct = (scores["span_f1"], C, structure)
+    assert best_struct is not None
+    model = ParserModel(segmenter=segmenter, seg_threshold=seg_thr, structure=best_struct[2], labeller=labeller)
+
+    dev_gold = evaluate(model, dev_docs, gold_segmentation=True)
+    dev_e2e = evaluate(model, dev_docs)
+    log.info("dev, gold EDUs: %s", _fmt(dev_gold))
+    log.info("dev, end to end: %s", _fmt(dev_e2e))
+    scores: dict[str, Any] = {"dev_gold_edus": dev_gold, "dev": dev_e2e}
+    test_names: list[str] = []
+    if report_test:
+        test_docs = prepare(gum_dir, "test", limit=limit, cache_dir=cache_dir)
+        test_names = [d.doc.name for d in test_docs]
+        scores["test_gold_edus"] = evaluate(model, test_docs, gold_segmentation=True)
+        scores["test"] = evaluate(model, test_docs)
+        log.info("test, gold EDUs: %s", _fmt(scores["test_gold_edus"]))
+        log.info("test, end to end: %s", _fmt(scores["test"]))
+
+    manifest = {
+        "name": out_dir.name,
+        "parser": "trained",
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "sklearn_version": sklearn.__version__,
+        "python_version": sys.version.split()[0],
+        "seed": seed,
+        "data": {
+            "corpus": "GUM (Zeldes 2017), RST/eRST binarised trees (lisp_binary)",
+            "license": "GUM annotations CC-BY 4.0; texts of the genres used are CC-BY (see gum_rst/LICENSE.txt)",
+            "genres_used": sorted({d.doc.genre for d in train_docs}),
+            "genres_excluded": sorted(NON_COMMERCIAL_GENRES),
+            "train_docs": [d.doc.name for d in train_docs],
+            "dev_docs": [d.doc.name for d in dev_docs],
+            "test_docs": test_names,
+        },
+        "features": {"segmenter": "parsers.features.boundary_features",
+                     "pairs": "parsers.features.pair_features", "min_count": 2},
+        "components": {
+            "segmenter": {"C": seg_c, "threshold": seg_thr, "dev_boundary_f1": seg_f1,
+                          "n_features": len(segmenter.vectorizer.feature_names_)},
+            "structure": {"C": best_struct[1], **{lvl: {"n_features": len(c.vectorizer.feature_names_)}
+                                                  for lvl, c in best_struct[2].items()}},
+            "labeller": {lvl: {**label_choice[lvl], "n_features": len(c.vectorizer.feature_names_),
+                               "labels": [str(x) for x in c.classes]} for lvl, c in labeller.items()},
+        },
+        "label_counts": {lvl: dict(Counter(lab_train[lvl][1]).most_common()) for lvl in (INTRA, INTER)},
+        "scores": scores,
+        "published_isanlp_rst_gumrrg": PUBLISHED_ISANLP_GUM,
+        "train_seconds": round(time.perf_counter() - t0, 1),
+    }
+    model.to_disk(out_dir, manifest=manifest)
+    (out_dir / "MODEL_CARD.md").write_text(model_card(manifest), encoding="utf-8")
+    size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
+    log.info("saved model to %s (%.2f MB) in %.0f s", out_dir, size / 1e6, time.perf_counter() - t0)
+    return manifest
+
+
+def _score_row(name: str, scores: dict[str, float]) -> str:
+    keys = ("seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1")
+    cells = " | ".join(f"{100 * scores[k]:.1f}" if k in scores else "-" for k in keys)
+    nd = (f"{100 * scores['nondefault_p']:.1f} / {100 * scores['nondefault_r']:.1f}"
+          if "nondefault_p" in scores else "-")
+    return f"| {name} | {cells} | {nd} |"
+
+
+def model_card(manifest: dict[str, Any]) -> str:
+    """Return the Markdown model card for a training ``manifest``."""
+    data = manifest["data"]
+    comps = manifest["components"]
+    sc = manifest["scores"]
+    rows = [_score_row(label, sc[key]) for key, label in (
+        ("test", "trained, GUM test (end to end)"), ("test_gold_edus", "trained, GUM test (gold EDUs)"),
+        ("dev", "trained, GUM dev (end to end)"), ("dev_gold_edus", "trained, GUM dev (gold EDUs)"),
+    ) if key in sc]
+    rows.append(_score_row("isanlp-rst gumrrg (published, GUM test)", manifest["published_isanlp_rst_gumrrg"]))
+    return f"""# Model card: {manifest['name']}
+
+The `trained` discourse parser of dtdialog (`get_parser("trained", model="{manifest['name']}")`):
+scikit-learn logistic-regression components over hand-built features (`parsers/features.py`).
+
+- **EDU segmenter**: token-boundary classifier (C={comps['segmenter']['C']}, threshold
+  {comps['segmenter']['threshold']}, {comps['segmenter']['n_features']:,} features).
+- **Structure scorer**: merge/no-merge classifier for adjacent spans, one inside sentences and one
+  across sentences (C={comps['structure']['C']}); greedy bottom-up tree building (`parsers/tree_builder.py`).
+- **Relation + nuclearity labeller**: one `Relation|NS/SN/NN` classifier per level
+  (intra: {len(comps['labeller']['intra']['labels'])} labels, inter: {len(comps['labeller']['inter']['labels'])} labels).
+
+Trained with `python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/{manifest['name']} --seed {manifest['seed']}`
+(scikit-learn {manifest['sklearn_version']}, Python {manifest['python_version']}, {manifest['created']}).
+
+## Data and licenses
+
+- Corpus: {data['corpus']}. GUM annotations are licensed **CC-BY 4.0** (Zeldes, A. 2017. The GUM Corpus:
+  Creating Multilayer Resources in the Classroom. *Language Resources and Evaluation* 51(3)).
+- Genres used (train/dev/test): {', '.join(data['genres_used'])}.
+- Genres excluded: {', '.join(data['genres_excluded'])} (fiction, essay, letter, podcast and whow texts are
+  BY-NC-SA; reddit texts are withheld upstream). Nothing from these genres was read in training or selection.
+- Documents: {len(data['train_docs'])} train, {len(data['dev_docs'])} dev (model selection), {len(data['test_docs'])} test (report only).
+- GUM relation labels are mapped to the dtdialog inventory with `parsers.relations.from_gum`.
+
+## Scores (RST-Parseval, micro F1 x 100; `parsers/parseval.py`)
+
+| setting | Seg | Span | Nuc | Rel | Full | non-default P / R |
+|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+"End to end" parses raw document text (spaCy `en_core_web_sm` analysis, predicted EDUs);
+"gold EDUs" builds trees over the gold segmentation. The isanlp-rst figures are as published
+for its GUM model and are not re-measured here.
+
+## Limits
+
+Linear models over spaCy-small features: segmentation errors propagate into every tree score;
+cross-sentence structure is greedy and sees no paragraph breaks; rare relations (Topic-Change,
+Comparison, Summary) are seldom predicted.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m parsers.train", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gum", type=Path, default=Path("../shared/data/gum_rst"), help="GUM RST folder (splits.tsv, lisp_binary/)")
+    ap.add_argument("--out", type=Path, required=True, help="model directory to write (model.joblib, manifest.json)")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--limit", type=int, default=None, help="use only the first N documents of each split (quick runs)")
+    ap.add_argument("--cache", type=Path, default=None, help="directory to cache spaCy analyses between runs")
+    ap.add_argument("--no-test", action="store_true", help="skip the test-set report")
+    ap.add_argument("--quick", action="store_true", help="one hyper-parameter setting per component (fast smoke runs)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.limit is not None and args.limit <= 0:
+        print("error: --limit must be positive", file=sys.stderr)
+        return 2
+    grid: dict[str, Any] = {"seg_cs": (1.0,), "struct_cs": (1.0,), "label_cs": (1.0,)} if args.quick else {}
+    try:
+        manifest = train(args.gum, args.out, seed=args.seed, limit=args.limit, cache_dir=args.cache,
+                         report_test=not args.no_test, **grid)
+    except DTDialogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: manifest["scores"][k] for k in manifest["scores"]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

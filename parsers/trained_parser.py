@@ -1,0 +1,260 @@
+"""The trained discourse parser: scikit-learn models learned from GUM (see ``parsers.train``).
+
+Pipeline: ``clean_text`` -> spaCy analysis -> EDU segmentation (token-boundary
+classifier) -> greedy bottom-up tree building (a structure scorer per level,
+sentences first, then across sentences) -> relation+nuclearity labelling.
+
+The shipped model lives in ``parsers/models/<name>/`` (``model.joblib`` plus a
+``manifest.json``); ``get_parser("trained")`` loads ``DEFAULT_MODEL``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parsers.base import RSTParser, register_parser
+from parsers.errors import ConfigError, InputError, ModelNotAvailableError
+from parsers.features import (
+    DocContext,
+    EduView,
+    all_boundary_features,
+    edus_from_labels,
+    pair_features,
+)
+from parsers.nlp_base import AnalyzedText, NLPBackend
+from parsers.tree import EDU, DiscourseTree
+from parsers.tree_builder import INTER, INTRA, Pair, assemble, build_merges, label_merges
+
+#: Where shipped models live: ``parsers/models/<name>/``.
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+DEFAULT_MODEL = "gum-sklearn-v1"
+MODEL_FILE = "model.joblib"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass
+class LinearComponent:
+    """A ``DictVectorizer`` + linear classifier pair over feature dicts."""
+
+    vectorizer: Any
+    classifier: Any
+
+    @property
+    def classes(self) -> list:
+        return list(self.classifier.classes_)
+
+    def transform(self, feats: list[dict[str, float]]):
+        """Return the CSR matrix of ``feats`` (32-bit indices, as liblinear requires)."""
+        X = self.vectorizer.transform(feats).tocsr()
+        X.indices = X.indices.astype(np.int32, copy=False)
+        X.indptr = X.indptr.astype(np.int32, copy=False)
+        return X
+
+    def predict_proba(self, feats: list[dict[str, float]]):
+        """Return the class-probability matrix (rows follow ``feats``; columns follow ``classes``)."""
+        return self.classifier.predict_proba(self.transform(feats))
+
+
+@dataclass
+class ParserModel:
+    """The learned components of the trained parser, with their manifest."""
+
+    segmenter: LinearComponent
+    seg_threshold: float
+    structure: dict[str, LinearComponent]
+    labeller: dict[str, LinearComponent]
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    # --- inference ----------------------------------------------------------
+    def segment(self, analyzed: AnalyzedText) -> list[EduView]:
+        """Return the EDUs (token ranges) the segmenter finds in ``analyzed``."""
+        n = len(analyzed.tokens)
+        if n == 0:
+            return []
+        labels = [0] * n
+        labels[0] = 1
+        if n > 1:
+            probs = self.segmenter.predict_proba(all_boundary_features(analyzed)[1:])
+            pos = self.segmenter.classes.index(1)
+            for i, p in enumerate(probs[:, pos], start=1):
+                labels[i] = int(p >= self.seg_threshold)
+        # Line breaks (kept by clean_text) always end a unit; the break itself joins the unit before it.
+        toks = analyzed.tokens
+        for i in range(1, n):
+            if toks[i].text.isspace():
+                labels[i] = 0
+            elif "\n" in toks[i - 1].text or "\n" in toks[i - 1].whitespace:
+                labels[i] = 1
+        return edus_from_labels(analyzed, labels)
+
+    def merge_scores(self, ctx: DocContext, pairs: list[Pair], level: str) -> list[float]:
+        """Return the probability that each adjacent pair forms a constituent."""
+        comp = self.structure[level]
+        probs = comp.predict_proba([pair_features(ctx, a, b, level=level) for a, b in pairs])
+        return list(probs[:, comp.classes.index(1)])
+
+    def labels(self, ctx: DocContext, pairs: list[Pair], level: str) -> list[tuple[str, str]]:
+        """Return (relation, nuclearity) for each merged pair."""
+        comp = self.labeller[level]
+        probs = comp.predict_proba([pair_features(ctx, a, b, level=level) for a, b in pairs])
+        classes = comp.classes
+        out = []
+        for row in probs:
+            rel, nuc = str(classes[int(row.argmax())]).split("|")
+            out.append((rel, nuc))
+        return out
+
+    def build(self, ctx: DocContext):
+        """Return the root ``Node`` of the tree over ``ctx.edus``."""
+        merges = build_merges(
+            [e.sentence for e in ctx.edus],
+            score_intra=lambda pairs: self.merge_scores(ctx, pairs, INTRA),
+            score_inter=lambda pairs: self.merge_scores(ctx, pairs, INTER),
+        )
+        labels = label_merges(
+            merges,
+            label_intra=lambda pairs: self.labels(ctx, pairs, INTRA),
+            label_inter=lambda pairs: self.labels(ctx, pairs, INTER),
+        )
+        return assemble(len(ctx.edus), merges, labels)
+
+    # --- persistence --------------------------------------------------------
+    def to_disk(self, path: Path | str, *, manifest: dict[str, Any] | None = None) -> None:
+        """Write ``model.joblib`` and ``manifest.json`` into directory ``path`` (created if needed).
+
+        Files are written under temporary names and renamed, so a failed save never leaves a half model.
+        """
+        import joblib
+
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        if manifest is not None:
+            self.manifest = manifest
+        payload = {"segmenter": self.segmenter, "seg_threshold": self.seg_threshold,
+                   "structure": self.structure, "labeller": self.labeller}
+        tmp_model = out / (MODEL_FILE + ".tmp")
+        tmp_manifest = out / (MANIFEST_FILE + ".tmp")
+        joblib.dump(payload, tmp_model, compress=("xz", 6))
+        tmp_manifest.write_text(json.dumps(self.manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp_model.replace(out / MODEL_FILE)
+        tmp_manifest.replace(out / MANIFEST_FILE)
+
+    @classmethod
+    def from_disk(cls, path: Path | str) -> ParserModel:
+        """Return the model stored in directory ``path``; raises ``ModelNotAvailableError`` when absent or unreadable."""
+        import joblib
+
+        folder = Path(path)
+        model_file = folder / MODEL_FILE
+        if not model_file.is_file():
+            raise ModelNotAvailableError(f"no trained parser model at {folder}; train one with "
+                                         f"python -m parsers.train --gum ../shared/data/gum_rst --out {folder}")
+        manifest: dict[str, Any] = {}
+        if (folder / MANIFEST_FILE).is_file():
+            manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        try:
+            payload = joblib.load(model_file)
+        except Exception as exc:  # joblib/pickle raise many types on corrupt files
+            raise ModelNotAvailableError(f"cannot load trained parser model {model_file}: {exc}") from None
+        return cls(segmenter=payload["segmenter"], seg_threshold=float(payload["seg_threshold"]),
+                   structure=payload["structure"], labeller=payload["labeller"], manifest=manifest)
+
+
+def resolve_model_dir(model: str | Path) -> Path:
+    """Return the directory of ``model``: a shipped model name under ``MODELS_DIR`` or a path.
+
+    Raises ``ConfigError`` when neither exists.
+    """
+    candidate = MODELS_DIR / str(model)
+    if candidate.is_dir():
+        return candidate
+    path = Path(model)
+    if path.is_dir():
+        return path
+    shipped = sorted(p.name for p in MODELS_DIR.iterdir() if p.is_dir()) if MODELS_DIR.is_dir() else []
+    raise ConfigError(f"unknown trained parser model {str(model)!r}; shipped: {', '.join(shipped) or 'none'}")
+
+
+def edus_to_tree_edus(analyzed: AnalyzedText, views: Sequence[EduView]) -> list[EDU]:
+    """Return ``EDU`` objects (text, character span, sentence number) for token-range ``views``.
+
+    ``lemmas`` and ``entities`` are left empty; ``TrainedParser`` fills them.
+    """
+    toks = analyzed.tokens
+    out = []
+    for k, v in enumerate(views):
+        words = [t for t in toks[v.start: v.end] if not t.text.isspace()] or list(toks[v.start: v.end])
+        start = words[0].idx
+        end = words[-1].end
+        out.append(EDU(index=k, text=analyzed.text[start:end], start=start, end=end, sentence=v.sentence))
+    return out
+
+
+@register_parser("trained")
+class TrainedParser(RSTParser):
+    """RST parser running the scikit-learn models trained on GUM by ``parsers.train``."""
+
+    name = "trained"
+
+    def __init__(self, *, model: str = DEFAULT_MODEL, nlp: NLPBackend | None = None,
+                 named_entities: bool = False) -> None:
+        if not isinstance(model, (str, Path)) or not str(model):
+            raise ConfigError(f"model must be a model name or directory, got {model!r}")
+        self.model_name = str(model)
+        self.named_entities = bool(named_entities)
+        started = time.perf_counter()
+        self.model = ParserModel.from_disk(resolve_model_dir(model))
+        if nlp is None:
+            from parsers.nlp_spacy import SpacyBackend
+
+            # NER costs as much as the parser and only adds entity phrases noun chunks mostly hold (as in "rules").
+            nlp = SpacyBackend(disable=() if self.named_entities else ("ner",))
+        self.nlp = nlp
+        self.load_seconds = time.perf_counter() - started
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "model": self.model_name, "named_entities": self.named_entities}
+
+    def parse(self, text: str) -> DiscourseTree:
+        return next(self.parse_many([text]))
+
+    def parse_many(self, texts: Iterable[str], *, batch_size: int = 64, n_process: int = 1) -> Iterator[DiscourseTree]:
+        from parsers.text_input import clean_text
+
+        cleaned = [clean_text(t) for t in texts]
+        for analyzed in self.nlp.analyze_many(cleaned, batch_size=batch_size, n_process=n_process):
+            yield self.parse_analyzed(analyzed)
+
+    def parse_analyzed(self, analyzed: AnalyzedText) -> DiscourseTree:
+        """Return the discourse tree of an already analysed (cleaned) text."""
+        if not analyzed.tokens:
+            raise InputError("text has no words to parse")
+        views = self.model.segment(analyzed)
+        # Renumber sentences densely so EDU.sentence counts sentences of this text.
+        sent_ids = {s: k for k, s in enumerate(sorted({v.sentence for v in views}))}
+        views = [EduView(start=v.start, end=v.end, sentence=sent_ids[v.sentence]) for v in views]
+        edus = edus_to_tree_edus(analyzed, views)
+        edus = _enrich(analyzed, views, edus)
+        if len(edus) == 1:
+            return DiscourseTree.single(analyzed.text, edus[0], parser=self.name)
+        root = self.model.build(DocContext(analyzed=analyzed, edus=views))
+        return DiscourseTree(text=analyzed.text, edus=tuple(edus), root=root, parser=self.name,
+                             meta={"model": self.model_name})
+
+
+def _enrich(analyzed: AnalyzedText, views: Sequence[EduView], edus: list[EDU]) -> list[EDU]:
+    """Return ``edus`` with lemmas and entities filled exactly as the rule parser fills them."""
+    from dataclasses import replace
+
+    # One definition of EDU lemmas/entities for every parser, so indexes built with either agree.
+    from parsers.rule_parser import _content_lemmas, _entities
+
+    return [replace(e, lemmas=_content_lemmas(analyzed, v.start, v.end), entities=_entities(analyzed, v.start, v.end))
+            for e, v in zip(edus, views)]
