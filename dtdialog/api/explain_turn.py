@@ -8,23 +8,6 @@ from dtdialog.api.explain import chains_to_svg
 from dtdialog.api.models import Explanation
 
 
-def _find(trace: Any, key: str) -> Any:
-    # The trace is a nested dict; the first value under ``key`` found depth-first wins.
-    if isinstance(trace, dict):
-        if key in trace and trace[key] not in (None, "", [], {}):
-            return trace[key]
-        for value in trace.values():
-            found = _find(value, key)
-            if found is not None:
-                return found
-    elif isinstance(trace, list):
-        for value in trace:
-            found = _find(value, key)
-            if found is not None:
-                return found
-    return None
-
-
 def _candidate_agreement(trace: dict[str, Any], answer_id: str) -> dict[str, Any] | None:
     steps = [trace] + [s for s in trace.get("steps") or [] if isinstance(s, dict)]
     for holder in steps:
@@ -59,10 +42,10 @@ def explain_turn(service: Any, *, result: Any, user_text: str, session_question:
     from parsers.tree import DiscourseTree
 
     trace = result.trace or {}
-    question = _find(trace, "question")
+    question = trace.get("question")
     if not (isinstance(question, str) and question.strip()):
         question = session_question if session_question.strip() else user_text
-    qtree_data = _find(trace, "question_tree")
+    qtree_data = trace.get("question_tree")
     qtree = DiscourseTree.from_dict(qtree_data) if isinstance(qtree_data, dict) else service.parser().parse(question)
     out = Explanation(question=question, question_tree=qtree.to_dict(), question_svg=tree_to_svg(qtree))
     answer_id = result.answer_id
