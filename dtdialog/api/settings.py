@@ -15,9 +15,10 @@ API_KEY_ENV = "DTDIALOG_API_KEY"
 
 
 def _default_sessions_path() -> Path:
-    # Beside the working directory rather than in $HOME, so a test or a
-    # container keeps its sessions where it runs.
-    return Path(os.environ.get("DTDIALOG_SESSIONS", "dtdialog_sessions.sqlite"))
+    # The same store as `dtdialog chat`, so a session can be continued from either.
+    from dtdialog.paths import sessions_path
+
+    return sessions_path()
 
 
 @dataclass

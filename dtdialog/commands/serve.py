@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="format of --corpus: jsonl (default), csv, mechanics, twitter or irc")
     parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the built-in)")
     parser.add_argument("--sessions", type=Path, default=None,
-                        help="SQLite file holding the sessions (default: $DTDIALOG_SESSIONS or ./dtdialog_sessions.sqlite)")
+                        help="SQLite file holding the sessions (default: $DTDIALOG_HOME/sessions.sqlite, shared with `dtdialog chat`)")
     parser.add_argument("--rebuild-root", type=Path, action="append", default=None, dest="rebuild_roots",
                         help="folder POST /index/rebuild may read a corpus from (repeatable; default: none)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="request body limit (default 1000000)")
