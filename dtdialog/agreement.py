@@ -28,6 +28,11 @@ from parsers.errors import ConfigError
 from parsers.relations import RELATIONS, canonical, is_default
 from parsers.tree import EDU, DiscourseTree, RelationInstance
 
+#: Where the shared entity must be: in the compatible answer relation's own EDUs (the paper's rule), or
+#: anywhere in the answer (a relaxed rule for parsers whose relation spans are short).
+RELATION_SCOPE = "relation"
+ANSWER_SCOPE = "answer"
+OVERLAP_SCOPES = (RELATION_SCOPE, ANSWER_SCOPE)
 BUILTIN_TABLE = Path(__file__).resolve().parent / "resources" / "agreement_table.json"
 #: An overlap of this many terms counts as full entity strength.
 FULL_OVERLAP = 3
@@ -155,9 +160,12 @@ class RhetoricalAgreement:
     """Checks rhetorical agreement; thread-safe (immutable table, cached pure term functions)."""
 
     def __init__(self, *, table: AgreementTable | None = None, normalizer: EntityNormalizer | None = None,
-                 ratio: float = 1.0) -> None:
+                 ratio: float = 1.0, overlap_scope: str = RELATION_SCOPE) -> None:
         if not 0.0 <= ratio <= 1.0:
             raise ConfigError(f"agreement ratio must be in [0, 1], got {ratio}")
+        if overlap_scope not in OVERLAP_SCOPES:
+            raise ConfigError(f"overlap scope must be one of {', '.join(OVERLAP_SCOPES)}, got {overlap_scope!r}")
+        self.overlap_scope = overlap_scope
         self.table = table or AgreementTable.load()
         self.normalizer = normalizer or EntityNormalizer()
         self.ratio = ratio
@@ -210,6 +218,12 @@ class RhetoricalAgreement:
                 shared = req.terms & rel.terms
                 if shared and (best is None or len(shared) > best[0]):
                     best = (len(shared), rel, shared)
+            if best is None and self.overlap_scope == ANSWER_SCOPE:
+                # relaxed: a compatible relation anywhere, entities shared with the answer as a whole
+                shared = req.terms & view.terms
+                compatible = [r for r in view.relations if self.table.addresses(req.relation, r.relation)]
+                if shared and compatible:
+                    best = (len(shared), compatible[0], shared)
             if best is None:
                 missing.append(req.label())
                 continue

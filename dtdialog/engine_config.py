@@ -20,6 +20,8 @@ class EngineConfig:
     require_agreement: drop candidates whose agreement verdict is negative (else only demote them).
     agreement_table: path of a JSON compatibility table replacing the built-in one.
     agreement_ratio: fraction of the part's non-default relations that must be addressed for a positive verdict.
+    overlap_scope: "relation" (the paper's rule: the compatible answer relation's EDUs share an entity with the
+        question relation's) or "answer" (also accept a compatible relation when the answer as a whole shares one).
     constraint_penalty: score factor removed from candidates that mention something the user cannot do/use;
         1.0 drops them.
     continuation_weight: bonus for the answer that followed the last delivered one in a logged dialogue.
@@ -37,6 +39,7 @@ class EngineConfig:
     require_agreement: bool = True
     agreement_table: str | None = None
     agreement_ratio: float = 1.0
+    overlap_scope: str = "relation"
     constraint_penalty: float = 0.6
     continuation_weight: float = 0.2
     question_weight: float = 0.4
@@ -60,6 +63,8 @@ class EngineConfig:
                   f"{name} must be a number in [0, 1], got {value!r}")
             setattr(self, name, float(value))
         check(isinstance(self.require_agreement, bool), "require_agreement must be true or false")
+        check(self.overlap_scope in ("relation", "answer"), f"overlap_scope must be 'relation' or 'answer', "
+              f"got {self.overlap_scope!r}")
         check(self.agreement_table is None or isinstance(self.agreement_table, str),
               "agreement_table must be a path or null")
 

@@ -91,7 +91,8 @@ class AnswerSelector:
         self.scorer = scorer or RuleScorer(config=self.config)
         self.normalizer = normalizer or EntityNormalizer()
         table = AgreementTable.load(self.config.agreement_table)
-        self.agreement = RhetoricalAgreement(table=table, normalizer=self.normalizer, ratio=self.config.agreement_ratio)
+        self.agreement = RhetoricalAgreement(table=table, normalizer=self.normalizer, ratio=self.config.agreement_ratio,
+                                              overlap_scope=self.config.overlap_scope)
         # spaCy pipelines are not documented as thread-safe; parsing is short, so serialise it.
         self._parse_lock = threading.Lock()
         self._cache_lock = threading.Lock()

@@ -154,3 +154,20 @@ def test_bad_user_table_is_a_config_error(tmp_path, content):
 def test_missing_table_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         AgreementTable.load(tmp_path / "nope.json")
+
+
+def test_answer_scope_relaxes_only_the_place_of_the_shared_entity():
+    q = build_tree(("Contrast", "NN", ["I replaced the fuel pump relay", "but it still stalls"]))
+    # the compatible Condition shares nothing itself; the fuel pump is named in a default Elaboration
+    a = build_tree(("Elaboration", "NS", [("Condition", "SN", ["If it dies when warm", "look at the wiring"]),
+                                          "A bad fuel pump relay does that."]))
+    norm = EntityNormalizer(synonyms={}, use_builtin=False)
+    strict = RhetoricalAgreement(table=TABLE, normalizer=norm)
+    relaxed = RhetoricalAgreement(table=TABLE, normalizer=norm, overlap_scope="answer")
+    reqs = strict.requirements([q.instance(q.root)])
+    assert not strict.check(reqs, a).verdict
+    assert relaxed.check(reqs, a).verdict
+    unrelated = build_tree(("Elaboration", "NS", [("Temporal", "NS", ["Stop", "then wait"]), "A bad fuel pump relay."]))
+    assert not relaxed.check(reqs, unrelated).verdict  # still needs a compatible relation
+    with pytest.raises(ConfigError):
+        RhetoricalAgreement(table=TABLE, normalizer=norm, overlap_scope="everywhere")
