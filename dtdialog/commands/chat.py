@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-json", type=Path, default=None,
                         help="append every turn's trace as one JSON line to this file")
     parser.add_argument("--agreement-table", default=None, help="JSON compatibility table replacing the built-in one")
+    parser.add_argument("--overlap-scope", choices=("relation", "answer"), default="relation",
+                        help="where an answer must share an entity with a question relation: in the compatible "
+                             "relation itself (the paper's rule, default) or anywhere in the answer")
     parser.add_argument("--clarify-margin", type=float, default=None, metavar="X",
                         help="offer a choice when the top answers score within X of each other (0..1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar while building the index")
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.corpus is not None and args.fmt == "builtin":
         raise InputError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
     script = _read_script(args.script) if args.script is not None else None
-    options = {"agreement_table": args.agreement_table}
+    options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
     if args.clarify_margin is not None:
         options["clarify_margin"] = args.clarify_margin
     config = EngineConfig(**options)
