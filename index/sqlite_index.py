@@ -456,8 +456,14 @@ def encode_doc(doc: AnswerDocument) -> bytes:
 
 def decode_doc(data: bytes | str) -> AnswerDocument:
     """Return the document stored by ``encode_doc``."""
-    raw = zlib.decompress(data).decode("utf-8") if isinstance(data, bytes) else data
-    return AnswerDocument.from_dict(json.loads(raw))
+    raw = zlib.decompress(data) if isinstance(data, bytes) else data
+    return AnswerDocument.from_dict(_json_loads(raw))
+
+
+try:  # decoding ten stored DTs is the largest CPU cost of a search; orjson does it several times faster
+    from orjson import loads as _json_loads
+except ImportError:  # pragma: no cover - the standard library is the always-available fallback
+    _json_loads = json.loads
 
 
 def _marks(values: Iterable[Any]) -> str:
