@@ -1,0 +1,90 @@
+"""The harness end to end: multi-step protocol, exclusion of earlier picks, CLI outputs and bad input."""
+
+import csv
+
+import pytest
+
+from dtdialog.cli import main as dtdialog_main
+from eval.methods import register_method
+from eval.methods.base import RankingMethod
+from eval.reconstruct import main, reconstruct
+
+
+class Scripted(RankingMethod):
+    """Returns the pool in a fixed order, minus exclusions, and records every call."""
+
+    name = "scripted"
+    label = "scripted"
+
+    def __init__(self, order):
+        self.order = list(order)
+        self.calls = []
+
+    def fit(self, *, pool):
+        pass
+
+    def rank(self, *, question, followups, step, exclude_ids, k):
+        self.calls.append((question, tuple(followups), step, tuple(exclude_ids)))
+        return [(i, -n) for n, i in enumerate(x for x in self.order if x not in exclude_ids)][:k]
+
+
+def test_steps_get_actual_followups_and_exclude_earlier_picks(toy_set):
+    # battery#1 first everywhere: right for the battery dialogue's A1, then excluded at its A2.
+    method = Scripted(["battery#1", "battery#3", "brakes#1", "oil#1", "tires#1"])
+    results = {r.dialogue_id: r for r in reconstruct(method, toy_set, k=10, progress=False)}
+    battery = results["battery"]
+    assert [s.correct for s in battery.steps] == [True, True]
+    assert battery.has_followup and battery.steps[1].rank == 1
+    calls = [c for c in method.calls if c[0].startswith("The car will not start")]
+    assert calls[0][1:] == ((), 0, ())
+    assert calls[1][1] == (toy_set.dialogues[1].followups[0],) and calls[1][2:] == (1, ("battery#1",))
+    assert results["brakes"].steps[0].rank == 3
+    assert not results["brakes"].has_followup
+
+
+def test_cli_writes_markdown_csv_and_png(tmp_path):
+    out = tmp_path / "out"
+    assert main(["--dataset", "builtin", "--methods", "keyword", "--limit", "6", "--out", str(out),
+                 "--bootstrap", "50", "--no-progress"]) == 0
+    md = (out / "results.md").read_text()
+    assert "| Dialog type | Q-A | Q-A1-C1 | Q-A1-C1-A2 | Q-A1-C1-A2-C2-A3 |" in md
+    assert "Baseline 1" in md and "own data" in md and "72.3" in md
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert {r["metric"] for r in rows} >= {"Q-A", "P@1", "R@5", "MRR", "dialogue correct"}
+    assert all(r["n"] == "6" for r in rows if r["metric"] == "Q-A")
+    assert (out / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_missing_dataset_is_skipped_with_a_message(tmp_path, capsys):
+    assert main(["--dataset", "mechanics", "--methods", "keyword", "--data-dir", str(tmp_path / "none"),
+                 "--out", str(tmp_path / "o"), "--no-progress"]) == 1
+    assert "skipped" in capsys.readouterr().err
+    assert "Skipped:" in (tmp_path / "o" / "results.md").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--methods", "nope"], "unknown method"),
+    (["--methods", ","], "--methods is empty"),
+    (["--dataset", "nope"], "unknown dataset"),
+    (["--limit", "0"], "--limit"),
+])
+def test_bad_options_give_one_line_errors(argv, message, capsys, tmp_path):
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err and "Traceback" not in err
+
+
+def test_dtdialog_eval_forwards(tmp_path):
+    out = tmp_path / "cli"
+    assert dtdialog_main(["eval", "--dataset", "builtin", "--methods", "keyword", "--limit", "3", "--out", str(out),
+                          "--bootstrap", "20", "--no-progress"]) == 0
+    assert (out / "results.md").is_file()
+    assert dtdialog_main(["eval", "--methods", "bogus", "--out", str(out)]) == 2
+
+
+def test_registered_method_runs_through_the_cli(tmp_path):
+    register_method("scripted-test", lambda: Scripted([]))
+    assert main(["--dataset", "builtin", "--methods", "scripted-test", "--limit", "2", "--out", str(tmp_path),
+                 "--bootstrap", "10", "--no-progress"]) == 0
+    assert "0.0 [0.0, 0.0]" in (tmp_path / "results.md").read_text()
