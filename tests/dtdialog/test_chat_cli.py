@@ -15,6 +15,12 @@ PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced 
 PAPER_C1 = "It did at first but not anymore. What should I do?"
 
 
+@pytest.fixture(autouse=True)
+def rule_ranking(monkeypatch):
+    """Pin the rule scorer: these tests check the DT-Q engine's own choices, not a trained ranker's."""
+    monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Return (index path, tmp dir) of the built-in corpus indexed once with the rule parser."""
