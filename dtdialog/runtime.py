@@ -96,7 +96,8 @@ def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "buil
             dialogues = _load_dialogues(corpus, corpus_format)
             if path is None:
                 path = builtin_index_path(corpus_fingerprint(dialogues, getattr(rst, "name", "parser")))
-            if corpus is not None or not path.exists():
+            # an explicit --index with --corpus is rebuilt; a fingerprinted one only when it does not exist yet
+            if (corpus is not None and index_path is not None) or not path.exists():
                 if progress:
                     print(f"building the answer index ({len(dialogues)} dialogues) into {path} ...", file=sys.stderr)
                 build_index(dialogues=dialogues, parser=rst, backend="sqlite", out=path, progress=progress)
