@@ -41,6 +41,9 @@ CONCLUDED_KIND = "concluded"
 PROMPT = "prompt"
 RESET = "reset"
 
+#: After this many replies that match no option, a descriptive reply is taken as detail instead.
+MAX_REPROMPTS = 2
+
 GREETING = "Hi! Describe your car problem - what happens, and what you have already checked or replaced."
 
 
@@ -178,6 +181,14 @@ class DialogueManager:
                              number=intent.number if intent.kind == intents.CHOICE else None)
         if intent.kind == intents.NONE_OF_THESE:
             option = pending.options[-1] if pending.options else None
+        if option is None and pending.reprompts >= MAX_REPROMPTS and intent.has_content:
+            # the user keeps describing instead of choosing: take it as detail for this step
+            record.pending = None
+            record.skipped.extend(o.answer_id for o in pending.options if o.answer_id)
+            record.step_followups = record.step_followups + [text]
+            record.followups.append(text)
+            trace.note("no option matched again; using the reply as detail for the same step")
+            return self._select(record, trace, allow_clarify=False)
         if option is None:
             pending.reprompts += 1
             record.pending = pending.to_dict()

@@ -208,3 +208,15 @@ def test_turn_result_and_session_serialise(tmp_path):
     result = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
     json.dumps(result.to_dict())
     json.dumps(manager.session(sid).to_dict())
+
+
+def test_repeated_unmatched_descriptions_become_detail(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    sid = manager.start_session()
+    ask = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
+    assert ask.kind == "clarify"
+    for _ in range(2):
+        assert manager.handle(session_id=sid, text="purple elephants dancing").kind == "clarify"
+    result = manager.handle(session_id=sid, text="the squeal happens only on wet mornings")
+    assert result.kind in ("answer", "fallback", "handoff")
+    assert manager.session(sid).pending is None
