@@ -168,8 +168,6 @@ class SqliteIndex(AnswerIndex):
         self._lock = threading.Lock()
         self._closed = False
         self._stemmer = _Stemmer()
-        self._size: int | None = None
-        self._df_table: str | None = None
         self._stem_sets: dict[tuple[str, str], frozenset[str]] = {}
         conn = self._conn()
         if not readonly:
@@ -238,9 +236,7 @@ class SqliteIndex(AnswerIndex):
                 conn.executemany("INSERT OR IGNORE INTO doc_relations(relation, doc) VALUES (?, ?)",
                                  [(relation_key(r), rowid) for r in doc.relations])
                 added += 1
-        self._size = None
-        self._df_table = None
-        with self._lock, conn:
+            # Same transaction: no reader ever sees the new rows with the old frequencies marked fresh.
             conn.execute("DELETE FROM index_meta WHERE key = 'term_df_rows'")
         return added
 
@@ -279,7 +275,7 @@ class SqliteIndex(AnswerIndex):
                 conn.execute("DELETE FROM term_df")
                 conn.execute("INSERT INTO term_df(term, col, df) SELECT term, col, doc FROM fts_vocab")
                 conn.execute("INSERT OR REPLACE INTO index_meta(key, value) VALUES ('term_df_rows', ?)",
-                             (str(self._document_count(conn, refresh=True)),))
+                             (str(self._document_count(conn)),))
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- reading --------------------------------------------------------------
@@ -322,33 +318,35 @@ class SqliteIndex(AnswerIndex):
         return [SearchHit(document=docs[rid], score=-float(score), matched=matched.get(rid, {}))
                 for rid, score in ranked if rid in docs]
 
-    def _document_count(self, conn: sqlite3.Connection, *, refresh: bool = False) -> int:
-        if self._size is None or refresh:
-            self._size = int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-        return self._size
+    @staticmethod
+    def _document_count(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
 
-    def _frequency_table(self, conn: sqlite3.Connection) -> str:
-        # term_df is exact only for the document count it was computed at; otherwise scan fts_vocab.
-        if self._df_table is None:
-            row = conn.execute("SELECT value FROM index_meta WHERE key = 'term_df_rows'").fetchone()
-            fresh = row is not None and int(row[0]) == self._document_count(conn)
-            self._df_table = "term_df" if fresh else "fts_vocab"
-        return self._df_table
+    def _frequencies(self, conn: sqlite3.Connection) -> tuple[str, int]:
+        """Return the frequency table to read and the document count it describes.
+
+        ``term_df`` (stored by ``optimize``) is exact until the next ``add``, which removes the
+        ``term_df_rows`` marker, possibly from another process; then ``fts_vocab`` is scanned instead, so
+        a freshly added answer is never pruned as absent. Checked on every search: one key lookup.
+        """
+        row = conn.execute("SELECT value FROM index_meta WHERE key = 'term_df_rows'").fetchone()
+        if row is not None:
+            return "term_df", int(row[0])
+        return "fts_vocab", self._document_count(conn)
 
     def _pruned_tokens(self, conn: sqlite3.Connection, query: SearchQuery) -> tuple[list[str], list[str]]:
         """Return the keyword and RR tokens worth searching: present in the index, not near-universal, rarest first."""
         kw, rr = keyword_tokens(query), query_rr_tokens(query)
         stems = self._stemmer.stems(kw + rr)
         terms = sorted({t for t in stems.values() if t})
+        table, size = self._frequencies(conn)
+        count_col = "df" if table == "term_df" else "doc"
         df: dict[tuple[str, str], int] = {}
         for start in range(0, len(terms), 500):
             chunk = terms[start:start + 500]
-            table = self._frequency_table(conn)
-            column = "df" if table == "term_df" else "doc"
             for term, col, doc in conn.execute(
-                    f"SELECT term, col, {column} FROM {table} WHERE term IN ({_marks(chunk)})", chunk):
+                    f"SELECT term, col, {count_col} FROM {table} WHERE term IN ({_marks(chunk)})", chunk):
                 df[(term, col)] = int(doc)
-        size = self._document_count(conn)
         limit = int(size * MAX_DF_RATIO) if size >= MIN_DOCS_FOR_DF_PRUNING else size
         candidates = [(df.get((stems[t], column), 0), column, t)
                       for column, tokens in (("keywords", kw), ("rr_edu", rr)) for t in tokens if stems.get(t)]

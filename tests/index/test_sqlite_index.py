@@ -83,3 +83,16 @@ def test_closed_index_refuses_use(tmp_path: Path, documents) -> None:
     reader.close()
     with pytest.raises(InputError, match="closed"):
         reader.count()
+
+
+def test_answers_added_after_a_build_are_found(tmp_path: Path, documents) -> None:
+    """Frequencies stored by optimize() go stale on add(): new words must still be searchable, by any reader."""
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as writer:
+        writer.add(documents)
+        writer.optimize()
+    with SqliteIndex(path) as reader:
+        assert reader.search(SearchQuery(keywords=("carburetor",))) == []
+        with SqliteIndex(path, readonly=False) as writer:  # e.g. the API adding answers to a served index
+            writer.add([replace(documents[0], id="new#1", keywords=("carburetor", "jet"))])
+        assert [h.document.id for h in reader.search(SearchQuery(keywords=("carburetor",)))] == ["new#1"]
