@@ -81,6 +81,9 @@ def join_features(left: Sequence[UnitView], right: Sequence[UnitView]) -> list[s
         feats.append(f"{level}|L1={l_words[0]}")
     if left[-1].words:
         feats.append(f"{level}|Llast={left[-1].words[-1]}")
+    # The clause type together with its opener separates e.g. "advcl+to" (purpose) from "advcl+when".
+    feats.append(f"{level}|RdepR1={right[0].head_dep}+{r_words[0] if r_words else ''}")
+    feats.append(f"{level}|Size={min(len(left), 3)}x{min(len(right), 3)}")
     return feats
 
 
