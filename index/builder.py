@@ -150,12 +150,14 @@ def build_index(
     n_process: int = 1,
     progress: bool = True,
     index_name: str = DEFAULT_INDEX_NAME,
+    dense: bool = False,
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
     ``backend="sqlite"`` writes ``out`` atomically (temp file + rename); ``backend="elasticsearch"``
     loads ``url`` (default ``$ELASTICSEARCH_URL``) under alias ``index_name``. Raises ``ConfigError``
     for an unknown backend or bad option, ``InputError`` when there is no answer to index.
+    ``dense=True`` (sqlite) also writes the answers' MiniLM vectors beside the file (``index.dense_store``).
     """
     if backend not in BACKENDS:
         raise ConfigError(f"unknown index backend {backend!r}; expected one of {', '.join(BACKENDS)}")
@@ -175,6 +177,11 @@ def build_index(
             raise ConfigError("the sqlite backend needs an output path (--out)")
         report.location = str(out)
         report.indexed = _build_sqlite(Path(out), documents, report)
+        if dense:
+            # answer embeddings beside the index (``index.dense_store``); needs the [dense] extra
+            from index.dense_store import build_for_index
+
+            build_for_index(Path(out), progress=progress)
     else:
         from index.es_index import ElasticsearchIndex
 

@@ -19,6 +19,8 @@ _REGISTRY: dict[str, str | Callable[..., RankingMethod]] = {
     "dtq": "eval.methods.dtq:DTQMethod",
     "dense": "eval.methods.dense:DenseMethod",
     "dtq-nocontext": "eval.methods.dtq:dtq_without_context",
+    "hybrid": "eval.methods.hybrid:hybrid_method",
+    "hybrid+dt": "eval.methods.hybrid:hybrid_dt_method",
 }
 
 

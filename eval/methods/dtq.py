@@ -41,20 +41,25 @@ class DTQMethod(RankingMethod):
 
     ``use_context``: pass the answers this method selected so far as ``context_ids`` (the engine's
     continuation hint, as in a live session); ``parser``: the RST parser name (default: the project's);
-    ``candidates``: retrieval depth per step (default: the engine's).
+    ``candidates``: retrieval depth per step (default: the engine's); ``ranker``: ``auto`` (default: the
+    learned hybrid ranker when the [dense] extra is installed, else the rules), ``learned`` or ``rules``
+    (see ``dtdialog.ranking.factory``).
     """
 
     name = "dtq"
     label = "DT-Q dialogue formation (engine)"
 
     def __init__(self, *, parser: str | None = None, use_context: bool = True, candidates: int | None = None,
-                 progress: bool = False) -> None:
+                 progress: bool = False, ranker: str | None = None) -> None:
         if candidates is not None and candidates < 1:
             raise ConfigError(f"candidates must be at least 1, got {candidates}")
         self.parser_name = parser
         self.use_context = use_context
         self.candidates = candidates
         self.progress = progress
+        self.ranker = ranker
+        self.ranker_model: str | None = None  # a model file for the learned ranker (default: the shipped one)
+        self.require_agreement: bool | None = None  # learned ranker: None follows the engine config
         self.build_report = None
         self._tmpdir: Path | None = None
         self._index = None
@@ -83,7 +88,13 @@ class DTQMethod(RankingMethod):
             from dataclasses import replace
 
             config = replace(config, candidates=self.candidates)
-        self._selector = AnswerSelector(index=self._index, parser=parser, config=config)
+        from dtdialog.ranking.factory import build_ranking
+
+        generator, scorer = build_ranking(index=self._index, index_path=path, config=config, ranker=self.ranker,
+                                          model_path=self.ranker_model, progress=self.progress,
+                                          require_agreement=self.require_agreement)
+        self._selector = AnswerSelector(index=self._index, parser=parser, config=config, generator=generator,
+                                        scorer=scorer)
         self._plans = {}
 
     def _plan(self, question: str):

@@ -1,0 +1,116 @@
+"""Choose the engine's candidate generator and scorer: learned hybrid ranking when possible, else the rules.
+
+``build_ranking`` returns ``(generator, scorer)`` for ``AnswerSelector``:
+
+* ``ranker="rules"``: ``(None, None)`` - the selector's lexical generator and ``RuleScorer``;
+* ``ranker="learned"``: hybrid generator + ``LearnedScorer`` with the shipped model; raises
+  ``ModelNotAvailableError`` when the ``[dense]`` extra, the vectors or the model are missing;
+* ``ranker="auto"`` (default, or ``$DTDIALOG_RANKER``): learned when the extra is installed, else the
+  rules, saying so once in the log ("dense retrieval unavailable ... ranking lexically").
+
+Dense vectors of a SQLite index live beside it (``index.dense_store``); ``auto``/``learned`` build
+them on first use when the extra is installed (a progress bar, once per index).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from dtdialog.engine_config import EngineConfig
+from index.base import AnswerIndex
+from parsers.errors import ConfigError, ModelNotAvailableError
+
+log = logging.getLogger("dtdialog.ranking")
+RANKERS = ("auto", "learned", "rules")
+RANKER_ENV = "DTDIALOG_RANKER"
+_warned = False
+
+
+def ranking_status() -> str:
+    """Return a one-line account of which ranker ``auto`` picks here and why."""
+    from index.dense import dense_available
+
+    if not dense_available():
+        return "lexical: the [dense] extra is not installed (pip install 'dtdialog[dense]')"
+    return "learned hybrid ranker (dense + lexical + rhetorical-agreement features)"
+
+
+def _warn_once(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        log.warning(message)
+
+
+def resolve_ranker(ranker: str | None) -> str:
+    """Return the ranker name to use: ``ranker``, else ``$DTDIALOG_RANKER``, else ``auto``."""
+    name = (ranker or os.environ.get(RANKER_ENV) or "auto").strip().lower()
+    if name not in RANKERS:
+        raise ConfigError(f"unknown ranker {name!r}; expected one of {', '.join(RANKERS)}")
+    return name
+
+
+def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: EngineConfig | None = None,
+                  ranker: str | None = None, model_path: str | Path | None = None, encoder=None,
+                  progress: bool = True, require_agreement: bool | None = None):
+    """Return ``(generator, scorer)`` for ``AnswerSelector`` (``(None, None)`` means the rule-based defaults).
+
+    ``require_agreement`` (default: ``config.require_agreement``) drops candidates whose rhetorical
+    agreement verdict is negative, as the rule scorer does; the evaluation's ``hybrid`` methods turn it off.
+    """
+    from index.dense import INSTALL_HINT, dense_available
+
+    name = resolve_ranker(ranker)
+    if name == "rules":
+        return None, None
+    if not dense_available():
+        if name == "learned":
+            raise ModelNotAvailableError(f"the learned ranker needs the [dense] extra ({INSTALL_HINT})")
+        _warn_once(f"dense retrieval unavailable ({INSTALL_HINT}); ranking lexically with the rule scorer")
+        return None, None
+    if index_path is None:
+        if name == "learned":
+            raise ModelNotAvailableError("the learned ranker needs a SQLite index file (dense vectors live beside it)")
+        _warn_once("dense vectors are stored beside SQLite indexes only; ranking lexically with the rule scorer")
+        return None, None
+    from dtdialog.ranking.dense_signals import DenseSignals
+    from dtdialog.ranking.hybrid_generator import HybridGenerator
+    from dtdialog.ranking.learned_scorer import LearnedScorer, RankerModel
+    from dtdialog.ranking.signals import SignalExtractor
+    from index.dense import DenseEncoder
+    from index.dense_store import DenseStore, build_dense_store
+
+    try:
+        model = RankerModel.load(model_path)
+    except ModelNotAvailableError as exc:
+        if name == "learned":
+            raise
+        _warn_once(f"{exc}; ranking lexically with the rule scorer")
+        return None, None
+    store = _store_for(index, Path(index_path), encoder=encoder, progress=progress, build=build_dense_store,
+                       store_cls=DenseStore)
+    dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
+    cfg = config or EngineConfig()
+    depth = int(model.manifest.get("k") or cfg.candidates)  # the list depth the model was trained on
+    generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
+    scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg), config=cfg,
+                           require_agreement=cfg.require_agreement if require_agreement is None else require_agreement)
+    return generator, scorer
+
+
+def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool, build, store_cls):
+    """Return the dense store beside ``path``, (re)building it when missing or out of step with the index."""
+    if store_cls.exists(path):
+        try:
+            store = store_cls.load(path)
+            if len(store) == index.count():
+                return store
+        except Exception as exc:  # noqa: BLE001 - a damaged store is derived data: rebuild it
+            log.warning("rebuilding the dense vectors beside %s: %s", path, exc)
+    ids = index.ids() if hasattr(index, "ids") else []
+    docs = [d for d in (index.get(i) for i in ids) if d is not None]
+    store = build(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder, progress=progress)
+    store.save(path)
+    return store_cls.load(path)

@@ -1,0 +1,154 @@
+"""Named features of (query, candidate answer) pairs for the learned ranker.
+
+Features are computed per *candidate list* (one dialogue step), because several of them are
+query-normalised: a cosine of 0.55 is strong for one question and weak for another, while its gap
+to the best candidate of the same list or its rank is comparable across questions.
+
+Two feature sets (``FEATURE_SETS``):
+
+``hybrid`` - retrieval signals only:
+  * ``lexical``: the lexical index score divided by the best lexical score of the list
+    (0 for a candidate only the dense retriever found);
+  * ``lexical_rr``: 1 / (1 + lexical rank), 0 when not retrieved lexically;
+  * ``dense``: cosine of the query and answer MiniLM embeddings;
+  * ``dense_gap``: ``dense`` minus the best ``dense`` of the list; ``dense_z``: z-score in the list;
+  * ``dense_rr``: 1 / (1 + dense rank in the list);
+  * ``dense_csls``: ``dense - 0.5 * hub`` where hub is the answer's mean cosine to its 10 nearest
+    stored answers (CSLS hubness correction: generic answers stop winning every query);
+  * ``dense_csls_gap``, ``dense_csls_rr``: the same normalisations of ``dense_csls``;
+  * ``term_overlap``: share of the question's content terms found in the answer;
+  * ``log_answer_words``: log(1 + answer words); ``length_ratio``: log answer words - log query words.
+
+``hybrid+dt`` - plus the discourse-tree signals:
+  * ``agreement_verdict`` (0/1) and ``agreement_score`` of rhetorical agreement (``dtdialog.agreement``);
+  * ``addressed`` and ``required``: Q relations addressed / to address; ``addressed_share``
+    (1 when the part has no non-default relation);
+  * ``rr_edu_matches``: query ``Relation [words]`` terms that match an answer ``rr_edu`` term
+    (same relation, at least one shared word);
+  * ``entity_overlap``: entity terms shared by the related EDUs of the question and the answer
+    (the agreement check's overlap), capped at 5;
+  * ``compat_any`` / ``compat_all``: whether some / every question relation has a compatible
+    answer relation in the agreement table, regardless of entities (relation-compatibility flags);
+  * ``sg``: the syntactic-generalization score of the paper's Baseline 2 (``dtdialog.syntactic_generalization``).
+
+Missing signals are 0 (e.g. no dense extra: the dense features are all 0 and a model trained
+with them must not be used; ``LearnedScorer`` checks that).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HYBRID_FEATURES: tuple[str, ...] = (
+    "lexical", "lexical_rr", "dense", "dense_gap", "dense_z", "dense_rr", "dense_csls", "dense_csls_gap",
+    "dense_csls_rr", "term_overlap", "log_answer_words", "length_ratio",
+)
+DT_FEATURES: tuple[str, ...] = (
+    "agreement_verdict", "agreement_score", "addressed", "required", "addressed_share", "rr_edu_matches",
+    "entity_overlap", "compat_any", "compat_all", "sg",
+)
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "hybrid": HYBRID_FEATURES,
+    "hybrid+dt": HYBRID_FEATURES + DT_FEATURES,
+}
+CSLS_WEIGHT = 0.5
+MAX_ENTITY_OVERLAP = 5
+
+
+@dataclass
+class CandidateSignals:
+    """The raw signals of one candidate, before list normalisation.
+
+    ``lexical`` is None when the lexical retriever did not return the candidate; ``dense`` is None
+    without dense vectors. Counts are plain numbers; ``sg`` is None when not computed.
+    """
+
+    doc_id: str
+    lexical: float | None = None
+    dense: float | None = None
+    hub: float = 0.0
+    query_terms: int = 0
+    shared_terms: int = 0
+    answer_words: int = 0
+    query_words: int = 0
+    agreement_verdict: bool = False
+    agreement_score: float = 0.0
+    addressed: int = 0
+    required: int = 0
+    rr_edu_matches: int = 0
+    entity_overlap: int = 0
+    compat_any: bool = False
+    compat_all: bool = False
+    sg: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _reciprocal_ranks(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Return 1/(1+rank) by descending value among ``present`` entries, 0 elsewhere (ties: list order)."""
+    out = np.zeros(len(values))
+    idx = np.flatnonzero(present)
+    if idx.size:
+        order = idx[np.argsort(-values[idx], kind="stable")]
+        out[order] = 1.0 / (1.0 + np.arange(order.size))
+    return out
+
+
+def list_features(signals: Sequence[CandidateSignals]) -> list[dict[str, float]]:
+    """Return one ``{feature name: value}`` dict per candidate, with every name of ``hybrid+dt``."""
+    n = len(signals)
+    if n == 0:
+        return []
+    lex_present = np.array([s.lexical is not None for s in signals])
+    lex = np.array([s.lexical if s.lexical is not None else 0.0 for s in signals], dtype=float)
+    lex_best = lex[lex_present].max() if lex_present.any() else 0.0
+    dense_present = np.array([s.dense is not None and not math.isnan(s.dense) for s in signals])
+    dense = np.array([s.dense if p else 0.0 for s, p in zip(signals, dense_present)], dtype=float)
+    hub = np.array([s.hub for s in signals], dtype=float)
+    csls = np.where(dense_present, dense - CSLS_WEIGHT * hub, 0.0)
+
+    def gap(values: np.ndarray) -> np.ndarray:
+        return np.where(dense_present, values - values[dense_present].max(), 0.0) if dense_present.any() \
+            else np.zeros(n)
+
+    if dense_present.sum() > 1:
+        sd = dense[dense_present].std()
+        dense_z = np.where(dense_present, (dense - dense[dense_present].mean()) / (sd + 1e-6), 0.0)
+    else:
+        dense_z = np.zeros(n)
+    lexical_rr = _reciprocal_ranks(lex, lex_present)
+    dense_rr = _reciprocal_ranks(dense, dense_present)
+    csls_rr = _reciprocal_ranks(csls, dense_present)
+    dense_gap, csls_gap = gap(dense), gap(csls)
+    out = []
+    for i, s in enumerate(signals):
+        answer_words = max(s.answer_words, 0)
+        row = {
+            "lexical": lex[i] / lex_best if lex_present[i] and lex_best > 0 else 0.0,
+            "lexical_rr": lexical_rr[i],
+            "dense": dense[i], "dense_gap": dense_gap[i], "dense_z": dense_z[i], "dense_rr": dense_rr[i],
+            "dense_csls": csls[i], "dense_csls_gap": csls_gap[i], "dense_csls_rr": csls_rr[i],
+            "term_overlap": s.shared_terms / s.query_terms if s.query_terms else 0.0,
+            "log_answer_words": math.log1p(answer_words),
+            "length_ratio": math.log1p(answer_words) - math.log1p(max(s.query_words, 0)),
+            "agreement_verdict": 1.0 if s.agreement_verdict else 0.0,
+            "agreement_score": float(s.agreement_score),
+            "addressed": float(s.addressed), "required": float(s.required),
+            "addressed_share": s.addressed / s.required if s.required else 1.0,
+            "rr_edu_matches": float(s.rr_edu_matches),
+            "entity_overlap": float(min(s.entity_overlap, MAX_ENTITY_OVERLAP)),
+            "compat_any": 1.0 if s.compat_any else 0.0, "compat_all": 1.0 if s.compat_all else 0.0,
+            "sg": float(s.sg) if s.sg is not None else 0.0,
+        }
+        row.update(s.extra)
+        out.append({k: float(v) for k, v in row.items()})
+    return out
+
+
+def feature_matrix(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np.ndarray:
+    """Return the ``(len(rows), len(names))`` float matrix of ``rows`` in the order of ``names``."""
+    return np.array([[row.get(name, 0.0) for name in names] for row in rows], dtype=float).reshape(len(rows),
+                                                                                                  len(names))

@@ -1,0 +1,207 @@
+"""The learned ranker: a scikit-learn model over named features, as the engine's ``CandidateScorer``.
+
+``RankerModel`` is the fitted model plus the feature names it was trained on and a manifest
+(feature set, training data, CV figures). It is saved with joblib next to a JSON manifest;
+``RankerModel.load()`` without a path loads the shipped ``models/ranker-v1.joblib``.
+
+``LearnedScorer.score`` computes the signals of the step's candidates (``SignalExtractor``),
+turns them into features (``features.list_features``), scores them with the model and keeps every
+candidate (the agreement verdict is a feature; it filters only with ``require_agreement``), best first. The score is the model
+probability plus the engine's continuation / question-match / step-match bonuses (same weights as
+``RuleScorer``; a single-step training set cannot learn those). Constraint violations still
+multiply the score by ``1 - constraint_penalty`` per violation (dropped when the penalty is 1).
+
+The chosen (top) candidate's ``features`` hold every feature value and, under
+``contribution.<name>``, its contribution to the model's logit: for a linear model
+``coef * standardised value`` (exact: the contributions plus ``contribution.intercept`` sum to
+the logit); for any other model the drop in logit when the feature is set to its training mean
+(an occlusion approximation, documented as such in the trace key ``contribution.method``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dtdialog.engine_config import EngineConfig
+from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
+from dtdialog.ranking.signals import SignalExtractor
+from dtdialog.scoring import RankedCandidate
+from dtdialog.subtrees import QuestionPlan
+from parsers.errors import ConfigError, ModelNotAvailableError
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+DEFAULT_MODEL = MODELS_DIR / "ranker-v1.joblib"
+
+
+@dataclass
+class RankerModel:
+    """A fitted scikit-learn classifier (``decision_function`` or ``predict_proba``) over ``feature_names``."""
+
+    estimator: Any
+    feature_names: tuple[str, ...]
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        known = set(FEATURE_SETS["hybrid+dt"])
+        unknown = [n for n in self.feature_names if n not in known]
+        if unknown:
+            raise ConfigError(f"ranker model uses unknown feature(s): {', '.join(unknown)}")
+
+    @property
+    def uses_dense(self) -> bool:
+        return any(n.startswith("dense") for n in self.feature_names)
+
+    @property
+    def uses_sg(self) -> bool:
+        return "sg" in self.feature_names
+
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        """Return one real score per row (higher = better answer)."""
+        if X.shape[0] == 0:
+            return np.zeros(0)
+        if hasattr(self.estimator, "decision_function"):
+            return np.asarray(self.estimator.decision_function(X), dtype=float).reshape(-1)
+        p = np.clip(self.estimator.predict_proba(X)[:, 1], 1e-9, 1 - 1e-9)
+        return np.log(p / (1 - p))
+
+    def contributions(self, x: np.ndarray, *, means: np.ndarray | None = None) -> tuple[dict[str, float], str]:
+        """Return ({feature: contribution to the logit}, method) for one feature row ``x``."""
+        linear = _linear_parts(self.estimator)
+        if linear is not None:
+            coef, center, scale, intercept = linear
+            values = coef * (x - center) / scale
+            out = {name: float(v) for name, v in zip(self.feature_names, values)}
+            out["intercept"] = intercept
+            return out, "linear"
+        base = self.logits(x[None, :])[0]
+        means = means if means is not None else np.zeros_like(x)
+        out = {}
+        for j, name in enumerate(self.feature_names):
+            probe = x.copy()
+            probe[j] = means[j]
+            out[name] = float(base - self.logits(probe[None, :])[0])
+        return out, "occlusion"
+
+    # --- persistence --------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the model (joblib) and ``<path stem>.json`` manifest atomically; return the model path."""
+        import joblib
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        joblib.dump({"estimator": self.estimator, "feature_names": list(self.feature_names),
+                     "manifest": self.manifest}, tmp, compress=3)
+        tmp.replace(path)
+        manifest_path = path.with_suffix(".json")
+        tmp_manifest = manifest_path.with_suffix(".json.tmp")
+        tmp_manifest.write_text(json.dumps({**self.manifest, "feature_names": list(self.feature_names)}, indent=2)
+                                + "\n", encoding="utf-8")
+        tmp_manifest.replace(manifest_path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> RankerModel:
+        """Return the model at ``path`` (default: the shipped one); ``ModelNotAvailableError`` when missing or unreadable."""
+        import joblib
+
+        path = Path(path) if path is not None else DEFAULT_MODEL
+        if not path.is_file():
+            raise ModelNotAvailableError(f"no ranker model at {path}; train one with python -m eval.train_ranker")
+        try:
+            data = joblib.load(path)
+            return cls(estimator=data["estimator"], feature_names=tuple(data["feature_names"]),
+                       manifest=dict(data.get("manifest") or {}))
+        except (OSError, KeyError, TypeError, ValueError, EOFError) as exc:
+            raise ModelNotAvailableError(f"cannot read ranker model {path}: {exc}") from None
+
+
+def _linear_parts(estimator) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """Return (coef, center, scale, intercept) of ``[StandardScaler] -> linear model``, else None."""
+    steps = list(getattr(estimator, "named_steps", {}).values()) or [estimator]
+    final = steps[-1]
+    coef = getattr(final, "coef_", None)
+    if coef is None:
+        return None
+    coef = np.asarray(coef, dtype=float).reshape(-1)
+    center = np.zeros_like(coef)
+    scale = np.ones_like(coef)
+    for step in steps[:-1]:
+        if hasattr(step, "scale_") or hasattr(step, "mean_"):
+            if getattr(step, "mean_", None) is not None:
+                center = center + np.asarray(step.mean_, dtype=float)
+            if getattr(step, "scale_", None) is not None:
+                scale = scale * np.asarray(step.scale_, dtype=float)
+        else:
+            return None
+    intercept = float(np.ravel(getattr(final, "intercept_", 0.0))[0])
+    return coef, center, scale, intercept
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
+
+
+class LearnedScorer:
+    """``CandidateScorer`` that ranks with a ``RankerModel`` (see the module docstring)."""
+
+    def __init__(self, *, model: RankerModel, extractor: SignalExtractor, config: EngineConfig | None = None,
+                 require_agreement: bool = False) -> None:
+        if model.uses_dense and extractor.dense is None:
+            raise ConfigError("this ranker model needs dense vectors; use the 'hybrid' lexical model or "
+                              "build the index with --dense")
+        self.model = model
+        self.extractor = extractor
+        self.config = config or EngineConfig()
+        # the paper's hard rule (an answer must agree) on top of the model, as the engine's config asks
+        self.require_agreement = require_agreement
+
+    def features(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
+                 candidates: Sequence[RankedCandidate]) -> list[dict[str, float]]:
+        """Return the feature dict of every candidate (all ``hybrid+dt`` names), in order."""
+        return list_features(self.extractor.signals(plan=plan, part_index=part_index, followups=followups,
+                                                    candidates=candidates))
+
+    def score(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
+              candidates: list[RankedCandidate]) -> list[RankedCandidate]:
+        """Return the candidates scored by the model (plus engine bonuses), best first (ties by id)."""
+        if not candidates:
+            return []
+        cfg = self.config
+        rows = self.features(plan=plan, part_index=part_index, followups=followups, candidates=candidates)
+        X = feature_matrix(rows, self.model.feature_names)
+        logits = self.model.logits(X)
+        kept: list[RankedCandidate] = []
+        for cand, row, logit in zip(candidates, rows, logits):
+            features = dict(cand.features)
+            value = _sigmoid(float(logit))
+            value += cfg.continuation_weight * features.get("continuation", 0.0)
+            value += cfg.question_weight * features.get("question_match", 0.0)
+            value += cfg.step_weight * features.get("step_match", 0.0)
+            if self.require_agreement and not cand.agreement.verdict:
+                continue
+            violations = features.get("constraint_violations", 0.0)
+            if violations:
+                if cfg.constraint_penalty >= 1.0:
+                    continue
+                value *= (1 - cfg.constraint_penalty) ** violations
+            features.update({name: row[name] for name in self.model.feature_names})
+            features.update(model_logit=float(logit), agreement=cand.agreement.score,
+                            verdict=1.0 if cand.agreement.verdict else 0.0)
+            kept.append(replace(cand, score=value, features=features))
+        kept.sort(key=lambda c: (-c.score, c.document.id))
+        if kept:
+            top = kept[0]
+            x = feature_matrix([top.features], self.model.feature_names)[0]
+            means = np.asarray(self.model.manifest.get("feature_means") or np.zeros(len(x)), dtype=float)
+            contributions, method = self.model.contributions(x, means=means)
+            top.features.update({f"contribution.{k}": v for k, v in contributions.items()})
+            top.features["contribution.linear"] = 1.0 if method == "linear" else 0.0
+        return kept

@@ -1,0 +1,85 @@
+"""Raw per-candidate signals for the learned ranker, from what the selector hands a scorer.
+
+The selector gives a scorer the question plan, the step's part, the follow-ups and candidates with
+their retrieval score and rhetorical-agreement result. ``SignalExtractor`` adds the dense cosine
+(through ``DenseSignals``), ``rr_edu`` matches, relation-compatibility flags, entity overlap, term
+overlap, lengths and, optionally, the syntactic-generalization score. The same extractor runs at
+training time (``eval.train_ranker``) and in the engine, so the model sees identical features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dtdialog.agreement import AgreementTable
+from dtdialog.entities import is_content, words_of
+from dtdialog.query_builder import rr_term
+from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
+from dtdialog.ranking.features import CandidateSignals
+from dtdialog.scoring import RankedCandidate
+from dtdialog.subtrees import QuestionPlan
+from parsers.relations import is_default
+
+
+def _rr_parts(term: str) -> tuple[str, frozenset[str]]:
+    """Return (relation, words) of a stored ``"Relation [w1 w2]"`` term."""
+    relation, _, rest = term.partition(" [")
+    return relation.strip(), frozenset(rest.rstrip("]").lower().split())
+
+
+class SignalExtractor:
+    """Computes ``CandidateSignals`` for the candidates of one step.
+
+    ``dense``: the dense store and query encoder (None: no dense signals); ``use_sg``: compute the
+    syntactic-generalization score (a spaCy parse per new text, cached by the SG module).
+    """
+
+    def __init__(self, *, dense: DenseSignals | None = None, table: AgreementTable | None = None,
+                 use_sg: bool = True) -> None:
+        self.dense = dense
+        self.table = table or AgreementTable.load()
+        self.use_sg = use_sg
+
+    def signals(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
+                candidates: Sequence[RankedCandidate]) -> list[CandidateSignals]:
+        """Return one ``CandidateSignals`` per candidate, in order."""
+        if not candidates:
+            return []
+        query = dense_query_text(plan.question, followups)
+        part = plan.parts[min(max(part_index, 0), len(plan.parts) - 1)]
+        q_relations = [r for r in part.relations if not is_default(r.relation)]
+        q_rr = [rr_term(r) for r in q_relations]
+        q_rr = [(t.relation, frozenset(w.lower() for w in t.words)) for t in q_rr if t.words]
+        query_words = words_of(query)
+        query_terms = {w for w in query_words if is_content(w)}
+        ids = [c.document.id for c in candidates]
+        cosines = self.dense.cosines(query, ids) if self.dense is not None else None
+        hubs = self.dense.store.hub_of(ids) if self.dense is not None else None
+        sg = None
+        if self.use_sg:
+            from dtdialog.syntactic_generalization import sg_score
+
+            sg = sg_score
+        out = []
+        for i, cand in enumerate(candidates):
+            doc = cand.document
+            answer_words = words_of(doc.text)
+            doc_rr = [_rr_parts(t) for t in doc.rr_edu]
+            rr_matches = sum(1 for rel, words in q_rr if any(rel == d_rel and words & d_words for d_rel, d_words in doc_rr))
+            compat = [any(self.table.addresses(r.relation, a) for a in doc.relations) for r in q_relations]
+            dense = None
+            if cosines is not None and cosines[i] == cosines[i]:  # NaN: not in the store
+                dense = float(cosines[i])
+            # the hybrid generator gives dense-only hits (and the selector the logged successor) score 0
+            lexical = float(cand.retrieval_score) if cand.retrieval_score > 0 else None
+            out.append(CandidateSignals(
+                doc_id=doc.id, lexical=lexical, dense=dense, hub=float(hubs[i]) if hubs is not None else 0.0,
+                query_terms=len(query_terms), shared_terms=len(query_terms & set(answer_words)),
+                answer_words=len(answer_words), query_words=len(query_words),
+                agreement_verdict=bool(cand.agreement.verdict), agreement_score=float(cand.agreement.score),
+                addressed=int(cand.agreement.addressed), required=int(cand.agreement.required),
+                rr_edu_matches=rr_matches, entity_overlap=len(cand.agreement.overlap),
+                compat_any=any(compat), compat_all=bool(compat) and all(compat),
+                sg=float(sg(query, doc.text)) if sg is not None else None,
+            ))
+        return out

@@ -1,0 +1,68 @@
+"""Hybrid retrieval + learned ranker methods: ``hybrid`` (no DT features) and ``hybrid+dt`` (all features).
+
+Both run the engine's ``AnswerSelector`` over a temporary index of the pool (as ``dtq`` does) with
+the ``HybridGenerator`` (lexical top-k + dense top-k) and ``LearnedScorer``; they differ only in
+the shipped model: ``ranker-v1-hybrid.joblib`` (retrieval features) or ``ranker-v1.joblib``
+(retrieval + rhetorical-agreement, rr_edu, entity, compatibility and SG features).
+
+The shipped models are fitted on all of mechanics_qa_dev: on that pool their figures are
+in-sample, so the method's label says so and the honest mechanics figures are the 5-fold CV
+ones of ``python -m eval.train_ranker``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval.datasets import PoolAnswer
+from eval.methods.base import MethodUnavailable
+from eval.methods.dtq import DTQMethod
+
+MODEL_OF = {"hybrid": "ranker-v1-hybrid.joblib", "hybrid+dt": "ranker-v1.joblib"}
+
+
+def pool_digest(pool: Sequence[PoolAnswer]) -> str:
+    """Return the short hash ``eval.train_ranker`` records for the pool it trained on."""
+    return hashlib.sha1("\n".join(f"{a.id}\t{a.text}" for a in pool).encode()).hexdigest()[:12]
+
+
+class HybridMethod(DTQMethod):
+    """The engine with hybrid candidates and a learned ranker (``feature_set`` picks the shipped model)."""
+
+    def __init__(self, *, feature_set: str = "hybrid+dt", model_path: str | Path | None = None,
+                 candidates: int | None = None, progress: bool = False, parser: str | None = None) -> None:
+        from index.dense import INSTALL_HINT, dense_available
+
+        if feature_set not in MODEL_OF:
+            raise MethodUnavailable(f"unknown feature set {feature_set!r}; expected one of {', '.join(MODEL_OF)}")
+        if not dense_available():
+            raise MethodUnavailable(f"the [dense] extra is not installed ({INSTALL_HINT})")
+        super().__init__(parser=parser, use_context=True, candidates=candidates, progress=progress, ranker="learned")
+        from dtdialog.ranking.learned_scorer import MODELS_DIR
+
+        self.model_path = Path(model_path) if model_path is not None else MODELS_DIR / MODEL_OF[feature_set]
+        self.feature_set = feature_set
+        self.require_agreement = False  # agreement is a feature here, as in training; dtq keeps the engine's filter
+        self.name = feature_set
+        self.label = f"Hybrid dense+lexical, learned ranker ({feature_set} features)"
+
+    def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
+        from dtdialog.ranking.learned_scorer import RankerModel
+
+        manifest = RankerModel.load(self.model_path).manifest
+        self.ranker_model = str(self.model_path)
+        super().fit(pool=pool)
+        if manifest.get("pool_digest") == pool_digest(pool):
+            self.label += " [in-sample: trained on this pool, see eval.train_ranker CV]"
+
+
+def hybrid_method(**options) -> HybridMethod:
+    """Return the ``hybrid`` ablation: learned ranker without discourse-tree features."""
+    return HybridMethod(feature_set="hybrid", **options)
+
+
+def hybrid_dt_method(**options) -> HybridMethod:
+    """Return ``hybrid+dt``: learned ranker with every feature (the shipped ``dtq`` model)."""
+    return HybridMethod(feature_set="hybrid+dt", **options)

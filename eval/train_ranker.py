@@ -1,0 +1,307 @@
+"""Train and cross-validate the learned ranker on mechanics_qa_dev: ``python -m eval.train_ranker``.
+
+1. The 497 accepted answers are indexed like the engine indexes a corpus (rules parser, SQLite
+   index, MiniLM vectors beside it) in a cache directory, reused on the next run.
+2. Every question is planned and ranked by the engine's ``AnswerSelector`` with the
+   ``HybridGenerator`` (lexical top-k + dense top-k) and a recording scorer that keeps the
+   features ``LearnedScorer`` computes at run time, so training and serving features are identical.
+3. 5-fold cross-validation, folds by question (each question's candidates are all in one fold):
+   P@1, R@5 and MRR with 95% bootstrap CIs for each feature set, next to the plain dense and the
+   engine's lexical ranking of the same candidates. A question whose answer was not generated
+   counts as a miss.
+4. The model of each feature set is fitted on all folds and written to
+   ``dtdialog/ranking/models/ranker-v1.joblib`` (``hybrid+dt``) and ``ranker-v1-hybrid.joblib``
+   (``hybrid``), each with a JSON manifest holding the CV figures.
+
+No figure is trained and tested on the same question; BM25 statistics and the answer hubness are
+computed over the candidate pool, which is what the engine sees at test time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
+from parsers.errors import DTDialogError, InputError
+
+DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "train_ranker"
+MODEL_FILES = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.joblib"}
+DEFAULT_K = 40
+
+
+@dataclass
+class QueryRows:
+    """The candidates of one question: feature dicts, which one is the gold answer, and ids."""
+
+    question_id: str
+    ids: list[str]
+    rows: list[dict[str, float]]
+    gold: list[bool]
+
+
+class RecordingScorer:
+    """A ``CandidateScorer`` that records ``LearnedScorer`` features and keeps the lexical order."""
+
+    def __init__(self, *, extractor) -> None:
+        self.extractor = extractor
+        self.last: list[dict[str, float]] = []
+        self.last_ids: list[str] = []
+
+    def score(self, *, plan, part_index, followups, candidates):
+        self.last = list_features(self.extractor.signals(plan=plan, part_index=part_index, followups=followups,
+                                                         candidates=candidates))
+        self.last_ids = [c.document.id for c in candidates]
+        return list(candidates)
+
+
+# --- data -----------------------------------------------------------------------------------------------
+def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
+    """Return the SQLite index (with dense vectors beside it) of the pool, building it once per pool."""
+    from eval.methods.dtq import pool_dialogues
+    from eval.methods.hybrid import pool_digest
+    from index.builder import build_index
+    from index.dense_store import DenseStore, build_for_index
+    from parsers.base import get_parser
+
+    path = cache / f"{eval_set.name}-{pool_digest(eval_set.pool)}.sqlite"
+    if not path.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        build_index(dialogues=pool_dialogues(eval_set.pool), parser=get_parser(), backend="sqlite", out=path,
+                    progress=progress)
+    if not DenseStore.exists(path):
+        build_for_index(path, progress=progress)
+    return path
+
+
+def collect(*, data_dir: Path, cache: Path, k: int, limit: int | None, progress: bool) -> list[QueryRows]:
+    """Return the recorded candidates of every mechanics question (cached as JSON in ``cache``)."""
+    from tqdm import tqdm
+
+    from dtdialog.engine_config import EngineConfig
+    from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
+    from dtdialog.ranking.hybrid_generator import HybridGenerator
+    from dtdialog.ranking.signals import SignalExtractor
+    from dtdialog.selector import AnswerSelector
+    from eval.datasets import load_mechanics
+    from index.dense import DenseEncoder
+    from index.dense_store import DenseStore
+    from index.registry import open_index
+    from parsers.base import get_parser
+
+    eval_set = load_mechanics(data_dir).limited(limit)
+    index_path = build_pool_index(eval_set, cache=cache, progress=progress)
+    rows_path = cache / f"{index_path.stem}-k{k}-n{len(eval_set.dialogues)}.rows.json"
+    if rows_path.is_file():
+        return [QueryRows(**r) for r in json.loads(rows_path.read_text(encoding="utf-8"))]
+    dense = DenseSignals(store=DenseStore.load(index_path), encoder=DenseEncoder())
+    dense.prime([dense_query_text(d.question) for d in eval_set.dialogues])
+    parser = get_parser()
+    out: list[QueryRows] = []
+    with open_index(backend="sqlite", path=index_path) as index:
+        recorder = RecordingScorer(extractor=SignalExtractor(dense=dense))
+        selector = AnswerSelector(index=index, parser=parser, config=EngineConfig(candidates=k),
+                                  generator=HybridGenerator(index=index, dense=dense, dense_k=k), scorer=recorder)
+        for dialogue in tqdm(eval_set.dialogues, desc="ranking questions", unit="question", file=sys.stderr,
+                             disable=not progress, dynamic_ncols=True):
+            try:
+                selector.rank_outcome(question=dialogue.question, step=0, size=k)
+                rows, ids = recorder.last, recorder.last_ids
+            except InputError:
+                rows, ids = [], []
+            out.append(QueryRows(question_id=dialogue.id, ids=ids, rows=rows,
+                                 gold=[i == dialogue.answer_ids[0] for i in ids]))
+    tmp = rows_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps([r.__dict__ for r in out]), encoding="utf-8")
+    tmp.replace(rows_path)
+    return out
+
+
+# --- cross-validation -----------------------------------------------------------------------------------
+def make_estimator(kind: str, *, c: float = 0.1):
+    """Return an unfitted pipeline: ``lr`` (standardised logistic regression) or ``hgb`` (gradient boosting)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if kind == "lr":
+        return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000, class_weight="balanced"))
+    if kind == "hgb":
+        return HistGradientBoostingClassifier(max_iter=150, learning_rate=0.05, max_leaf_nodes=15,
+                                              min_samples_leaf=40, random_state=0)
+    raise InputError(f"unknown model kind {kind!r}; expected lr or hgb")
+
+
+def folds_of(n: int, *, folds: int, seed: int) -> list[np.ndarray]:
+    """Return ``folds`` disjoint arrays of question indices (a seeded permutation, split evenly)."""
+    if not 2 <= folds <= n:
+        raise InputError(f"--folds must be between 2 and the number of questions ({n}), got {folds}")
+    return np.array_split(np.random.RandomState(seed).permutation(n), folds)
+
+
+def gold_ranks(queries: Sequence[QueryRows], scores: Sequence[np.ndarray]) -> np.ndarray:
+    """Return the 0-based rank of the gold answer per question (a large number when it was not generated).
+
+    Ties count against the gold answer (a candidate scored equal is ranked ahead), so ties never flatter.
+    """
+    out = np.full(len(queries), 10**6)
+    for i, (q, s) in enumerate(zip(queries, scores)):
+        if any(q.gold):
+            g = s[q.gold.index(True)]
+            out[i] = int(np.sum(s > g) + np.sum(s == g) - 1)
+    return out
+
+
+def summarize(ranks: np.ndarray, *, seed: int = 0, samples: int = 1000) -> dict[str, float]:
+    """Return P@1, R@5, MRR and 95% bootstrap CIs (resampling questions) of the gold ranks."""
+    p1 = (ranks == 0).astype(float)
+    r5 = (ranks < 5).astype(float)
+    rr = np.where(ranks < 10**6, 1.0 / (ranks + 1.0), 0.0)
+    idx = np.random.RandomState(seed).randint(0, len(ranks), (samples, len(ranks)))
+    out: dict[str, float] = {"n": int(len(ranks))}
+    for name, v in (("p1", p1), ("r5", r5), ("mrr", rr)):
+        lo, hi = np.percentile(v[idx].mean(axis=1), [2.5, 97.5])
+        out.update({name: round(float(v.mean()), 4), f"{name}_lo": round(float(lo), 4), f"{name}_hi": round(float(hi), 4)})
+    return out
+
+
+def cross_validate(queries: Sequence[QueryRows], names: Sequence[str], *, kind: str, folds: int,
+                   seed: int, c: float = 0.1) -> np.ndarray:
+    """Return the gold rank of every question, each scored by a model fitted on the other folds."""
+    scores: list[np.ndarray] = [np.zeros(len(q.ids)) for q in queries]
+    for test in folds_of(len(queries), folds=folds, seed=seed):
+        test_set = set(test.tolist())
+        train = [q for i, q in enumerate(queries) if i not in test_set and q.rows]
+        model = fit(train, names, kind=kind, c=c)
+        for i in test:
+            if queries[i].rows:
+                scores[i] = model.decision_function(feature_matrix(queries[i].rows, names)) \
+                    if hasattr(model, "decision_function") else model.predict_proba(
+                        feature_matrix(queries[i].rows, names))[:, 1]
+    return gold_ranks(queries, scores)
+
+
+def fit(queries: Sequence[QueryRows], names: Sequence[str], *, kind: str, c: float = 0.1):
+    """Return the estimator fitted on every candidate of ``queries`` (gold = 1, others = 0)."""
+    X = np.vstack([feature_matrix(q.rows, names) for q in queries])
+    y = np.concatenate([np.asarray(q.gold, dtype=int) for q in queries])
+    if y.sum() == 0:
+        raise InputError("no question has its gold answer among the candidates; nothing to learn")
+    return make_estimator(kind, c=c).fit(X, y)
+
+
+def single_feature_ranks(queries: Sequence[QueryRows], name: str) -> np.ndarray:
+    """Return gold ranks when candidates are ordered by one feature alone (baselines)."""
+    return gold_ranks(queries, [feature_matrix(q.rows, [name])[:, 0] if q.rows else np.zeros(0) for q in queries])
+
+
+def full_pool_dense_ranks(*, data_dir: Path, cache: Path, limit: int | None) -> np.ndarray:
+    """Return the gold rank under plain MiniLM cosine over the whole pool (the ``dense`` baseline)."""
+    from dtdialog.ranking.dense_signals import dense_query_text
+    from eval.datasets import load_mechanics
+    from index.dense import DenseEncoder
+    from index.dense_store import DenseStore
+
+    eval_set = load_mechanics(data_dir).limited(limit)
+    store = DenseStore.load(build_pool_index(eval_set, cache=cache, progress=False))
+    q = DenseEncoder().encode([dense_query_text(d.question) for d in eval_set.dialogues])
+    sims = q @ np.asarray(store.vectors).T
+    rows = store.rows([d.answer_ids[0] for d in eval_set.dialogues])
+    gold = sims[np.arange(len(rows)), rows]
+    return (sims > gold[:, None]).sum(axis=1)
+
+
+# --- CLI --------------------------------------------------------------------------------------------------
+def _line(name: str, s: dict[str, float]) -> str:
+    return (f"{name:<22} P@1 {s['p1']:.3f} [{s['p1_lo']:.3f}, {s['p1_hi']:.3f}]  "
+            f"R@5 {s['r5']:.3f} [{s['r5_lo']:.3f}, {s['r5_hi']:.3f}]  MRR {s['mrr']:.3f}")
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Run the whole procedure; return the report dict (also written to ``--json``)."""
+    from dtdialog.ranking.learned_scorer import MODELS_DIR, RankerModel
+    from eval.datasets import default_data_dir, load_mechanics
+    from eval.methods.hybrid import pool_digest
+    from index.dense import INSTALL_HINT, dense_available
+
+    if not dense_available():
+        raise InputError(f"training the ranker needs the [dense] extra ({INSTALL_HINT})")
+    data_dir = Path(args.data) if args.data else default_data_dir()
+    cache = Path(args.cache)
+    t0 = time.perf_counter()
+    queries = collect(data_dir=data_dir, cache=cache, k=args.k, limit=args.limit, progress=not args.no_progress)
+    seconds_collect = time.perf_counter() - t0
+    recall = float(np.mean([any(q.gold) for q in queries]))
+    report: dict = {"dataset": "mechanics_qa_dev", "questions": len(queries), "k": args.k, "folds": args.folds,
+                    "seed": args.seed, "model": args.model, "C": args.c, "candidate_recall": round(recall, 4),
+                    "mean_candidates": round(float(np.mean([len(q.ids) for q in queries])), 1),
+                    "collect_seconds": round(seconds_collect, 1), "results": {}}
+    print(f"{len(queries)} questions, k={args.k}: gold answer among the candidates for {recall:.3f} "
+          f"(mean {report['mean_candidates']} candidates)")
+    results = report["results"]
+    results["dense (full pool)"] = summarize(full_pool_dense_ranks(data_dir=data_dir, cache=cache, limit=args.limit))
+    results["lexical (engine)"] = summarize(single_feature_ranks(queries, "lexical"))
+    results["dense csls"] = summarize(single_feature_ranks(queries, "dense_csls"))
+    sets = list(FEATURE_SETS) if args.feature_set == "all" else [args.feature_set]
+    for name in sets:
+        ranks = cross_validate(queries, FEATURE_SETS[name], kind=args.model, folds=args.folds, seed=args.seed,
+                               c=args.c)
+        results[name] = summarize(ranks)
+    for name, s in results.items():
+        print(_line(name, s))
+    if not args.no_save:
+        usable = [q for q in queries if q.rows]
+        for name in sets:
+            names = FEATURE_SETS[name]
+            estimator = fit(usable, names, kind=args.model, c=args.c)
+            X = np.vstack([feature_matrix(q.rows, names) for q in usable])
+            manifest = {"name": Path(MODEL_FILES[name]).stem, "feature_set": name, "model": args.model, "C": args.c,
+                        "trained_on": f"mechanics_qa_dev ({len(usable)} questions, all folds)", "k": args.k,
+                        "pool_digest": pool_digest(load_mechanics(data_dir).pool),
+                        "command": "python -m eval.train_ranker " + " ".join(sys.argv[1:]),
+                        "cv": results[name], "cv_dense": results["dense (full pool)"],
+                        "feature_means": [round(float(v), 6) for v in X.mean(axis=0)]}
+            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(
+                Path(args.out_dir or MODELS_DIR) / MODEL_FILES[name])
+            print(f"wrote {path}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.train_ranker", description=__doc__.split("\n")[0])
+    parser.add_argument("--data", help="shared data directory (default: ../shared/data or $DTDIALOG_SHARED_DATA)")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--feature-set", choices=[*FEATURE_SETS, "all"], default="all")
+    parser.add_argument("--model", choices=["lr", "hgb"], default="lr")
+    parser.add_argument("--c", type=float, default=0.1, help="inverse regularisation of the logistic regression")
+    parser.add_argument("-k", type=int, default=DEFAULT_K, help="lexical and dense candidates per question")
+    parser.add_argument("--limit", type=int, help="only the first N questions (quick runs)")
+    parser.add_argument("--cache", default=str(DEFAULT_CACHE), help="where the pool index and features are kept")
+    parser.add_argument("--out-dir", help="write the models here instead of dtdialog/ranking/models")
+    parser.add_argument("--no-save", action="store_true", help="cross-validate only")
+    parser.add_argument("--json", help="write the report as JSON")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    if args.k < 1:
+        parser.error("-k must be at least 1")
+    try:
+        run(args)
+    except DTDialogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

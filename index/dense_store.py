@@ -1,0 +1,200 @@
+"""Answer embeddings stored beside a SQLite index: a memory-mapped float32 matrix plus its id list.
+
+Files, for an index ``answers.sqlite``:
+
+* ``answers.sqlite.dense.npy`` - ``(n, dim)`` float32, L2-normalised rows (``np.load(mmap_mode="r")``);
+* ``answers.sqlite.dense.ids.json`` - ``{"ids": [...], "model": ..., "dim": ..., "hub": [...]}``.
+
+``hub`` is each answer's *hubness*: the mean cosine to its ``HUB_K`` nearest other answers.
+Generic answers ("check the fuses, then the wiring...") sit close to everything and win too many
+dense rankings; subtracting part of the hubness (CSLS, Lample et al. 2018) is one learned-ranker
+feature. It needs only the stored answers, so nothing about the queries is fitted.
+
+Both files are written to temporary names and renamed, ids file last, so a reader never sees a
+half-written store; ``DenseStore.load`` checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from parsers.errors import InputError, ModelNotAvailableError
+
+HUB_K = 10
+_BLOCK = 1024
+
+
+def dense_paths(index_path: str | Path) -> tuple[Path, Path]:
+    """Return ``(matrix path, ids path)`` of the dense store that belongs to the index at ``index_path``."""
+    index_path = Path(index_path)
+    return Path(f"{index_path}.dense.npy"), Path(f"{index_path}.dense.ids.json")
+
+
+def hubness(vectors: np.ndarray, *, k: int = HUB_K) -> np.ndarray:
+    """Return, per row, the mean cosine to its ``k`` nearest other rows (0 when there are no others).
+
+    Works in blocks of rows so a 100k-answer store never builds the full n x n matrix.
+    """
+    n = len(vectors)
+    out = np.zeros(n, dtype=np.float32)
+    k = min(k, n - 1)
+    if k < 1:
+        return out
+    for start in range(0, n, _BLOCK):
+        block = np.asarray(vectors[start:start + _BLOCK], dtype=np.float32) @ np.asarray(vectors, dtype=np.float32).T
+        rows = np.arange(block.shape[0])
+        block[rows, rows + start] = -np.inf  # never one's own neighbour
+        top = np.partition(block, -k, axis=1)[:, -k:]
+        out[start:start + block.shape[0]] = top.mean(axis=1)
+    return out
+
+
+class DenseStore:
+    """Unit-length answer vectors with their ids; ``cosines`` and ``search`` are plain dot products."""
+
+    def __init__(self, *, ids: Sequence[str], vectors: np.ndarray, hub: np.ndarray | None = None,
+                 model: str = "all-MiniLM-L6-v2") -> None:
+        if vectors.ndim != 2 or len(ids) != vectors.shape[0]:
+            raise InputError(f"dense store: {len(ids)} ids for a matrix of shape {vectors.shape}")
+        if len(set(ids)) != len(ids):
+            raise InputError("dense store: duplicate answer ids")
+        self.ids = list(ids)
+        self.vectors = vectors
+        self.hub = np.asarray(hub, dtype=np.float32) if hub is not None else hubness(vectors)
+        self.model = model
+        self._row = {doc_id: i for i, doc_id in enumerate(self.ids)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def rows(self, ids: Sequence[str]) -> np.ndarray:
+        """Return the row numbers of ``ids`` (-1 for an id the store does not hold)."""
+        return np.array([self._row.get(doc_id, -1) for doc_id in ids], dtype=np.int64)
+
+    def cosines(self, query: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+        """Return the cosine of ``query`` (unit vector) with each of ``ids``; NaN for unknown ids."""
+        rows = self.rows(ids)
+        out = np.full(len(ids), np.nan, dtype=np.float32)
+        known = rows >= 0
+        if known.any():
+            out[known] = np.asarray(self.vectors[rows[known]]) @ query
+        return out
+
+    def hub_of(self, ids: Sequence[str]) -> np.ndarray:
+        """Return the hubness of each of ``ids`` (0 for unknown ids)."""
+        rows = self.rows(ids)
+        return np.where(rows >= 0, self.hub[np.maximum(rows, 0)], 0.0).astype(np.float32)
+
+    def search(self, query: np.ndarray, *, k: int, exclude_ids: Iterable[str] = ()) -> list[tuple[str, float]]:
+        """Return the ``k`` ids with the highest cosine to ``query``, best first (ties by store order)."""
+        if k < 1 or not self.ids:
+            return []
+        scores = np.asarray(self.vectors) @ np.asarray(query, dtype=np.float32)
+        excluded = [self._row[i] for i in exclude_ids if i in self._row]
+        if excluded:
+            scores[excluded] = -np.inf
+        want = min(k, len(self.ids))
+        top = np.argpartition(-scores, want - 1)[:want] if want < len(self.ids) else np.arange(len(self.ids))
+        top = top[np.lexsort((top, -scores[top]))]
+        return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    # --- persistence --------------------------------------------------------
+    def save(self, index_path: str | Path) -> tuple[Path, Path]:
+        """Write the store beside ``index_path`` atomically; return the two file paths."""
+        matrix_path, ids_path = dense_paths(index_path)
+        matrix_path.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"ids": self.ids, "model": self.model, "dim": self.dimension,
+                "hub": [round(float(h), 6) for h in self.hub], "hub_k": HUB_K}
+        _atomic_write(matrix_path, lambda f: np.save(f, np.ascontiguousarray(self.vectors, dtype=np.float32)))
+        _atomic_write(ids_path, lambda f: f.write(json.dumps(meta).encode("utf-8")))
+        return matrix_path, ids_path
+
+    @classmethod
+    def exists(cls, index_path: str | Path) -> bool:
+        """Return True when both files of the store beside ``index_path`` exist."""
+        return all(p.is_file() for p in dense_paths(index_path))
+
+    @classmethod
+    def load(cls, index_path: str | Path) -> DenseStore:
+        """Return the store beside ``index_path``, memory-mapped.
+
+        Raises ``ModelNotAvailableError`` when it was never built, ``InputError`` when it is corrupt.
+        """
+        matrix_path, ids_path = dense_paths(index_path)
+        if not (matrix_path.is_file() and ids_path.is_file()):
+            raise ModelNotAvailableError(f"no dense vectors beside {index_path}; rebuild the index with --dense")
+        try:
+            meta = json.loads(ids_path.read_text(encoding="utf-8"))
+            vectors = np.load(matrix_path, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise InputError(f"corrupt dense store beside {index_path}: {exc}") from None
+        if vectors.dtype != np.float32 or len(meta.get("ids", ())) != vectors.shape[0]:
+            raise InputError(f"corrupt dense store beside {index_path}: ids and matrix disagree; rebuild it")
+        hub = np.asarray(meta["hub"], dtype=np.float32) if len(meta.get("hub", ())) == vectors.shape[0] else None
+        return cls(ids=meta["ids"], vectors=vectors, hub=hub, model=str(meta.get("model", "")))
+
+
+def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None, batch_size: int = 256,
+                      progress: bool = True) -> DenseStore:
+    """Encode ``texts`` in batches (tqdm bar on stderr) and return the store; ``encoder`` defaults to MiniLM.
+
+    ``encoder`` is anything with ``encode(texts, *, progress=False) -> float32 unit rows``.
+    """
+    from tqdm import tqdm
+
+    if len(ids) != len(texts):
+        raise InputError(f"{len(ids)} ids for {len(texts)} texts")
+    if encoder is None:
+        from index.dense import DenseEncoder
+
+        encoder = DenseEncoder()
+    parts: list[np.ndarray] = []
+    with tqdm(total=len(texts), desc="encoding answers", unit="answer", file=sys.stderr, disable=not progress,
+              dynamic_ncols=True) as bar:
+        for start in range(0, len(texts), batch_size):
+            chunk = list(texts[start:start + batch_size])
+            parts.append(np.asarray(encoder.encode(chunk), dtype=np.float32))
+            bar.update(len(chunk))
+    dim = parts[0].shape[1] if parts else 384
+    vectors = np.vstack(parts) if parts else np.zeros((0, dim), dtype=np.float32)
+    return DenseStore(ids=ids, vectors=vectors)
+
+
+def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = True) -> DenseStore:
+    """Encode every answer of the SQLite index at ``index_path`` and save the store beside it.
+
+    The hook ``index.builder.build_index(..., dense=True)`` calls after writing the index.
+    """
+    from index.sqlite_index import SqliteIndex
+
+    with SqliteIndex(Path(index_path)) as index:
+        docs = [doc for doc in (index.get(doc_id) for doc_id in index.ids()) if doc is not None]
+    store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder,
+                              progress=progress)
+    store.save(index_path)
+    return store
+
+
+def _atomic_write(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the store from other readers
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
