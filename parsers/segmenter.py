@@ -75,22 +75,24 @@ def _subtree_edges(heads: list[int], start: int, end: int) -> tuple[list[int], l
     """Return the leftmost/rightmost token index of each token's subtree within ``[start, end)``."""
     left = list(range(start, end))
     right = list(range(start, end))
-    # Propagate edges upward; depth is bounded by sentence length.
-    order = sorted(range(start, end), key=lambda i: -_depth(heads, i, start, end))
+    kids: list[list[int]] = [[] for _ in range(start, end)]
+    roots = []
+    for i in range(start, end):
+        h = heads[i]
+        if h != i and start <= h < end:
+            kids[h - start].append(i)
+        else:
+            roots.append(i)
+    # Breadth-first from the roots, then children before parents: linear, no recursion.
+    order = list(roots)
     for i in order:
+        order.extend(kids[i - start])
+    for i in reversed(order):
         h = heads[i]
         if h != i and start <= h < end:
             left[h - start] = min(left[h - start], left[i - start])
             right[h - start] = max(right[h - start], right[i - start])
     return left, right
-
-
-def _depth(heads: list[int], i: int, start: int, end: int) -> int:
-    d = 0
-    while heads[i] != i and start <= heads[i] < end and d < end - start:
-        i = heads[i]
-        d += 1
-    return d
 
 
 def _is_clause(doc: AnalyzedText, i: int, kids: list[list[int]], cfg: SegmenterConfig) -> bool:

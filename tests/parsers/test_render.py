@@ -52,6 +52,17 @@ def test_save_image_svg_and_png(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.png", "t.svg"]  # no partial files left
 
 
+def test_png_refuses_huge_trees_svg_does_not(tmp_path):
+    n = 200
+    edus = tuple(EDU(index=i, text=f"e{i}.", start=4 * i, end=4 * i + 3, sentence=i) for i in range(n))
+    root = Node.relate("Joint", [Node.leaf(i) for i in range(n)], "N" * n)
+    tree = DiscourseTree(text=" ".join(e.text for e in edus), edus=edus, root=root)
+    with pytest.raises(InputError, match="use .svg"):
+        save_image(tree, tmp_path / "big.png")
+    assert not (tmp_path / "big.png").exists()
+    assert save_image(tree, tmp_path / "big.svg").stat().st_size > 0
+
+
 def test_save_image_bad_paths(tmp_path):
     with pytest.raises(ConfigError, match="svg or .png"):
         save_image(sample_tree(), tmp_path / "t.gif")

@@ -149,6 +149,24 @@ def test_non_default_relations_found_in_multi_clause_answer(parser):
     assert any(not is_default(r) for r in tree.relations())
 
 
+def _depth(tree: DiscourseTree) -> int:
+    depth: dict[int, int] = {}
+    for node in list(tree.root.walk())[::-1]:
+        depth[id(node)] = 0 if node.is_leaf else 1 + max(depth[id(c)] for c in node.children)
+    return depth[id(tree.root)]
+
+
+@pytest.mark.parametrize("text", [
+    "he went home and she came back and " * 150,  # one run-on sentence of many clauses
+    "The car stalls. " * 400,  # many sentences, no paragraphs
+])
+def test_long_texts_keep_the_tree_shallow(parser, text):
+    tree = parser.parse(text)
+    assert len(tree.edus) > 100
+    assert _depth(tree) < 120  # JSON, pictures and the index recurse over the tree
+    assert DiscourseTree.from_json(tree.to_json()) == tree
+
+
 def test_bad_options_are_config_errors():
     with pytest.raises(ConfigError):
         RuleParser(max_chars=0)
