@@ -52,6 +52,9 @@ _SHORT_WORDS = 8
 _FEEDBACK_WORDS = frozenset("""no nope nah help helped helpful work worked working fix fixed solve solved change
 luck difference tried done checked already same problem issue still wrong useless good
 """.split())
+#: Hesitation and filler words: "hmm", "uh ok so" say nothing a search could use.
+_FILLER_WORDS = frozenset("""hmm hm hmmm um umm uh uhm er erm huh eh ah oh okay ok so well anyway idk dunno lol
+""".split())
 
 
 @dataclass
@@ -83,7 +86,7 @@ def sanitize(text: str, *, max_chars: int) -> tuple[str, str | None]:
 
 def content_words(text: str) -> list[str]:
     """Return the words of ``text`` that add information beyond feedback."""
-    return [w for w in words_of(text) if is_content(w) and w not in _FEEDBACK_WORDS]
+    return [w for w in words_of(text) if is_content(w) and w not in _FEEDBACK_WORDS and w not in _FILLER_WORDS]
 
 
 def classify(text: str) -> Intent:

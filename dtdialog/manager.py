@@ -45,6 +45,10 @@ RESET = "reset"
 MAX_REPROMPTS = 2
 
 GREETING = "Hi! Describe your car problem - what happens, and what you have already checked or replaced."
+FEEDBACK_PROMPT = ("Tell me what happened when you tried that, or say 'didn't help' for another suggestion, "
+                   "or 'thanks' if it is fixed.")
+DETAIL_PROMPT = ("Could you add a detail in a few words - the exact symptom, when it happens, or what you "
+                 "already tried? Or say 'human' to talk to a person.")
 
 
 @dataclass
@@ -144,6 +148,11 @@ class DialogueManager:
             return self._reply(record, trace, CONCLUDED_KIND,
                                "Glad that sorted it out! If anything else comes up, just describe it here.",
                                state=CONCLUDED)
+        if intent.kind == intents.CHOICE or (intent.kind == intents.FOLLOWUP and not intent.has_content):
+            # "2" with no options on offer, or "hmm": nothing a search could use - ask instead of guessing
+            trace.note("reply has no content to search with and no options are pending")
+            return self._reply(record, trace, PROMPT, FEEDBACK_PROMPT if record.state == AWAITING_FEEDBACK
+                               else DETAIL_PROMPT, state=record.state)
         self._add_constraints(record, intent.constraints, trace)
         if intent.kind in (intents.REJECT, intents.NONE_OF_THESE):
             return self._retry(record, text if intent.has_content else None, trace, reason="the answer did not help")

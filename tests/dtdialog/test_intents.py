@@ -58,3 +58,12 @@ def test_constraint_violation_needs_every_term():
     assert engine.violated_by(norm.terms_of_text("You will have to remove the engine to reach it"), norm)
     assert engine.violated_by(norm.terms_of_text("Removing the engine is the only way"), norm)
     assert not engine.violated_by(norm.terms_of_text("Remove the air filter housing"), norm)
+
+
+def test_fillers_and_bare_numbers_carry_no_content():
+    for text in ("hmm", "uh ok so", "well"):
+        intent = intents.classify(text)
+        assert intent.kind == intents.FOLLOWUP and not intent.has_content, text
+    assert intents.classify("2").kind == intents.CHOICE and not intents.classify("2").has_content
+    assert intents.classify("the fan spins").has_content
+    assert intents.classify("It did at first but not anymore. What should I do?").has_content

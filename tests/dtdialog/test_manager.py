@@ -220,3 +220,30 @@ def test_repeated_unmatched_descriptions_become_detail(tmp_path):
     result = manager.handle(session_id=sid, text="the squeal happens only on wet mornings")
     assert result.kind in ("answer", "fallback", "handoff")
     assert manager.session(sid).pending is None
+
+
+# --- review defects (issue 4 follow-up) --------------------------------------------------------------
+def test_bare_number_or_filler_without_pending_options_prompts_instead_of_searching(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert first.kind == "answer"
+    for reply in ("2", "option 2", "hmm", "uh ok so"):
+        result = manager.handle(session_id=sid, text=reply)
+        assert result.kind == "prompt" and result.state == AWAITING_FEEDBACK, reply
+        assert "didn't help" in result.reply and not result.trace["steps"]  # no search was run
+    record = manager.session(sid)
+    assert record.step == 0 and record.followups == [] and record.delivered == [first.answer_id]
+    assert record.failures == 0
+    # the session still works normally afterwards
+    assert manager.handle(session_id=sid, text=text_of(PAPER_C1)).answer_id == "nostart#3"
+
+
+def test_bare_number_while_awaiting_detail_asks_for_a_detail(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0, max_failures=3)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text="What colour is the sky on Mars?").kind == "fallback"
+    result = manager.handle(session_id=sid, text="3")
+    assert result.kind == "prompt" and result.state == AWAITING_DETAIL and "detail" in result.reply
+    assert manager.session(sid).failures == 1  # a prompt is not another failed search
+
