@@ -9,7 +9,7 @@ or ids. The last option is always "none of these".
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,15 +43,19 @@ class PendingChoice:
     options: list[ClarifyOption]
     terms: dict[str, list[str]] = field(default_factory=dict)
     reprompts: int = 0
+    #: terms of the question (and the step's replies): a reply repeating them picks no option
+    ignore_terms: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"options": [o.to_dict() for o in self.options], "terms": self.terms, "reprompts": self.reprompts}
+        return {"options": [o.to_dict() for o in self.options], "terms": self.terms, "reprompts": self.reprompts,
+                "ignore_terms": self.ignore_terms}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PendingChoice:
         return cls(options=[ClarifyOption.from_dict(o) for o in data.get("options", [])],
                    terms={k: list(v) for k, v in (data.get("terms") or {}).items()},
-                   reprompts=int(data.get("reprompts", 0)))
+                   reprompts=int(data.get("reprompts", 0)),
+                   ignore_terms=[str(t) for t in data.get("ignore_terms") or ()])
 
     @property
     def none_number(self) -> int:
@@ -72,9 +76,13 @@ def _phrases(edus: Sequence[EDU]) -> list[str]:
 
 
 def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer: EntityNormalizer,
-                  max_options: int = 3) -> PendingChoice:
-    """Return numbered options for ``candidates`` ((answer id, EDUs) best first) plus "none of these"."""
+                  max_options: int = 3, ignore_terms: Iterable[str] = ()) -> PendingChoice:
+    """Return numbered options for ``candidates`` ((answer id, EDUs) best first) plus "none of these".
+
+    ``ignore_terms`` (the question's terms) never distinguish an option when a reply is matched.
+    """
     chosen = list(candidates)[:max_options]
+    ignored = frozenset(ignore_terms)
     term_sets = [normalizer.terms_of_edus(edus) for _, edus in chosen]
     options: list[ClarifyOption] = []
     terms: dict[str, list[str]] = {}
@@ -84,7 +92,8 @@ def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer
         used: set[str] = set()
         for phrase in _phrases(edus):
             stems = {stem(w) for w in words_of(phrase) if is_content(w)}
-            new = stems - others - used
+            # the user's own question words do not tell the options apart, so they make poor labels
+            new = stems - others - used - ignored
             if new:
                 picked.append(phrase)
                 used |= stems
@@ -96,15 +105,32 @@ def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer
         options.append(ClarifyOption(number=k + 1, label=label, answer_id=answer_id))
         terms[answer_id] = sorted(term_sets[k])
     options.append(ClarifyOption(number=len(options) + 1, label=NONE_LABEL, answer_id=""))
-    return PendingChoice(options=options, terms=terms)
+    return PendingChoice(options=options, terms=terms, ignore_terms=sorted(ignored))
+
+
+def distinctive_terms(pending: PendingChoice, *, normalizer: EntityNormalizer) -> dict[str, frozenset[str]]:
+    """Return, per offered answer id, the terms only that option has (label or answer text).
+
+    Terms another option shares, and the question's terms (``pending.ignore_terms``), cannot tell
+    the options apart, so a reply made of them ("I can't remove the *engine*") picks nothing.
+    """
+    own = {o.answer_id: normalizer.terms_of_text(o.label) | frozenset(pending.terms.get(o.answer_id, ()))
+           for o in pending.options if o.answer_id}
+    ignored = frozenset(pending.ignore_terms)
+    out: dict[str, frozenset[str]] = {}
+    for answer_id, terms in own.items():
+        others: set[str] = set().union(*(t for k, t in own.items() if k != answer_id))
+        out[answer_id] = frozenset(terms - others - ignored)
+    return out
 
 
 def match_reply(text: str, pending: PendingChoice, *, normalizer: EntityNormalizer,
                 number: int | None = None) -> ClarifyOption | None:
     """Return the option a reply picks (by number, "none of these", or phrase), or None when it matches none.
 
-    A phrase matches the option whose label shares the most terms with it (the candidate's whole
-    text counts half), ties broken by string similarity; a tie that stays a tie matches nothing.
+    A phrase picks an option only through *distinctive* terms (``distinctive_terms``): each one in
+    the option's label counts 1, in the rest of its answer text 1/2. The option with the highest
+    count wins; no distinctive term, or a tie, matches nothing (the caller lists the options again).
     """
     if number is not None:
         return next((o for o in pending.options if o.number == number), None)
@@ -114,19 +140,18 @@ def match_reply(text: str, pending: PendingChoice, *, normalizer: EntityNormaliz
     reply_terms = normalizer.terms_of_text(text)
     if not reply_terms:
         return None
-    scored = []
+    distinctive = distinctive_terms(pending, normalizer=normalizer)
+    scored: list[tuple[float, ClarifyOption]] = []
     for option in pending.options[:-1]:
-        label_terms = normalizer.terms_of_text(option.label)
-        body = set(pending.terms.get(option.answer_id, ()))
-        overlap = len(reply_terms & label_terms) + 0.5 * len((reply_terms & body) - label_terms)
-        similarity = difflib.SequenceMatcher(None, lowered, option.label.lower()).ratio()
-        scored.append((overlap, similarity, option))
-    scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
+        hits = reply_terms & distinctive.get(option.answer_id, frozenset())
+        label_hits = hits & normalizer.terms_of_text(option.label)
+        scored.append((len(label_hits) + 0.5 * len(hits - label_hits), option))
+    scored.sort(key=lambda s: s[0], reverse=True)
     if not scored or scored[0][0] <= 0:
         return None
-    if len(scored) > 1 and scored[1][0] == scored[0][0] and abs(scored[1][1] - scored[0][1]) < 1e-9:
+    if len(scored) > 1 and scored[1][0] == scored[0][0]:
         return None
-    return scored[0][2]
+    return scored[0][1]
 
 
 def prompt_text(pending: PendingChoice, *, again: bool = False) -> str:

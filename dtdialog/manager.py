@@ -31,6 +31,7 @@ from dtdialog.session import (
 from dtdialog.session_store import SessionStore
 from dtdialog.subtrees import QuestionPlan
 from dtdialog.trace import TurnTrace
+from index.base import AnswerDocument
 from parsers.errors import InputError
 
 ANSWER = "answer"
@@ -190,6 +191,9 @@ class DialogueManager:
                              number=intent.number if intent.kind == intents.CHOICE else None)
         if intent.kind == intents.NONE_OF_THESE:
             option = pending.options[-1] if pending.options else None
+        elif intent.constraints and intent.kind != intents.CHOICE:
+            # "I can't remove the engine" states a limit, it does not pick the option that mentions the engine
+            return self._constrain_choice(record, pending, text, intent.constraints, trace)
         if option is None and pending.reprompts >= MAX_REPROMPTS and intent.has_content:
             # the user keeps describing instead of choosing: take it as detail for this step
             record.pending = None
@@ -216,6 +220,38 @@ class DialogueManager:
         record.skipped.extend(o.answer_id for o in pending.options if o.answer_id and o.answer_id != option.answer_id)
         trace.note(f"user chose option {option.number}: {option.label}")
         return self._deliver(record, trace, doc.id, doc.text)
+
+    def _constrain_choice(self, record: SessionRecord, pending: PendingChoice, text: str,
+                          found: list[Constraint], trace: TurnTrace) -> TurnResult:
+        """Record the constraints, drop the offered answers that violate them, and re-offer or deliver the rest.
+
+        The offered answers were ranked best first and a constraint only lowers violators, so the
+        survivors keep their order. One survivor is delivered; none means the next candidates.
+        """
+        self._add_constraints(record, found, trace)
+        active = [Constraint.from_dict(c) for c in record.constraints]
+        normalizer = self.selector.normalizer
+        survivors: list[AnswerDocument] = []
+        for option in pending.options:
+            doc = self.selector.index.get(option.answer_id) if option.answer_id else None
+            if doc is None:
+                continue
+            terms = normalizer.terms_of_text(doc.text)
+            if any(c.violated_by(terms, normalizer) for c in active):
+                record.skipped.append(doc.id)
+                trace.note(f"option {option.number} needs something you ruled out: {option.label}")
+            else:
+                survivors.append(doc)
+        record.pending = None
+        said = text if len(text) <= 80 else text[:77].rstrip() + "..."
+        if not survivors:
+            trace.note("every offered answer violates a constraint; trying the next candidates")
+            return self._select(record, trace)
+        if len(survivors) == 1:
+            trace.note(f"only one offered answer fits the constraint: {survivors[0].id}")
+            return self._deliver(record, trace, survivors[0].id, survivors[0].text)
+        trace.note("constraint recorded; offering the remaining options again")
+        return self._offer(record, trace, survivors, head=f'Noted: "{said}". ')
 
     def _retry(self, record: SessionRecord, extra: str | None, trace: TurnTrace, *, reason: str,
                count_failure: bool = True) -> TurnResult:
@@ -244,16 +280,26 @@ class DialogueManager:
             return self._fallback(record, outcome, trace)
         close = [c for c in ranked if ranked[0].score - c.score <= self.config.clarify_margin]
         if allow_clarify and len(close) >= 2:
-            chosen = close[: self.config.max_options]
-            pending = build_options([(c.document.id, self.selector.answer_edus(c.document)) for c in chosen],
-                                    normalizer=self.selector.normalizer, max_options=self.config.max_options)
-            record.pending = pending.to_dict()
-            record.state = AWAITING_CHOICE
-            trace.decide(CLARIFY, state_after=AWAITING_CHOICE, options=[o.to_dict() for o in pending.options])
-            return TurnResult(session_id=record.id, reply=prompt_text(pending), kind=CLARIFY,
-                              options=pending.options, state=AWAITING_CHOICE)
+            return self._offer(record, trace, [c.document for c in close[: self.config.max_options]])
         best = ranked[0]
         return self._deliver(record, trace, best.document.id, best.document.text)
+
+    def _offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
+               head: str = "") -> TurnResult:
+        """Return a clarification over ``docs`` (best first); ``head`` is said before the options."""
+        pending = build_options([(d.id, self.selector.answer_edus(d)) for d in docs],
+                                normalizer=self.selector.normalizer, max_options=self.config.max_options,
+                                ignore_terms=self._said_terms(record))
+        record.pending = pending.to_dict()
+        record.state = AWAITING_CHOICE
+        trace.decide(CLARIFY, state_after=AWAITING_CHOICE, options=[o.to_dict() for o in pending.options])
+        return TurnResult(session_id=record.id, reply=head + prompt_text(pending), kind=CLARIFY,
+                          options=pending.options, state=AWAITING_CHOICE)
+
+    def _said_terms(self, record: SessionRecord) -> frozenset[str]:
+        """Return the terms of the question and the step's replies (they cannot pick one option over another)."""
+        normalizer = self.selector.normalizer
+        return normalizer.terms_of_text(" ".join([record.question, *record.step_followups]))
 
     def _deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str) -> TurnResult:
         record.delivered.append(answer_id)

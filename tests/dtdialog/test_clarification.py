@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine_helpers import build_tree
 
-from dtdialog.clarification import NONE_LABEL, build_options, match_reply, prompt_text
+from dtdialog.clarification import NONE_LABEL, PendingChoice, build_options, distinctive_terms, match_reply, prompt_text
 from dtdialog.entities import EntityNormalizer
 
 NORM = EntityNormalizer(synonyms={}, use_builtin=False)
@@ -41,3 +41,36 @@ def test_max_options_and_reprompt_lists_options_again():
     assert len(pending.options) == 4
     again = prompt_text(pending, again=True)
     assert "could not match" in again and all(o.label in again for o in pending.options)
+
+
+# --- review defect: one common word picked an option ------------------------------------------------
+OVERHEAT_Q = "My engine overheats when I sit in traffic, but it is fine on the highway."
+OVERHEAT_CANDS = [
+    ("fan#1", build_tree(("Condition", "SN", ["If the cooling fan does not switch on in traffic",
+                                              "check the fan relay and the fan fuse"])).edus),
+    ("hose#1", build_tree(("Cause", "NS", ["A cool upper radiator hose on a hot engine",
+                                           "means the thermostat is stuck closed"])).edus),
+]
+
+
+def test_a_question_word_in_one_label_does_not_pick_that_option():
+    question_terms = NORM.terms_of_text(OVERHEAT_Q)
+    pending = build_options(OVERHEAT_CANDS, normalizer=NORM, ignore_terms=question_terms)
+    assert "engin" in pending.terms["hose#1"] and "engin" not in pending.terms["fan#1"]
+    # "engine" occurs only in option 2, but the user's question already said it: it tells nothing apart
+    assert match_reply("I can't remove the engine", pending, normalizer=NORM) is None
+    assert match_reply("the engine one", pending, normalizer=NORM) is None
+    # distinctive words still pick, from the label or (at half weight) from the answer text
+    assert match_reply("the radiator hose", pending, normalizer=NORM).answer_id == "hose#1"
+    assert match_reply("relay", pending, normalizer=NORM).answer_id == "fan#1"
+    # the terms survive the session round trip
+    restored = PendingChoice.from_dict(pending.to_dict())
+    assert match_reply("I can't remove the engine", restored, normalizer=NORM) is None
+
+
+def test_words_common_to_all_options_or_tied_pick_nothing():
+    pending = build_options(CANDS, normalizer=NORM)
+    distinctive = distinctive_terms(pending, normalizer=NORM)
+    assert "engin" not in distinctive["a#1"] | distinctive["b#1"]   # "If the engine cranks" is in both
+    assert match_reply("the engine cranks", pending, normalizer=NORM) is None
+    assert match_reply("fuel or crankshaft?", pending, normalizer=NORM) is None  # one distinctive word each: a tie

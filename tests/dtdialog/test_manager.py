@@ -247,3 +247,41 @@ def test_bare_number_while_awaiting_detail_asks_for_a_detail(tmp_path):
     assert result.kind == "prompt" and result.state == AWAITING_DETAIL and "detail" in result.reply
     assert manager.session(sid).failures == 1  # a prompt is not another failed search
 
+
+def _chain_choice(manager):
+    sid = manager.start_session()
+    ask = manager.handle(session_id=sid, text=text_of(CONSTRAINT_Q).replace(" I can't remove the engine.", ""))
+    assert ask.kind == "clarify"
+    return sid, ask
+
+
+def test_constraint_reply_to_a_clarification_is_recorded_not_taken_as_a_choice(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    sid, ask = _chain_choice(manager)
+    offered = [o.answer_id for o in ask.options if o.answer_id]
+    assert "chain#1" in offered  # "you have to remove the engine ..." is on offer
+    result = manager.handle(session_id=sid, text="I can't remove the engine")
+    record = manager.session(sid)
+    assert record.constraints and record.constraints[0]["words"] == ["remove", "engine"]
+    assert result.answer_id != "chain#1" and "chain#1" not in [o.answer_id for o in result.options]
+    assert "chain#1" in record.skipped and "chain#1" not in record.delivered
+    survivors = [a for a in offered if a != "chain#1"]
+    if len(survivors) == 1:  # the only option left is delivered
+        assert result.kind == "answer" and result.answer_id == survivors[0]
+    else:                    # the rest are offered again, best first
+        assert result.kind == "clarify" and result.state == AWAITING_CHOICE
+        assert [o.answer_id for o in result.options if o.answer_id] == survivors
+        assert result.reply.startswith("Noted")
+
+
+def test_constraint_that_no_option_violates_reoffers_the_same_options(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    sid, ask = _chain_choice(manager)
+    result = manager.handle(session_id=sid, text="I don't have a lift")
+    assert result.kind == "clarify" and result.state == AWAITING_CHOICE
+    assert [o.answer_id for o in result.options] == [o.answer_id for o in ask.options]
+    assert manager.session(sid).constraints[0]["words"] == ["lift"]
+    # and a reply with a distinctive word still picks its option
+    pump = next(o for o in ask.options if o.answer_id == "chain#3")
+    assert manager.handle(session_id=sid, text="the oil pump pickup").answer_id == pump.answer_id
+
