@@ -171,6 +171,8 @@ class DialogueManager:
         record.followups.append(text)
         record.step += 1
         record.step_followups = [text]
+        # C_i replies to the answer on screen: it (and only it) lends the next step its referents
+        record.context_id = record.delivered[-1] if record.delivered else None
         return self._select(record, trace)
 
     def _start(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
@@ -267,13 +269,18 @@ class DialogueManager:
 
     def _select(self, record: SessionRecord, trace: TurnTrace, *, plan: QuestionPlan | None = None,
                 allow_clarify: bool = True) -> TurnResult:
+        """Rank the current step and answer, clarify or fall back.
+
+        The step's context is the answer its follow-up replied to (``record.context_ids``), never the
+        answer just rejected: a retry searches the same part again with the rejected answers excluded.
+        """
         if plan is None:
             plan = QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
             trace.plan(plan, full=True)
         outcome = self.selector.rank_outcome(
             question=plan, step=record.step, followups=record.step_followups, exclude_ids=record.excluded_ids,
             constraints=[Constraint.from_dict(c) for c in record.constraints],
-            size=self.config.candidates, context_ids=record.delivered)
+            size=self.config.candidates, context_ids=record.context_ids)
         trace.step(outcome, step=record.step)
         ranked = outcome.candidates
         if not ranked:

@@ -29,6 +29,9 @@ __all__ = ["AgreementResult", "AnswerSelector", "CandidateGenerator", "Candidate
            "QuestionPlan", "RankOutcome", "RankedCandidate", "RuleScorer"]
 
 _CACHE_SIZE = 50_000
+#: A candidate's retrieval score counts the words it shares only with the previous answer (not with the
+#: user's reply or the question) at this weight: the user's own words lead, the answer only lends referents.
+CONTEXT_TERM_WEIGHT = 0.5
 #: Answers whose entity-term sets overlap at least this much (Jaccard) are near-duplicates; the best one is kept.
 DUPLICATE_JACCARD = 0.9
 
@@ -127,7 +130,11 @@ class AnswerSelector:
     def rank_outcome(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
                      exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (),
                      size: int = 10, context_ids: Sequence[str] = ()) -> RankOutcome:
-        """Return the full outcome of ``rank`` (query, requirements, kept and rejected candidates)."""
+        """Return the full outcome of ``rank`` (query, requirements, kept and rejected candidates).
+
+        Only the last of ``context_ids`` lends the follow-up words to the query, and a candidate's
+        retrieval score counts words only that answer supplied at ``CONTEXT_TERM_WEIGHT``.
+        """
         plan = question if isinstance(question, QuestionPlan) else self.plan(question)
         active = _as_constraints(constraints)
         followup_text = next((f for f in reversed(followups) if f and f.strip()), None)
@@ -162,6 +169,11 @@ class AnswerSelector:
         excluded = set(exclude_ids)
         hits = self._with_successor(hits, previous, excluded) if followup_tree is not None else hits
         question_terms = self.normalizer.terms_of_text(plan.question)
+        own_terms, borrowed_terms = frozenset(), frozenset()
+        if previous is not None and followup_tree is not None:
+            own_terms = _singles(self.normalizer.terms_of_edus(followup_tree.edus)
+                                 | self.normalizer.terms_of_edus(part.edus))
+            borrowed_terms = _singles(self._analysis(previous).terms) - own_terms
         candidates: list[RankedCandidate] = []
         kept_terms: list[frozenset[str]] = []
         for hit in hits:
@@ -181,7 +193,12 @@ class AnswerSelector:
                 "step_match": 1.0 if doc.position == 2 * step + 1 else 0.0,
                 "constraint_violations": float(sum(c.violated_by(analysis.terms, self.normalizer) for c in active)),
             }
-            candidates.append(RankedCandidate(document=doc, retrieval_score=float(hit.score), agreement=agreement,
+            retrieval = float(hit.score)
+            if borrowed_terms:
+                share = _borrowed_share(analysis.terms, own_terms, borrowed_terms)
+                features["context_share"] = share
+                retrieval *= 1.0 - (1.0 - CONTEXT_TERM_WEIGHT) * share
+            candidates.append(RankedCandidate(document=doc, retrieval_score=retrieval, agreement=agreement,
                                               features=features))
         kept = self.scorer.score(plan=plan, part_index=part_index, followups=list(followups), candidates=candidates)
         kept_ids = {c.document.id for c in kept}
@@ -240,6 +257,16 @@ class AnswerSelector:
         """Return the EDUs of a stored answer (from its stored DT, else by parsing its text)."""
         tree = DiscourseTree.from_dict(doc.tree) if doc.tree else self.parse(doc.text)
         return tree.edus
+
+
+def _singles(terms: frozenset[str]) -> frozenset[str]:
+    return frozenset(t for t in terms if " " not in t)
+
+
+def _borrowed_share(terms: frozenset[str], own: frozenset[str], borrowed: frozenset[str]) -> float:
+    """Return the share of a candidate's query-matching terms that only the previous answer supplied."""
+    n_own, n_borrowed = len(terms & own), len(terms & borrowed)
+    return n_borrowed / (n_own + n_borrowed) if n_own + n_borrowed else 0.0
 
 
 def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:

@@ -54,6 +54,8 @@ class SessionRecord:
     plan: dict[str, Any] | None = None
     step: int = 0
     step_followups: list[str] = field(default_factory=list)
+    #: the answer the step's follow-up replies to (its context); None at step 0. A rejected answer never is.
+    context_id: str | None = None
     followups: list[str] = field(default_factory=list)
     delivered: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -71,6 +73,13 @@ class SessionRecord:
             raise InputError(f"unknown session state {self.state!r}")
 
     @property
+    def context_ids(self) -> list[str]:
+        """Return the delivered answers up to the step's context answer (what its follow-up replies to)."""
+        if self.context_id is None or self.context_id not in self.delivered:
+            return []
+        return self.delivered[: self.delivered.index(self.context_id) + 1]
+
+    @property
     def excluded_ids(self) -> list[str]:
         """Return the answers never to offer again: delivered ones and ones the user turned down."""
         return list(dict.fromkeys(self.delivered + self.skipped))
@@ -85,6 +94,7 @@ class SessionRecord:
         self.plan = plan
         self.step = 0
         self.step_followups = []
+        self.context_id = None
         self.followups = []
         self.delivered = []
         self.skipped = []

@@ -129,3 +129,32 @@ def test_bad_script_is_a_one_line_error(built, capsys, tmp_path, content, messag
 def test_unknown_session_is_a_one_line_error(built, capsys):
     code, out, err = _chat(built, capsys, ["hello"], "--session", "does-not-exist")
     assert code == 2 and err.strip().startswith("error:") and "does-not-exist" in err
+
+
+OVERHEAT_Q = ("My engine overheats when I sit in traffic, but it is fine on the highway. "
+              "I already replaced the thermostat.")
+
+
+def test_review_script_number_rejection_and_constraint(built, capsys):
+    """The review's script: "2" with nothing on offer, a rejection, then a constraint while choosing."""
+    index, home = built
+    code, out, err = _chat(built, capsys, [OVERHEAT_Q, "2", "no, that didn't help"])
+    assert code == 0
+    sid = _session_id(err)
+    record = _last(home, sid)
+    bot = [m for m in record.transcript if m["role"] == "bot"]
+    assert bot[1]["kind"] == "prompt" and "didn't help" in bot[1]["text"]   # "2": a prompt, not a search
+    assert record.step == 0 and record.followups == []
+    retry = record.traces[-1]
+    assert retry["intent"] == "reject" and "2" not in retry["steps"][0]["query"]["keywords"]
+    offered = [retry["decision"]["answer_id"]] if retry["decision"]["kind"] == "answer" else \
+        [o["answer_id"] for o in retry["decision"]["options"] if o["answer_id"]]
+    assert offered and all(a.startswith("overheating-") for a in offered)    # still the overheating question
+    first_keywords = record.traces[0]["steps"][0]["query"]["keywords"]
+    assert retry["steps"][0]["query"]["keywords"] == first_keywords          # no delivered answer's words
+    # a constraint while options are pending is recorded; it never selects the option that says "engine"
+    code, out, err = _chat(built, capsys, [OVERHEAT_Q, "I can't remove the engine"], "--clarify-margin", "1.0")
+    record = _last(home, _session_id(err))
+    assert record.constraints and record.constraints[0]["words"] == ["remove", "engine"]
+    assert record.traces[-1]["intent"] == "constraint" and "user chose option" not in " ".join(
+        record.traces[-1]["notes"])

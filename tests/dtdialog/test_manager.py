@@ -285,3 +285,45 @@ def test_constraint_that_no_option_violates_reoffers_the_same_options(tmp_path):
     pump = next(o for o in ask.options if o.answer_id == "chain#3")
     assert manager.handle(session_id=sid, text="the oil pump pickup").answer_id == pump.answer_id
 
+
+def test_rejection_at_step_zero_searches_the_question_again_without_the_answer(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    retry = manager.handle(session_id=sid, text="no, that didn't help")
+    assert retry.kind == "answer" and retry.answer_id != first.answer_id
+    before, after = first.trace["steps"][0]["query"], retry.trace["steps"][0]["query"]
+    assert after["keywords"] == before["keywords"] and after["rr_terms"] == before["rr_terms"]
+    assert first.answer_id in after["exclude_ids"]
+    assert not any(c["features"].get("continuation") for c in retry.trace["candidates"])
+
+
+def test_rejection_after_a_followup_never_searches_with_the_rejected_answer(tmp_path):
+    selector, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    second = manager.handle(session_id=sid, text=text_of(PAPER_C1))
+    assert (first.answer_id, second.answer_id) == ("nostart#1", "nostart#3")
+    retry = manager.handle(session_id=sid, text="that didn't help")
+    assert retry.answer_id not in (first.answer_id, second.answer_id)
+    keywords = set(retry.trace["steps"][0]["query"]["keywords"])
+    rejected_only = set(selector.index.get("nostart#3").keywords) - set(selector.index.get("nostart#1").keywords)
+    assert rejected_only and not keywords & rejected_only   # "rail", "pump", "relay" ... stay out
+    assert manager.session(sid).context_id == "nostart#1"  # C1 still replies to A1: same part, same context
+
+
+def test_followup_context_words_count_less_than_the_users_words(tmp_path):
+    from dtdialog.selector import CONTEXT_TERM_WEIGHT
+
+    selector, _, _ = car_world(tmp_path, clarify_margin=0.0)
+    outcome = selector.rank_outcome(question=text_of(PAPER_Q), step=1, followups=["the fuel pump relay clicks"],
+                                    context_ids=["nostart#1"], size=10)
+    raw = {h.document.id: h.score for h in selector.generator.generate(
+        plan=outcome.plan, part_index=outcome.part_index, query=outcome.query, followups=[], size=20)}
+    seen = outcome.candidates + outcome.rejected
+    assert any(c.features["context_share"] > 0 for c in seen)
+    for cand in seen:
+        if cand.id in raw:
+            share = cand.features["context_share"]
+            assert 0.0 <= share <= 1.0
+            assert cand.retrieval_score == pytest.approx(raw[cand.id] * (1 - (1 - CONTEXT_TERM_WEIGHT) * share))
