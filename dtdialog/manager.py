@@ -87,9 +87,12 @@ class DialogueManager:
         self.store.save(record)
         return record.id
 
-    def session(self, session_id: str) -> Any:
-        """Return the stored ``SessionRecord``; raises ``SessionNotFoundError`` for an unknown id."""
-        return self.store.load(session_id)
+    def session(self, session_id: str, *, traces: bool = True) -> Any:
+        """Return the stored ``SessionRecord``; raises ``SessionNotFoundError`` for an unknown id.
+
+        ``traces=False`` skips reading the stored turn traces (``record.traces`` is then empty).
+        """
+        return self.store.load(session_id, traces=traces)
 
     def handle(self, *, session_id: str, text: str) -> TurnResult:
         """Process one user turn of ``session_id`` and return the reply; the session is saved before returning.
@@ -99,7 +102,8 @@ class DialogueManager:
         """
         lock = self._lock_for(session_id)
         with lock:
-            record = self.store.load(session_id)
+            # the turn only appends its own trace: never read and parse the stored history
+            record = self.store.load(session_id, traces=False)
             record.turns += 1
             clean, problem = intents.sanitize(text, max_chars=self.config.max_input_chars)
             trace = TurnTrace(session_id=session_id, turn=record.turns, user_text=clean, state_before=record.state)
@@ -117,8 +121,7 @@ class DialogueManager:
                                **({"answer_id": result.answer_id} if result.answer_id else {}))
             result.trace = trace.to_dict()
             record.traces.append(result.trace)
-            del record.traces[:-self.config.max_traces]
-            self.store.save(record)
+            self.store.save(record, keep_traces=self.config.max_traces)
             return result
 
     # --- state machine --------------------------------------------------------

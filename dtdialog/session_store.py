@@ -68,32 +68,49 @@ class SessionStore:
                 self._all.append(conn)
         return conn
 
-    def save(self, record: SessionRecord) -> None:
-        """Write ``record`` (insert or replace) in one transaction."""
+    def save(self, record: SessionRecord, *, keep_traces: int | None = None) -> None:
+        """Write ``record`` (insert or replace) in one transaction.
+
+        Only traces newer than the stored ones are written (each serialised once, never re-read or
+        copied), so a turn's cost does not grow with the session's history; a session keeps its
+        latest ``keep_traces`` traces (default: the store's ``max_traces``), older rows are deleted.
+        """
         record.updated = time.time()
         body = record.to_dict()
         traces = body.pop("traces", [])
         data = json.dumps(body, ensure_ascii=False)
+        keep = self.max_traces if keep_traces is None else keep_traces
         conn = self._conn()
         with conn:
             conn.execute("INSERT INTO sessions(id, data, state, updated) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT(id) DO UPDATE SET data=excluded.data, state=excluded.state, "
                          "updated=excluded.updated", (record.id, data, record.state, record.updated))
-            last = conn.execute("SELECT MAX(turn) FROM traces WHERE session_id = ?", (record.id,)).fetchone()[0]
-            fresh = [t for t in traces if isinstance(t, dict) and int(t.get("turn", 0)) > (last or 0)]
+            last = conn.execute("SELECT MAX(turn) FROM traces WHERE session_id = ?", (record.id,)).fetchone()[0] or 0
+            fresh = [t for t in traces if isinstance(t, dict) and int(t.get("turn", 0)) > last]
+            if not fresh:
+                return
             conn.executemany("INSERT OR REPLACE INTO traces(session_id, turn, data) VALUES (?, ?, ?)",
                              [(record.id, int(t["turn"]), json.dumps(t, ensure_ascii=False)) for t in fresh])
+            newest = max(int(t["turn"]) for t in fresh)
+            conn.execute("DELETE FROM traces WHERE session_id = ? AND turn <= ?", (record.id, newest - keep))
 
-    def load(self, session_id: str) -> SessionRecord:
-        """Return the session ``session_id``; raises ``SessionNotFoundError`` when there is none."""
-        row = self._conn().execute("SELECT data FROM sessions WHERE id = ?", (str(session_id),)).fetchone()
+    def load(self, session_id: str, *, traces: bool = True) -> SessionRecord:
+        """Return the session ``session_id``; raises ``SessionNotFoundError`` when there is none.
+
+        ``traces=False`` leaves ``record.traces`` empty: a turn only appends its own trace, so the
+        manager never reads (and parses) the stored history; ``save`` keeps the stored traces.
+        """
+        conn = self._conn()
+        row = conn.execute("SELECT data FROM sessions WHERE id = ?", (str(session_id),)).fetchone()
         if row is None:
             raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
         try:
             data = json.loads(row[0])
-            rows = self._conn().execute("SELECT data FROM traces WHERE session_id = ? ORDER BY turn DESC LIMIT ?",
-                                        (str(session_id), self.max_traces)).fetchall()
-            data["traces"] = [json.loads(r[0]) for r in reversed(rows)]
+            data["traces"] = []
+            if traces:
+                rows = conn.execute("SELECT data FROM traces WHERE session_id = ? ORDER BY turn DESC LIMIT ?",
+                                    (str(session_id), self.max_traces)).fetchall()
+                data["traces"] = [json.loads(r[0]) for r in reversed(rows)]
         except json.JSONDecodeError:
             raise InputError(f"session {session_id!r} in {self.path} is corrupt") from None
         return SessionRecord.from_dict(data)

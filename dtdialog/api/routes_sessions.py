@@ -66,7 +66,7 @@ async def post_message(
 
     def work() -> TurnResponse:
         manager = service.manager()
-        manager.session(session_id)  # 404 before any work on an unknown id
+        manager.session(session_id, traces=False)  # 404 before any work on an unknown id (no trace parsing)
         result = manager.handle(session_id=session_id, text=text)
         out = turn_out(result)
         if explain:

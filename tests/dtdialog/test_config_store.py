@@ -6,6 +6,7 @@ import sqlite3
 import threading
 
 import pytest
+from engine_helpers import PAPER_Q, car_world, text_of
 
 from dtdialog.engine_config import EngineConfig
 from dtdialog.session import AWAITING_FEEDBACK, SessionNotFoundError, SessionRecord
@@ -67,3 +68,33 @@ def test_bad_records_and_paths(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError):
         SessionStore(tmp_path / "file" / "sessions.sqlite")
+
+
+def test_traces_are_appended_per_turn_pruned_to_max_and_survive_restart(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with SessionStore(path, max_traces=10) as store:
+        store.save(SessionRecord(id="s1"))
+        for turn in range(1, 8):
+            record = store.load("s1", traces=False)   # what a turn reads: no history parsed
+            assert record.traces == []
+            record.turns = turn
+            record.traces.append({"turn": turn, "user_text": f"t{turn}"})
+            store.save(record, keep_traces=3)
+        rows = store._conn().execute("SELECT turn FROM traces WHERE session_id = 's1' ORDER BY turn").fetchall()
+        assert [r[0] for r in rows] == [5, 6, 7]    # the oldest are deleted, not kept forever
+    with SessionStore(path) as store:               # a restart loses nothing that is kept
+        again = store.load("s1")
+        assert again.turns == 7 and [t["user_text"] for t in again.traces] == ["t5", "t6", "t7"]
+        again.state = AWAITING_FEEDBACK
+        store.save(again)                           # re-saving loaded traces neither duplicates nor drops them
+        assert [t["turn"] for t in store.load("s1").traces] == [5, 6, 7]
+
+
+def test_manager_keeps_max_traces_per_session(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0, max_traces=2, max_failures=9)
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    for _ in range(3):
+        manager.handle(session_id=sid, text="hmm")
+    assert [t["turn"] for t in manager.session(sid).traces] == [3, 4]
+    assert manager.session(sid, traces=False).traces == []
