@@ -154,6 +154,37 @@ def markdown(result: dict[str, Any]) -> str:
     return head + "\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
 
 
+def plot(result: dict[str, Any], path: str | Path) -> Path:
+    """Draw the F1 scores next to the published isanlp-rst gumrrg ones as a bar chart PNG; return the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = ["seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1"]
+    names = ["Seg", "Span", "Nuc", "Rel", "Full"]
+    ours = [100 * result["scores"][k] for k in keys]
+    theirs = [PUBLISHED_ISANLP_GUMRRG[k] for k in keys]
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+    xs = range(len(keys))
+    ax.bar([x - 0.2 for x in xs], ours, width=0.4, label=f"{result['parser']} (measured)", color="#d9480f")
+    ax.bar([x + 0.2 for x in xs], theirs, width=0.4, label="isanlp-rst gumrrg (published)", color="#adb5bd")
+    for x, v in zip(xs, ours):
+        ax.text(x - 0.2, v + 1, f"{v:.1f}", ha="center", fontsize=8)
+    ax.set_xticks(list(xs), names)
+    ax.set_ylabel("F1 (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"RST parsing on GUM {result['split']} ({result['documents']} documents, end to end)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(path)
+    tmp = out.with_name(out.name + ".part.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(out)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m eval.parser_bench", description=__doc__.splitlines()[0])
     ap.add_argument("--gum", default=str(DEFAULT_GUM_DIR), help="GUM RST folder (lisp_binary/, splits.tsv)")
@@ -163,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-process", type=int, default=1)
     ap.add_argument("--latency-repeats", type=int, default=3)
     ap.add_argument("--json", dest="json_out", help="also write the results as JSON here")
+    ap.add_argument("--plot", help="also draw the F1 scores next to isanlp-rst's as a PNG here")
     args = ap.parse_args(argv)
     try:
         result = run(args.gum, split=args.split, parser_name=args.parser, limit=args.limit,
@@ -180,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = out.with_suffix(out.suffix + ".tmp")
         tmp.write_text(json.dumps(result, indent=2), encoding="utf-8")
         tmp.replace(out)
+    if args.plot:
+        plot(result, args.plot)
     return 0
 
 

@@ -63,6 +63,8 @@ def edu_view(doc: AnalyzedText, start: int, end: int) -> UnitView:
         heads = verbs or [t for t in outside if not t.is_punct]
         if heads and (verbs or len(heads) == 1):
             dep = heads[0].dep
+            if dep == "dep" and verbs:
+                dep = "conj"  # an unlabelled verb beside another is a coordination spaCy missed
     sent = next((t.sent for t in toks if not t.is_punct), toks[0].sent if toks else 0)
     return UnitView(words=words, head_dep=dep, sent=sent)
 

@@ -39,8 +39,12 @@ from parsers.segmenter import Segment, SegmenterConfig, segment
 from parsers.text_input import MAX_CHARS, clean_text
 from parsers.tree import EDU, NUCLEUS, DiscourseTree, Node
 
-#: Longest run of sentences (or paragraphs) joined as one chain; longer runs are chained in blocks.
-MAX_CHAIN = 32
+#: Longest run of sentences (or paragraphs) joined as one chain; longer runs are chained in blocks,
+#: which keeps trees under ~300 levels (the tree's JSON/picture code recurses). Long GUM documents
+#: score better the longer the chain, so it is not smaller.
+MAX_CHAIN = 200
+#: Most EDUs of one sentence joined along its dependencies; run-on sentences are built in blocks.
+MAX_SENTENCE_EDUS = 32
 _CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
 _DROP_LEADING = frozenset({"DET", "PRON"})
 
@@ -200,12 +204,12 @@ class RuleParser(RSTParser):
             end = start
             while end + 1 < len(segments) and segments[end + 1].sent == segments[start].sent:
                 end += 1
-            if end - start + 1 <= MAX_CHAIN:
+            if end - start + 1 <= MAX_SENTENCE_EDUS:
                 sentence_units.append(self._build_sentence(segments, views, parents, start, end))
             else:
                 # A run-on "sentence" of many clauses: build it in blocks to bound the depth.
-                blocks = [self._build_sentence(segments, views, parents, b, min(b + MAX_CHAIN - 1, end))
-                          for b in range(start, end + 1, MAX_CHAIN)]
+                blocks = [self._build_sentence(segments, views, parents, b, min(b + MAX_SENTENCE_EDUS - 1, end))
+                          for b in range(start, end + 1, MAX_SENTENCE_EDUS)]
                 sentence_units.append(self._chain(blocks, views))
             start = end + 1
         # Paragraphs (blank-line separated) group sentences before the whole text is joined.

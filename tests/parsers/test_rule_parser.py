@@ -158,12 +158,12 @@ def _depth(tree: DiscourseTree) -> int:
 
 @pytest.mark.parametrize("text", [
     "he went home and she came back and " * 150,  # one run-on sentence of many clauses
-    "The car stalls. " * 400,  # many sentences, no paragraphs
+    "The car stalls. " * 450,  # many sentences, no paragraphs
 ])
 def test_long_texts_keep_the_tree_shallow(parser, text):
     tree = parser.parse(text)
     assert len(tree.edus) > 100
-    assert _depth(tree) < 120  # JSON, pictures and the index recurse over the tree
+    assert _depth(tree) < 300  # JSON, pictures and the index recurse over the tree
     assert DiscourseTree.from_json(tree.to_json()) == tree
 
 
