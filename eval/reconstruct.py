@@ -54,6 +54,8 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
         method = get_method(name, **(options or {}))
     except (MethodUnavailable, ModelNotAvailableError) as exc:
         return MethodRun(method=name, label=name, skipped=str(exc))
+    if hasattr(method, "progress"):
+        method.progress = progress  # fitting (parsing, encoding, indexing) is the long part: show it
     run = MethodRun(method=method.name, label=method.label)
     try:
         t0 = time.perf_counter()
