@@ -4,7 +4,7 @@
 2. ``segmenter.segment`` cuts sentences into EDUs at clause edges.
 3. Inside a sentence, EDUs are joined bottom-up along the dependency structure
    (an EDU is joined to the EDU holding its clause's syntactic head once all its
-   own dependents are attached; the nearest dependents first). Conjuncts of a
+   own dependents are attached; right dependents before left ones, nearest first). Conjuncts of a
    conjunct attach to the first one, so "checked ..., replaced ..., but could
    not start" becomes Concession(Joint(checked, replaced), could not start).
    Each join is labelled by ``CueLexicon.predict``; the rest of a clause
@@ -253,15 +253,20 @@ class RuleParser(RSTParser):
                        if parents[e] is not None and u.first <= parents[e] <= u.last)
 
         while len(units) > 1:
+            # Head-outward: complete right dependents attach first, then left ones
+            # ("If X, Y because Z" -> Condition(X, Cause(Y, Z)); better on GUM dev).
             pick = None
             for i in range(len(units) - 1):
                 a, b = units[i], units[i + 1]
                 if governs(a, b) and complete(b):
                     pick = (i, a.head, b)
                     break
-                if governs(b, a) and complete(a):
-                    pick = (i, b.head, a)
-                    break
+            if pick is None:
+                for i in range(len(units) - 1):
+                    a, b = units[i], units[i + 1]
+                    if governs(b, a) and complete(a):
+                        pick = (i, b.head, a)
+                        break
             if pick is None:
                 for i in range(len(units) - 1):
                     a, b = units[i], units[i + 1]

@@ -102,6 +102,12 @@ def test_conditional_and_causal_cues(parser):
     assert rels & {"Cause", "Explanation"}, tree.to_compact()
 
 
+def test_right_dependents_attach_before_left_ones(parser):
+    tree = parser.parse("If the battery is weak, the car will not start because the starter needs current.")
+    assert tree.root.relation == "Condition" and tree.root.nuclearity == ("S", "N")
+    assert tree.root.children[1].span == (1, 2)
+
+
 def test_parse_many_matches_parse(parser):
     texts = [PAPER, "The brakes squeal. I replaced the pads last week.", "Hello"]
     batched = list(parser.parse_many(texts, batch_size=2))
