@@ -9,10 +9,10 @@
    not start" becomes Concession(Joint(checked, replaced), could not start).
    Each join is labelled by ``CueLexicon.predict``; the rest of a clause
    interrupted by an embedded one is joined as Same-Unit.
-4. Sentences are joined right-branching inside a paragraph (blank-line separated),
-   then paragraphs. A join whose second sentence opens with a discourse marker
-   ("However", "So", "Because", ...) is labelled from the lexicon at the ``d``
-   level; other adjacent sentences form a Joint list.
+4. Sentences are joined inside a paragraph (blank-line separated), then paragraphs:
+   a sentence opening with a discourse marker ("However", "So", "Because", ...)
+   is first joined to the sentence before it, labelled from the lexicon at the
+   ``d`` level; the resulting units are chained right-branching as a Joint list.
 """
 
 from __future__ import annotations
@@ -230,6 +230,20 @@ class RuleParser(RSTParser):
         if len(units) > MAX_CHAIN:
             blocks = [self._chain(units[i: i + MAX_CHAIN], views) for i in range(0, len(units), MAX_CHAIN)]
             return self._chain(blocks, views)
+        if len(units) > 2:
+            # A sentence opening with a marker ("However, ...") relates to the one before it:
+            # join that pair first, then chain.
+            merged: list[_Unit] = [units[0]]
+            for unit in units[1:]:
+                words = views[unit.first].words
+                if words and words[0] in INTER_SENTENCE_MARKERS:
+                    prev = merged.pop()
+                    merged.append(self._join(prev, unit, self._label(views, prev, unit), prev.head))
+                else:
+                    merged.append(unit)
+            units = merged
+            if len(units) == 1:
+                return units[0]
         if self.sentence_branching == "right":
             acc = units[-1]
             for unit in reversed(units[:-1]):

@@ -108,6 +108,15 @@ def test_right_dependents_attach_before_left_ones(parser):
     assert tree.root.children[1].span == (1, 2)
 
 
+def test_marked_sentence_joins_its_predecessor_first(parser):
+    tree = parser.parse("The engine idles rough. The fuel economy dropped. However, the plugs are new. "
+                        "I drive mostly in the city.")
+    first_of = [e.sentence for e in tree.edus]
+    s1 = (first_of.index(1), len(first_of) - 1 - first_of[::-1].index(2))
+    node = next(n for n in tree.relation_nodes() if n.span == s1)
+    assert not is_default(node.relation or ""), tree.to_compact()
+
+
 def test_parse_many_matches_parse(parser):
     texts = [PAPER, "The brakes squeal. I replaced the pads last week.", "Hello"]
     batched = list(parser.parse_many(texts, batch_size=2))
