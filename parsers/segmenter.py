@@ -20,7 +20,7 @@ from parsers.nlp_base import AnalyzedText
 CLAUSE_DEPS: frozenset[str] = frozenset({"advcl", "relcl", "acl", "conj", "parataxis", "ccomp", "dep"})
 #: Prepositions that open a clause when their object is a gerund ("after assuming control, ...").
 CLAUSAL_PREPOSITIONS: frozenset[str] = frozenset({
-    "after", "before", "by", "without", "while", "since", "despite", "upon", "on", "instead", "besides",
+    "after", "before", "by", "without", "while", "since", "despite", "upon", "instead", "besides",
     "through", "when", "until",
 })
 #: Lemmas of attribution verbs whose complement clause (``ccomp``) is a separate EDU.
@@ -98,7 +98,8 @@ def _subtree_edges(heads: list[int], start: int, end: int) -> tuple[list[int], l
 def _is_clause(doc: AnalyzedText, i: int, kids: list[list[int]], cfg: SegmenterConfig) -> bool:
     tok = doc.tokens[i]
     if tok.dep == "prep" and (tok.lemma in CLAUSAL_PREPOSITIONS or cfg.prep_gerund):
-        return any(doc.tokens[k].dep == "pcomp" and doc.tokens[k].pos == "VERB"
+        # The gerund needs dependents of its own: "by replacing the fuse", not "during walking".
+        return any(doc.tokens[k].dep == "pcomp" and doc.tokens[k].pos == "VERB" and kids[k]
                    and (tok.lemma in CLAUSAL_PREPOSITIONS or doc.tokens[k].tag == "VBG") for k in kids[i])
     if tok.dep == "xcomp" and cfg.xcomp_to and tok.pos == "VERB":
         return (doc.tokens[tok.head].lemma not in CONTROL_VERBS
@@ -109,6 +110,10 @@ def _is_clause(doc: AnalyzedText, i: int, kids: list[list[int]], cfg: SegmenterC
     if tok.pos not in _VERBAL and not (has_subj and any(doc.tokens[k].dep == "cop" for k in kids[i])):
         return False
     if tok.dep == "ccomp":
+        head = doc.tokens[tok.head]
+        # Not "the point is | that ..." nor extraposed "it has been proposed | that ...".
+        if head.pos != "VERB" or any(doc.tokens[k].dep in ("expl", "auxpass", "nsubjpass") for k in kids[head.i]):
+            return False
         if cfg.ccomp_that and any(doc.tokens[k].dep == "mark" and doc.tokens[k].text.lower() in ("that", "whether", "if")
                                   for k in kids[i]):
             return True
