@@ -61,7 +61,7 @@ def corpus_fingerprint(dialogues, parser_name: str) -> str:
 def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "builtin",
                  index_path: str | Path | None = None, backend: str = "sqlite",
                  parser: str | RSTParser | None = None, progress: bool = True,
-                 config: EngineConfig | None = None, es_url: str | None = None) -> Runtime:
+                 config: EngineConfig | None = None, es_url: str | None = None, ranker: str | None = None) -> Runtime:
     """Return a ready ``Runtime``.
 
     * ``index_path`` given and present, no ``corpus``: open it as is.
@@ -72,6 +72,8 @@ def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "buil
 
     ``elasticsearch`` uses ``es_url`` or ``$ELASTICSEARCH_URL`` and (re)loads the corpus only when
     the index is empty or a corpus is given. Raises ``ConfigError``/``InputError`` with one-line messages.
+    ``ranker`` (``auto``/``learned``/``rules``, default ``$DTDIALOG_RANKER`` or ``rules``): see
+    ``dtdialog.ranking.factory`` - ``auto`` ranks with the learned hybrid ranker when the [dense] extra is installed.
     """
     if backend not in BACKENDS:
         raise ConfigError(f"unknown index backend {backend!r}; expected one of {', '.join(BACKENDS)}")
@@ -88,6 +90,7 @@ def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "buil
                         progress=progress)
             built = True
         location = "elasticsearch"
+        path = None
     else:
         path = Path(index_path).expanduser() if index_path is not None else None
         if path is not None and path.is_dir():
@@ -115,5 +118,9 @@ def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "buil
             built = True
             index = open_index(backend="sqlite", path=path)
         location = str(path)
-    selector = AnswerSelector(index=index, parser=rst, config=config)
+    from dtdialog.ranking.factory import build_ranking, engine_default_ranker
+
+    generator, scorer = build_ranking(index=index, index_path=path, config=config,
+                                      ranker=ranker or engine_default_ranker(), progress=progress)
+    selector = AnswerSelector(index=index, parser=rst, config=config, generator=generator, scorer=scorer)
     return Runtime(parser=rst, index=index, selector=selector, index_location=location, built=built)

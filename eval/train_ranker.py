@@ -173,6 +173,14 @@ def summarize(ranks: np.ndarray, *, seed: int = 0, samples: int = 1000) -> dict[
     return out
 
 
+def paired_difference(a: np.ndarray, b: np.ndarray, *, seed: int = 0, samples: int = 1000) -> dict[str, float]:
+    """Return the P@1 difference ``a - b`` of two rank arrays over the same questions, with a paired 95% bootstrap CI."""
+    d = (a == 0).astype(float) - (b == 0).astype(float)
+    idx = np.random.RandomState(seed).randint(0, len(d), (samples, len(d)))
+    lo, hi = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
+    return {"diff": round(float(d.mean()), 4), "lo": round(float(lo), 4), "hi": round(float(hi), 4)}
+
+
 def cross_validate(queries: Sequence[QueryRows], names: Sequence[str], *, kind: str, folds: int,
                    seed: int, c: float = 0.1) -> np.ndarray:
     """Return the gold rank of every question, each scored by a model fitted on the other folds."""
@@ -247,16 +255,22 @@ def run(args: argparse.Namespace) -> dict:
     print(f"{len(queries)} questions, k={args.k}: gold answer among the candidates for {recall:.3f} "
           f"(mean {report['mean_candidates']} candidates)")
     results = report["results"]
-    results["dense (full pool)"] = summarize(full_pool_dense_ranks(data_dir=data_dir, cache=cache, limit=args.limit))
+    dense_ranks = full_pool_dense_ranks(data_dir=data_dir, cache=cache, limit=args.limit)
+    results["dense (full pool)"] = summarize(dense_ranks)
     results["lexical (engine)"] = summarize(single_feature_ranks(queries, "lexical"))
+    results["bm25 (whole question)"] = summarize(single_feature_ranks(queries, "bm25"))
     results["dense csls"] = summarize(single_feature_ranks(queries, "dense_csls"))
+    report["vs_dense"] = {}
     sets = list(FEATURE_SETS) if args.feature_set == "all" else [args.feature_set]
     for name in sets:
         ranks = cross_validate(queries, FEATURE_SETS[name], kind=args.model, folds=args.folds, seed=args.seed,
                                c=args.c)
         results[name] = summarize(ranks)
+        report["vs_dense"][name] = paired_difference(ranks, dense_ranks)
     for name, s in results.items():
         print(_line(name, s))
+    for name, d in report["vs_dense"].items():
+        print(f"{name} - dense: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
     if not args.no_save:
         usable = [q for q in queries if q.rows]
         for name in sets:
@@ -266,8 +280,11 @@ def run(args: argparse.Namespace) -> dict:
             manifest = {"name": Path(MODEL_FILES[name]).stem, "feature_set": name, "model": args.model, "C": args.c,
                         "trained_on": f"mechanics_qa_dev ({len(usable)} questions, all folds)", "k": args.k,
                         "pool_digest": pool_digest(load_mechanics(data_dir).pool),
-                        "command": "python -m eval.train_ranker " + " ".join(sys.argv[1:]),
+                        "command": "python -m eval.train_ranker"
+                                   + (f" --folds {args.folds}" if args.folds != 5 else "")
+                                   + (f" --seed {args.seed}" if args.seed != 13 else ""),
                         "cv": results[name], "cv_dense": results["dense (full pool)"],
+                        "cv_minus_dense": report["vs_dense"][name],
                         "feature_means": [round(float(v), 6) for v in X.mean(axis=0)]}
             path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(
                 Path(args.out_dir or MODELS_DIR) / MODEL_FILES[name])

@@ -3,7 +3,10 @@
 Files, for an index ``answers.sqlite``:
 
 * ``answers.sqlite.dense.npy`` - ``(n, dim)`` float32, L2-normalised rows (``np.load(mmap_mode="r")``);
-* ``answers.sqlite.dense.ids.json`` - ``{"ids": [...], "model": ..., "dim": ..., "hub": [...]}``.
+* ``answers.sqlite.dense.ids.json`` - ``{"ids": [...], "model": ..., "dim": ..., "hub": [...], "terms": {...}}``.
+
+``terms`` holds the answers' document frequencies and mean length (``TermStats``) so the ranker
+can score the *whole* question with BM25, next to the engine's per-part keyword query.
 
 ``hub`` is each answer's *hubness*: the mean cosine to its ``HUB_K`` nearest other answers.
 Generic answers ("check the fuses, then the wiring...") sit close to everything and win too many
@@ -17,10 +20,14 @@ half-written store; ``DenseStore.load`` checks that the two agree.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +36,51 @@ from parsers.errors import InputError, ModelNotAvailableError
 
 HUB_K = 10
 _BLOCK = 1024
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """Return the lower-case alphanumeric tokens BM25 statistics are counted on."""
+    return _WORD.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """Document frequencies of the stored answers' tokens, their count and mean length (for BM25)."""
+
+    n: int
+    avg_len: float
+    df: dict[str, int]
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> TermStats:
+        """Return the statistics of ``texts``."""
+        df: Counter[str] = Counter()
+        total = 0
+        for text in texts:
+            tokens = bm25_tokens(text)
+            total += len(tokens)
+            df.update(set(tokens))
+        return cls(n=len(texts), avg_len=total / len(texts) if texts else 0.0, df=dict(df))
+
+    def bm25(self, query: str, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+        """Return the Okapi BM25 score of ``query`` against each of ``texts`` with these statistics."""
+        q_terms = Counter(bm25_tokens(query))
+        idf = {t: math.log(1 + (self.n - self.df.get(t, 0) + 0.5) / (self.df.get(t, 0) + 0.5)) for t in q_terms}
+        out = np.zeros(len(texts))
+        for i, text in enumerate(texts):
+            tokens = bm25_tokens(text)
+            tf = Counter(tokens)
+            norm = k1 * (1 - b + b * len(tokens) / self.avg_len) if self.avg_len else k1
+            out[i] = sum(qf * idf[t] * tf[t] * (k1 + 1) / (tf[t] + norm) for t, qf in q_terms.items() if t in tf)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"n": self.n, "avg_len": self.avg_len, "df": self.df}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TermStats:
+        return cls(n=int(data["n"]), avg_len=float(data["avg_len"]), df={str(k): int(v) for k, v in data["df"].items()})
 
 
 def dense_paths(index_path: str | Path) -> tuple[Path, Path]:
@@ -60,7 +112,7 @@ class DenseStore:
     """Unit-length answer vectors with their ids; ``cosines`` and ``search`` are plain dot products."""
 
     def __init__(self, *, ids: Sequence[str], vectors: np.ndarray, hub: np.ndarray | None = None,
-                 model: str = "all-MiniLM-L6-v2") -> None:
+                 model: str = "all-MiniLM-L6-v2", terms: TermStats | None = None) -> None:
         if vectors.ndim != 2 or len(ids) != vectors.shape[0]:
             raise InputError(f"dense store: {len(ids)} ids for a matrix of shape {vectors.shape}")
         if len(set(ids)) != len(ids):
@@ -69,6 +121,7 @@ class DenseStore:
         self.vectors = vectors
         self.hub = np.asarray(hub, dtype=np.float32) if hub is not None else hubness(vectors)
         self.model = model
+        self.terms = terms
         self._row = {doc_id: i for i, doc_id in enumerate(self.ids)}
 
     def __len__(self) -> int:
@@ -115,7 +168,8 @@ class DenseStore:
         matrix_path, ids_path = dense_paths(index_path)
         matrix_path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"ids": self.ids, "model": self.model, "dim": self.dimension,
-                "hub": [round(float(h), 6) for h in self.hub], "hub_k": HUB_K}
+                "hub": [round(float(h), 6) for h in self.hub], "hub_k": HUB_K,
+                "terms": self.terms.to_dict() if self.terms is not None else None}
         _atomic_write(matrix_path, lambda f: np.save(f, np.ascontiguousarray(self.vectors, dtype=np.float32)))
         _atomic_write(ids_path, lambda f: f.write(json.dumps(meta).encode("utf-8")))
         return matrix_path, ids_path
@@ -142,7 +196,8 @@ class DenseStore:
         if vectors.dtype != np.float32 or len(meta.get("ids", ())) != vectors.shape[0]:
             raise InputError(f"corrupt dense store beside {index_path}: ids and matrix disagree; rebuild it")
         hub = np.asarray(meta["hub"], dtype=np.float32) if len(meta.get("hub", ())) == vectors.shape[0] else None
-        return cls(ids=meta["ids"], vectors=vectors, hub=hub, model=str(meta.get("model", "")))
+        terms = TermStats.from_dict(meta["terms"]) if meta.get("terms") else None
+        return cls(ids=meta["ids"], vectors=vectors, hub=hub, model=str(meta.get("model", "")), terms=terms)
 
 
 def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None, batch_size: int = 256,
@@ -168,7 +223,7 @@ def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None,
             bar.update(len(chunk))
     dim = parts[0].shape[1] if parts else 384
     vectors = np.vstack(parts) if parts else np.zeros((0, dim), dtype=np.float32)
-    return DenseStore(ids=ids, vectors=vectors)
+    return DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts))
 
 
 def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = True) -> DenseStore:

@@ -5,8 +5,12 @@
 * ``ranker="rules"``: ``(None, None)`` - the selector's lexical generator and ``RuleScorer``;
 * ``ranker="learned"``: hybrid generator + ``LearnedScorer`` with the shipped model; raises
   ``ModelNotAvailableError`` when the ``[dense]`` extra, the vectors or the model are missing;
-* ``ranker="auto"`` (default, or ``$DTDIALOG_RANKER``): learned when the extra is installed, else the
-  rules, saying so once in the log ("dense retrieval unavailable ... ranking lexically").
+* ``ranker="auto"`` (default here, or ``$DTDIALOG_RANKER``): learned when the extra is installed, else
+  the rules, saying so once in the log ("dense retrieval unavailable ... ranking lexically").
+
+``load_runtime`` (chat, API) uses ``engine_default_ranker()``: ``$DTDIALOG_RANKER`` or ``rules`` - the
+interactive engine keeps the rule scorer until the learned ranker matches it on the multi-step
+built-in dialogues (see docs/ranking.md); the evaluation's ``dtq`` uses ``auto``.
 
 Dense vectors of a SQLite index live beside it (``index.dense_store``); ``auto``/``learned`` build
 them on first use when the extra is installed (a progress bar, once per index).
@@ -42,6 +46,11 @@ def _warn_once(message: str) -> None:
     if not _warned:
         _warned = True
         log.warning(message)
+
+
+def engine_default_ranker() -> str:
+    """Return the interactive engine's ranker: ``$DTDIALOG_RANKER`` when set, else ``rules``."""
+    return resolve_ranker(os.environ.get(RANKER_ENV) or "rules")
 
 
 def resolve_ranker(ranker: str | None) -> str:

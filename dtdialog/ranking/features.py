@@ -10,6 +10,9 @@ Two feature sets (``FEATURE_SETS``):
   * ``lexical``: the lexical index score divided by the best lexical score of the list
     (0 for a candidate only the dense retriever found);
   * ``lexical_rr``: 1 / (1 + lexical rank), 0 when not retrieved lexically;
+  * ``bm25``: Okapi BM25 of the whole question (plus follow-ups) against the answer, with the
+    stored answers' statistics, divided by the best of the list; ``bm25_rr``: 1 / (1 + its rank)
+    (the engine's lexical query covers one DT-Q part with a keyword cap; this covers everything);
   * ``dense``: cosine of the query and answer MiniLM embeddings;
   * ``dense_gap``: ``dense`` minus the best ``dense`` of the list; ``dense_z``: z-score in the list;
   * ``dense_rr``: 1 / (1 + dense rank in the list);
@@ -44,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 HYBRID_FEATURES: tuple[str, ...] = (
-    "lexical", "lexical_rr", "dense", "dense_gap", "dense_z", "dense_rr", "dense_csls", "dense_csls_gap",
+    "lexical", "lexical_rr", "bm25", "bm25_rr", "dense", "dense_gap", "dense_z", "dense_rr", "dense_csls", "dense_csls_gap",
     "dense_csls_rr", "term_overlap", "log_answer_words", "length_ratio",
 )
 DT_FEATURES: tuple[str, ...] = (
@@ -69,6 +72,7 @@ class CandidateSignals:
 
     doc_id: str
     lexical: float | None = None
+    bm25: float | None = None
     dense: float | None = None
     hub: float = 0.0
     query_terms: int = 0
@@ -120,6 +124,10 @@ def list_features(signals: Sequence[CandidateSignals]) -> list[dict[str, float]]
     else:
         dense_z = np.zeros(n)
     lexical_rr = _reciprocal_ranks(lex, lex_present)
+    bm25_present = np.array([s.bm25 is not None for s in signals])
+    bm25 = np.array([s.bm25 if s.bm25 is not None else 0.0 for s in signals], dtype=float)
+    bm25_best = bm25.max() if bm25_present.any() else 0.0
+    bm25_rr = _reciprocal_ranks(bm25, bm25_present & (bm25 > 0))
     dense_rr = _reciprocal_ranks(dense, dense_present)
     csls_rr = _reciprocal_ranks(csls, dense_present)
     dense_gap, csls_gap = gap(dense), gap(csls)
@@ -129,6 +137,7 @@ def list_features(signals: Sequence[CandidateSignals]) -> list[dict[str, float]]
         row = {
             "lexical": lex[i] / lex_best if lex_present[i] and lex_best > 0 else 0.0,
             "lexical_rr": lexical_rr[i],
+            "bm25": bm25[i] / bm25_best if bm25_best > 0 else 0.0, "bm25_rr": bm25_rr[i],
             "dense": dense[i], "dense_gap": dense_gap[i], "dense_z": dense_z[i], "dense_rr": dense_rr[i],
             "dense_csls": csls[i], "dense_csls_gap": csls_gap[i], "dense_csls_rr": csls_rr[i],
             "term_overlap": s.shared_terms / s.query_terms if s.query_terms else 0.0,

@@ -55,6 +55,8 @@ class SignalExtractor:
         ids = [c.document.id for c in candidates]
         cosines = self.dense.cosines(query, ids) if self.dense is not None else None
         hubs = self.dense.store.hub_of(ids) if self.dense is not None else None
+        terms = self.dense.store.terms if self.dense is not None else None
+        bm25 = terms.bm25(query, [c.document.text for c in candidates]) if terms is not None else None
         sg = None
         if self.use_sg:
             from dtdialog.syntactic_generalization import sg_score
@@ -73,7 +75,7 @@ class SignalExtractor:
             # the hybrid generator gives dense-only hits (and the selector the logged successor) score 0
             lexical = float(cand.retrieval_score) if cand.retrieval_score > 0 else None
             out.append(CandidateSignals(
-                doc_id=doc.id, lexical=lexical, dense=dense, hub=float(hubs[i]) if hubs is not None else 0.0,
+                doc_id=doc.id, lexical=lexical, bm25=float(bm25[i]) if bm25 is not None else None, dense=dense, hub=float(hubs[i]) if hubs is not None else 0.0,
                 query_terms=len(query_terms), shared_terms=len(query_terms & set(answer_words)),
                 answer_words=len(answer_words), query_words=len(query_words),
                 agreement_verdict=bool(cand.agreement.verdict), agreement_score=float(cand.agreement.score),

@@ -92,8 +92,9 @@ def test_build_with_minilm_and_the_index_builder_hook(tmp_path):
 
     if not dense_available():
         pytest.skip("the [dense] extra is not installed")
-    from index.builder import build_index
     from index_helpers import StandInParser, small_corpus
+
+    from index.builder import build_index
 
     out = tmp_path / "idx.sqlite"
     report = build_index(dialogues=small_corpus(), parser=StandInParser(), backend="sqlite", out=out,

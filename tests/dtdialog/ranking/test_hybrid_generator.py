@@ -1,0 +1,56 @@
+"""The hybrid generator: lexical hits first, dense-only hits appended with score 0, exclusions honoured."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtdialog.ranking.dense_signals import dense_query_text
+from dtdialog.ranking.hybrid_generator import HybridGenerator
+from parsers.errors import ConfigError
+
+pytestmark = pytest.mark.dense
+
+
+@pytest.fixture(scope="module")
+def selector_parts(dense_index, dense_signals):
+    from dtdialog.query_builder import build_query
+    from dtdialog.subtrees import split_question
+    from index.registry import open_index
+    from parsers.base import get_parser
+
+    index = open_index(backend="sqlite", path=dense_index)
+    question = "My car will not start and the battery is new. What should I check?"
+    plan = split_question(get_parser().parse(question), question=question)
+    yield index, plan, build_query(plan, part_index=0, size=5)
+    index.close()
+
+
+def test_union_of_lexical_and_dense(selector_parts, dense_signals):
+    index, plan, query = selector_parts
+    gen = HybridGenerator(index=index, dense=dense_signals, dense_k=5, lexical_k=5)
+    hits = gen.generate(plan=plan, part_index=0, query=query, followups=[], size=5)
+    ids = [h.document.id for h in hits]
+    assert len(ids) == len(set(ids))
+    lexical = [h.document.id for h in index.search(query.with_size(5))] if not query.is_empty() else []
+    assert ids[:len(lexical)] == lexical
+    dense_top = [i for i, _ in dense_signals.search(dense_query_text(plan.question), k=5)]
+    assert set(dense_top) <= set(ids)
+    assert all(h.score == 0.0 and "dense" in h.matched for h in hits[len(lexical):])
+    assert len(ids) <= 10
+
+
+def test_exclusions_and_followups(selector_parts, dense_signals):
+    index, plan, query = selector_parts
+    gen = HybridGenerator(index=index, dense=dense_signals, dense_k=3)
+    first = gen.generate(plan=plan, part_index=0, query=query, followups=[], size=3)
+    banned = first[0].document.id
+    again = gen.generate(plan=plan, part_index=0, query=query.excluding(banned), followups=["It clicks."], size=3)
+    assert banned not in {h.document.id for h in again}
+
+
+def test_bad_depths(selector_parts, dense_signals):
+    index, _, _ = selector_parts
+    with pytest.raises(ConfigError):
+        HybridGenerator(index=index, dense=dense_signals, dense_k=0)
+    with pytest.raises(ConfigError):
+        HybridGenerator(index=index, dense=dense_signals, lexical_k=-1)
