@@ -122,6 +122,12 @@ def boundary_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[
         return toks[j].tag if 0 <= j < n else ("<s>" if j < 0 else "</s>")
 
     sent_start = i == 0 or toks[i - 1].sent != t.sent
+
+    def shape(j: int) -> str:
+        if not 0 <= j < n:
+            return "<none>"
+        x = toks[j].text
+        return "d" if x.isdigit() else "X" if x[:1].isupper() else "x" if x[:1].isalpha() else x[:1]
     f: dict[str, float] = {
         "bias": 1.0,
         f"w0={w(i)}": 1.0,
@@ -142,6 +148,9 @@ def boundary_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[
         f"hdep={toks[t.head].dep}": 1.0,
         f"hpos={toks[t.head].pos}": 1.0,
         f"sentstart={sent_start}": 1.0,
+        # Shapes catch citations ("[ 18 ]") and numbers that lexical features scatter.
+        f"shape={shape(i - 1)}{shape(i)}{shape(i + 1)}": 1.0,
+        f"shape+2={shape(i)}{shape(i + 1)}{shape(i + 2)}": 1.0,
     }
     if i > 0:
         prev = toks[i - 1]
@@ -339,20 +348,23 @@ def pair_features(ctx: DocContext, left: tuple[int, int], right: tuple[int, int]
     # Syntactic attachment between the spans (SPADE/HILDA's dominance sets).
     lstart, lend = ctx.edus[left[0]].start, ctx.edus[left[1]].end
     rstart, rend = ctx.edus[right[0]].start, ctx.edus[right[1]].end
-    rhead_heads = [toks[ctx.heads[k]] for k in range(right[0], right[1] + 1)]
-    lhead_heads = [toks[ctx.heads[k]] for k in range(left[0], left[1] + 1)]
-    r_into_l = [t for t in rhead_heads if lstart <= t.head < lend]
-    l_into_r = [t for t in lhead_heads if rstart <= t.head < rend]
-    if r_into_l:
-        t = r_into_l[0]
-        f["R->L"] = 1.0
-        f[f"R->L:{t.dep}"] = 1.0
-        f[f"R->L:{t.dep}|{toks[t.head].pos}"] = 1.0
-    if l_into_r:
-        t = l_into_r[0]
-        f["L->R"] = 1.0
-        f[f"L->R:{t.dep}"] = 1.0
-        f[f"L->R:{t.dep}|{toks[t.head].pos}"] = 1.0
+    r_into_l = [k for k in range(right[0], right[1] + 1) if lstart <= toks[ctx.heads[k]].head < lend]
+    l_into_r = [k for k in range(left[0], left[1] + 1) if rstart <= toks[ctx.heads[k]].head < rend]
+    # Attachment conjoined with the attaching EDU's first word and the governing lemma: a linear model
+    # cannot form "advcl + if" or "ccomp under say" from the separate features.
+    for name, attaching in (("R->L", r_into_l), ("L->R", l_into_r)):
+        if not attaching:
+            continue
+        k = attaching[0]
+        t = toks[ctx.heads[k]]
+        gov = toks[t.head]
+        w1 = ctx.words(k)[0]
+        f[name] = 1.0
+        f[f"{name}:{t.dep}"] = 1.0
+        f[f"{name}:{t.dep}|{gov.pos}"] = 1.0
+        f[f"{name}:{t.dep}|w1={w1}"] = 1.0
+        f[f"{name}:{t.dep}|gov={gov.lemma}"] = 1.0
+        f[f"{name}:{t.dep}|tag={t.tag}"] = 1.0
     if not r_into_l and not l_into_r:
         f["noattach"] = 1.0
     # Cue conjunctions: the right span's opening word with the left span's closing punctuation.
@@ -365,6 +377,9 @@ def pair_features(ctx: DocContext, left: tuple[int, int], right: tuple[int, int]
     rw_set = {t.lemma for t in toks[rstart:rend] if t.pos in ("NOUN", "PROPN", "VERB", "ADJ")}
     overlap = len(lw & rw_set)
     f[f"overlap={_bucket(overlap, (0, 1, 2, 4))}"] = 1.0
+    lw1 = ctx.words(left[0])[0]
+    f[f"Lw1|attach={lw1}|{'L->R' if l_into_r else 'R->L' if r_into_l else '-'}"] = 1.0
+    f[f"Rw1|attach={rw}|{'L->R' if l_into_r else 'R->L' if r_into_l else '-'}"] = 1.0
     if level == "inter":
         f[f"Rw1inter={rw}"] = 1.0
     return f

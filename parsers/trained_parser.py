@@ -29,6 +29,7 @@ from parsers.features import (
     pair_features,
 )
 from parsers.nlp_base import AnalyzedText, NLPBackend
+from parsers.relations import is_default
 from parsers.tree import EDU, DiscourseTree
 from parsers.tree_builder import INTER, INTRA, Pair, assemble, build_merges, label_merges
 
@@ -36,15 +37,28 @@ from parsers.tree_builder import INTER, INTRA, Pair, assemble, build_merges, lab
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL = "gum-sklearn-v1"
 MODEL_FILE = "model.joblib"
+ESTIMATORS_FILE = "estimators.joblib"
 MANIFEST_FILE = "manifest.json"
 
 
 @dataclass
 class LinearComponent:
-    """A ``DictVectorizer`` + linear classifier pair over feature dicts."""
+    """A ``DictVectorizer`` + logistic-regression classifier (binary, or one-vs-rest) over feature dicts.
+
+    Inference multiplies by the stacked weights directly: sklearn's per-call input
+    validation cost more than the arithmetic on the short texts the parser sees.
+    """
 
     vectorizer: Any
     classifier: Any
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Only the fitted estimators are persisted; the stacked weights are rebuilt on load.
+        return {"vectorizer": self.vectorizer, "classifier": self.classifier}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.vectorizer = state["vectorizer"]
+        self.classifier = state["classifier"]
 
     @property
     def classes(self) -> list:
@@ -57,20 +71,93 @@ class LinearComponent:
         X.indptr = X.indptr.astype(np.int32, copy=False)
         return X
 
-    def predict_proba(self, feats: list[dict[str, float]]):
-        """Return the class-probability matrix (rows follow ``feats``; columns follow ``classes``)."""
-        return self.classifier.predict_proba(self.transform(feats))
+    def _weights(self) -> tuple[np.ndarray, np.ndarray]:
+        cached = self.__dict__.get("_stacked")
+        if cached is None:
+            ests = getattr(self.classifier, "estimators_", None) or [self.classifier]
+            W = np.vstack([np.asarray(e.coef_, dtype=np.float32).reshape(1, -1) for e in ests]).T
+            b = np.array([float(np.ravel(e.intercept_)[0]) for e in ests], dtype=np.float32)
+            cached = (np.ascontiguousarray(W), b)
+            self.__dict__["_stacked"] = cached
+        return cached
+
+    def compact(self) -> CompactLinear:
+        """Return the sklearn-free inference form of this component."""
+        W, b = self._weights()
+        vocab = {name: int(i) for name, i in self.vectorizer.vocabulary_.items()}
+        return CompactLinear(vocabulary=vocab, weights=W, intercepts=b, classes=[c.item() if hasattr(c, "item") else c
+                                                                                 for c in self.classes])
+
+    def predict_proba(self, feats: list[dict[str, float]]) -> np.ndarray:
+        """Return the class-probability matrix (rows follow ``feats``; columns follow ``classes``).
+
+        Same values as the sklearn estimator's ``predict_proba`` (binary: logistic; one-vs-rest:
+        per-class logistic scores normalised to sum to one).
+        """
+        W, b = self._weights()
+        scores = np.asarray(self.transform(feats) @ W) + b
+        sig = 1.0 / (1.0 + np.exp(-scores))
+        if sig.shape[1] == 1:
+            return np.hstack([1.0 - sig, sig])
+        return sig / np.maximum(sig.sum(axis=1, keepdims=True), 1e-12)
+
+
+@dataclass
+class CompactLinear:
+    """The inference form of a ``LinearComponent``: feature index, stacked weights, biases and classes.
+
+    Plain Python/numpy objects only, so loading the shipped model imports neither
+    scikit-learn nor scipy (that import alone took longer than the 2 s load budget on a busy machine).
+    """
+
+    vocabulary: dict[str, int]
+    weights: np.ndarray  # (n_features, n_outputs) float32
+    intercepts: np.ndarray  # (n_outputs,) float32
+    classes: list
+
+    def decision(self, feats: list[dict[str, float]]) -> np.ndarray:
+        """Return the raw linear scores, one row per feature dict."""
+        out = np.empty((len(feats), self.weights.shape[1]), dtype=np.float32)
+        vocab = self.vocabulary
+        for r, f in enumerate(feats):
+            idx = [vocab[k] for k in f if k in vocab]
+            if idx:
+                vals = np.fromiter((f[k] for k in f if k in vocab), dtype=np.float32, count=len(idx))
+                out[r] = vals @ self.weights[idx] + self.intercepts
+            else:
+                out[r] = self.intercepts
+        return out
+
+    def predict_proba(self, feats: list[dict[str, float]]) -> np.ndarray:
+        """Return class probabilities as sklearn computes them (logistic; one-vs-rest normalised)."""
+        sig = 1.0 / (1.0 + np.exp(-self.decision(feats)))
+        if sig.shape[1] == 1:
+            return np.hstack([1.0 - sig, sig])
+        return sig / np.maximum(sig.sum(axis=1, keepdims=True), 1e-12)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the picklable plain-data form (see ``from_dict``)."""
+        return {"vocabulary": self.vocabulary, "weights": self.weights, "intercepts": self.intercepts,
+                "classes": list(self.classes)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompactLinear:
+        return cls(vocabulary=dict(data["vocabulary"]), weights=np.asarray(data["weights"], dtype=np.float32),
+                   intercepts=np.asarray(data["intercepts"], dtype=np.float32), classes=list(data["classes"]))
 
 
 @dataclass
 class ParserModel:
     """The learned components of the trained parser, with their manifest."""
 
-    segmenter: LinearComponent
+    segmenter: LinearComponent | CompactLinear
     seg_threshold: float
-    structure: dict[str, LinearComponent]
-    labeller: dict[str, LinearComponent]
+    structure: dict[str, LinearComponent | CompactLinear]
+    labeller: dict[str, LinearComponent | CompactLinear]
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: Factor on the probabilities of default relations (Elaboration, Joint, ...) before the argmax:
+    #: above 1 trades non-default recall for precision. Chosen on dev by ``parsers.train``.
+    default_bias: float = 1.0
 
     # --- inference ----------------------------------------------------------
     def segment(self, analyzed: AnalyzedText) -> list[EduView]:
@@ -105,11 +192,17 @@ class ParserModel:
         comp = self.labeller[level]
         probs = comp.predict_proba([pair_features(ctx, a, b, level=level) for a, b in pairs])
         classes = comp.classes
+        if self.default_bias != 1.0:
+            probs = probs * self._class_bias(level)
         out = []
         for row in probs:
             rel, nuc = str(classes[int(row.argmax())]).split("|")
             out.append((rel, nuc))
         return out
+
+    def _class_bias(self, level: str) -> np.ndarray:
+        return np.array([self.default_bias if is_default(str(c).split("|")[0]) else 1.0
+                         for c in self.labeller[level].classes], dtype=np.float32)
 
     def build(self, ctx: DocContext):
         """Return the root ``Node`` of the tree over ``ctx.edus``."""
@@ -127,7 +220,8 @@ class ParserModel:
 
     # --- persistence --------------------------------------------------------
     def to_disk(self, path: Path | str, *, manifest: dict[str, Any] | None = None) -> None:
-        """Write ``model.joblib`` and ``manifest.json`` into directory ``path`` (created if needed).
+        """Write ``model.joblib`` (inference weights), ``estimators.joblib`` (the fitted scikit-learn
+        vectorizers and classifiers, when this model holds them) and ``manifest.json`` into ``path``.
 
         Files are written under temporary names and renamed, so a failed save never leaves a half model.
         """
@@ -137,14 +231,28 @@ class ParserModel:
         out.mkdir(parents=True, exist_ok=True)
         if manifest is not None:
             self.manifest = manifest
-        payload = {"segmenter": self.segmenter, "seg_threshold": self.seg_threshold,
-                   "structure": self.structure, "labeller": self.labeller}
-        tmp_model = out / (MODEL_FILE + ".tmp")
+
+        def compact(c):
+            return (c.compact() if isinstance(c, LinearComponent) else c).to_dict()
+
+        payload = {"format": 2, "segmenter": compact(self.segmenter), "seg_threshold": self.seg_threshold,
+                   "structure": {k: compact(c) for k, c in self.structure.items()},
+                   "labeller": {k: compact(c) for k, c in self.labeller.items()},
+                   "default_bias": self.default_bias}
+        written = [(MODEL_FILE, payload)]
+        if isinstance(self.segmenter, LinearComponent):
+            written.append((ESTIMATORS_FILE, {"segmenter": self.segmenter, "structure": self.structure,
+                                              "labeller": self.labeller}))
+        tmp_files = []
+        for name, obj in written:
+            tmp = out / (name + ".tmp")
+            joblib.dump(obj, tmp, compress=("zlib", 6))
+            tmp_files.append((tmp, out / name))
         tmp_manifest = out / (MANIFEST_FILE + ".tmp")
-        joblib.dump(payload, tmp_model, compress=("xz", 6))
         tmp_manifest.write_text(json.dumps(self.manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp_model.replace(out / MODEL_FILE)
-        tmp_manifest.replace(out / MANIFEST_FILE)
+        tmp_files.append((tmp_manifest, out / MANIFEST_FILE))
+        for tmp, final in tmp_files:
+            tmp.replace(final)
 
     @classmethod
     def from_disk(cls, path: Path | str) -> ParserModel:
@@ -161,10 +269,18 @@ class ParserModel:
             manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
         try:
             payload = joblib.load(model_file)
+            if not isinstance(payload, dict) or "segmenter" not in payload:
+                raise ValueError("not a trained parser model")
+
+            def load(c):
+                return CompactLinear.from_dict(c) if isinstance(c, dict) else c
+
+            return cls(segmenter=load(payload["segmenter"]), seg_threshold=float(payload["seg_threshold"]),
+                       structure={k: load(c) for k, c in payload["structure"].items()},
+                       labeller={k: load(c) for k, c in payload["labeller"].items()}, manifest=manifest,
+                       default_bias=float(payload.get("default_bias", 1.0)))
         except Exception as exc:  # joblib/pickle raise many types on corrupt files
             raise ModelNotAvailableError(f"cannot load trained parser model {model_file}: {exc}") from None
-        return cls(segmenter=payload["segmenter"], seg_threshold=float(payload["seg_threshold"]),
-                   structure=payload["structure"], labeller=payload["labeller"], manifest=manifest)
 
 
 def resolve_model_dir(model: str | Path) -> Path:

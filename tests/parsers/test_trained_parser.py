@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -41,6 +44,17 @@ def test_shipped_model_within_budget_and_described():
     assert {"seg_f1", "span_f1", "rel_f1"} <= set(manifest["scores"]["test"])
     card = (SHIPPED / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert "CC-BY 4.0" in card and "fiction" in card
+
+
+def test_shipped_model_loads_without_scikit_learn():
+    if not (SHIPPED / MODEL_FILE).is_file():
+        pytest.skip(f"shipped model missing at {SHIPPED}")
+    code = ("import sys; from parsers.trained_parser import ParserModel, MODELS_DIR, DEFAULT_MODEL; "
+            "m = ParserModel.from_disk(MODELS_DIR / DEFAULT_MODEL); "
+            "print(sorted(m.structure), 'sklearn' in sys.modules, 'scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"}, cwd=str(SHIPPED.parents[2]))
+    assert out.stdout.split() == ["['inter',", "'intra']", "False", "False"]
 
 
 def test_paper_example_gets_a_tree_with_a_non_default_relation(parser):
