@@ -62,6 +62,7 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
         method.fit(pool=eval_set.pool)
         method.prepare(dialogues=eval_set.dialogues)
         run.fit_seconds = time.perf_counter() - t0
+        run.label = method.label  # fitting may settle what the method is (e.g. which ranker the engine uses)
         t0 = time.perf_counter()
         results = reconstruct(method, eval_set, k=k, progress=progress)
         run.rank_seconds = time.perf_counter() - t0

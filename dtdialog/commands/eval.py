@@ -16,7 +16,7 @@ HELP = "reconstruct real dialogues with the paper's baselines, DT-Q and dense re
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
     parser.add_argument("--methods", default="keyword,syntactic,dtq,dense",
-                        help="comma-separated: keyword, syntactic, dtq, dense, dtq-nocontext")
+                        help="comma-separated: keyword, syntactic, dtq, dtq-rules, dtq-nocontext, dense, hybrid, hybrid+dt")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N test dialogues")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default runs/eval/<dataset>/)")
     parser.add_argument("--seed", type=int, default=13, help="bootstrap seed")

@@ -18,6 +18,7 @@ _REGISTRY: dict[str, str | Callable[..., RankingMethod]] = {
     "syntactic": "eval.methods.syntactic:SyntacticMethod",
     "dtq": "eval.methods.dtq:DTQMethod",
     "dense": "eval.methods.dense:DenseMethod",
+    "dtq-rules": "eval.methods.dtq:dtq_rules",
     "dtq-nocontext": "eval.methods.dtq:dtq_without_context",
     "hybrid": "eval.methods.hybrid:hybrid_method",
     "hybrid+dt": "eval.methods.hybrid:hybrid_dt_method",

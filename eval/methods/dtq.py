@@ -95,6 +95,10 @@ class DTQMethod(RankingMethod):
                                           require_agreement=self.require_agreement)
         self._selector = AnswerSelector(index=self._index, parser=parser, config=config, generator=generator,
                                         scorer=scorer)
+        # Reports must say which ranker the engine resolved to (rules, or the learned hybrid ranker).
+        self.resolved_ranker = "rules" if scorer is None else "learned"
+        base = "DT-Q" if self.use_context else "DT-Q without continuation context"
+        self.label = f"{base} (engine, {self.resolved_ranker} ranker)"
         self._plans = {}
 
     def _plan(self, question: str):
@@ -126,5 +130,14 @@ class DTQMethod(RankingMethod):
 
 
 def dtq_without_context(**options) -> DTQMethod:
-    """Return DT-Q without the continuation hint: the ablation that shows what logged-dialogue order adds."""
+    """Return the rule-based DT-Q without the continuation hint: what following the logged dialogue order adds."""
+    options.setdefault("ranker", "rules")
     return DTQMethod(use_context=False, **options)
+
+
+def dtq_rules(**options) -> DTQMethod:
+    """Return DT-Q with the engine's rule scorer: the paper's method, whatever ``$DTDIALOG_RANKER`` says."""
+    options.setdefault("ranker", "rules")
+    method = DTQMethod(**options)
+    method.name = "dtq-rules"
+    return method

@@ -65,10 +65,11 @@ def test_syntactic_ranks_the_toy_pool(toy_pool, toy_dialogues):
 
 
 def test_dtq_ranks_the_toy_pool_through_the_engine(toy_pool, toy_dialogues):
-    m = get_method("dtq")
+    m = get_method("dtq-rules")
     check_method(m, toy_pool, toy_dialogues, min_right=3)
     assert m.build_report.indexed == len(toy_pool)
     assert m._tmpdir is None  # close() removed the temporary index
+    assert m.resolved_ranker == "rules" and "rules ranker" in m.label
 
 
 @pytest.mark.dense
