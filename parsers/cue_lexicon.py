@@ -102,6 +102,11 @@ class CueLexicon:
     labels: dict[str, dict[str, int]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     alpha: float = 0.5
+    #: Weight of the label prior against the cue likelihoods. The cue features overlap
+    #: (R1, R2 and RdepR1 share the opener), so naive Bayes over-counts them; doubling the
+    #: prior raised relation F1 on GUM dev 21.9 -> 22.6 and on 60 held-out train documents
+    #: (lexicon counted without them) 16.0 -> 16.2; 1 and 3 scored lower on both.
+    prior_weight: float = 2.0
 
     def predict(self, feats: Sequence[str], level: str) -> tuple[str, str]:
         """Return the most likely ``(relation, nuclearity)`` for a join showing ``feats`` at ``level``.
@@ -115,7 +120,7 @@ class CueLexicon:
         best, best_score = "", -math.inf
         seen = [self.features[f] for f in feats if f in self.features]
         for label, count in sorted(totals.items()):
-            score = math.log(count / n)
+            score = self.prior_weight * math.log(count / n)
             for dist in seen:
                 # Values per feature vary; a flat 50-way denominator keeps the smoothing comparable.
                 score += math.log((dist.get(label, 0) + self.alpha) / (count + self.alpha * 50))
@@ -130,14 +135,16 @@ class CueLexicon:
 
     # --- persistence --------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"meta": self.meta, "alpha": self.alpha, "labels": self.labels, "features": self.features}
+        return {"meta": self.meta, "alpha": self.alpha, "prior_weight": self.prior_weight, "labels": self.labels,
+                "features": self.features}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CueLexicon:
         try:
             return cls(features={k: dict(v) for k, v in data["features"].items()},
                        labels={k: dict(v) for k, v in data["labels"].items()},
-                       meta=dict(data.get("meta", {})), alpha=float(data.get("alpha", 0.5)))
+                       meta=dict(data.get("meta", {})), alpha=float(data.get("alpha", 0.5)),
+                       prior_weight=float(data.get("prior_weight", 2.0)))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise InputError(f"malformed cue lexicon: {exc}") from None
 

@@ -51,6 +51,20 @@ def test_round_trip_and_errors(tmp_path):
         CueLexicon.from_dict({"labels": {}})
 
 
+def test_prior_weight_trades_the_label_prior_against_cues(tmp_path):
+    # A cue seen mostly with a rare label: at weight 1 the cue wins, a heavy prior keeps the frequent label.
+    data = {"features": {"s|R1=so": {"Cause|NS": 4, "Elaboration|NS": 1}},
+            "labels": {"s": {"Cause|NS": 10, "Elaboration|NS": 90}}}
+    light = CueLexicon.from_dict({**data, "prior_weight": 1.0})
+    heavy = CueLexicon.from_dict({**data, "prior_weight": 4.0})
+    assert light.predict(["s|R1=so"], "s") == ("Cause", "NS")
+    assert heavy.predict(["s|R1=so"], "s") == ("Elaboration", "NS")
+    path = tmp_path / "lex.json"
+    heavy.to_disk(path)
+    assert CueLexicon.from_disk(path).prior_weight == 4.0
+    assert CueLexicon.from_dict(data).prior_weight == 2.0  # older files without the key get the tuned default
+
+
 def test_unknown_level_falls_back_to_default():
     assert CueLexicon().predict([], "s") == ("Elaboration", "NS")
 
