@@ -69,6 +69,7 @@ class SegmenterConfig:
     xcomp_to: bool = False  # "to"-infinitive complements of verbs that are not control verbs
     prep_gerund: bool = True  # any preposition + gerund ("of viewing ...")
     brackets: bool = True  # bracketed insertions ("( see Smith 2014 )") are their own EDUs
+    quotes: bool = True  # quoted speech is apart from its speech verb ('he said , | " This ...')
 
 
 def _subtree_edges(heads: list[int], start: int, end: int) -> tuple[list[int], list[int]]:
@@ -163,6 +164,8 @@ def segment(doc: AnalyzedText, config: SegmenterConfig | None = None) -> list[Se
                 closes.add(hi)
         if cfg.brackets:
             _bracket_cuts(doc, s, e, cuts, closes)
+        if cfg.quotes:
+            _quote_cuts(doc, s, e, cuts, closes, cfg)
         bounds = sorted({s, *cuts, *closes})
         pieces = list(zip(bounds, bounds[1:] + [e]))
         # Units made only of punctuation join the previous unit.
@@ -183,7 +186,8 @@ def segment(doc: AnalyzedText, config: SegmenterConfig | None = None) -> list[Se
 
 def _bracket_cuts(doc: AnalyzedText, s: int, e: int, cuts: dict[int, tuple[int, str]], closes: set[int]) -> None:
     toks = doc.tokens
-    for i in range(s + 1, e):
+    # A citation that spaCy put at the start of the next sentence ("[ 8 ] In 2004 , ...") is its own unit.
+    for i in range(s, e):
         close = _OPEN.get(toks[i].text)
         if not close:
             continue
@@ -196,6 +200,30 @@ def _bracket_cuts(doc: AnalyzedText, s: int, e: int, cuts: dict[int, tuple[int, 
                         end += 1
                     if end < e:
                         closes.add(end)
+                break
+
+
+_QUOTES = frozenset({'"', "“", "”", "``", "''"})
+
+
+def _quote_cuts(doc: AnalyzedText, s: int, e: int, cuts: dict[int, tuple[int, str]], closes: set[int],
+                cfg: SegmenterConfig) -> None:
+    toks = doc.tokens
+    for i in range(s + 1, e - 1):
+        # Speech introduced by "said ," or "were :" starts at its opening quote.
+        if toks[i].text in _QUOTES and toks[i - 1].text in (",", ":"):
+            if i + 1 in cuts:  # the quoted clause is cut already: its opening quote goes with it
+                cuts[i] = cuts.pop(i + 1)
+            else:  # a plain boundary: the unit's head is then its highest token
+                closes.discard(i + 1)
+                closes.add(i)
+    if toks[s].text in _QUOTES:
+        # '" Not yet , " I say .' : the speech verb after a quoted sentence is a unit of its own.
+        for j in range(s + 1, e - 1):
+            if toks[j].text in _QUOTES:
+                tail = [t for t in toks[j + 1: e] if not t.is_punct]
+                if 0 < len(tail) <= 6 and any(t.lemma in cfg.attribution_verbs for t in tail):
+                    closes.add(j + 1)
                 break
 
 

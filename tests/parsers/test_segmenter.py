@@ -45,3 +45,18 @@ def test_relative_clause_leaves_a_fragment(nlp):
 
 def test_single_word_is_one_segment(nlp):
     assert edus(nlp, "Hello") == ["Hello"]
+
+
+def test_quoted_speech_is_apart_from_its_speech_verb(nlp):
+    # Speech introduced by "said ," starts at its opening quote ...
+    parts = edus(nlp, 'The mechanic said , " This pump is worn out and it leaks . "')
+    assert any(p.startswith('" This pump') for p in parts), parts
+    # ... and a quoted sentence followed by its speech verb leaves that verb a unit of its own.
+    parts = edus(nlp, '" Not yet , " I say .')
+    assert parts[-1] == "I say ." and parts[0].startswith('" Not yet'), parts
+
+
+def test_citation_opening_a_sentence_is_its_own_unit(nlp):
+    doc = nlp.analyze("He won the award in 2010 . [ 8 ] In 2004 , he appeared in a film .")
+    texts = [doc.text[doc.tokens[s.start].idx: doc.tokens[s.end - 1].end] for s in segment(doc)]
+    assert any(t.startswith("In 2004") for t in texts), texts
