@@ -44,6 +44,7 @@ class UnitView:
     words: tuple[str, ...]
     head_dep: str
     sent: int
+    root_tag: str = ""  # fine POS tag of the root of the unit's sentence ("VBD": a past-tense narrative step)
 
 
 def edu_view(doc: AnalyzedText, start: int, end: int) -> UnitView:
@@ -66,7 +67,11 @@ def edu_view(doc: AnalyzedText, start: int, end: int) -> UnitView:
             if dep == "dep" and verbs:
                 dep = "conj"  # an unlabelled verb beside another is a coordination spaCy missed
     sent = next((t.sent for t in toks if not t.is_punct), toks[0].sent if toks else 0)
-    return UnitView(words=words, head_dep=dep, sent=sent)
+    root_tag = ""
+    if 0 <= sent < len(doc.sentences):
+        lo, hi = doc.sentences[sent]
+        root_tag = next((t.tag for t in doc.tokens[lo:hi] if t.head == t.i), "")
+    return UnitView(words=words, head_dep=dep, sent=sent, root_tag=root_tag)
 
 
 def join_features(left: Sequence[UnitView], right: Sequence[UnitView]) -> list[str]:

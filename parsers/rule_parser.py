@@ -37,7 +37,7 @@ from parsers.cue_lexicon import (
 )
 from parsers.errors import ConfigError
 from parsers.nlp_base import AnalyzedText, NLPBackend
-from parsers.relations import ELABORATION, JOINT, MULTINUCLEAR_RELATIONS
+from parsers.relations import ELABORATION, JOINT, MULTINUCLEAR_RELATIONS, TEMPORAL
 from parsers.segmenter import Segment, SegmenterConfig, segment
 from parsers.text_input import MAX_CHARS, clean_text
 from parsers.tree import EDU, NUCLEUS, DiscourseTree, Node
@@ -207,6 +207,9 @@ class RuleParser(RSTParser):
         lv, rv = views[left.first: left.last + 1], views[right.first: right.last + 1]
         level = "s" if lv[-1].sent == rv[0].sent else "d"
         if level == "d" and not (rv[0].words and rv[0].words[0] in INTER_SENTENCE_MARKERS):
+            # Two past-tense main clauses in a row narrate a sequence ("He joined ... . He left ...").
+            if lv[-1].root_tag == "VBD" and rv[0].root_tag == "VBD":
+                return (TEMPORAL, "NN")
             return (JOINT, "NN")
         return self.lexicon.predict(join_features(lv, rv), level)
 

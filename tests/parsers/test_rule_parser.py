@@ -189,3 +189,14 @@ def test_bad_options_are_config_errors():
         RuleParser(sentence_branching="diagonal")
     with pytest.raises(InputError, match="lexicon"):
         RuleParser(lexicon_path="/nonexistent/lexicon.json")
+
+
+def test_sentences_join_by_continuation_and_narrative_tense(parser):
+    # A sentence opening with a back-pointing pronoun elaborates the one before it ...
+    tree = parser.parse("The starter clicks when I turn the key. It sounds like a relay. The lights work fine.")
+    pairs = [n for n in tree.nodes_with_relation("Elaboration") if len({e.sentence for e in tree.edus_of(n)}) == 2]
+    assert pairs, tree.to_compact()
+    assert "It sounds like a relay" in " ".join(e.text for e in tree.edus_of(pairs[0]))
+    # ... and past-tense main clauses in a row narrate a sequence.
+    tree = parser.parse("The engine stalled on the highway. I called a tow truck. The mechanic replaced the pump.")
+    assert tree.nodes_with_relation("Temporal"), tree.to_compact()
