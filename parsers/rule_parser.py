@@ -251,13 +251,23 @@ class RuleParser(RSTParser):
             return self._chain(blocks, views)
         if len(units) > 1 and openers is not None:
             # "The starter clicks. It ..." : a sentence pointing back elaborates the one before.
-            paired: list[_Unit] = [units[0]]
+            runs: list[list[_Unit]] = [[units[0]]]
             for unit in units[1:]:
-                prev = paired[-1]
+                prev = runs[-1][-1]
                 if openers[unit.first] in CONTINUATION_OPENERS and views[unit.first].sent != views[prev.last].sent:
-                    paired[-1] = self._join(prev, unit, (ELABORATION, "NS"), prev.head)
+                    runs[-1].append(unit)
                 else:
-                    paired.append(unit)
+                    runs.append([unit])
+            paired = []
+            for run in runs:
+                # "S. It ... . They ..." : the follow-ups form a chain that elaborates S as a whole
+                # (GUM dev: span 40.7 -> 40.9 against nesting each one onto the unit before).
+                acc = run[-1]
+                for unit in reversed(run[1:-1]):
+                    acc = self._join(unit, acc, self._label(views, unit, acc), unit.head)
+                if len(run) > 1:
+                    acc = self._join(run[0], acc, (ELABORATION, "NS"), run[0].head)
+                paired.append(acc)
             units = paired
             if len(units) == 1:
                 return units[0]
