@@ -30,6 +30,9 @@ INTER_SENTENCE_MARKERS: frozenset[str] = frozenset({
     "after", "before", "finally", "instead", "otherwise", "meanwhile", "still", "yet", "and", "or", "consequently",
     "hence", "nevertheless", "moreover", "furthermore", "additionally", "similarly", "likewise", "unless", "since",
     "while", "as",
+    # Replies and signposts whose GUM train labels are peaked (d|R1=yes: Topic-Comment SN 52 %,
+    # okay/mhm/right: Organization NS 43-80 %, image: Attribution 100 %); GUM dev rel F1 23.2 -> 23.4.
+    "yes", "no", "okay", "mhm", "right", "thank", "yeah", "image", "figure", "first",
 })
 
 #: The lexicon shipped with the package.
