@@ -158,6 +158,9 @@ class ParserModel:
     #: Factor on the probabilities of default relations (Elaboration, Joint, ...) before the argmax:
     #: above 1 trades non-default recall for precision. Chosen on dev by ``parsers.train``.
     default_bias: float = 1.0
+    #: Subtracted per EDU of a candidate cross-sentence merge from its merge probability: a prior
+    #: for merging small neighbours first (balanced document trees). Chosen on dev by ``parsers.train``.
+    size_penalty: float = 0.0
 
     # --- inference ----------------------------------------------------------
     def segment(self, analyzed: AnalyzedText) -> list[EduView]:
@@ -185,7 +188,11 @@ class ParserModel:
         """Return the probability that each adjacent pair forms a constituent."""
         comp = self.structure[level]
         probs = comp.predict_proba([pair_features(ctx, a, b, level=level) for a, b in pairs])
-        return list(probs[:, comp.classes.index(1)])
+        scores = probs[:, comp.classes.index(1)]
+        if level == INTER and self.size_penalty:
+            sizes = np.array([b[1] - a[0] + 1 for a, b in pairs], dtype=np.float32)
+            scores = scores - self.size_penalty * sizes
+        return [float(x) for x in scores]
 
     def labels(self, ctx: DocContext, pairs: list[Pair], level: str) -> list[tuple[str, str]]:
         """Return (relation, nuclearity) for each merged pair."""
@@ -238,7 +245,7 @@ class ParserModel:
         payload = {"format": 2, "segmenter": compact(self.segmenter), "seg_threshold": self.seg_threshold,
                    "structure": {k: compact(c) for k, c in self.structure.items()},
                    "labeller": {k: compact(c) for k, c in self.labeller.items()},
-                   "default_bias": self.default_bias}
+                   "default_bias": self.default_bias, "size_penalty": self.size_penalty}
         written = [(MODEL_FILE, payload)]
         if isinstance(self.segmenter, LinearComponent):
             written.append((ESTIMATORS_FILE, {"segmenter": self.segmenter, "structure": self.structure,
@@ -278,7 +285,8 @@ class ParserModel:
             return cls(segmenter=load(payload["segmenter"]), seg_threshold=float(payload["seg_threshold"]),
                        structure={k: load(c) for k, c in payload["structure"].items()},
                        labeller={k: load(c) for k, c in payload["labeller"].items()}, manifest=manifest,
-                       default_bias=float(payload.get("default_bias", 1.0)))
+                       default_bias=float(payload.get("default_bias", 1.0)),
+                       size_penalty=float(payload.get("size_penalty", 0.0)))
         except Exception as exc:  # joblib/pickle raise many types on corrupt files
             raise ModelNotAvailableError(f"cannot load trained parser model {model_file}: {exc}") from None
 
