@@ -46,7 +46,7 @@ class HybridMethod(DTQMethod):
         self.feature_set = feature_set
         self.require_agreement = False  # agreement is a feature here, as in training; dtq keeps the engine's filter
         self.name = feature_set
-        self.label = f"Hybrid dense+lexical, learned ranker ({feature_set} features)"
+        self.label = self._label = f"Hybrid dense+lexical, learned ranker ({feature_set} features)"
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
         from dtdialog.ranking.learned_scorer import RankerModel
@@ -54,6 +54,7 @@ class HybridMethod(DTQMethod):
         manifest = RankerModel.load(self.model_path).manifest
         self.ranker_model = str(self.model_path)
         super().fit(pool=pool)
+        self.label = self._label  # DTQMethod.fit names the engine's ranker; this method is always the learned one
         if manifest.get("pool_digest") == pool_digest(pool):
             self.label += " [in-sample: trained on this pool, see eval.train_ranker CV]"
 
