@@ -66,8 +66,10 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
                   progress: bool = True, require_agreement: bool | None = None):
     """Return ``(generator, scorer)`` for ``AnswerSelector`` (``(None, None)`` means the rule-based defaults).
 
-    ``require_agreement`` (default: ``config.require_agreement``) drops candidates whose rhetorical
-    agreement verdict is negative, as the rule scorer does; the evaluation's ``hybrid`` methods turn it off.
+    ``require_agreement=True`` drops candidates whose rhetorical agreement verdict is negative, as the
+    rule scorer does under ``config.require_agreement``. The learned ranker's default is False: the
+    model was trained with agreement as a feature, and on the built-in dialogues the hard filter on top
+    of it cost 40 points of step-1 accuracy (docs/ranking.md).
     """
     from index.dense import INSTALL_HINT, dense_available
 
@@ -105,7 +107,7 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
     depth = int(model.manifest.get("k") or cfg.candidates)  # the list depth the model was trained on
     generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
     scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg), config=cfg,
-                           require_agreement=cfg.require_agreement if require_agreement is None else require_agreement)
+                           require_agreement=bool(require_agreement))
     return generator, scorer
 
 

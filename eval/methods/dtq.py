@@ -59,7 +59,7 @@ class DTQMethod(RankingMethod):
         self.progress = progress
         self.ranker = ranker
         self.ranker_model: str | None = None  # a model file for the learned ranker (default: the shipped one)
-        self.require_agreement: bool | None = None  # learned ranker: None follows the engine config
+        self.require_agreement: bool | None = None  # learned ranker: True adds the hard agreement filter
         self.build_report = None
         self._tmpdir: Path | None = None
         self._index = None

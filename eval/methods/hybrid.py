@@ -44,7 +44,7 @@ class HybridMethod(DTQMethod):
 
         self.model_path = Path(model_path) if model_path is not None else MODELS_DIR / MODEL_OF[feature_set]
         self.feature_set = feature_set
-        self.require_agreement = False  # agreement is a feature here, as in training; dtq keeps the engine's filter
+        self.require_agreement = False  # agreement is a feature only, as in training
         self.name = feature_set
         self.label = self._label = f"Hybrid dense+lexical, learned ranker ({feature_set} features)"
 
