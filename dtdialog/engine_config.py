@@ -27,6 +27,10 @@ class EngineConfig:
     continuation_weight: bonus for the answer that followed the last delivered one in a logged dialogue.
     question_weight: weight of how much of the user's question the answer's logged opening question covers.
     step_weight: bonus for an answer that sat at the same step (A1, A2, ...) of its logged dialogue.
+    topic_weight: weight of the answer's topical coverage of the question relative to the best candidate's
+        (``topic_ratio``, see ``dtdialog.selector``).
+    clarify_ratio: a candidate competes in a clarification only when its score is at least this share of the
+        best score and its ``topic_ratio`` is at least this high too (each option must be strong on its own).
     max_input_chars: longer user turns are refused with a prompt instead of being processed.
     max_traces: how many per-turn traces a session keeps.
     """
@@ -44,6 +48,8 @@ class EngineConfig:
     continuation_weight: float = 0.2
     question_weight: float = 0.4
     step_weight: float = 0.1
+    topic_weight: float = 0.3
+    clarify_ratio: float = 0.8
     max_input_chars: int = 4000
     max_traces: int = 50
 
@@ -57,7 +63,7 @@ class EngineConfig:
             check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                   f"{name} must be an integer >= 1, got {value!r}")
         for name in ("clarify_margin", "agreement_weight", "agreement_ratio", "constraint_penalty",
-                     "continuation_weight", "question_weight", "step_weight"):
+                     "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio"):
             value = getattr(self, name)
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")

@@ -288,7 +288,7 @@ class DialogueManager:
         ranked = outcome.candidates
         if not ranked:
             return self._fallback(record, outcome, trace)
-        close = [c for c in ranked if ranked[0].score - c.score <= self.config.clarify_margin]
+        close = [ranked[0]] + [c for c in ranked[1:] if _competes(c, ranked[0], self.config)]
         if allow_clarify and len(close) >= 2:
             return self._offer(record, trace, [c.document for c in close[: self.config.max_options]])
         best = ranked[0]
@@ -386,6 +386,20 @@ class DialogueManager:
                 lock = threading.Lock()
                 self._locks[session_id] = lock
             return lock
+
+
+def _competes(cand: Any, best: Any, config: EngineConfig) -> bool:
+    """Return True when ``cand`` is a genuine alternative to ``best`` worth offering as a clarification option.
+
+    Close normalised scores alone are not enough: the candidate must also be strong on its own - its score
+    at least ``clarify_ratio`` of the best and its topical coverage (``topic_ratio``) at least as high -
+    so an answer about another system that matched one shared word is never offered next to the right one.
+    """
+    if best.score - cand.score > config.clarify_margin:
+        return False
+    if best.score > 0 and cand.score < config.clarify_ratio * best.score:
+        return False
+    return cand.features.get("topic_ratio", 1.0) >= config.clarify_ratio
 
 
 def _after_reset(text: str) -> str:

@@ -2,7 +2,8 @@
 
 ``RuleScorer`` combines the retrieval score (normalised by the best hit of the step) with the
 agreement score, adds the continuation bonus, and applies constraint penalties. The selector
-fills ``features`` with ``continuation``, ``question_match``, ``step_match`` and ``constraint_violations`` before scoring, so a learned
+fills ``features`` with ``continuation``, ``question_match``, ``step_match``, ``topic``, ``topic_ratio`` and
+``constraint_violations`` before scoring, so a learned
 scorer sees the same inputs.
 """
 
@@ -50,7 +51,9 @@ class CandidateScorer(Protocol):
 
 
 class RuleScorer:
-    """score = (1-w)·retrieval/best + w·agreement + c·continuation + q·question_match + s·step_match, times (1-penalty) per violation.
+    """score = (1-w)·retrieval/best + w·agreement + c·continuation + q·question_match + s·step_match + t·topic_ratio.
+
+    The sum is multiplied by (1-penalty) per constraint violation.
 
     Candidates failing agreement are dropped when ``config.require_agreement``, else their score
     is multiplied by ``1 - agreement_weight``; with ``constraint_penalty == 1`` violators are dropped.
@@ -74,6 +77,8 @@ class RuleScorer:
             value += cfg.continuation_weight * continuation
             value += cfg.question_weight * features.get("question_match", 0.0)
             value += cfg.step_weight * features.get("step_match", 0.0)
+            # how much of the question the answer is about, relative to the most on-topic candidate
+            value += cfg.topic_weight * features.get("topic_ratio", 0.0)
             if violations:
                 if cfg.constraint_penalty >= 1.0:
                     continue

@@ -7,10 +7,11 @@ are pluggable (``CandidateGenerator``, ``CandidateScorer``).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from dtdialog.agreement import AgreementResult, AgreementTable, AnswerAnalysis, Requirement, RhetoricalAgreement
@@ -34,6 +35,19 @@ _CACHE_SIZE = 50_000
 CONTEXT_TERM_WEIGHT = 0.5
 #: Answers whose entity-term sets overlap at least this much (Jaccard) are near-duplicates; the best one is kept.
 DUPLICATE_JACCARD = 0.9
+#: A candidate whose topical coverage of the question is below this share of the best candidate's is off topic:
+#: it shares a word or two with the question (one agreeing EDU pair on "battery") but is about something else.
+TOPIC_RATIO = 0.35
+#: Question terms in the main clause (the nucleus chain from the DT-Q root) weigh this much more than satellite ones.
+NUCLEUS_WEIGHT = 1.5
+#: A multi-word entity term ("spark plug", "ignition coil") is more specific than a single word: this much weight.
+PHRASE_WEIGHT = 2.0
+#: When the best answer that passed agreement covers less than this share of the best retrieved answer's topic,
+#: the parse probably asks for one relation too many: answers addressing at least ``RESCUE_AGREEMENT`` of the
+#: required relations and on topic are admitted too (feature ``partial_agreement``), so a shifted parse never
+#: leaves only off-topic answers that happened to match every relation.
+RESCUE_TOPIC = 0.75
+RESCUE_AGREEMENT = 0.5
 
 
 class CandidateGenerator(Protocol):
@@ -200,7 +214,23 @@ class AnswerSelector:
                 retrieval *= 1.0 - (1.0 - CONTEXT_TERM_WEIGHT) * share
             candidates.append(RankedCandidate(document=doc, retrieval_score=retrieval, agreement=agreement,
                                               features=features))
+        if followup_tree is None:
+            # the topic is the issue the user raised; a follow-up step is steered by C_i and the answer it replies
+            # to instead (context terms, continuation), so it is not held to the question's wording
+            topic_terms = self._topic_terms(plan.tree if n_parts == 1 else None, part.edus)
+            _add_topic_features(candidates, topic_terms, {c.document.id: self._candidate_terms(c.document)
+                                                          for c in candidates})
         kept = self.scorer.score(plan=plan, part_index=part_index, followups=list(followups), candidates=candidates)
+        rescued = _partial_rescue(candidates, kept)
+        if rescued:
+            kept = self.scorer.score(plan=plan, part_index=part_index, followups=list(followups),
+                                     candidates=[c for c in candidates if c.document.id not in rescued]
+                                     + list(rescued.values()))
+        # topical coherence whatever the scorer: an answer about another system never competes (nor is offered)
+        best_topic = max((c.features.get("topic", 0.0) for c in kept), default=0.0)
+        # the scorer's own first choice stays (a learned scorer may know better); only its alternatives are held to
+        # the topic, so an answer about another system is never offered next to it nor delivered after a retry
+        kept = kept[:1] + [c for c in kept[1:] if _on_topic(c, best_topic)]
         kept_ids = {c.document.id for c in kept}
         rejected = [c for c in candidates if c.document.id not in kept_ids]
         return RankOutcome(plan=plan, part_index=part_index, query=query,
@@ -208,6 +238,27 @@ class AnswerSelector:
                            rejected=rejected, constraints=active, followup_tree=followup_tree)
 
     # --- helpers --------------------------------------------------------------
+    def _topic_terms(self, tree: DiscourseTree | None, edus) -> dict[str, float]:
+        """Return the step's topic terms with weights: phrases and main-clause terms count more.
+
+        ``tree`` (the whole DT-Q, for a one-part question) marks its nucleus-chain EDUs as the main
+        clause; a multi-part question's part is weighted flat, since its own nucleus is a sub-tree.
+        """
+        main = {e.index for e in _nucleus_edus(tree)} if tree is not None else set()
+        weights: dict[str, float] = {}
+        for edu in edus:
+            factor = NUCLEUS_WEIGHT if edu.index in main else 1.0
+            for term in self.normalizer.terms_of_edu(edu):
+                weight = factor * (PHRASE_WEIGHT if " " in term else 1.0)
+                weights[term] = max(weights.get(term, 0.0), weight)
+        return weights
+
+    def _candidate_terms(self, doc: AnswerDocument) -> frozenset[str]:
+        """Return the terms of an answer plus its logged opening question (what the answer is about)."""
+        logged = str((doc.meta or {}).get("question", ""))
+        terms = self._analysis(doc).terms
+        return terms | self.normalizer.terms_of_text(logged) if logged else terms
+
     def _with_successor(self, hits: list[SearchHit], previous: AnswerDocument | None,
                         excluded: set[str]) -> list[SearchHit]:
         """Return ``hits`` plus the answer that followed ``previous`` in its logged dialogue (score 0) if missing.
@@ -257,6 +308,75 @@ class AnswerSelector:
         """Return the EDUs of a stored answer (from its stored DT, else by parsing its text)."""
         tree = DiscourseTree.from_dict(doc.tree) if doc.tree else self.parse(doc.text)
         return tree.edus
+
+
+def _nucleus_edus(tree: DiscourseTree) -> list:
+    """Return the EDUs reached from the root through nuclei only (the question's main clause)."""
+    out = []
+    stack = [tree.root]
+    while stack:
+        node = stack.pop()
+        if node.is_leaf:
+            out.extend(tree.edus_of(node))
+            continue
+        stack.extend(node.nuclei() or node.children)
+    return out
+
+
+def _add_topic_features(candidates: list[RankedCandidate], weights: dict[str, float],
+                        terms: dict[str, frozenset[str]]) -> None:
+    """Fill ``topic`` (weighted share of the question's terms the answer covers) and ``topic_ratio`` (vs the best).
+
+    Each question term's weight is scaled by its specificity within this step's candidate pool
+    (``log(1 + n / df)``): a term every candidate has ("car", "start") cannot tell topics apart.
+    """
+    if not candidates or not weights:
+        return
+    n = len(candidates)
+    df = {t: sum(t in terms[c.document.id] for c in candidates) for t in weights}
+    weighted = {t: w * math.log(1.0 + n / max(df[t], 1)) for t, w in weights.items()}
+    total = sum(weighted.values()) or 1.0
+    for cand in candidates:
+        own = terms[cand.document.id]
+        cand.features["topic"] = sum(w for t, w in weighted.items() if t in own) / total
+    best = max(c.features["topic"] for c in candidates)
+    for cand in candidates:
+        cand.features["topic_ratio"] = cand.features["topic"] / best if best > 0 else 1.0
+
+
+def _partial_rescue(candidates: list[RankedCandidate], kept: list[RankedCandidate]) -> dict[str, RankedCandidate]:
+    """Return on-topic candidates with partial agreement (verdict set, ``partial_agreement`` = 1) by id, or {}.
+
+    Only when every kept candidate is far less on topic than the best retrieved one (``RESCUE_TOPIC``).
+    """
+    best_any = max((c.features.get("topic", 0.0) for c in candidates), default=0.0)
+    best_kept = max((c.features.get("topic", 0.0) for c in kept), default=0.0)
+    if best_any <= 0 or best_kept >= RESCUE_TOPIC * best_any:
+        return {}
+    kept_ids = {c.document.id for c in kept}
+    out: dict[str, RankedCandidate] = {}
+    for cand in candidates:
+        agreement = cand.agreement
+        if cand.document.id in kept_ids or agreement.verdict or agreement.required == 0:
+            continue
+        if agreement.addressed / agreement.required < RESCUE_AGREEMENT:
+            continue
+        if cand.features.get("topic", 0.0) < RESCUE_TOPIC * best_any:
+            continue
+        features = {**cand.features, "partial_agreement": 1.0}
+        out[cand.document.id] = replace(cand, agreement=replace(agreement, verdict=True), features=features)
+    return out
+
+
+def _on_topic(cand: RankedCandidate, best_topic: float) -> bool:
+    """Return False for a candidate far below the best kept one's topical coverage (the logged successor is exempt).
+
+    The reference is the best candidate the scorer kept, so an answer dropped for a constraint does not
+    make the remaining ones look off topic.
+    """
+    if cand.features.get("continuation", 0.0) > 0 or "topic" not in cand.features or best_topic <= 0:
+        return True
+    return cand.features["topic"] >= TOPIC_RATIO * best_topic
 
 
 def _singles(terms: frozenset[str]) -> frozenset[str]:

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "relation itself (the paper's rule, default) or anywhere in the answer")
     parser.add_argument("--clarify-margin", type=float, default=None, metavar="X",
                         help="offer a choice when the top answers score within X of each other (0..1)")
+    parser.add_argument("--clarify-ratio", type=float, default=None, metavar="R",
+                        help="an option must also score at least R of the best and cover the question's topic "
+                             "at least R as well as the best (0..1; 0 offers every close answer)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar while building the index")
 
 
@@ -84,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
     if args.clarify_margin is not None:
         options["clarify_margin"] = args.clarify_margin
+    if args.clarify_ratio is not None:
+        options["clarify_ratio"] = args.clarify_ratio
     config = EngineConfig(**options)
     runtime = load_runtime(corpus=args.corpus, corpus_format=args.fmt, index_path=args.index, backend=args.backend,
                            parser=args.parser, progress=not args.quiet, config=config, es_url=args.es_url)

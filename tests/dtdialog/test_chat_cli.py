@@ -94,7 +94,7 @@ def test_paper_example_end_to_end(built, capsys):
 def test_clarification_and_bad_input_in_chat(built, capsys):
     index, home = built
     lines = [PAPER_Q, "\x01\x02\x1b", "x" * 100_000, "purple elephants dancing", "1", "that didn't help"]
-    code, out, err = _chat(built, capsys, ["", "   ", *lines], "--clarify-margin", "1.0")
+    code, out, err = _chat(built, capsys, ["", "   ", *lines], "--clarify-margin", "1.0", "--clarify-ratio", "0")
     assert code == 0 and "Traceback" not in err
     bot = [line for line in out.splitlines() if line.startswith("bot> ")]
     assert "A few different fixes" in bot[1]                 # clarification offered
@@ -149,7 +149,13 @@ def test_review_script_number_rejection_and_constraint(built, capsys):
     assert retry["intent"] == "reject" and "2" not in retry["steps"][0]["query"]["keywords"]
     offered = [retry["decision"]["answer_id"]] if retry["decision"]["kind"] == "answer" else \
         [o["answer_id"] for o in retry["decision"]["options"] if o["answer_id"]]
-    assert offered and all(a.startswith("overheating-") for a in offered)    # still the overheating question
+    # still the overheating question: every offered answer is about the cooling system (the retry used to drift
+    # to clutch slip and PCV valves); judged by its text, since several families discuss the thermostat
+    from index.registry import open_index
+
+    with open_index(path=index) as ix:
+        texts = [ix.get(a).text.lower() for a in offered]
+    assert offered and all(any(w in t for w in ("overheat", "coolant", "thermostat", "radiator")) for t in texts)
     first_keywords = record.traces[0]["steps"][0]["query"]["keywords"]
     assert retry["steps"][0]["query"]["keywords"] == first_keywords          # no delivered answer's words
     # a constraint while options are pending is recorded; it never selects the option that says "engine"

@@ -63,7 +63,7 @@ def test_explicit_handoff(tmp_path):
 
 
 def test_clarification_by_phrase_after_an_unmatched_reply(tmp_path):
-    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid = manager.start_session()
     ask = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
     assert ask.kind == "clarify" and ask.state == AWAITING_CHOICE
@@ -78,7 +78,7 @@ def test_clarification_by_phrase_after_an_unmatched_reply(tmp_path):
 
 
 def test_clarification_by_number_and_none_of_these(tmp_path):
-    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid = manager.start_session()
     ask = manager.handle(session_id=sid, text=text_of(PAPER_Q))
     assert ask.kind == "clarify"
@@ -179,7 +179,7 @@ def test_concurrent_sessions_do_not_mix(tmp_path):
 
 
 def test_bad_input_gets_prompts_and_keeps_the_session(tmp_path):
-    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid = manager.start_session()
     assert manager.handle(session_id=sid, text="").kind == "prompt"
     huge = manager.handle(session_id=sid, text="a" * 100_000)
@@ -203,7 +203,7 @@ def test_unknown_session_raises(tmp_path):
 def test_turn_result_and_session_serialise(tmp_path):
     import json
 
-    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid = manager.start_session()
     result = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
     json.dumps(result.to_dict())
@@ -211,7 +211,7 @@ def test_turn_result_and_session_serialise(tmp_path):
 
 
 def test_repeated_unmatched_descriptions_become_detail(tmp_path):
-    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid = manager.start_session()
     ask = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
     assert ask.kind == "clarify"
@@ -256,7 +256,7 @@ def _chain_choice(manager):
 
 
 def test_constraint_reply_to_a_clarification_is_recorded_not_taken_as_a_choice(tmp_path):
-    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid, ask = _chain_choice(manager)
     offered = [o.answer_id for o in ask.options if o.answer_id]
     assert "chain#1" in offered  # "you have to remove the engine ..." is on offer
@@ -275,7 +275,7 @@ def test_constraint_reply_to_a_clarification_is_recorded_not_taken_as_a_choice(t
 
 
 def test_constraint_that_no_option_violates_reoffers_the_same_options(tmp_path):
-    _, manager, _ = car_world(tmp_path, clarify_margin=1.0)
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid, ask = _chain_choice(manager)
     result = manager.handle(session_id=sid, text="I don't have a lift")
     assert result.kind == "clarify" and result.state == AWAITING_CHOICE
