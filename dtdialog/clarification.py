@@ -9,6 +9,7 @@ or ids. The last option is always "none of these".
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,46 +63,125 @@ class PendingChoice:
         return len(self.options)
 
 
+#: Head words that name no car part, symptom or action: a label made of them ("job", "question") tells nothing.
+GENERIC_WORDS = frozenset("""
+    anything answer bit case cause chance couple day end everything fact fix help idea issue job kind lot matter
+    minute moment nothing one other part person point problem question reason result second side situation
+    someone something sort step stuff thing time tip try way week weekend while work year
+    also can come comes could did do does done get gets got go goes just keep let look make makes may might must
+    need put say see should still take takes want will would
+""".split())
+#: Evaluative or quantity modifiers say nothing about which fix an option is ("most common reason", "cheap and
+#: likely fix", "around 88 to 95 degrees"): they are dropped from label phrases.
+MODIFIER_WORDS = frozenset("""
+    about almost around best better big cheap common easy few first good great hot cold cool high last least less long short
+    little low main many more most much new next normal old other possible quick real same simple small usual weak
+    whole degree degrees inch inches mile miles percent
+""".split())
+MAX_LABEL_WORDS = 6
+
+
 def _phrases(edus: Sequence[EDU]) -> list[str]:
-    """Return candidate label phrases of ``edus`` in text order: noun phrases, else content words."""
+    """Return candidate label phrases of ``edus`` in text order: noun phrases, else content words.
+
+    Phrases keep their content words only (no determiners) and are cut to ``MAX_LABEL_WORDS``;
+    a phrase whose every word is generic (``GENERIC_WORDS``) is dropped.
+    """
     phrases: list[str] = []
     for edu in edus:
         for ent in edu.entities:
-            words = [w for w in words_of(ent) if is_content(w)]
-            if words:
+            words = [w for w in words_of(ent) if _label_word(w)][:MAX_LABEL_WORDS]
+            if words and _informative(words):
                 phrases.append(" ".join(words))
     if not phrases:
-        phrases = [w for e in edus for w in words_of(e.text) if is_content(w)]
+        # no noun chunks (a parser without them): runs of adjacent specific words ("pad backing plates")
+        for edu in edus:
+            run: list[str] = []
+            for word in [*words_of(edu.text), ""]:
+                if word and _label_word(word) and _informative([word]):
+                    run.append(word)
+                    continue
+                if run:
+                    phrases.append(" ".join(run[:MAX_LABEL_WORDS]))
+                run = []
     return list(dict.fromkeys(phrases))
+
+
+def _label_word(word: str) -> bool:
+    """Return True for a word a label phrase may keep (content, not a number, modifier or -ly adverb)."""
+    return is_content(word) and not word.isdigit() and word not in MODIFIER_WORDS and not word.endswith("ly")
+
+
+def _informative(words: Sequence[str]) -> bool:
+    """Return True when some word is specific: not generic, not a number, at least three letters."""
+    return any(len(w) >= 3 and not w.isdigit() and w not in GENERIC_WORDS and stem(w) not in _GENERIC_STEMS
+               for w in words)
+
+
+_GENERIC_STEMS = frozenset(stem(w) for w in GENERIC_WORDS)
+
+
+def _label_phrases(phrases: Sequence[str], *, others: set[str], ignored: frozenset[str],
+                   salience: Counter[str]) -> list[str]:
+    """Return up to ``MAX_LABEL_PHRASES`` phrases that best tell this option apart, most distinctive first.
+
+    A phrase is worth the salience (occurrences in its own answer) of each specific stem the other
+    options lack - what the answer keeps talking about ("starting fluid", "fuel") beats a passing
+    mention ("short shot"). Question terms count half (the user's words describe the problem, not
+    the fix), and a multi-word entity gets a small bonus; a phrase with no distinctive specific stem
+    is never used.
+    """
+    scored: list[tuple[float, int, str]] = []
+    for order, phrase in enumerate(phrases):
+        stems = {stem(w) for w in words_of(phrase) if is_content(w) and _informative([w])}
+        distinct = stems - others
+        if not distinct:
+            continue
+        value = sum((0.5 if s in ignored else 1.0) * max(salience[s], 1) for s in distinct)
+        value += 0.5 if len(words_of(phrase)) > 1 else 0.0
+        scored.append((value, order, phrase))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    picked: list[str] = []
+    used: set[str] = set()
+    for _, _, phrase in scored:
+        stems = {stem(w) for w in words_of(phrase) if is_content(w)}
+        if stems <= used:  # "fuel" after "fuel supply" adds nothing
+            continue
+        picked.append(phrase)
+        used |= stems
+        if len(picked) >= MAX_LABEL_PHRASES:
+            break
+    return picked
 
 
 def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer: EntityNormalizer,
                   max_options: int = 3, ignore_terms: Iterable[str] = ()) -> PendingChoice:
     """Return numbered options for ``candidates`` ((answer id, EDUs) best first) plus "none of these".
 
-    ``ignore_terms`` (the question's terms) never distinguish an option when a reply is matched.
+    Each label is at most ``MAX_LABEL_PHRASES`` informative phrases of 1-``MAX_LABEL_WORDS`` words
+    that the other options do not share (``_label_phrases``); an option with none falls back to its
+    most specific content words. ``ignore_terms`` (the question's terms) never distinguish an option
+    when a reply is matched.
     """
     chosen = list(candidates)[:max_options]
     ignored = frozenset(ignore_terms)
     term_sets = [normalizer.terms_of_edus(edus) for _, edus in chosen]
     options: list[ClarifyOption] = []
     terms: dict[str, list[str]] = {}
+    labels: set[str] = set()
     for k, (answer_id, edus) in enumerate(chosen):
         others: set[str] = set().union(*(t for j, t in enumerate(term_sets) if j != k)) if len(chosen) > 1 else set()
-        picked: list[str] = []
-        used: set[str] = set()
-        for phrase in _phrases(edus):
-            stems = {stem(w) for w in words_of(phrase) if is_content(w)}
-            # the user's own question words do not tell the options apart, so they make poor labels
-            new = stems - others - used - ignored
-            if new:
-                picked.append(phrase)
-                used |= stems
-            if len(picked) >= MAX_LABEL_PHRASES:
-                break
-        if not picked:  # nothing unique: fall back to the opening content words
-            picked = [" ".join(w for w in words_of(" ".join(e.text for e in edus)) if is_content(w))[:60].strip()]
+        phrases = _phrases(edus)
+        salience = Counter(stem(w) for e in edus for w in words_of(e.text) if is_content(w))
+        picked = _label_phrases(phrases, others=others, ignored=ignored, salience=salience)
+        if not picked:  # nothing unique: the option's most specific words, still never generic ones
+            words = [w for w in words_of(" ".join(e.text for e in edus)) if is_content(w) and _informative([w])]
+            distinct = [w for w in dict.fromkeys(words) if stem(w) not in others] or list(dict.fromkeys(words))
+            picked = [" ".join(distinct[:MAX_LABEL_WORDS - 2]) or answer_id.split("#")[0].replace("_", " ")]
         label = ", ".join(picked)
+        if label in labels:  # two options must never read the same
+            label = f"{label} ({k + 1})"
+        labels.add(label)
         options.append(ClarifyOption(number=k + 1, label=label, answer_id=answer_id))
         terms[answer_id] = sorted(term_sets[k])
     options.append(ClarifyOption(number=len(options) + 1, label=NONE_LABEL, answer_id=""))

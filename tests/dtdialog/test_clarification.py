@@ -74,3 +74,60 @@ def test_words_common_to_all_options_or_tied_pick_nothing():
     assert "engin" not in distinctive["a#1"] | distinctive["b#1"]   # "If the engine cranks" is in both
     assert match_reply("the engine cranks", pending, normalizer=NORM) is None
     assert match_reply("fuel or crankshaft?", pending, normalizer=NORM) is None  # one distinctive word each: a tie
+
+
+def _edus_with_chunks(sentences: list[tuple[str, tuple[str, ...]]]):
+    """Return EDUs carrying the noun chunks a spaCy-backed parser would attach."""
+    from dataclasses import replace
+
+    edus = build_tree(("Joint", "N" * len(sentences), [s for s, _ in sentences])).edus
+    return tuple(replace(e, entities=chunks) for e, (_, chunks) in zip(edus, sentences))
+
+
+# the paper's regression: labels were "engine cranks, job, question" - generic words, not what to do
+PAPER_ANSWER = _edus_with_chunks([
+    ("Since the engine cranks, the starter side is doing its job,", ("engine cranks", "starter side", "job")),
+    ("so the question is whether the engine is getting both spark and fuel.", ("question", "engine", "spark", "fuel")),
+    ("Spray a short shot of starting fluid into the intake.", ("short shot", "starting fluid", "intake")),
+    ("If it catches on the starting fluid, the fuel supply is the weak link.",
+     ("starting fluid", "fuel supply", "weak link")),
+])
+HVAC_ANSWER = _edus_with_chunks([
+    ("On dual-zone systems, each side has its own blend door actuator.", ("dual-zone systems", "side",
+                                                                          "blend door actuator")),
+    ("After a dead battery, the actuators can lose their calibration.", ("dead battery", "actuators", "calibration")),
+    ("It is the most common reason and a cheap and likely fix.", ("most common reason", "cheap and likely fix")),
+])
+
+
+def test_labels_are_informative_phrases_never_generic_words():
+    from dtdialog.clarification import GENERIC_WORDS, MAX_LABEL_PHRASES, MAX_LABEL_WORDS
+
+    question = NORM.terms_of_text("I replaced the battery and the coils but my car still won't start.")
+    pending = build_options([("paper#1", PAPER_ANSWER), ("hvac#1", HVAC_ANSWER)], normalizer=NORM,
+                            ignore_terms=question)
+    labels = [o.label for o in pending.options[:-1]]
+    assert len(set(labels)) == len(labels)
+    for label in labels:
+        phrases = label.split(", ")
+        assert 1 <= len(phrases) <= MAX_LABEL_PHRASES
+        for phrase in phrases:
+            words = phrase.split()
+            assert 1 <= len(words) <= MAX_LABEL_WORDS
+            assert any(w not in GENERIC_WORDS for w in words), phrase       # never stopword/generic-only
+        assert not {"job", "question", "reason", "cheap", "likely"} & set(label.replace(",", "").split())
+    assert "starting fluid" in labels[0] and "fuel" in labels[0]            # what this answer keeps talking about
+    assert "blend door actuator" in labels[1]
+    assert match_reply("the spark and fuel one", pending, normalizer=NORM).answer_id == "paper#1"
+
+
+def test_labels_without_noun_chunks_are_runs_of_specific_words():
+    pending = build_options([("a#1", build_tree(("Cause", "NS", ["It may get the brake grease",
+                                                                  "on the pad backing plates"])).edus),
+                             ("b#1", build_tree(("Cause", "NS", ["New pads squeal",
+                                                                  "because the rotors were not resurfaced"])).edus)],
+                            normalizer=NORM)
+    labels = [o.label for o in pending.options[:-1]]
+    assert "brake grease" in labels[0] and "pad backing plates" in labels[0]
+    assert "may" not in labels[0].split() and "get" not in labels[0].split()
+    assert "rotors" in labels[1]
