@@ -91,6 +91,22 @@ def test_paper_example_end_to_end(built, capsys):
     assert trace["question"] == PAPER_Q and trace["question_tree"]["edus"]
 
 
+def test_paper_question_first_turn_stays_on_topic(built, capsys):
+    """Regression: the first turn offered "dual-zone systems, blend door actuator, dead battery" (HVAC, via "battery")
+    next to "engine cranks, job, question"."""
+    index, home = built
+    code, out, err = _chat(built, capsys, [PAPER_Q])
+    record = _last(home, _session_id(err))
+    trace = record.traces[-1]
+    decision = trace["decision"]
+    offered = [decision["answer_id"]] if decision["kind"] == "answer" else \
+        [o["answer_id"] for o in decision["options"] if o["answer_id"]]
+    assert offered and not any(a.startswith("hvac-") for a in offered)
+    assert "no_start-paper-001#1" in offered
+    for option in decision.get("options", []):
+        assert not {"job", "question"} & set(option["label"].replace(",", " ").split())
+
+
 def test_clarification_and_bad_input_in_chat(built, capsys):
     index, home = built
     lines = [PAPER_Q, "\x01\x02\x1b", "x" * 100_000, "purple elephants dancing", "1", "that didn't help"]
