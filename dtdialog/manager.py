@@ -207,6 +207,10 @@ class DialogueManager:
             record.followups.append(text)
             trace.note("no option matched again; using the reply as detail for the same step")
             return self._select(record, trace, allow_clarify=False)
+        if option is None and intent.has_content and intent.kind != intents.CHOICE:
+            clarified = self._clarify_pending(record, pending, text, trace)
+            if clarified is not None:
+                return clarified
         if option is None:
             pending.reprompts += 1
             record.pending = pending.to_dict()
@@ -225,6 +229,40 @@ class DialogueManager:
         record.skipped.extend(o.answer_id for o in pending.options if o.answer_id and o.answer_id != option.answer_id)
         trace.note(f"user chose option {option.number}: {option.label}")
         return self._deliver(record, trace, doc.id, doc.text)
+
+    def _clarify_pending(self, record: SessionRecord, pending: PendingChoice, text: str,
+                         trace: TurnTrace) -> TurnResult | None:
+        """Return the delivered answer when a descriptive reply makes one offered answer clearly best, else None.
+
+        A reply that names no option but describes the problem ("it did at first but not anymore",
+        "the fan never comes on") is the user clarifying: the step is re-ranked with it as detail,
+        and the offered answer on top is delivered when no other offered one still competes
+        (``_competes``). The reply must share a term, beyond the question's own, with that answer:
+        words that touch no option ("purple elephants") only re-list the options.
+        """
+        offered = [o.answer_id for o in pending.options if o.answer_id]
+        normalizer = self.selector.normalizer
+        reply_terms = normalizer.terms_of_text(text) - frozenset(pending.ignore_terms)
+        if not offered or not reply_terms:
+            return None
+        plan = QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
+        followups = record.step_followups + [text]
+        outcome = self.selector.rank_outcome(
+            question=plan, step=record.step, followups=followups, exclude_ids=record.excluded_ids,
+            constraints=[Constraint.from_dict(c) for c in record.constraints], size=self.config.candidates,
+            context_ids=record.context_ids)
+        ranked = [c for c in outcome.candidates if c.document.id in offered]
+        if not ranked or not reply_terms & frozenset(pending.terms.get(ranked[0].document.id, ())):
+            return None
+        if any(_competes(c, ranked[0], self.config) for c in ranked[1:]):
+            return None
+        trace.step(outcome, step=record.step)
+        trace.note(f"reply read as a clarification of the problem; it points to {ranked[0].document.id}")
+        record.pending = None
+        record.step_followups = followups
+        record.followups.append(text)
+        record.skipped.extend(a for a in offered if a != ranked[0].document.id)
+        return self._deliver(record, trace, ranked[0].document.id, ranked[0].document.text)
 
     def _constrain_choice(self, record: SessionRecord, pending: PendingChoice, text: str,
                           found: list[Constraint], trace: TurnTrace) -> TurnResult:
