@@ -143,6 +143,9 @@ def _atomic_write(path: Path, write) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; reports are ordinary files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
