@@ -291,7 +291,32 @@ def run(args: argparse.Namespace) -> dict:
             print(f"wrote {path}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.plot:
+        plot(report, Path(args.plot))
     return report
+
+
+def plot(report: dict, path: Path) -> None:
+    """Write a bar chart of P@1 with 95% CIs per method/feature set (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report["results"])
+    p1 = [report["results"][n]["p1"] for n in names]
+    err = [[v - report["results"][n]["p1_lo"] for n, v in zip(names, p1)],
+           [report["results"][n]["p1_hi"] - v for n, v in zip(names, p1)]]
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.barh(names[::-1], p1[::-1], xerr=[err[0][::-1], err[1][::-1]], color="#4C72B0", capsize=3)
+    ax.axvline(0.80, color="#C44E52", linestyle="--", label="target 0.80")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(f"P@1 on mechanics_qa_dev ({report['folds']}-fold CV by question, 95% bootstrap CI)")
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -308,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out-dir", help="write the models here instead of dtdialog/ranking/models")
     parser.add_argument("--no-save", action="store_true", help="cross-validate only")
     parser.add_argument("--json", help="write the report as JSON")
+    parser.add_argument("--plot", help="write a P@1 bar chart (PNG) here")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if args.k < 1:
