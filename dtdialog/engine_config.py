@@ -33,6 +33,8 @@ class EngineConfig:
         best score and its ``topic_ratio`` is at least this high too (each option must be strong on its own).
     max_input_chars: longer user turns are refused with a prompt instead of being processed.
     max_traces: how many per-turn traces a session keeps.
+    whole_question: the first step searches the keywords of the whole question (the part's first) and every
+        part's RR terms, not only the first part's; agreement with the part still ranks the candidates.
     """
 
     candidates: int = 20
@@ -52,6 +54,7 @@ class EngineConfig:
     clarify_ratio: float = 0.8
     max_input_chars: int = 4000
     max_traces: int = 50
+    whole_question: bool = True
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -69,6 +72,7 @@ class EngineConfig:
                   f"{name} must be a number in [0, 1], got {value!r}")
             setattr(self, name, float(value))
         check(isinstance(self.require_agreement, bool), "require_agreement must be true or false")
+        check(isinstance(self.whole_question, bool), "whole_question must be true or false")
         check(self.overlap_scope in ("relation", "answer"), f"overlap_scope must be 'relation' or 'answer', "
               f"got {self.overlap_scope!r}")
         check(self.agreement_table is None or isinstance(self.agreement_table, str),

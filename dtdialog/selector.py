@@ -57,18 +57,45 @@ class CandidateGenerator(Protocol):
                  size: int) -> list[SearchHit]: ...
 
 
+#: Keywords per index search: the SQLite index searches at most its ``MAX_KEYWORD_TOKENS`` (12) rarest tokens of a
+#: query, so a longer keyword list is searched in chunks of this size and the scores summed.
+KEYWORDS_PER_SEARCH = 12
+
+
 class LexicalGenerator:
-    """The default generator: ``index.search`` over the keyword and ``rr_edu`` fields."""
+    """The default generator: ``index.search`` over the keyword and ``rr_edu`` fields.
+
+    A query with more than ``KEYWORDS_PER_SEARCH`` keywords is run as several searches over disjoint
+    keyword chunks (the RR terms go with the first) and each answer's scores are summed: the index
+    matches ``kw1 OR kw2 ...`` and bm25 adds up per term, so the sum is the bm25 of the whole keyword
+    list, which the index's own query pruning (rarest 12 tokens) would otherwise cut to a few rare words.
+    """
 
     def __init__(self, *, index: AnswerIndex) -> None:
         self.index = index
 
     def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],
                  size: int) -> list[SearchHit]:
-        """Return up to ``size`` hits, or [] for a query with no usable words."""
+        """Return up to ``size`` hits by summed score (ties by id), or [] for a query with no usable words."""
         if query.is_empty():
             return []
-        return self.index.search(query.with_size(size))
+        keywords = list(query.keywords)
+        if len(keywords) <= KEYWORDS_PER_SEARCH:
+            return self.index.search(query.with_size(size))
+        totals: dict[str, float] = {}
+        hits: dict[str, SearchHit] = {}
+        for start in range(0, len(keywords), KEYWORDS_PER_SEARCH):
+            chunk = replace(query, keywords=tuple(keywords[start:start + KEYWORDS_PER_SEARCH]),
+                            rr_terms=query.rr_terms if start == 0 else (), size=size)
+            try:
+                found = self.index.search(chunk)
+            except InputError:
+                continue  # a chunk of only unsearchable words: the other chunks still count
+            for hit in found:
+                totals[hit.document.id] = totals.get(hit.document.id, 0.0) + float(hit.score)
+                hits.setdefault(hit.document.id, hit)
+        best = sorted(totals, key=lambda i: (-totals[i], i))[:size]
+        return [replace(hits[i], score=totals[i]) for i in best]
 
 
 @dataclass
@@ -177,7 +204,8 @@ class AnswerSelector:
 
         query = build_query(plan, part_index=part_index, followups=[followup_tree] if followup_tree else [],
                             exclude_ids=exclude_ids, size=self.config.candidates,
-                            context_keywords=list(previous.keywords) if previous is not None else ())
+                            context_keywords=list(previous.keywords) if previous is not None else (),
+                            whole_question=self.config.whole_question)
         hits = self.generator.generate(plan=plan, part_index=part_index, query=query, followups=list(followups),
                                        size=self.config.candidates)
         excluded = set(exclude_ids)
