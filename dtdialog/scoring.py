@@ -55,8 +55,9 @@ class RuleScorer:
 
     The sum is multiplied by (1-penalty) per constraint violation.
 
-    Candidates failing agreement are dropped when ``config.require_agreement``, else their score
-    is multiplied by ``1 - agreement_weight``; with ``constraint_penalty == 1`` violators are dropped.
+    Candidates failing agreement are dropped when ``config.require_agreement`` (except on the first
+    step when ``config.soft_first_step``, where ``first_step_agreement_weight`` replaces ``w``), else their
+    score is multiplied by ``1 - w``; with ``constraint_penalty == 1`` violators are dropped.
     """
 
     def __init__(self, *, config: EngineConfig | None = None) -> None:
@@ -67,13 +68,15 @@ class RuleScorer:
         """Return the kept candidates with ``score`` and ``features`` filled, best first (ties by id)."""
         cfg = self.config
         best = max((c.retrieval_score for c in candidates), default=0.0)
+        soft = cfg.soft_first_step and not followups
+        weight = cfg.first_step_agreement_weight if soft else cfg.agreement_weight
         kept: list[RankedCandidate] = []
         for cand in candidates:
             retrieval = max(0.0, min(1.0, cand.retrieval_score / best)) if best > 0 else 0.0
             features = dict(cand.features)
             continuation = features.get("continuation", 0.0)
             violations = features.get("constraint_violations", 0.0)
-            value = (1 - cfg.agreement_weight) * retrieval + cfg.agreement_weight * cand.agreement.score
+            value = (1 - weight) * retrieval + weight * cand.agreement.score
             value += cfg.continuation_weight * continuation
             value += cfg.question_weight * features.get("question_match", 0.0)
             value += cfg.step_weight * features.get("step_match", 0.0)
@@ -84,9 +87,9 @@ class RuleScorer:
                     continue
                 value *= (1 - cfg.constraint_penalty) ** violations
             if not cand.agreement.verdict:
-                if cfg.require_agreement:
+                if cfg.require_agreement and not soft:
                     continue
-                value *= 1 - cfg.agreement_weight
+                value *= 1 - weight
             features.update(retrieval=retrieval, agreement=cand.agreement.score,
                             verdict=1.0 if cand.agreement.verdict else 0.0)
             kept.append(replace(cand, score=value, features=features))
