@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from engine_helpers import make_index
+
 from dtdialog.agreement import AgreementResult
 from dtdialog.engine_config import EngineConfig
 from dtdialog.scoring import RankedCandidate, RuleScorer
 from dtdialog.selector import KEYWORDS_PER_SEARCH, LexicalGenerator
 from index.base import AnswerDocument, SearchQuery
-from tests.dtdialog.engine_helpers import make_index
 
 
 def _cand(doc_id: str, retrieval: float, verdict: bool) -> RankedCandidate:
