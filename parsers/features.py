@@ -77,13 +77,13 @@ class SyntaxIndex:
         return cls(left_edge=left, right_edge=right, has_subject=subj)
 
 
-def _subtree_starting_at(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> int | None:
-    """Return the highest token whose subtree starts at token ``i`` (within its sentence), or None."""
+def _highest_subtree_at(analyzed: AnalyzedText, edges: list[int], i: int) -> int | None:
+    """Return the highest token whose subtree edge (``edges``: left or right edges) is token ``i``, or None."""
     toks = analyzed.tokens
     best = None
     node = i
     for _ in range(len(toks)):
-        if syn.left_edge[node] != i:
+        if edges[node] != i:
             break
         best = node
         head = toks[node].head
@@ -91,22 +91,16 @@ def _subtree_starting_at(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> in
             break
         node = head
     return best
+
+
+def _subtree_starting_at(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> int | None:
+    """Return the highest token whose subtree starts at token ``i`` (within its sentence), or None."""
+    return _highest_subtree_at(analyzed, syn.left_edge, i)
 
 
 def _subtree_ending_at(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> int | None:
     """Return the highest token whose subtree ends at token ``i``, or None."""
-    toks = analyzed.tokens
-    best = None
-    node = i
-    for _ in range(len(toks)):
-        if syn.right_edge[node] != i:
-            break
-        best = node
-        head = toks[node].head
-        if head == node:
-            break
-        node = head
-    return best
+    return _highest_subtree_at(analyzed, syn.right_edge, i)
 
 
 def boundary_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[str, float]:

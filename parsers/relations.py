@@ -135,8 +135,15 @@ RSTDT_TO_INVENTORY: dict[str, str] = {
 }
 
 
-def _norm_label(label: str) -> str:
-    return label.strip().lower().replace("_", "-")
+def _map_label(label: str, table: dict[str, str], scheme: str) -> str:
+    """Return ``table``'s inventory relation for ``label``, ignoring case, ``_``/``-`` and ``_r``/``_m`` suffixes."""
+    key = label.strip().lower().replace("_", "-")
+    for suffix in ("-r", "-m"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    if key in table:
+        return table[key]
+    raise ConfigError(f"unknown {scheme} relation label {label!r}")
 
 
 def from_gum(label: str) -> str:
@@ -144,13 +151,7 @@ def from_gum(label: str) -> str:
 
     Accepts ``_r``/``_m`` suffixes (rs4/isanlp spellings). Raises ``ConfigError`` for unknown labels.
     """
-    key = _norm_label(label)
-    for suffix in ("-r", "-m"):
-        if key.endswith(suffix):
-            key = key[: -len(suffix)]
-    if key in GUM_TO_INVENTORY:
-        return GUM_TO_INVENTORY[key]
-    raise ConfigError(f"unknown GUM relation label {label!r}")
+    return _map_label(label, GUM_TO_INVENTORY, "GUM")
 
 
 def from_rstdt(label: str) -> str:
@@ -158,10 +159,4 @@ def from_rstdt(label: str) -> str:
 
     Raises ``ConfigError`` for unknown labels.
     """
-    key = _norm_label(label)
-    for suffix in ("-r", "-m"):
-        if key.endswith(suffix):
-            key = key[: -len(suffix)]
-    if key in RSTDT_TO_INVENTORY:
-        return RSTDT_TO_INVENTORY[key]
-    raise ConfigError(f"unknown RST-DT relation label {label!r}")
+    return _map_label(label, RSTDT_TO_INVENTORY, "RST-DT")

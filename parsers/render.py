@@ -71,6 +71,20 @@ def _layout(tree: DiscourseTree) -> tuple[dict[int, _Placed], float, float, floa
     return placed, width, height_px, leaf_y
 
 
+def _node_edges(p: _Placed, placed: dict[int, _Placed]) -> tuple[str, list[tuple[_Placed, str, float]]]:
+    """Return a relation node's colour and its edges: (child placement, N/S mark, y where the edge meets the child).
+
+    Both the SVG and the PNG renderer draw from this, so the two pictures share one geometry.
+    """
+    node = p.node
+    colour = DEFAULT_COLOUR if is_default(node.relation or "") else NON_DEFAULT_COLOUR
+    edges = []
+    for child, mark in zip(node.children, node.nuclearity):
+        c = placed[id(child)]
+        edges.append((c, mark, c.y if child.is_leaf else c.y - 12))
+    return colour, edges
+
+
 def tree_to_svg(tree: DiscourseTree, *, title: str = "") -> str:
     """Return a standalone SVG document drawing ``tree`` (see the module docstring)."""
     placed, width, height, leaf_y = _layout(tree)
@@ -84,11 +98,9 @@ def tree_to_svg(tree: DiscourseTree, *, title: str = "") -> str:
         node = p.node
         if node.is_leaf:
             continue
-        colour = DEFAULT_COLOUR if is_default(node.relation or "") else NON_DEFAULT_COLOUR
-        for child, mark in zip(node.children, node.nuclearity):
-            c = placed[id(child)]
+        colour, edges = _node_edges(p, placed)
+        for c, mark, cy in edges:
             dash = "" if mark == NUCLEUS else ' stroke-dasharray="5,4"'
-            cy = c.y if child.is_leaf else c.y - 12
             out.append(f'<line x1="{p.x:.1f}" y1="{p.y + 4:.1f}" x2="{c.x:.1f}" y2="{cy:.1f}" '
                        f'stroke="{colour}" stroke-width="1.4"{dash}/>')
             mx, my = (p.x + c.x) / 2, (p.y + 4 + cy) / 2
@@ -134,10 +146,8 @@ def tree_to_png(tree: DiscourseTree, path: str | Path, *, dpi: int = 110) -> Pat
         node = p.node
         if node.is_leaf:
             continue
-        colour = DEFAULT_COLOUR if is_default(node.relation or "") else NON_DEFAULT_COLOUR
-        for child, mark in zip(node.children, node.nuclearity):
-            c = placed[id(child)]
-            cy = c.y if child.is_leaf else c.y - 12
+        colour, edges = _node_edges(p, placed)
+        for c, mark, cy in edges:
             ax.plot([p.x, c.x], [p.y + 4, cy], color=colour, lw=1.2, ls="-" if mark == NUCLEUS else "--")
             ax.text((p.x + c.x) / 2 + 4, (p.y + 4 + cy) / 2, mark, color=colour, fontsize=7, weight="bold")
         ax.text(p.x, p.y - 4, node.relation or "", ha="center", va="center", color=colour, fontsize=8,
