@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from dtdialog.commands.eval import add_arguments
 from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, load_eval_set
 from eval.methods import available_methods, get_method
 from eval.methods.base import MethodUnavailable, RankingMethod
@@ -23,7 +24,6 @@ from eval.metrics import DialogueResult, StepResult, compute_metrics
 from eval.report import DatasetRun, MethodRun, plot_accuracy, write_csv, write_markdown
 from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
 
-DEFAULT_METHODS = ("keyword", "syntactic", "dtq", "dense")
 DEFAULT_OUT = Path("runs") / "eval"
 
 
@@ -116,21 +116,6 @@ def parse_methods(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the reconstruction options (shared with ``dtdialog eval``)."""
-    parser.add_argument("--dataset", default="mechanics", help=f"one of {', '.join(DATASETS)}, or all")
-    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
-                        help=f"comma-separated, from {', '.join(available_methods())}")
-    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N test dialogues")
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default runs/eval/<dataset>/)")
-    parser.add_argument("--seed", type=int, default=13, help="bootstrap seed")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs")
-    parser.add_argument("--k", type=int, default=100, help="ranking depth per step (R@5 and MRR@k use it)")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-
-
 def run(args: argparse.Namespace, *, command: str | None = None) -> int:
     """Run the evaluation described by ``args``; return 0, or 1 when every dataset was skipped."""
     methods = parse_methods(args.methods)
@@ -162,7 +147,7 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.reconstruct", description=__doc__.split("\n")[0])
-    add_arguments(parser)
+    add_arguments(parser)  # the same options as `dtdialog eval`, declared once there
     args = parser.parse_args(argv)
     try:
         return run(args)

@@ -1,7 +1,7 @@
 """``dtdialog eval``: batch dialogue-reconstruction evaluation (forwards to ``python -m eval.reconstruct``).
 
 The eval layer sits above dtdialog, so it is imported only inside ``run``; the options are declared
-here with the same names and defaults as ``eval.reconstruct``.
+here, once, and ``eval.reconstruct`` (the higher layer) imports them for ``python -m eval.reconstruct``.
 """
 
 from __future__ import annotations
