@@ -8,13 +8,14 @@ import sys
 from dataclasses import dataclass
 
 import pytest
+from tree_helpers import concession_tree
 
 from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 from parsers.gum import iter_gum
 from parsers.isanlp_adapter import ENV_MODEL_DIR, IsanlpParser, discourse_unit_to_tree, map_label
 from parsers.parseval import constituents
 from parsers.relations import GUM_TO_INVENTORY, MULTINUCLEAR_RELATIONS, RSTDT_TO_INVENTORY
-from parsers.tree import EDU, DiscourseTree, Node
+from parsers.tree import DiscourseTree, Node
 
 
 @dataclass
@@ -66,13 +67,7 @@ def assert_same_structure(a: DiscourseTree, b: DiscourseTree) -> None:
 
 def hand_tree() -> DiscourseTree:
     pieces = ["I checked the plugs,", "replaced the battery,", "but it still fails."]
-    edus, pos = [], 0
-    for i, p in enumerate(pieces):
-        edus.append(EDU(index=i, text=p, start=pos, end=pos + len(p), sentence=0))
-        pos += len(p) + 1
-    lv = [Node.leaf(i) for i in range(3)]
-    root = Node.relate("Concession", [Node.relate("Joint", lv[:2], "NN"), lv[2]], "SN")
-    return DiscourseTree(text=" ".join(pieces), edus=tuple(edus), root=root)
+    return concession_tree(pieces)
 
 
 @pytest.mark.parametrize("style", ["gumrrg", "rstdt"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
+from tree_helpers import concession_tree
 
 from parsers.errors import ConfigError, InputError
 from parsers.render import save_image, tree_to_svg
@@ -15,13 +16,7 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 
 def sample_tree() -> DiscourseTree:
     pieces = ["I checked the plugs & <coils>,", "replaced the battery,", "but it still won't start 🚗."]
-    edus, pos = [], 0
-    for i, p in enumerate(pieces):
-        edus.append(EDU(index=i, text=p, start=pos, end=pos + len(p), sentence=0))
-        pos += len(p) + 1
-    lv = [Node.leaf(i) for i in range(3)]
-    root = Node.relate("Concession", [Node.relate("Joint", lv[:2], "NN"), lv[2]], "SN")
-    return DiscourseTree(text=" ".join(pieces), edus=tuple(edus), root=root)
+    return concession_tree(pieces)
 
 
 def test_svg_is_wellformed_and_labelled():
