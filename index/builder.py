@@ -151,6 +151,7 @@ def build_index(
     progress: bool = True,
     index_name: str = DEFAULT_INDEX_NAME,
     dense: bool = False,
+    encoder: Any = None,
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
@@ -158,6 +159,9 @@ def build_index(
     loads ``url`` (default ``$ELASTICSEARCH_URL``) under alias ``index_name``. Raises ``ConfigError``
     for an unknown backend or bad option, ``InputError`` when there is no answer to index.
     ``dense=True`` (sqlite) also writes the answers' MiniLM vectors beside the file (``index.dense_store``).
+    ``dense=True`` (elasticsearch) writes each answer's vector and hubness with its document and the
+    term statistics beside the index (``ElasticsearchIndex.rebuild(..., dense=store)``).
+    ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
     """
     if backend not in BACKENDS:
         raise ConfigError(f"unknown index backend {backend!r}; expected one of {', '.join(BACKENDS)}")
@@ -181,16 +185,38 @@ def build_index(
             # answer embeddings beside the index (``index.dense_store``); needs the [dense] extra
             from index.dense_store import build_for_index
 
-            build_for_index(Path(out), progress=progress)
+            build_for_index(Path(out), encoder=encoder, progress=progress)
     else:
         from index.es_index import ElasticsearchIndex
 
         target = es_url(url)
         report.location = f"{target}/{index_name}"
         with ElasticsearchIndex(target, index_name=index_name) as es:
-            report.indexed = es.rebuild(documents)
+            if dense:
+                report.indexed = _rebuild_es_dense(es, documents, encoder=encoder, progress=progress, report=report)
+            else:
+                report.indexed = es.rebuild(documents)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _rebuild_es_dense(es, documents: Iterable[AnswerDocument], *, encoder, progress: bool,
+                      report: BuildReport) -> int:
+    """Parse all answers, encode them (``build_dense_store``: batches, a tqdm bar, hubness, term statistics),
+    then load documents and vectors in one alias-swapped rebuild; return the count indexed.
+
+    Nothing is written to the server before encoding has succeeded, so a missing model or a
+    failed parse never leaves a half-written index.
+    """
+    from index.dense_store import build_dense_store
+
+    docs = list(documents)
+    if not docs:
+        raise InputError("no answer could be parsed; nothing to index "
+                         f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
+    store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder,
+                              progress=progress)
+    return es.rebuild(docs, dense=store)
 
 
 def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport) -> int:

@@ -4,17 +4,46 @@ Documents are bulk-indexed with ``helpers.bulk`` into an index with an explicit 
 (``index.es_query.INDEX_MAPPINGS``); searches send ``index.es_query.build_search_body``.
 A rebuild (``ElasticsearchIndex.rebuild``) loads a fresh concrete index and then moves the
 alias ``index_name`` onto it in one ``update_aliases`` call, so searchers never see a half-built index.
+
+Dense vectors (optional): ``rebuild(documents, dense=store)`` with a ``index.dense_store.DenseStore``
+of the same answers creates the concrete index with a cosine ``dense_vector`` field ``embedding`` and
+a float ``hub`` (hubness) field and writes both with every document. The BM25 ``TermStats`` the learned
+ranker reads go to a companion index ``<concrete>-meta`` (one stored, unindexed document) named in
+the mapping's ``_meta``. Why not the ``_meta`` itself: mapping ``_meta`` lives in the cluster state,
+which every node holds and republishes on each change, and the document frequencies grow with the
+vocabulary (tens of thousands of entries on a real corpus); a document costs nothing there. Why a
+name in ``_meta`` rather than a second alias: the pointer belongs to the concrete index, so the one
+alias switch moves answers, vectors and statistics together and a reader never mixes two builds.
+``hybrid_search`` then sends one ``knn`` + ``bool`` (or RRF) request (``index.es_knn.hybrid_request``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
+from index.es_knn import (
+    EMBEDDING_FIELD,
+    HUB_FIELD,
+    META_DOC_ID,
+    META_INDEX_MAPPINGS,
+    META_KEY,
+    DenseHit,
+    dense_hits_from_response,
+    dense_index_mappings,
+    hybrid_request,
+    knn_request,
+    meta_index_name,
+)
 from index.es_query import INDEX_MAPPINGS, INDEX_SETTINGS, build_search_body, document_source, hits_from_response
 from parsers.errors import DTDialogError, InputError, ModelNotAvailableError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from index.dense_store import DenseStore, TermStats
 
 #: Seconds to wait for the server on each request.
 REQUEST_TIMEOUT = 30
@@ -68,22 +97,53 @@ class ElasticsearchIndex(AnswerIndex):
             raise BackendUnavailableError(f"Elasticsearch {what} failed at {self.url}: {_one_line(exc)}") from None
 
     # --- writing -------------------------------------------------------------
-    def create(self, *, name: str | None = None) -> str:
-        """Create the concrete index ``name`` (default ``index_name``) with the explicit mapping; return its name."""
+    def create(self, *, name: str | None = None, dense: DenseStore | None = None) -> str:
+        """Create the concrete index ``name`` (default ``index_name``) with the explicit mapping; return its name.
+
+        With ``dense``, the mapping also has the ``embedding``/``hub`` fields, and the companion
+        ``<name>-meta`` index gets the store's model and term statistics; if that fails, both are deleted.
+        """
         target = name or self.index_name
-        self._call("create", lambda: self.client.indices.create(
-            index=target, settings=INDEX_SETTINGS, mappings=INDEX_MAPPINGS))
+        if dense is None:
+            self._call("create", lambda: self.client.indices.create(
+                index=target, settings=INDEX_SETTINGS, mappings=INDEX_MAPPINGS))
+            return target
+        from index.dense_store import HUB_K
+
+        meta = meta_index_name(target)
+        mappings = dense_index_mappings(dims=dense.dimension, model=dense.model, meta_index=meta, count=len(dense),
+                                        hub_k=HUB_K)
+        self._call("create", lambda: self.client.indices.create(index=target, settings=INDEX_SETTINGS,
+                                                                mappings=mappings))
+        try:
+            self._call("create", lambda: self.client.indices.create(
+                index=meta, settings={"number_of_shards": 1, "number_of_replicas": 0}, mappings=META_INDEX_MAPPINGS))
+            document = {"model": dense.model, "dims": dense.dimension, "count": len(dense),
+                        "terms": dense.terms.to_dict() if dense.terms is not None else None}
+            self._call("meta write", lambda: self.client.index(index=meta, id=META_DOC_ID, document=document,
+                                                               refresh=True))
+        except BaseException:
+            self._drop(target, dense=True)
+            raise
         return target
 
-    def add(self, documents: Iterable[AnswerDocument], *, index: str | None = None) -> int:
-        """Bulk-index documents (same id replaces); return how many were indexed. Refreshes the index."""
+    def add(self, documents: Iterable[AnswerDocument], *, index: str | None = None,
+            dense: DenseStore | None = None) -> int:
+        """Bulk-index documents (same id replaces); return how many were indexed. Refreshes the index.
+
+        With ``dense`` (an index created with vectors), each document also carries its vector and
+        hubness from the store; a document the store lacks raises ``InputError``.
+        """
         from elasticsearch import helpers
 
         target = index or self.index_name
 
         def actions() -> Iterator[dict[str, Any]]:
             for doc in documents:
-                yield {"_op_type": "index", "_index": target, "_id": doc.id, "_source": document_source(doc)}
+                source = document_source(doc)
+                if dense is not None:
+                    source.update(dense_fields(dense, doc.id))
+                yield {"_op_type": "index", "_index": target, "_id": doc.id, "_source": source}
 
         def run() -> int:
             ok, errors = helpers.bulk(self.client, actions(), chunk_size=500, raise_on_error=False)
@@ -95,21 +155,29 @@ class ElasticsearchIndex(AnswerIndex):
 
         return self._call("bulk indexing", run)
 
-    def rebuild(self, documents: Iterable[AnswerDocument]) -> int:
+    def rebuild(self, documents: Iterable[AnswerDocument], *, dense: DenseStore | None = None) -> int:
         """Index ``documents`` into a new concrete index, then point the alias ``index_name`` at it.
 
-        Old concrete indices behind the alias are deleted only after the switch. If anything fails,
-        the new index is deleted and the alias still points at the old one. Returns the count indexed.
+        Old concrete indices behind the alias (and their ``-meta`` companions) are deleted only after
+        the switch. If anything fails, the new index is deleted and the alias still points at the old
+        one. ``dense``: store vectors, hubness and term statistics too (see the module docstring).
+        Returns the count indexed.
         """
         concrete = f"{self.index_name}-{time.strftime('%Y%m%d%H%M%S')}-{time.time_ns() % 1_000_000:06d}"
-        self.create(name=concrete)
+        self.create(name=concrete, dense=dense)
         try:
-            added = self.add(documents, index=concrete)
+            added = self.add(documents, index=concrete, dense=dense)
             self._switch_alias(concrete)
         except BaseException:
-            self._call("cleanup", lambda: self.client.indices.delete(index=concrete, ignore_unavailable=True))
+            self._drop(concrete, dense=dense is not None)
             raise
         return added
+
+    def _drop(self, concrete: str, *, dense: bool) -> None:
+        self._call("cleanup", lambda: self.client.indices.delete(index=concrete, ignore_unavailable=True))
+        if dense:
+            self._call("cleanup", lambda: self.client.indices.delete(index=meta_index_name(concrete),
+                                                                     ignore_unavailable=True))
 
     def _switch_alias(self, concrete: str) -> None:
         indices = self.client.indices
@@ -124,6 +192,8 @@ class ElasticsearchIndex(AnswerIndex):
         self._call("alias switch", lambda: indices.update_aliases(actions=actions))
         for o in old:
             self._call("delete", lambda o=o: indices.delete(index=o, ignore_unavailable=True))
+            # an older build may have stored vectors: its statistics go with it
+            self._call("delete", lambda o=o: indices.delete(index=meta_index_name(o), ignore_unavailable=True))
 
     # --- reading -------------------------------------------------------------
     def search(self, query: SearchQuery) -> list[SearchHit]:
@@ -149,6 +219,89 @@ class ElasticsearchIndex(AnswerIndex):
         source.pop("rr_tokens", None)
         return AnswerDocument.from_dict(source)
 
+    # --- dense vectors ------------------------------------------------------
+    def dense_info(self) -> dict[str, Any] | None:
+        """Return the dense description from the mapping's ``_meta`` (``model``, ``dims``, ``meta_index``,
+        ``count``, ``hub_k``, plus ``index``: the concrete index), or None when the index stores no vectors."""
+        response = self._call("get", lambda: self.client.indices.get_mapping(index=self.index_name))
+        for concrete, entry in sorted(_body(response).items()):
+            meta = (dict(entry).get("mappings") or {}).get("_meta") or {}
+            if META_KEY in meta:
+                return {**meta[META_KEY], "index": concrete}
+        return None
+
+    @property
+    def has_vectors(self) -> bool:
+        """Return True when the index (behind the alias) was built with dense vectors."""
+        return self.dense_info() is not None
+
+    def term_stats(self, info: dict[str, Any] | None = None) -> TermStats | None:
+        """Return the BM25 ``TermStats`` stored with the vectors (``info``: a ``dense_info()``), or None."""
+        from elasticsearch import NotFoundError
+
+        from index.dense_store import TermStats
+
+        info = info if info is not None else self.dense_info()
+        if info is None:
+            return None
+
+        def fetch():
+            try:
+                return self.client.get(index=info["meta_index"], id=META_DOC_ID)
+            except NotFoundError:
+                return None
+
+        response = self._call("meta read", fetch)
+        terms = (_body(response).get("_source") or {}).get("terms") if response is not None else None
+        return TermStats.from_dict(terms) if terms else None
+
+    def hybrid_hits(self, query: SearchQuery, vector: Sequence[float], *, k: int,
+                    mode: str = "union") -> list[DenseHit]:
+        """Send one hybrid request (``index.es_knn.hybrid_request``); return its hits with cosine, vector and hub."""
+        body = hybrid_request(query, vector, k=k, mode=mode)
+        response = self._call("search", lambda: self.client.search(index=self.index_name,
+                                                                   include_named_queries_score=True, **body))
+        return dense_hits_from_response(_body(response), vector)
+
+    def hybrid_search(self, query: SearchQuery, vector: Sequence[float], *, k: int,
+                      mode: str = "union") -> list[SearchHit]:
+        """Return the union of the lexical top ``query.size`` and the kNN top ``k`` from ONE request.
+
+        Hits come in server order; a hit the lexical query matched keeps its lexical score, a hit only
+        kNN found has score 0. Every hit's ``matched["cosine"]`` holds its cosine to ``vector``
+        (six decimals, from the returned stored vector); ``hybrid_hits`` gives the float and the vector.
+        """
+        out = []
+        for d in self.hybrid_hits(query, vector, k=k, mode=mode):
+            out.append(SearchHit(document=d.hit.document, score=d.hit.score,
+                                 matched={**d.hit.matched, "cosine": [f"{d.cosine:.6f}"]}))
+        return out
+
+    def knn_hits(self, vector: Sequence[float], *, k: int, exclude_ids: Sequence[str] = ()) -> list[DenseHit]:
+        """Return the kNN top ``k`` (score 0, cosine from the stored vectors), best first, none of ``exclude_ids``."""
+        body = knn_request(vector, k=k, exclude_ids=list(exclude_ids))
+        response = self._call("search", lambda: self.client.search(index=self.index_name, **body))
+        return dense_hits_from_response(_body(response), vector)
+
+    def fetch_vectors(self, ids: Sequence[str]) -> dict[str, tuple[np.ndarray | None, float]]:
+        """Return ``{id: (unit vector or None, hub)}`` for the stored ``ids`` in one ``mget`` (absent ids left out)."""
+        import numpy as np
+
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        response = self._call("get", lambda: self.client.mget(index=self.index_name, ids=ids,
+                                                              source_includes=[EMBEDDING_FIELD, HUB_FIELD]))
+        out: dict[str, tuple[np.ndarray | None, float]] = {}
+        for doc in _body(response).get("docs", []):
+            if not doc.get("found"):
+                continue
+            source = doc.get("_source") or {}
+            values = source.get(EMBEDDING_FIELD)
+            out[str(doc["_id"])] = (np.asarray(values, dtype=np.float32) if values is not None else None,
+                                    float(source.get(HUB_FIELD) or 0.0))
+        return out
+
     def count(self) -> int:
         """Return the number of indexed documents."""
         return int(_body(self._call("count", lambda: self.client.count(index=self.index_name)))["count"])
@@ -159,6 +312,8 @@ class ElasticsearchIndex(AnswerIndex):
         if self._call("alias lookup", lambda: bool(indices.exists_alias(name=self.index_name))):
             for name in _body(self._call("alias lookup", lambda: indices.get_alias(name=self.index_name))):
                 self._call("delete", lambda name=name: indices.delete(index=name, ignore_unavailable=True))
+                self._call("delete", lambda name=name: indices.delete(index=meta_index_name(name),
+                                                                      ignore_unavailable=True))
         else:
             self._call("delete", lambda: indices.delete(index=self.index_name, ignore_unavailable=True))
 
@@ -168,6 +323,15 @@ class ElasticsearchIndex(AnswerIndex):
             self.client.close()
         except Exception:  # noqa: BLE001 - closing must never raise
             pass
+
+
+def dense_fields(store: DenseStore, doc_id: str) -> dict[str, Any]:
+    """Return the ``embedding`` and ``hub`` source fields of ``doc_id`` from ``store``; ``InputError`` when absent."""
+    row = int(store.rows([doc_id])[0])
+    if row < 0:
+        raise InputError(f"answer {doc_id!r} has no vector in the dense store: encode the same answers you index")
+    return {EMBEDDING_FIELD: [round(v, 7) for v in store.vectors[row].tolist()],
+            HUB_FIELD: round(float(store.hub[row]), 6)}
 
 
 def _body(response: Any) -> dict[str, Any]:

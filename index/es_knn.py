@@ -9,20 +9,44 @@ Pure functions that return dicts (unit-tested without a server):
   side by side, which Elasticsearch 8 answers with the union of both top-k lists, scores summed
   (weights via ``lexical_boost`` / ``knn_boost``); ``mode="rrf"`` uses the reciprocal-rank-fusion
   retriever (Elasticsearch >= 8.14), which fuses by rank and needs no score calibration.
+
+For an index that stores vectors (``ElasticsearchIndex.rebuild(..., dense=store)``):
+
+* ``dense_index_mappings`` - the answer mapping plus the ``embedding`` and ``hub`` fields and a
+  ``_meta`` pointer to the companion index that holds the BM25 term statistics;
+* ``hybrid_request`` - the ``build_hybrid_body`` request ``ElasticsearchIndex.hybrid_search`` sends:
+  the lexical ``bool`` named ``lexical`` (with ``include_named_queries_score`` each hit reports the
+  lexical part of its score separately from the kNN part), ``size`` = lexical size + k so the whole
+  lexical top list fits beside the kNN hits, and ``_source`` naming the vector so it comes back
+  even where Elasticsearch >= 9.2 leaves vectors out of ``_source`` by default;
+* ``dense_hits_from_response`` - hits with their exact cosine (computed from the returned vector),
+  hubness, and lexical score (0 for a hit only the kNN part found).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from index.base import SearchQuery
-from index.es_query import build_search_body
+import numpy as np
+
+from index.base import SearchHit, SearchQuery
+from index.es_query import INDEX_MAPPINGS, build_search_body, hits_from_response
 from parsers.errors import ConfigError, InputError
 
 EMBEDDING_FIELD = "embedding"
+HUB_FIELD = "hub"
 DEFAULT_DIMS = 384
 MODES = ("union", "rrf")
+#: ``_name`` of the lexical ``bool`` query inside a hybrid request.
+LEXICAL_QUERY_NAME = "lexical"
+#: Key of the dense description in the mapping's ``_meta``.
+META_KEY = "dtdialog_dense"
+#: ``_id`` of the one document in the companion ``<index>-meta`` index.
+META_DOC_ID = "dense"
+#: What a hybrid or kNN request asks back: the document fields (not ``rr_tokens``), the vector, the hubness.
+SOURCE_FIELDS = [name for name in INDEX_MAPPINGS["properties"] if name != "rr_tokens"] + [EMBEDDING_FIELD, HUB_FIELD]
 
 
 def dense_vector_mapping(*, dims: int = DEFAULT_DIMS, field: str = EMBEDDING_FIELD,
@@ -98,3 +122,114 @@ def knn_only_body(vector: Sequence[float], *, k: int, exclude_ids: Sequence[str]
     """Return a dense-only body (for a turn whose text has no searchable keyword)."""
     return {"size": k, "knn": knn_clause(vector, k=k, num_candidates=num_candidates, field=field,
                                          exclude_ids=exclude_ids)}
+
+
+# --- an index that stores vectors ----------------------------------------------------------------
+def meta_index_name(concrete: str) -> str:
+    """Return the name of the companion index that holds the term statistics of ``concrete``."""
+    return f"{concrete}-meta"
+
+
+def dense_index_mappings(*, dims: int, model: str, meta_index: str, count: int, hub_k: int,
+                         field: str = EMBEDDING_FIELD) -> dict[str, Any]:
+    """Return ``INDEX_MAPPINGS`` plus the cosine ``dense_vector``, the float ``hub`` and the ``_meta`` description.
+
+    ``_meta`` stays small (model, dims, counts, the companion index's name): it lives in the
+    cluster state. The term statistics, which grow with the vocabulary, go to ``meta_index``.
+    """
+    vector = dense_vector_mapping(dims=dims, field=field)["properties"]
+    return {**INDEX_MAPPINGS,
+            "_meta": {META_KEY: {"model": model, "dims": dims, "field": field, "meta_index": meta_index,
+                                 "count": count, "hub_k": hub_k}},
+            "properties": {**INDEX_MAPPINGS["properties"], **vector, HUB_FIELD: {"type": "float"}}}
+
+
+#: The companion index's mapping: its one document is stored, never indexed.
+META_INDEX_MAPPINGS: dict[str, Any] = {"enabled": False}
+
+
+def hybrid_request(query: SearchQuery, vector: Sequence[float], *, k: int, mode: str = "union",
+                   field: str = EMBEDDING_FIELD) -> dict[str, Any]:
+    """Return the body ``ElasticsearchIndex.hybrid_search`` sends (``build_hybrid_body`` plus naming and fields).
+
+    ``union``: ``size`` is ``query.size + k``. Scores of the two parts are summed, so a hit of the
+    lexical top ``query.size`` is always inside the first ``query.size + k`` (at most ``query.size - 1``
+    hits beat it lexically and at most ``k`` more get a kNN bonus); a kNN-only hit can still be
+    outranked by lexical hits beyond the lexical top list on a query with many strong lexical matches.
+    ``rrf``: the fused list of ``max(query.size, k)`` hits (Elasticsearch >= 8.14).
+    """
+    body = build_hybrid_body(query, vector, k=k, mode=mode, field=field)
+    if mode == "union":
+        body["query"] = {"bool": {**body["query"]["bool"], "_name": LEXICAL_QUERY_NAME}}
+        body["size"] = query.size + k
+    else:
+        standard = body["retriever"]["rrf"]["retrievers"][0]["standard"]
+        standard["query"] = {"bool": {**standard["query"]["bool"], "_name": LEXICAL_QUERY_NAME}}
+    body["_source"] = {"includes": list(SOURCE_FIELDS)}
+    return body
+
+
+def knn_request(vector: Sequence[float], *, k: int, exclude_ids: Sequence[str] = (),
+                field: str = EMBEDDING_FIELD) -> dict[str, Any]:
+    """Return a kNN-only body that also asks back the vector and hubness (a turn with no searchable word)."""
+    body = knn_only_body(vector, k=k, exclude_ids=exclude_ids, field=field)
+    body["_source"] = {"includes": list(SOURCE_FIELDS)}
+    return body
+
+
+@dataclass(frozen=True)
+class DenseHit:
+    """A hit of a hybrid or kNN request: the ``SearchHit`` (lexical score, 0 when only kNN found it) plus
+    its cosine to the query vector, its stored vector and its hubness."""
+
+    hit: SearchHit
+    cosine: float
+    vector: np.ndarray | None
+    hub: float
+    lexical: bool
+
+    @property
+    def id(self) -> str:
+        return self.hit.document.id
+
+
+def unit(vector: Sequence[float]) -> np.ndarray:
+    """Return ``vector`` as a float32 array of length 1 (zero vectors stay zero)."""
+    arr = np.asarray(vector, dtype=np.float32).ravel()
+    norm = float(np.linalg.norm(arr))
+    return arr / norm if norm > 0 else arr
+
+
+def dense_hits_from_response(response: dict[str, Any], query_vector: Sequence[float], *,
+                             field: str = EMBEDDING_FIELD) -> list[DenseHit]:
+    """Return the hits of a hybrid/kNN response in server order, each with cosine, vector, hub and lexical score.
+
+    A hit is lexical when the ``lexical`` named query matched it. Its score is that query's own
+    score when the server reports named-query scores (``matched_queries`` as an object, Elasticsearch
+    >= 8.8), else the hit's ``_score``. A hit the lexical query did not match gets score 0 and
+    ``matched["dense"] = [cosine]``, as ``HybridGenerator`` marks dense-only hits. The cosine is computed
+    here from the returned vector (NaN when the hit carries none).
+    """
+    q = unit(query_vector)
+    raw_hits = response.get("hits", {}).get("hits", [])
+    parsed = hits_from_response(response)
+    out: list[DenseHit] = []
+    for raw, hit in zip(raw_hits, parsed):
+        source = raw.get("_source") or {}
+        values = source.get(field)
+        vector = np.asarray(values, dtype=np.float32) if values is not None else None
+        if vector is not None and vector.shape != q.shape:
+            raise InputError(f"stored vector of {hit.document.id!r} has {vector.size} dimensions, "
+                             f"the query vector {q.size}: rebuild the index with the same encoder")
+        cosine = float(unit(vector) @ q) if vector is not None else float("nan")
+        named = raw.get("matched_queries") or []
+        lexical = LEXICAL_QUERY_NAME in named
+        matched = dict(hit.matched)
+        if lexical:
+            score = float(named[LEXICAL_QUERY_NAME]) if isinstance(named, dict) else hit.score
+        else:
+            score = 0.0
+            matched = {"dense": [f"{cosine:.3f}"]}  # highlights of a hit the lexical query missed mean nothing
+        out.append(DenseHit(hit=SearchHit(document=hit.document, score=score, matched=matched), cosine=cosine,
+                            vector=vector, hub=float(source.get(HUB_FIELD) or 0.0), lexical=lexical))
+    return out
