@@ -72,8 +72,9 @@ def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "buil
 
     ``elasticsearch`` uses ``es_url`` or ``$ELASTICSEARCH_URL`` and (re)loads the corpus only when
     the index is empty or a corpus is given. Raises ``ConfigError``/``InputError`` with one-line messages.
-    ``ranker`` (``auto``/``learned``/``rules``, default ``$DTDIALOG_RANKER`` or ``rules``): see
-    ``dtdialog.ranking.factory`` - ``auto`` ranks with the learned hybrid ranker when the [dense] extra is installed.
+    ``ranker`` (``auto``/``learned``/``rules``, default ``$DTDIALOG_RANKER`` or ``auto``): see
+    ``dtdialog.ranking.factory`` - ``auto`` ranks with the learned hybrid ranker when the [dense] extra is
+    installed, and lexically with the rule scorer (saying so once) when it is not.
     """
     if backend not in BACKENDS:
         raise ConfigError(f"unknown index backend {backend!r}; expected one of {', '.join(BACKENDS)}")

@@ -67,7 +67,10 @@ class DenseEncoder:
 
     @property
     def dimension(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        model = self.model
+        # sentence-transformers 5 renamed the method; older releases only have the first name
+        method = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(method())
 
     def encode(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         """Return an ``(len(texts), dim)`` float32 array of unit-length embeddings."""

@@ -15,10 +15,15 @@ feature. It needs only the stored answers, so nothing about the queries is fitte
 
 Both files are written to temporary names and renamed, ids file last, so a reader never sees a
 half-written store; ``DenseStore.load`` checks that the two agree.
+
+The ids file also keeps each answer's text digest and the index ``generation`` the store was built
+from: when answers are added or replaced later, ``refresh_dense_store`` re-encodes only the answers
+whose text changed and recomputes the hubness and term statistics, instead of encoding everything.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -83,6 +88,11 @@ class TermStats:
         return cls(n=int(data["n"]), avg_len=float(data["avg_len"]), df={str(k): int(v) for k, v in data["df"].items()})
 
 
+def text_digest(text: str) -> str:
+    """Return a short digest of an answer text (tells a replaced answer from an unchanged one)."""
+    return hashlib.sha1(text.encode("utf-8", errors="replace")).hexdigest()[:12]
+
+
 def dense_paths(index_path: str | Path) -> tuple[Path, Path]:
     """Return ``(matrix path, ids path)`` of the dense store that belongs to the index at ``index_path``."""
     index_path = Path(index_path)
@@ -112,11 +122,17 @@ class DenseStore:
     """Unit-length answer vectors with their ids; ``cosines`` and ``search`` are plain dot products."""
 
     def __init__(self, *, ids: Sequence[str], vectors: np.ndarray, hub: np.ndarray | None = None,
-                 model: str = "all-MiniLM-L6-v2", terms: TermStats | None = None) -> None:
+                 model: str = "all-MiniLM-L6-v2", terms: TermStats | None = None,
+                 digests: Sequence[str] | None = None, generation: str = "") -> None:
         if vectors.ndim != 2 or len(ids) != vectors.shape[0]:
             raise InputError(f"dense store: {len(ids)} ids for a matrix of shape {vectors.shape}")
         if len(set(ids)) != len(ids):
             raise InputError("dense store: duplicate answer ids")
+        if digests is not None and len(digests) != len(ids):
+            raise InputError(f"dense store: {len(digests)} text digests for {len(ids)} ids")
+        #: per-answer text digests (None for a store saved before they were kept) and the index generation
+        self.digests = list(digests) if digests is not None else None
+        self.generation = generation
         self.ids = list(ids)
         self.vectors = vectors
         self.hub = np.asarray(hub, dtype=np.float32) if hub is not None else hubness(vectors)
@@ -169,7 +185,8 @@ class DenseStore:
         matrix_path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"ids": self.ids, "model": self.model, "dim": self.dimension,
                 "hub": [round(float(h), 6) for h in self.hub], "hub_k": HUB_K,
-                "terms": self.terms.to_dict() if self.terms is not None else None}
+                "terms": self.terms.to_dict() if self.terms is not None else None,
+                "digests": self.digests, "generation": self.generation}
         _atomic_write(matrix_path, lambda f: np.save(f, np.ascontiguousarray(self.vectors, dtype=np.float32)))
         _atomic_write(ids_path, lambda f: f.write(json.dumps(meta).encode("utf-8")))
         return matrix_path, ids_path
@@ -197,7 +214,11 @@ class DenseStore:
             raise InputError(f"corrupt dense store beside {index_path}: ids and matrix disagree; rebuild it")
         hub = np.asarray(meta["hub"], dtype=np.float32) if len(meta.get("hub", ())) == vectors.shape[0] else None
         terms = TermStats.from_dict(meta["terms"]) if meta.get("terms") else None
-        return cls(ids=meta["ids"], vectors=vectors, hub=hub, model=str(meta.get("model", "")), terms=terms)
+        digests = meta.get("digests")
+        if digests is not None and len(digests) != vectors.shape[0]:
+            digests = None  # unusable: a refresh re-encodes everything
+        return cls(ids=meta["ids"], vectors=vectors, hub=hub, model=str(meta.get("model", "")), terms=terms,
+                   digests=digests, generation=str(meta.get("generation") or ""))
 
 
 def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None, batch_size: int = 256,
@@ -223,7 +244,32 @@ def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None,
             bar.update(len(chunk))
     dim = parts[0].shape[1] if parts else 384
     vectors = np.vstack(parts) if parts else np.zeros((0, dim), dtype=np.float32)
-    return DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts))
+    return DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts), digests=[text_digest(t) for t in texts])
+
+
+def refresh_dense_store(store: DenseStore, *, ids: Sequence[str], texts: Sequence[str], encoder=None,
+                        progress: bool = True) -> tuple[DenseStore, int]:
+    """Return ``(store for ids/texts, number of answers encoded)``, reusing ``store``'s unchanged vectors.
+
+    An answer keeps its old vector when its id and text digest are unchanged; new and edited answers
+    are encoded; answers no longer in ``ids`` are dropped. Hubness and term statistics depend on all
+    answers, so they are recomputed (cheap next to encoding). A store without digests is rebuilt.
+    """
+    if len(ids) != len(texts):
+        raise InputError(f"{len(ids)} ids for {len(texts)} texts")
+    if store.digests is None:
+        return build_dense_store(ids=ids, texts=texts, encoder=encoder, progress=progress), len(ids)
+    old = {doc_id: (row, digest) for row, (doc_id, digest) in enumerate(zip(store.ids, store.digests))}
+    digests = [text_digest(t) for t in texts]
+    todo = [i for i, (doc_id, digest) in enumerate(zip(ids, digests)) if old.get(doc_id, (-1, None))[1] != digest]
+    fresh = build_dense_store(ids=[ids[i] for i in todo], texts=[texts[i] for i in todo], encoder=encoder,
+                              progress=progress) if todo else None
+    vectors = np.zeros((len(ids), store.dimension), dtype=np.float32)
+    position = {i: j for j, i in enumerate(todo)}
+    for i, doc_id in enumerate(ids):
+        vectors[i] = fresh.vectors[position[i]] if i in position else store.vectors[old[doc_id][0]]
+    refreshed = DenseStore(ids=ids, vectors=vectors, model=store.model, terms=TermStats.of(texts), digests=digests)
+    return refreshed, len(todo)
 
 
 def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = True) -> DenseStore:
@@ -235,8 +281,10 @@ def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = Tr
 
     with SqliteIndex(Path(index_path)) as index:
         docs = [doc for doc in (index.get(doc_id) for doc_id in index.ids()) if doc is not None]
+        generation = index.generation()
     store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder,
                               progress=progress)
+    store.generation = generation
     store.save(index_path)
     return store
 

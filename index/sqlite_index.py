@@ -238,6 +238,9 @@ class SqliteIndex(AnswerIndex):
                 added += 1
             # Same transaction: no reader ever sees the new rows with the old frequencies marked fresh.
             conn.execute("DELETE FROM index_meta WHERE key = 'term_df_rows'")
+            # Derived stores beside the index (dense vectors) record the generation they were built from.
+            # A random token, not a counter: a rebuilt file must not repeat the old file's generation.
+            conn.execute("INSERT OR REPLACE INTO index_meta(key, value) VALUES ('generation', lower(hex(randomblob(8))))")
         return added
 
     @staticmethod
@@ -254,6 +257,16 @@ class SqliteIndex(AnswerIndex):
         with self._lock, conn:
             conn.executemany("INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)",
                              [(f"info.{k}", json.dumps(v)) for k, v in info.items()])
+
+    def generation(self) -> str:
+        """Return a token that changes with every ``add`` ("" for an index never written to).
+
+        Data derived from the answers and kept beside the index (the dense vectors) stores the
+        generation it was built from, so a later ``add`` - even one replacing answers under the same
+        ids - marks it out of step.
+        """
+        row = self._conn().execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+        return str(row[0]) if row else ""
 
     def info(self) -> dict[str, Any]:
         """Return the build information stored with ``set_info``."""

@@ -77,8 +77,9 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
                 added = writer.add(docs)
         else:
             added = runtime.index.add(docs)
-        if replaced:
-            # The selector caches each answer's DT analysis by id; a replaced answer must not keep the old one.
+        if replaced or service.ranks_with_vectors():
+            # The selector caches each answer's DT analysis by id (a replaced answer must not keep the old one),
+            # and the learned ranker's dense vectors must cover the new answers (only those are encoded).
             service.refresh_selector()
         return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=runtime.index.count())
 
@@ -104,7 +105,8 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
         target.parent.mkdir(parents=True, exist_ok=True)
         # build_index writes a temp file and renames it: open readers keep the old file until they are replaced.
         report = build_index(dialogues=dialogues, parser=service.parser(), backend="sqlite", out=target, progress=False)
-        runtime = load_runtime(corpus=None, index_path=target, backend="sqlite", parser=service.parser(), progress=False)
+        runtime = load_runtime(corpus=None, index_path=target, backend="sqlite", parser=service.parser(), progress=False,
+                               ranker=settings.ranker)
         service.replace_runtime(runtime)
         return RebuildResponse(documents=runtime.index.count(), dialogues=report.dialogues, skipped=len(report.skipped),
                                seconds=round(time.perf_counter() - start, 3), backend="sqlite")

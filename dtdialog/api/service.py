@@ -93,7 +93,7 @@ class EngineService:
             try:
                 self._runtime = load_runtime(corpus=s.corpus, corpus_format=s.corpus_format, index_path=s.index_path,
                                              backend=s.backend, es_url=s.index_url, parser=self.parser(),
-                                             progress=False)
+                                             progress=False, ranker=s.ranker)
             except DTDialogError as exc:
                 # A server-side problem (bad index file, unreachable backend), not the client's input.
                 log.error("cannot load the engine: %s", exc)
@@ -117,12 +117,28 @@ class EngineService:
         self.manager()
         self.runtime().selector.rank(question="My car does not start, but the battery is new.", size=1)
 
+    def ranks_with_vectors(self) -> bool:
+        """Return True when the loaded engine ranks with the learned ranker (dense vectors beside the index)."""
+        if self._runtime is None:
+            return False
+        from dtdialog.ranking.learned_scorer import LearnedScorer
+
+        return isinstance(getattr(self._runtime.selector, "scorer", None), LearnedScorer)
+
     def refresh_selector(self) -> None:
-        """Give the runtime a new selector (empty caches), after stored answers were replaced under the same ids."""
+        """Give the runtime a new selector (empty caches), after stored answers were replaced under the same ids.
+
+        The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
+        """
+        from dtdialog.ranking.factory import build_ranking, engine_default_ranker
         from dtdialog.selector import AnswerSelector
 
         rt = self.runtime()
-        rt.selector = AnswerSelector(index=rt.index, parser=rt.parser, config=rt.selector.config)
+        path = getattr(rt.index, "path", None)
+        generator, scorer = build_ranking(index=rt.index, index_path=path, config=rt.selector.config,
+                                          ranker=self.settings.ranker or engine_default_ranker(), progress=False)
+        rt.selector = AnswerSelector(index=rt.index, parser=rt.parser, config=rt.selector.config, generator=generator,
+                                     scorer=scorer)
         if self._manager is not None:
             self._manager.selector = rt.selector
 

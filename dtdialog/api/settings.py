@@ -37,6 +37,8 @@ class ApiSettings:
     corpus: Path | None = None
     corpus_format: str = "jsonl"
     parser: str | None = None
+    #: answer ranking (``auto``/``learned``/``rules``); None: ``$DTDIALOG_RANKER`` or ``auto``
+    ranker: str | None = None
     sessions_path: Path = field(default_factory=_default_sessions_path)
     api_key: str | None = None
     max_body_bytes: int = 1_000_000
@@ -55,6 +57,10 @@ class ApiSettings:
             raise ConfigError("backend must be a non-empty name, e.g. 'sqlite'")
         if self.backend not in KNOWN_BACKENDS:
             raise ConfigError(f"unknown index backend {self.backend!r}; expected one of {', '.join(KNOWN_BACKENDS)}")
+        if self.ranker is not None:
+            from dtdialog.ranking.factory import resolve_ranker
+
+            self.ranker = resolve_ranker(self.ranker)  # an unknown name fails at start-up, not on the first chat
         if self.api_key is not None and len(self.api_key) < 8:
             raise ConfigError(f"the API key ({API_KEY_ENV}) must be at least 8 characters long")
         for name in ("max_body_bytes", "max_text_chars", "max_search_size", "max_documents_per_request"):

@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="index backend (default: sqlite)")
     parser.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
     parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or rules)")
+    parser.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
+                        help="answer ranking: auto (default, or $DTDIALOG_RANKER) = the learned hybrid ranker when "
+                             "the [dense] extra is installed, else the rule scorer; learned; rules (the paper's)")
     parser.add_argument("--script", type=Path, default=None,
                         help="replay user turns from this file (one per line; blank lines and '#' lines skipped)")
     parser.add_argument("--session", default=None, metavar="ID", help="resume the session with this id")
@@ -91,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         options["clarify_ratio"] = args.clarify_ratio
     config = EngineConfig(**options)
     runtime = load_runtime(corpus=args.corpus, corpus_format=args.fmt, index_path=args.index, backend=args.backend,
-                           parser=args.parser, progress=not args.quiet, config=config, es_url=args.es_url)
+                           parser=args.parser, progress=not args.quiet, config=config, es_url=args.es_url,
+                           ranker=args.ranker)
     store = SessionStore(args.sessions or sessions_path())
     manager = DialogueManager(selector=runtime.selector, store=store, config=config)
     out = sys.stdout

@@ -24,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", dest="corpus_format", default=None,
                         help="format of --corpus: jsonl (default), csv, mechanics, twitter or irc")
     parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the built-in)")
+    parser.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
+                        help="answer ranking: auto (default, or $DTDIALOG_RANKER), learned or rules")
     parser.add_argument("--sessions", type=Path, default=None,
                         help="SQLite file holding the sessions (default: $DTDIALOG_HOME/sessions.sqlite, shared with `dtdialog chat`)")
     parser.add_argument("--rebuild-root", type=Path, action="append", default=None, dest="rebuild_roots",
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
     settings = ApiSettings.from_env(
         index_path=args.index, backend=args.backend, index_url=args.es_url, corpus=args.corpus, corpus_format=args.corpus_format,
-        parser=args.parser,
+        parser=args.parser, ranker=args.ranker,
         sessions_path=args.sessions, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
         rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload,
     )

@@ -8,9 +8,9 @@
 * ``ranker="auto"`` (default here, or ``$DTDIALOG_RANKER``): learned when the extra is installed, else
   the rules, saying so once in the log ("dense retrieval unavailable ... ranking lexically").
 
-``load_runtime`` (chat, API) uses ``engine_default_ranker()``: ``$DTDIALOG_RANKER`` or ``rules`` - the
-interactive engine keeps the rule scorer until the learned ranker matches it on the multi-step
-built-in dialogues (see docs/ranking.md); the evaluation's ``dtq`` uses ``auto``.
+``load_runtime`` (chat, API) and the evaluation's ``dtq`` use ``auto`` unless told otherwise
+(``--ranker``, ``ApiSettings.ranker`` or ``$DTDIALOG_RANKER``): the learned ranker whenever the
+[dense] extra is installed; ``rules`` keeps the paper's rule scorer (see docs/ranking.md).
 
 Dense vectors of a SQLite index live beside it (``index.dense_store``); ``auto``/``learned`` build
 them on first use when the extra is installed (a progress bar, once per index).
@@ -49,8 +49,8 @@ def _warn_once(message: str) -> None:
 
 
 def engine_default_ranker() -> str:
-    """Return the interactive engine's ranker: ``$DTDIALOG_RANKER`` when set, else ``rules``."""
-    return resolve_ranker(os.environ.get(RANKER_ENV) or "rules")
+    """Return the interactive engine's ranker: ``$DTDIALOG_RANKER`` when set, else ``auto``."""
+    return resolve_ranker(os.environ.get(RANKER_ENV) or "auto")
 
 
 def resolve_ranker(ranker: str | None) -> str:
@@ -112,16 +112,32 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
 
 
 def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool, build, store_cls):
-    """Return the dense store beside ``path``, (re)building it when missing or out of step with the index."""
+    """Return the dense store beside ``path``, built when missing and refreshed when out of step with the index.
+
+    "Out of step" means the index was written since (its ``generation`` differs) or, for an index
+    without generations, that the answer counts differ. A refresh re-encodes only new or edited
+    answers (``refresh_dense_store``); a damaged store is derived data and is rebuilt.
+    """
+    from index.dense_store import refresh_dense_store
+
+    generation = index.generation() if hasattr(index, "generation") else ""
+    store = None
     if store_cls.exists(path):
         try:
             store = store_cls.load(path)
-            if len(store) == index.count():
-                return store
         except Exception as exc:  # noqa: BLE001 - a damaged store is derived data: rebuild it
             log.warning("rebuilding the dense vectors beside %s: %s", path, exc)
+            store = None
+    if store is not None and len(store) == index.count() and (not generation or store.generation == generation):
+        return store
     ids = index.ids() if hasattr(index, "ids") else []
     docs = [d for d in (index.get(i) for i in ids) if d is not None]
-    store = build(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder, progress=progress)
+    doc_ids, texts = [d.id for d in docs], [d.text for d in docs]
+    if store is None:
+        store = build(ids=doc_ids, texts=texts, encoder=encoder, progress=progress)
+    else:
+        store, encoded = refresh_dense_store(store, ids=doc_ids, texts=texts, encoder=encoder, progress=progress)
+        log.info("dense vectors beside %s refreshed: %d answer(s) encoded", path, encoded)
+    store.generation = generation
     store.save(path)
     return store_cls.load(path)

@@ -112,3 +112,59 @@ def test_build_with_minilm_and_the_index_builder_hook(tmp_path):
 
         query = DenseEncoder().encode([battery[0].text])[0]
         assert store.search(query, k=1)[0][0] == battery[0].id
+
+
+class CountingEncoder:
+    """A deterministic stand-in encoder (hashing vectors) that records which texts it encoded."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def encode(self, texts, *, progress: bool = False):
+        self.seen.extend(texts)
+        rows = [np.random.RandomState(abs(hash(t)) % (2**32)).randn(8) for t in texts]
+        v = np.asarray(rows, dtype=np.float32).reshape(len(texts), 8)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_refresh_reencodes_only_new_and_edited_answers(tmp_path):
+    from index.dense_store import refresh_dense_store
+
+    enc = CountingEncoder()
+    store = build_dense_store(ids=["a", "b", "c"], texts=["alpha text", "beta text", "gamma text"], encoder=enc,
+                              progress=False)
+    store.save(tmp_path / "i.sqlite")
+    loaded = DenseStore.load(tmp_path / "i.sqlite")
+    assert loaded.digests == store.digests and len(loaded.digests) == 3
+    enc.seen.clear()
+    refreshed, encoded = refresh_dense_store(loaded, ids=["a", "c", "d"], texts=["alpha text", "gamma EDITED", "delta"],
+                                             encoder=enc, progress=False)
+    assert encoded == 2 and enc.seen == ["gamma EDITED", "delta"]  # "a" kept its vector, "b" dropped
+    assert refreshed.ids == ["a", "c", "d"]
+    np.testing.assert_array_equal(refreshed.vectors[0], np.asarray(store.vectors)[0])
+    np.testing.assert_allclose(refreshed.vectors[1], enc.encode(["gamma EDITED"])[0], atol=1e-6)
+    assert refreshed.terms.n == 3 and "delta" in refreshed.terms.df and "beta" not in refreshed.terms.df
+    # a store saved without digests cannot tell edited answers apart: everything is encoded again
+    legacy = DenseStore(ids=store.ids, vectors=np.asarray(store.vectors), terms=store.terms)
+    _, encoded = refresh_dense_store(legacy, ids=["a"], texts=["alpha text"], encoder=enc, progress=False)
+    assert encoded == 1
+
+
+def test_sqlite_generation_changes_on_every_add(tmp_path):
+    from index_helpers import StandInParser, small_corpus
+
+    from index.builder import build_index
+    from index.sqlite_index import SqliteIndex
+
+    out = tmp_path / "g.sqlite"
+    build_index(dialogues=small_corpus(), parser=StandInParser(), backend="sqlite", out=out, progress=False)
+    with SqliteIndex(out, readonly=False) as index:
+        first = index.generation()
+        doc = index.get(index.ids()[0])
+        index.add([doc])  # the same answer again, same id: still a write the derived stores must notice
+        second = index.generation()
+    assert first and second and first != second
+    rebuilt = tmp_path / "g2.sqlite"
+    build_index(dialogues=small_corpus(), parser=StandInParser(), backend="sqlite", out=rebuilt, progress=False)
+    with SqliteIndex(rebuilt) as index:
+        assert index.generation() not in ("", first, second)  # a rebuilt file never repeats a generation

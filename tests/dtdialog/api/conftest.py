@@ -47,8 +47,10 @@ def make_settings(small_index: Path, tmp_path: Path) -> Callable[..., ApiSetting
     """Return a factory of settings over the small index with sessions in this test's tmp dir."""
 
     def make(**overrides: Any) -> ApiSettings:
+        # The HTTP tests check the API, not ranking: they pin the rule scorer (the default ``auto`` would
+        # pick the learned ranker whenever the [dense] extra is installed); test_api_ranking.py covers that one.
         values: dict[str, Any] = {"index_path": small_index, "sessions_path": tmp_path / "sessions.sqlite",
-                                  "api_key": None}
+                                  "api_key": None, "ranker": "rules"}
         values.update(overrides)
         return ApiSettings(**values)
 

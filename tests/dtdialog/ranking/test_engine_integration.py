@@ -76,3 +76,40 @@ def test_engine_trace_shows_feature_contributions(dense_index):
         assert [c.score for c in outcome.candidates] == sorted((c.score for c in outcome.candidates), reverse=True)
     finally:
         runtime.close()
+
+
+@pytest.mark.dense
+def test_stale_vectors_are_refreshed_not_rebuilt(dense_index, tmp_path):
+    """Replacing one answer under its old id marks the vectors out of step; only that answer is encoded again."""
+    import shutil
+    from dataclasses import replace
+
+    import numpy as np
+
+    from index.dense import DenseEncoder
+    from index.dense_store import DenseStore, dense_paths
+    from index.sqlite_index import SqliteIndex
+
+    path = tmp_path / "answers.sqlite"
+    shutil.copy(dense_index, path)
+    for p in dense_paths(dense_index):
+        shutil.copy(p, tmp_path / p.name)
+
+    class Recording(DenseEncoder):
+        seen: list[str] = []
+
+        def encode(self, texts, **kw):
+            Recording.seen.extend(texts)
+            return super().encode(texts, **kw)
+
+    encoder = Recording()
+    with SqliteIndex(path, readonly=False) as index:
+        fresh = factory._store_for(index, path, encoder=encoder, progress=False, build=None, store_cls=DenseStore)
+        assert Recording.seen == [] and fresh.generation == index.generation()  # in step: nothing encoded
+        doc = index.get(index.ids()[0])
+        index.add([replace(doc, text="The alternator belt squeals on cold mornings until the engine warms up.")])
+        refreshed = factory._store_for(index, path, encoder=encoder, progress=False, build=None, store_cls=DenseStore)
+        assert Recording.seen == ["The alternator belt squeals on cold mornings until the engine warms up."]
+        assert refreshed.generation == index.generation() and len(refreshed) == index.count()
+        row = refreshed.ids.index(doc.id)
+        np.testing.assert_allclose(np.asarray(refreshed.vectors)[row], encoder.encode([Recording.seen[0]])[0], atol=1e-5)
