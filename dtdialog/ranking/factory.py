@@ -81,10 +81,17 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
             raise ModelNotAvailableError(f"the learned ranker needs the [dense] extra ({INSTALL_HINT})")
         _warn_once(f"dense retrieval unavailable ({INSTALL_HINT}); ranking lexically with the rule scorer")
         return None, None
-    if index_path is None:
+    es_vectors = index_path is None and _es_has_vectors(index)
+    if index_path is None and not es_vectors:
+        if getattr(index, "backend", "") == "elasticsearch":
+            from dtdialog.ranking.es_dense import no_vectors_message
+
+            message = no_vectors_message(index.index_name)
+        else:
+            message = "the learned ranker needs a SQLite index file (dense vectors live beside it)"
         if name == "learned":
-            raise ModelNotAvailableError("the learned ranker needs a SQLite index file (dense vectors live beside it)")
-        _warn_once("dense vectors are stored beside SQLite indexes only; ranking lexically with the rule scorer")
+            raise ModelNotAvailableError(message)
+        _warn_once(f"{message}; ranking lexically with the rule scorer")
         return None, None
     from dtdialog.ranking.dense_signals import DenseSignals
     from dtdialog.ranking.hybrid_generator import HybridGenerator
@@ -100,15 +107,26 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
             raise
         _warn_once(f"{exc}; ranking lexically with the rule scorer")
         return None, None
-    store = _store_for(index, Path(index_path), encoder=encoder, progress=progress, build=build_dense_store,
-                       store_cls=DenseStore)
-    dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
     cfg = config or EngineConfig()
     depth = int(model.manifest.get("k") or cfg.candidates)  # the list depth the model was trained on
-    generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
+    if es_vectors:  # vectors, hubness and term statistics live in the Elasticsearch index: one request per step
+        from dtdialog.ranking.es_dense import ElasticHybridGenerator, es_dense_signals
+
+        dense = es_dense_signals(index, encoder=encoder or DenseEncoder())
+        generator = ElasticHybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
+    else:
+        store = _store_for(index, Path(index_path), encoder=encoder, progress=progress, build=build_dense_store,
+                           store_cls=DenseStore)
+        dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
+        generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
     scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg), config=cfg,
                            require_agreement=bool(require_agreement))
     return generator, scorer
+
+
+def _es_has_vectors(index: AnswerIndex) -> bool:
+    """Return True when ``index`` is an Elasticsearch index built with dense vectors (``dense_info``)."""
+    return getattr(index, "backend", "") == "elasticsearch" and index.dense_info() is not None
 
 
 def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool, build, store_cls):
