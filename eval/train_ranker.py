@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
+from dtdialog.ranking.learned_scorer import question_key
 from parsers.errors import DTDialogError, InputError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "train_ranker"
@@ -66,7 +67,7 @@ class RecordingScorer:
 def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
     """Return the SQLite index (with dense vectors beside it) of the pool, building it once per pool."""
     from eval.methods.dtq import pool_dialogues
-    from eval.methods.hybrid import pool_digest
+    from eval.methods.pool_index import pool_digest
     from index.builder import build_index
     from index.dense_store import DenseStore, build_for_index
     from parsers.base import get_parser
@@ -182,13 +183,19 @@ def paired_difference(a: np.ndarray, b: np.ndarray, *, seed: int = 0, samples: i
 
 
 def cross_validate(queries: Sequence[QueryRows], names: Sequence[str], *, kind: str, folds: int,
-                   seed: int, c: float = 0.1) -> np.ndarray:
-    """Return the gold rank of every question, each scored by a model fitted on the other folds."""
+                   seed: int, c: float = 0.1, models_out: list | None = None) -> np.ndarray:
+    """Return the gold rank of every question, each scored by a model fitted on the other folds.
+
+    ``models_out``, when given, receives the fold models in fold order (shipped with the model so an
+    evaluation on this pool can score each question with the model that never saw it).
+    """
     scores: list[np.ndarray] = [np.zeros(len(q.ids)) for q in queries]
     for test in folds_of(len(queries), folds=folds, seed=seed):
         test_set = set(test.tolist())
         train = [q for i, q in enumerate(queries) if i not in test_set and q.rows]
         model = fit(train, names, kind=kind, c=c)
+        if models_out is not None:
+            models_out.append(model)
         for i in test:
             if queries[i].rows:
                 scores[i] = model.decision_function(feature_matrix(queries[i].rows, names)) \
@@ -237,7 +244,7 @@ def run(args: argparse.Namespace) -> dict:
     """Run the whole procedure; return the report dict (also written to ``--json``)."""
     from dtdialog.ranking.learned_scorer import MODELS_DIR, RankerModel
     from eval.datasets import default_data_dir, load_mechanics
-    from eval.methods.hybrid import pool_digest
+    from eval.methods.pool_index import pool_digest
     from index.dense import INSTALL_HINT, dense_available
 
     if not dense_available():
@@ -262,9 +269,10 @@ def run(args: argparse.Namespace) -> dict:
     results["dense csls"] = summarize(single_feature_ranks(queries, "dense_csls"))
     report["vs_dense"] = {}
     sets = list(FEATURE_SETS) if args.feature_set == "all" else [args.feature_set]
+    fold_models: dict[str, list] = {}
     for name in sets:
         ranks = cross_validate(queries, FEATURE_SETS[name], kind=args.model, folds=args.folds, seed=args.seed,
-                               c=args.c)
+                               c=args.c, models_out=fold_models.setdefault(name, []))
         results[name] = summarize(ranks)
         report["vs_dense"][name] = paired_difference(ranks, dense_ranks)
     for name, s in results.items():
@@ -273,6 +281,10 @@ def run(args: argparse.Namespace) -> dict:
         print(f"{name} - dense: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
     if not args.no_save:
         usable = [q for q in queries if q.rows]
+        # which fold held out each question, by question text: evaluations on this pool stay out-of-fold
+        questions = [d.question for d in load_mechanics(data_dir).limited(args.limit).dialogues]
+        held_out = {question_key(questions[i]): f
+                    for f, test in enumerate(folds_of(len(queries), folds=args.folds, seed=args.seed)) for i in test}
         for name in sets:
             names = FEATURE_SETS[name]
             estimator = fit(usable, names, kind=args.model, c=args.c)
@@ -286,7 +298,8 @@ def run(args: argparse.Namespace) -> dict:
                         "cv": results[name], "cv_dense": results["dense (full pool)"],
                         "cv_minus_dense": report["vs_dense"][name],
                         "feature_means": [round(float(v), 6) for v in X.mean(axis=0)]}
-            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(
+            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest,
+                               fold_estimators=tuple(fold_models[name]), held_out=held_out).save(
                 Path(args.out_dir or MODELS_DIR) / MODEL_FILES[name])
             print(f"wrote {path}")
     if args.json:

@@ -20,6 +20,7 @@ the logit); for any other model the drop in logit when the feature is set to its
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -40,13 +41,33 @@ MODELS_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "ranker-v1.joblib"
 
 
+def question_key(question: str) -> str:
+    """Return the key a question's text is recorded under in ``RankerModel.held_out``."""
+    return hashlib.sha1(" ".join(question.split()).encode("utf-8", errors="replace")).hexdigest()[:16]
+
+
 @dataclass
 class RankerModel:
-    """A fitted scikit-learn classifier (``decision_function`` or ``predict_proba``) over ``feature_names``."""
+    """A fitted scikit-learn classifier (``decision_function`` or ``predict_proba``) over ``feature_names``.
+
+    ``fold_estimators`` and ``held_out`` (question key -> fold) are the cross-validation models of
+    the training run: ``for_question`` returns the model that never saw a training question, so an
+    evaluation on the training pool is out-of-fold instead of in-sample.
+    """
 
     estimator: Any
     feature_names: tuple[str, ...]
     manifest: dict[str, Any] = field(default_factory=dict)
+    fold_estimators: tuple[Any, ...] = ()
+    held_out: dict[str, int] = field(default_factory=dict)
+
+    def for_question(self, question: str) -> RankerModel:
+        """Return the fold model that held ``question`` out in training, or this model for any other question."""
+        fold = self.held_out.get(question_key(question)) if self.held_out else None
+        if fold is None or not 0 <= fold < len(self.fold_estimators):
+            return self
+        return RankerModel(estimator=self.fold_estimators[fold], feature_names=self.feature_names,
+                           manifest=self.manifest)
 
     def __post_init__(self) -> None:
         known = set(FEATURE_SETS["hybrid+dt"])
@@ -98,7 +119,8 @@ class RankerModel:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
         joblib.dump({"estimator": self.estimator, "feature_names": list(self.feature_names),
-                     "manifest": self.manifest}, tmp, compress=3)
+                     "manifest": self.manifest, "fold_estimators": list(self.fold_estimators),
+                     "held_out": dict(self.held_out)}, tmp, compress=3)
         tmp.replace(path)
         manifest_path = path.with_suffix(".json")
         tmp_manifest = manifest_path.with_suffix(".json.tmp")
@@ -118,7 +140,9 @@ class RankerModel:
         try:
             data = joblib.load(path)
             return cls(estimator=data["estimator"], feature_names=tuple(data["feature_names"]),
-                       manifest=dict(data.get("manifest") or {}))
+                       manifest=dict(data.get("manifest") or {}),
+                       fold_estimators=tuple(data.get("fold_estimators") or ()),
+                       held_out={str(k): int(v) for k, v in (data.get("held_out") or {}).items()})
         except (OSError, KeyError, TypeError, ValueError, EOFError) as exc:
             raise ModelNotAvailableError(f"cannot read ranker model {path}: {exc}") from None
 
@@ -153,7 +177,7 @@ class LearnedScorer:
     """``CandidateScorer`` that ranks with a ``RankerModel`` (see the module docstring)."""
 
     def __init__(self, *, model: RankerModel, extractor: SignalExtractor, config: EngineConfig | None = None,
-                 require_agreement: bool = False) -> None:
+                 require_agreement: bool = False, out_of_fold: bool = False) -> None:
         if model.uses_dense and extractor.dense is None:
             raise ConfigError("this ranker model needs dense vectors; use the 'hybrid' lexical model or "
                               "build the index with --dense")
@@ -162,6 +186,8 @@ class LearnedScorer:
         self.config = config or EngineConfig()
         # the paper's hard rule (an answer must agree) on top of the model, as the engine's config asks
         self.require_agreement = require_agreement
+        # evaluation only: score a question the model was trained on with the fold model that held it out
+        self.out_of_fold = out_of_fold
 
     def features(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
                  candidates: Sequence[RankedCandidate]) -> list[dict[str, float]]:
@@ -176,8 +202,9 @@ class LearnedScorer:
             return []
         cfg = self.config
         rows = self.features(plan=plan, part_index=part_index, followups=followups, candidates=candidates)
-        X = feature_matrix(rows, self.model.feature_names)
-        logits = self.model.logits(X)
+        model = self.model.for_question(plan.question) if self.out_of_fold else self.model
+        X = feature_matrix(rows, model.feature_names)
+        logits = model.logits(X)
         kept: list[RankedCandidate] = []
         for cand, row, logit in zip(candidates, rows, logits):
             features = dict(cand.features)
@@ -199,9 +226,9 @@ class LearnedScorer:
         kept.sort(key=lambda c: (-c.score, c.document.id))
         if kept:
             top = kept[0]
-            x = feature_matrix([top.features], self.model.feature_names)[0]
-            means = np.asarray(self.model.manifest.get("feature_means") or np.zeros(len(x)), dtype=float)
-            contributions, method = self.model.contributions(x, means=means)
+            x = feature_matrix([top.features], model.feature_names)[0]
+            means = np.asarray(model.manifest.get("feature_means") or np.zeros(len(x)), dtype=float)
+            contributions, method = model.contributions(x, means=means)
             top.features.update({f"contribution.{k}": v for k, v in contributions.items()})
             top.features["contribution.linear"] = 1.0 if method == "linear" else 0.0
         return kept

@@ -1,17 +1,14 @@
 """DT-Q dialogue formation: the engine's ``AnswerSelector`` over a temporary index of the candidate pool.
 
 ``fit`` parses every candidate into a real discourse tree and writes a temporary SQLite index with
-``index.builder.build_index``; ``rank`` plans the question once (DT-Q split into parts, cached)
+``index.builder.build_index`` (once per pool and parser in a run: ``eval.methods.pool_index``); ``rank`` plans the question once (DT-Q split into parts, cached)
 and calls ``AnswerSelector.rank`` for the step, with the actual follow-ups and the answers the
 method itself selected before (excluded, and given as context for the continuation feature).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 from data.model import ANSWER, QUESTION, Dialogue, Turn
 from eval.datasets import PoolAnswer
@@ -61,7 +58,6 @@ class DTQMethod(RankingMethod):
         self.ranker_model: str | None = None  # a model file for the learned ranker (default: the shipped one)
         self.require_agreement: bool | None = None  # learned ranker: True adds the hard agreement filter
         self.build_report = None
-        self._tmpdir: Path | None = None
         self._index = None
         self._selector = None
         self._plans: dict[str, object] = {}
@@ -72,16 +68,13 @@ class DTQMethod(RankingMethod):
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
         from dtdialog.engine_config import EngineConfig
         from dtdialog.selector import AnswerSelector
-        from index.builder import build_index
+        from eval.methods.pool_index import pool_index
         from index.registry import open_index
         from parsers.base import get_parser
 
         self.close()
         parser = get_parser(self.parser_name)
-        self._tmpdir = Path(tempfile.mkdtemp(prefix="dtdialog-eval-"))
-        path = self._tmpdir / "pool.sqlite"
-        self.build_report = build_index(dialogues=pool_dialogues(pool), parser=parser, backend="sqlite", out=path,
-                                        progress=self.progress)
+        path, self.build_report = pool_index(pool, parser=parser, progress=self.progress)
         self._index = open_index(backend="sqlite", path=path)
         config = EngineConfig()
         if self.candidates is not None:
@@ -92,13 +85,17 @@ class DTQMethod(RankingMethod):
 
         generator, scorer = build_ranking(index=self._index, index_path=path, config=config, ranker=self.ranker,
                                           model_path=self.ranker_model, progress=self.progress,
-                                          require_agreement=self.require_agreement)
+                                          require_agreement=self.require_agreement, out_of_fold=True)
         self._selector = AnswerSelector(index=self._index, parser=parser, config=config, generator=generator,
                                         scorer=scorer)
         # Reports must say which ranker the engine resolved to (rules, or the learned hybrid ranker).
         self.resolved_ranker = "rules" if scorer is None else "learned"
         base = "DT-Q" if self.use_context else "DT-Q without continuation context"
         self.label = f"{base} (engine, {self.resolved_ranker} ranker)"
+        if scorer is not None and hasattr(scorer, "model"):
+            from eval.methods.pool_index import training_pool_note
+
+            self.label += training_pool_note(scorer.model, pool)
         self._plans = {}
 
     def _plan(self, question: str):
@@ -123,9 +120,6 @@ class DTQMethod(RankingMethod):
         if self._index is not None:
             self._index.close()
             self._index = None
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            self._tmpdir = None
         self._selector = None
 
 

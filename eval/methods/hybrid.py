@@ -5,27 +5,25 @@ the ``HybridGenerator`` (lexical top-k + dense top-k) and ``LearnedScorer``; the
 the shipped model: ``ranker-v1-hybrid.joblib`` (retrieval features) or ``ranker-v1.joblib``
 (retrieval + rhetorical-agreement, rr_edu, entity, compatibility and SG features).
 
-The shipped models are fitted on all of mechanics_qa_dev: on that pool their figures are
-in-sample, so the method's label says so and the honest mechanics figures are the 5-fold CV
-ones of ``python -m eval.train_ranker``.
+The shipped models are fitted on all of mechanics_qa_dev. On that pool each question is scored by
+the cross-validation model that held it out (shipped with the model, see
+``RankerModel.for_question``), so the mechanics figures are out-of-fold, as in
+``python -m eval.train_ranker``; a model without fold models is labelled in-sample there.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from eval.datasets import PoolAnswer
 from eval.methods.base import MethodUnavailable
 from eval.methods.dtq import DTQMethod
+from eval.methods.pool_index import pool_digest, training_pool_note
+
+__all__ = ["HybridMethod", "hybrid_dt_method", "hybrid_method", "pool_digest"]
 
 MODEL_OF = {"hybrid": "ranker-v1-hybrid.joblib", "hybrid+dt": "ranker-v1.joblib"}
-
-
-def pool_digest(pool: Sequence[PoolAnswer]) -> str:
-    """Return the short hash ``eval.train_ranker`` records for the pool it trained on."""
-    return hashlib.sha1("\n".join(f"{a.id}\t{a.text}" for a in pool).encode()).hexdigest()[:12]
 
 
 class HybridMethod(DTQMethod):
@@ -51,12 +49,12 @@ class HybridMethod(DTQMethod):
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
         from dtdialog.ranking.learned_scorer import RankerModel
 
-        manifest = RankerModel.load(self.model_path).manifest
+        model = RankerModel.load(self.model_path)
         self.ranker_model = str(self.model_path)
         super().fit(pool=pool)
         self.label = self._label  # DTQMethod.fit names the engine's ranker; this method is always the learned one
-        if manifest.get("pool_digest") == pool_digest(pool):
-            self.label += " [in-sample: trained on this pool, see eval.train_ranker CV]"
+        self.label += training_pool_note(model, pool)
+
 
 
 def hybrid_method(**options) -> HybridMethod:

@@ -68,8 +68,16 @@ def test_dtq_ranks_the_toy_pool_through_the_engine(toy_pool, toy_dialogues):
     m = get_method("dtq-rules")
     check_method(m, toy_pool, toy_dialogues, min_right=3)
     assert m.build_report.indexed == len(toy_pool)
-    assert m._tmpdir is None  # close() removed the temporary index
+    assert m._index is None  # close() closed the shared pool index
     assert m.resolved_ranker == "rules" and "rules ranker" in m.label
+    # another engine method of the same run reuses the pool's index instead of parsing the pool again
+    other = get_method("dtq-nocontext")
+    other.fit(pool=toy_pool)
+    try:
+        assert other.build_report is m.build_report
+        assert other.rank(question="tire pressure", followups=(), step=0, exclude_ids=(), k=3)
+    finally:
+        other.close()
 
 
 @pytest.mark.dense

@@ -44,8 +44,10 @@ def synthetic(n: int = 60, seed: int = 0) -> list[QueryRows]:
 
 def test_cross_validation_learns_a_separating_feature():
     queries = synthetic()
-    ranks = cross_validate(queries, ("dense", "lexical"), kind="lr", folds=5, seed=1)
+    models: list = []
+    ranks = cross_validate(queries, ("dense", "lexical"), kind="lr", folds=5, seed=1, models_out=models)
     assert np.mean(ranks == 0) == 1.0
+    assert len(models) == 5 and all(hasattr(m, "decision_function") for m in models)
     noise = cross_validate(queries, ("lexical",), kind="lr", folds=5, seed=1)
     assert np.mean(noise == 0) < 0.5
 

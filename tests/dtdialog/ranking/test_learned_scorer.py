@@ -66,3 +66,19 @@ def test_shipped_model_is_small_and_documented():
     assert DEFAULT_MODEL.stat().st_size < 200_000
     assert model.manifest["cv"]["p1"] > 0 and "command" in model.manifest
     assert DEFAULT_MODEL.with_suffix(".json").is_file()
+
+
+def test_fold_models_score_their_held_out_questions(tmp_path):
+    from dtdialog.ranking.learned_scorer import question_key
+
+    X, y = training_data()
+    full = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    folds = (make_pipeline(StandardScaler(), LogisticRegression()).fit(X[:150], y[:150]),
+             make_pipeline(StandardScaler(), LogisticRegression()).fit(X[150:], y[150:]))
+    model = RankerModel(estimator=full, feature_names=NAMES, fold_estimators=folds,
+                        held_out={question_key("Why does my  car\nstall?"): 1})
+    again = RankerModel.load(model.save(tmp_path / "m.joblib"))
+    held = again.for_question("Why does my car stall?")  # whitespace does not change the key
+    assert held.estimator is not again.estimator and held.feature_names == NAMES
+    np.testing.assert_allclose(held.logits(X[:5]), folds[1].decision_function(X[:5]))
+    assert again.for_question("A question nobody trained on") is again
