@@ -24,31 +24,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.nlp_base import AnalyzedText, Token
+from parsers.nlp_base import AnalyzedText
+from parsers.phrase_chunks import CONTENT_POS, MAX_PHRASE_TOKENS, PhraseChunk, extract_phrases, phrases_of_texts
+
+__all__ = ["CONTENT_POS", "LIGHT_VERBS", "MAX_PHRASE_TOKENS", "PHRASE_WEIGHTS", "CommonPhrase", "PhraseChunk",
+           "SyntacticGeneralizer", "extract_phrases", "generalize", "generalize_phrase_lists", "generalize_phrases",
+           "raw_score", "reduce_by_subsumption", "sg_score", "sg_score_phrases", "word_weight"]
 
 PHRASE_WEIGHTS = {"NP": 1.0, "VP": 1.5, "PP": 0.8}
-CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
 LIGHT_VERBS = frozenset({"be", "have", "do", "get", "make", "go", "take", "let", "seem"})
-_VP_RIGHT_DEPS = frozenset({"dobj", "obj", "prt", "attr", "acomp", "oprd", "xcomp", "dative", "advmod", "npadvmod"})
-_VP_LEFT_DEPS = frozenset({"aux", "auxpass", "neg"})
-MAX_PHRASE_TOKENS = 10
-
-
-@dataclass(frozen=True)
-class PhraseChunk:
-    """A phrase of one text: its type (NP, VP, PP), lemmas and coarse parts of speech, in order."""
-
-    kind: str
-    lemmas: tuple[str, ...]
-    pos: tuple[str, ...]
-
-    @property
-    def content(self) -> frozenset[str]:
-        """Return the content lemmas (nouns, verbs, adjectives, adverbs, numbers)."""
-        return frozenset(lem for lem, p in zip(self.lemmas, self.pos) if p in CONTENT_POS)
-
-    def __str__(self) -> str:
-        return f"{self.kind}[{' '.join(self.lemmas)}]"
 
 
 @dataclass(frozen=True)
@@ -65,56 +49,6 @@ class CommonPhrase:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "lemmas": list(self.lemmas), "pos": list(self.pos), "score": round(self.score, 4)}
-
-
-# --- phrases from a parse ------------------------------------------------------------------------
-
-def _subtree(text: AnalyzedText, root: int, children: dict[int, list[int]]) -> list[int]:
-    out, stack = [], [root]
-    while stack:
-        i = stack.pop()
-        out.append(i)
-        stack.extend(children.get(i, ()))
-    return out
-
-
-def _chunk(kind: str, tokens: Sequence[Token], indices: Iterable[int]) -> PhraseChunk | None:
-    picked = [tokens[i] for i in sorted(set(indices)) if not tokens[i].is_punct and tokens[i].pos != "SPACE"]
-    picked = picked[:MAX_PHRASE_TOKENS]
-    if not picked or not any(t.pos in CONTENT_POS for t in picked):
-        return None
-    return PhraseChunk(kind=kind, lemmas=tuple(t.lemma.lower() for t in picked), pos=tuple(t.pos for t in picked))
-
-
-def extract_phrases(text: AnalyzedText) -> list[PhraseChunk]:
-    """Return the NP, VP and PP phrases of an analysed text, in text order within each type."""
-    tokens = text.tokens
-    children: dict[int, list[int]] = {}
-    for t in tokens:
-        if t.head != t.i:
-            children.setdefault(t.head, []).append(t.i)
-    phrases: list[PhraseChunk] = []
-    for np_ in text.noun_chunks:
-        chunk = _chunk("NP", tokens, range(np_.start, np_.end))
-        if chunk:
-            phrases.append(chunk)
-    for t in tokens:
-        if t.pos == "VERB":
-            picked = [t.i]
-            for c in children.get(t.i, ()):
-                dep = tokens[c].dep
-                if c < t.i and dep in _VP_LEFT_DEPS:
-                    picked.append(c)
-                elif c > t.i and dep in _VP_RIGHT_DEPS:
-                    picked.extend(_subtree(text, c, children))
-            chunk = _chunk("VP", tokens, picked)
-            if chunk:
-                phrases.append(chunk)
-        elif t.dep == "prep" and any(tokens[c].dep in ("pobj", "pcomp") for c in children.get(t.i, ())):
-            chunk = _chunk("PP", tokens, _subtree(text, t.i, children))
-            if chunk:
-                phrases.append(chunk)
-    return phrases
 
 
 # --- generalization of two phrases -----------------------------------------------------------------
@@ -203,6 +137,37 @@ def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]
     return kept
 
 
+#: Generalizations already computed, by phrase pair: the same phrases ("the battery", "check the fuse") recur across
+#: answers, and the alignment is the costly part of scoring ~70 candidates per turn. Bounded; cleared when full.
+_PAIR_MEMO: dict[tuple[PhraseChunk, PhraseChunk], CommonPhrase | None] = {}
+_PAIR_MEMO_SIZE = 200_000
+_WEIGHT_MEMO: dict[PhraseChunk, float] = {}
+
+
+def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
+    key = (p1, p2)
+    try:
+        return _PAIR_MEMO[key]
+    except KeyError:
+        pass
+    g = generalize_phrases(p1, p2)
+    if len(_PAIR_MEMO) >= _PAIR_MEMO_SIZE:
+        _PAIR_MEMO.clear()
+    _PAIR_MEMO[key] = g
+    return g
+
+
+def _phrase_weight(p: PhraseChunk) -> float:
+    """Return the summed word weights of a whole phrase (its score generalized with itself), memoized."""
+    w = _WEIGHT_MEMO.get(p)
+    if w is None:
+        w = sum(word_weight(lem, pos) for lem, pos in zip(p.lemmas, p.pos))
+        if len(_WEIGHT_MEMO) >= _PAIR_MEMO_SIZE:
+            _WEIGHT_MEMO.clear()
+        _WEIGHT_MEMO[p] = w
+    return w
+
+
 def generalize_phrase_lists(q: Sequence[PhraseChunk], a: Sequence[PhraseChunk]) -> list[CommonPhrase]:
     """Return the maximal common phrases of two phrase lists (pairs of the same type sharing a content lemma)."""
     by_lemma: dict[tuple[str, str], list[int]] = {}
@@ -213,7 +178,7 @@ def generalize_phrase_lists(q: Sequence[PhraseChunk], a: Sequence[PhraseChunk]) 
     for p in q:
         partners = sorted({idx for lem in p.content for idx in by_lemma.get((p.kind, lem), ())})
         for idx in partners:
-            g = generalize_phrases(p, a[idx])
+            g = _generalize_memo(p, a[idx])
             if g is not None:
                 found.append(g)
     return reduce_by_subsumption(found)
@@ -259,9 +224,8 @@ class SyntacticGeneralizer:
 
     def _self_score(self, phrases: Sequence[PhraseChunk]) -> float:
         # A text generalized with itself keeps each distinct phrase whole.
-        distinct = {(p.kind, p.lemmas, p.pos) for p in phrases}
-        return sum(self.weights.get(k, 0.0) * sum(word_weight(lem, p) for lem, p in zip(lems, pos))
-                   for k, lems, pos in distinct)
+        # (a PhraseChunk hashes and compares as its (kind, lemmas, pos): the same distinct set, summed in the same order)
+        return sum(self.weights.get(p.kind, 0.0) * _phrase_weight(p) for p in set(phrases))
 
     def analyze(self, text: str) -> tuple[list[PhraseChunk], float]:
         """Return (phrases, self-similarity) of ``text``, parsing it only the first time."""
@@ -275,20 +239,12 @@ class SyntacticGeneralizer:
 
     def warm(self, texts: Iterable[str], *, batch_size: int = 64, progress: bool = False) -> None:
         """Parse many texts in batches (much faster than one by one) into the cache."""
-        from parsers.nlp_spacy import doc_to_analyzed
-
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if not todo:
             return
-        docs = self.nlp.pipe(todo, batch_size=batch_size)
-        if progress:
-            import sys
-
-            from tqdm import tqdm
-
-            docs = tqdm(docs, total=len(todo), desc="parsing (SG)", unit="text", file=sys.stderr, dynamic_ncols=True)
-        for text, doc in zip(todo, docs):
-            self._store(text, extract_phrases(doc_to_analyzed(doc)))
+        for text, phrases in zip(todo, phrases_of_texts(todo, nlp=self.nlp, batch_size=batch_size,
+                                                        progress=progress)):
+            self._store(text, phrases)
 
     def phrases(self, item) -> tuple[list[PhraseChunk], float]:
         """Return (phrases, self-similarity) of a str, ``AnalyzedText`` or spaCy ``Doc``."""
@@ -309,6 +265,18 @@ class SyntacticGeneralizer:
     def score(self, q, a) -> float:
         """Return the normalised SG relevance in [0, 1]: weighted common phrases / sqrt(self(q) * self(a))."""
         (qp, qs), (ap, as_) = self.phrases(q), self.phrases(a)
+        return self._normalised(qp, qs, ap, as_)
+
+    def score_phrases(self, q, answer: Sequence[PhraseChunk]) -> float:
+        """Return ``score(q, a)`` for an answer given by its stored phrases (``index.sg_store``): no parse of it.
+
+        ``q`` is parsed once (cached) as in ``score``; the result equals ``score(q, a)`` when
+        ``answer`` came from ``extract_phrases`` of ``a``'s parse.
+        """
+        qp, qs = self.phrases(q)
+        return self._normalised(qp, qs, answer, self._self_score(answer))
+
+    def _normalised(self, qp: Sequence[PhraseChunk], qs: float, ap: Sequence[PhraseChunk], as_: float) -> float:
         if qs <= 0 or as_ <= 0:
             return 0.0
         return min(1.0, raw_score(generalize_phrase_lists(qp, ap), weights=self.weights) / math.sqrt(qs * as_))
@@ -332,3 +300,8 @@ def generalize(q, a) -> list[CommonPhrase]:
 def sg_score(q, a) -> float:
     """Return the normalised syntactic-generalization relevance of ``a`` to ``q``, in [0, 1]."""
     return _default().score(q, a)
+
+
+def sg_score_phrases(q, answer: Sequence[PhraseChunk]) -> float:
+    """Return ``sg_score(q, a)`` for an answer given by its stored phrase list (no parse of the answer)."""
+    return _default().score_phrases(q, answer)

@@ -158,7 +158,8 @@ def build_index(
     ``backend="sqlite"`` writes ``out`` atomically (temp file + rename); ``backend="elasticsearch"``
     loads ``url`` (default ``$ELASTICSEARCH_URL``) under alias ``index_name``. Raises ``ConfigError``
     for an unknown backend or bad option, ``InputError`` when there is no answer to index.
-    ``dense=True`` (sqlite) also writes the answers' MiniLM vectors beside the file (``index.dense_store``).
+    ``dense=True`` (sqlite) also writes the answers' MiniLM vectors beside the file (``index.dense_store``)
+    and their syntactic-generalization phrases (``index.sg_store``).
     ``dense=True`` (elasticsearch) writes each answer's vector and hubness with its document and the
     term statistics beside the index (``ElasticsearchIndex.rebuild(..., dense=store)``).
     ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
@@ -186,6 +187,10 @@ def build_index(
             from index.dense_store import build_for_index
 
             build_for_index(Path(out), encoder=encoder, progress=progress)
+            # and the answers' SG phrases the learned ranker's ``sg`` feature reads (``index.sg_store``)
+            from index.sg_store import build_for_index as build_sg_for_index
+
+            build_sg_for_index(Path(out), progress=progress)
     else:
         from index.es_index import ElasticsearchIndex
 

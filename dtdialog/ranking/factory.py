@@ -13,7 +13,8 @@
 [dense] extra is installed; ``rules`` keeps the paper's rule scorer (see docs/ranking.md).
 
 Dense vectors of a SQLite index live beside it (``index.dense_store``); ``auto``/``learned`` build
-them on first use when the extra is installed (a progress bar, once per index).
+them on first use when the extra is installed (a progress bar, once per index); so are the answers'
+syntactic-generalization phrases (``index.sg_store``) when the model uses the ``sg`` feature.
 """
 
 from __future__ import annotations
@@ -63,14 +64,13 @@ def resolve_ranker(ranker: str | None) -> str:
 
 def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: EngineConfig | None = None,
                   ranker: str | None = None, model_path: str | Path | None = None, encoder=None,
-                  progress: bool = True, require_agreement: bool | None = None, out_of_fold: bool = False):
+                  progress: bool = True, require_agreement: bool | None = None):
     """Return ``(generator, scorer)`` for ``AnswerSelector`` (``(None, None)`` means the rule-based defaults).
 
     ``require_agreement=True`` drops candidates whose rhetorical agreement verdict is negative, as the
     rule scorer does under ``config.require_agreement``. The learned ranker's default is False: the
     model was trained with agreement as a feature, and on the built-in dialogues the hard filter on top
-    of it cost 40 points of step-1 accuracy (docs/ranking.md). ``out_of_fold=True`` (evaluations only)
-    scores a question the model was trained on with the cross-validation model that held it out.
+    of it cost 40 points of step-1 accuracy (docs/ranking.md).
     """
     from index.dense import INSTALL_HINT, dense_available
 
@@ -120,8 +120,13 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
                            store_cls=DenseStore)
         dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
         generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
-    scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg), config=cfg,
-                           require_agreement=bool(require_agreement), out_of_fold=out_of_fold)
+    sg_store = None
+    if model.uses_sg and index_path is not None:  # answers' SG phrases parsed at index time: no answer is spaCy-parsed per turn
+        from index.sg_store import sg_store_for
+
+        sg_store = sg_store_for(index, Path(index_path), progress=progress)
+    scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store),
+                           config=cfg, require_agreement=bool(require_agreement))
     return generator, scorer
 
 

@@ -31,14 +31,16 @@ class SignalExtractor:
     """Computes ``CandidateSignals`` for the candidates of one step.
 
     ``dense``: the dense store and query encoder (None: no dense signals); ``use_sg``: compute the
-    syntactic-generalization score (a spaCy parse per new text, cached by the SG module).
+    syntactic-generalization score; ``sg_store``: the answers' phrases parsed at index time
+    (``index.sg_store``), so only the query is parsed per turn (an answer it lacks is parsed, cached).
     """
 
     def __init__(self, *, dense: DenseSignals | None = None, table: AgreementTable | None = None,
-                 use_sg: bool = True) -> None:
+                 use_sg: bool = True, sg_store=None) -> None:
         self.dense = dense
         self.table = table or AgreementTable.load()
         self.use_sg = use_sg
+        self.sg_store = sg_store
 
     def signals(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
                 candidates: Sequence[RankedCandidate]) -> list[CandidateSignals]:
@@ -57,11 +59,7 @@ class SignalExtractor:
         hubs = self.dense.store.hub_of(ids) if self.dense is not None else None
         terms = self.dense.store.terms if self.dense is not None else None
         bm25 = terms.bm25(query, [c.document.text for c in candidates]) if terms is not None else None
-        sg = None
-        if self.use_sg:
-            from dtdialog.syntactic_generalization import sg_score
-
-            sg = sg_score
+        sg = self._sg(query, candidates) if self.use_sg else None
         out = []
         for i, cand in enumerate(candidates):
             doc = cand.document
@@ -82,6 +80,17 @@ class SignalExtractor:
                 addressed=int(cand.agreement.addressed), required=int(cand.agreement.required),
                 rr_edu_matches=rr_matches, entity_overlap=len(cand.agreement.overlap),
                 compat_any=any(compat), compat_all=bool(compat) and all(compat),
-                sg=float(sg(query, doc.text)) if sg is not None else None,
+                sg=sg[i] if sg is not None else None,
             ))
+        return out
+
+    def _sg(self, query: str, candidates: Sequence[RankedCandidate]) -> list[float]:
+        """Return the SG score of each candidate: from its stored phrases when the store has them, else parsed."""
+        from dtdialog.syntactic_generalization import sg_score, sg_score_phrases
+
+        store = self.sg_store
+        out = []
+        for cand in candidates:
+            stored = store.phrases(cand.document.id) if store is not None else None
+            out.append(float(sg_score_phrases(query, stored) if stored is not None else sg_score(query, cand.document.text)))
         return out

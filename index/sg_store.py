@@ -1,0 +1,157 @@
+"""Syntactic-generalization phrases of every indexed answer, stored beside a SQLite index.
+
+File, for an index ``answers.sqlite``: ``answers.sqlite.sg.json`` =
+``{"kind": "dtdialog-sg-phrases", "version": 1, "index": {fingerprint}, "ids": [...], "phrases": [[...], ...]}``
+where each answer's phrases are ``[kind, lemmas, pos]`` lists (``parsers.phrase_chunks.PhraseChunk``).
+
+The learned ranker's ``sg`` feature generalizes the query's phrases with each candidate's; parsing
+a candidate with spaCy at query time costs ~15 ms, i.e. about a second per turn at 10k answers where
+most candidates are new. Here every answer is parsed once, at index time, in one batched pass.
+
+``fingerprint`` (answer count, a digest of the ids, the index's ``built`` stamp and write generation) ties the file
+to the index it was made from: ``sg_store_for`` rebuilds a missing, corrupt or out-of-step file.
+The file is written to a temporary name and renamed, so a reader never sees half of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from parsers.errors import InputError, ModelNotAvailableError
+from parsers.phrase_chunks import PhraseChunk, phrases_of_texts
+
+log = logging.getLogger("dtdialog.index")
+KIND = "dtdialog-sg-phrases"
+VERSION = 1
+
+
+def sg_path(index_path: str | Path) -> Path:
+    """Return the path of the SG phrase file that belongs to the index at ``index_path``."""
+    return Path(f"{index_path}.sg.json")
+
+
+def index_fingerprint(index) -> dict[str, Any]:
+    """Return what identifies an index's content cheaply: answer count, ids digest, build stamp."""
+    ids = sorted(index.ids()) if hasattr(index, "ids") else []
+    info = index.info() if hasattr(index, "info") else {}
+    # an index that stamps every write (``generation``) also catches answers replaced under the same ids
+    generation = index.generation() if hasattr(index, "generation") else None
+    return {"count": int(index.count()), "ids": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16],
+            "built": info.get("built"), "generation": generation}
+
+
+class SGPhraseStore:
+    """Phrase lists by answer id; ``phrases(doc_id)`` returns None for an answer it does not hold."""
+
+    def __init__(self, *, ids: Sequence[str], phrases: Sequence[Sequence[PhraseChunk]],
+                 fingerprint: dict[str, Any] | None = None) -> None:
+        if len(ids) != len(phrases):
+            raise InputError(f"SG phrase store: {len(ids)} ids for {len(phrases)} phrase lists")
+        self.ids = list(ids)
+        self.fingerprint = dict(fingerprint or {})
+        self._by_id = {doc_id: tuple(p) for doc_id, p in zip(self.ids, phrases)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._by_id
+
+    def phrases(self, doc_id: str) -> tuple[PhraseChunk, ...] | None:
+        """Return the stored phrases of ``doc_id``, or None when the store does not hold it."""
+        return self._by_id.get(doc_id)
+
+    def in_step_with(self, index) -> bool:
+        """Return True when this store was made from ``index`` as it is now (same fingerprint)."""
+        return bool(self.fingerprint) and self.fingerprint == index_fingerprint(index)
+
+    # --- persistence --------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": KIND, "version": VERSION, "index": self.fingerprint, "ids": self.ids,
+                "phrases": [[p.to_list() for p in self._by_id[i]] for i in self.ids]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SGPhraseStore:
+        """Return the store of ``to_dict`` output; raises ``InputError`` when it is not one."""
+        if not isinstance(data, dict) or data.get("kind") != KIND:
+            raise InputError("not a dtdialog SG phrase file")
+        if data.get("version") != VERSION:
+            raise InputError(f"SG phrase file version {data.get('version')}, expected {VERSION}")
+        try:
+            phrases = [[PhraseChunk.from_list(p) for p in row] for row in data["phrases"]]
+            return cls(ids=[str(i) for i in data["ids"]], phrases=phrases, fingerprint=data.get("index") or {})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"malformed SG phrase file: {exc}") from None
+
+    def save(self, index_path: str | Path) -> Path:
+        """Write the store beside ``index_path`` atomically; return the file path."""
+        from index.dense_store import _atomic_write
+
+        path = sg_path(index_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps(self.to_dict(), separators=(",", ":")).encode("utf-8")
+        _atomic_write(path, lambda f: f.write(payload))
+        return path
+
+    @classmethod
+    def exists(cls, index_path: str | Path) -> bool:
+        return sg_path(index_path).is_file()
+
+    @classmethod
+    def load(cls, index_path: str | Path) -> SGPhraseStore:
+        """Return the store beside ``index_path``.
+
+        Raises ``ModelNotAvailableError`` when it was never built, ``InputError`` when it is corrupt.
+        """
+        path = sg_path(index_path)
+        if not path.is_file():
+            raise ModelNotAvailableError(f"no SG phrases beside {index_path}; they are built on first use")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"corrupt SG phrase file {path}: {exc}") from None
+        try:
+            return cls.from_dict(data)
+        except InputError as exc:
+            raise InputError(f"corrupt SG phrase file {path}: {exc}") from None
+
+
+def build_sg_store(*, ids: Sequence[str], texts: Sequence[str], nlp=None, fingerprint: dict[str, Any] | None = None,
+                   progress: bool = True) -> SGPhraseStore:
+    """Parse ``texts`` in one batched spaCy pass (tqdm bar on stderr) and return their phrase store."""
+    if len(ids) != len(texts):
+        raise InputError(f"{len(ids)} ids for {len(texts)} texts")
+    phrases = phrases_of_texts(list(texts), nlp=nlp, progress=progress, desc="SG phrases") if texts else []
+    return SGPhraseStore(ids=ids, phrases=phrases, fingerprint=fingerprint)
+
+
+def build_for_index(index_path: str | Path, *, index=None, nlp=None, progress: bool = True) -> SGPhraseStore:
+    """Parse every answer of the SQLite index at ``index_path`` (or the open ``index``) and save the store beside it."""
+    from index.sqlite_index import SqliteIndex
+
+    if index is None:
+        with SqliteIndex(Path(index_path)) as opened:
+            return build_for_index(index_path, index=opened, nlp=nlp, progress=progress)
+    docs = [doc for doc in (index.get(doc_id) for doc_id in index.ids()) if doc is not None]
+    store = build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs], nlp=nlp,
+                           fingerprint=index_fingerprint(index), progress=progress)
+    store.save(index_path)
+    return store
+
+
+def sg_store_for(index, index_path: str | Path, *, nlp=None, progress: bool = True) -> SGPhraseStore:
+    """Return the SG phrase store beside ``index_path``, (re)building it when missing, corrupt or out of step."""
+    if SGPhraseStore.exists(index_path):
+        try:
+            store = SGPhraseStore.load(index_path)
+            if store.in_step_with(index):
+                return store
+            log.warning("rebuilding the SG phrases beside %s: the index changed since they were made", index_path)
+        except InputError as exc:  # derived data: rebuild rather than fail
+            log.warning("rebuilding the SG phrases beside %s: %s", index_path, exc)
+    return build_for_index(index_path, index=index, nlp=nlp, progress=progress)
