@@ -64,13 +64,14 @@ def resolve_ranker(ranker: str | None) -> str:
 
 def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: EngineConfig | None = None,
                   ranker: str | None = None, model_path: str | Path | None = None, encoder=None,
-                  progress: bool = True, require_agreement: bool | None = None):
+                  progress: bool = True, require_agreement: bool | None = None, out_of_fold: bool = False):
     """Return ``(generator, scorer)`` for ``AnswerSelector`` (``(None, None)`` means the rule-based defaults).
 
     ``require_agreement=True`` drops candidates whose rhetorical agreement verdict is negative, as the
     rule scorer does under ``config.require_agreement``. The learned ranker's default is False: the
     model was trained with agreement as a feature, and on the built-in dialogues the hard filter on top
-    of it cost 40 points of step-1 accuracy (docs/ranking.md).
+    of it cost 40 points of step-1 accuracy (docs/ranking.md). ``out_of_fold=True`` (evaluations only)
+    scores a question the model was trained on with the cross-validation model that held it out.
     """
     from index.dense import INSTALL_HINT, dense_available
 
@@ -126,7 +127,7 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
 
         sg_store = sg_store_for(index, Path(index_path), progress=progress)
     scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store),
-                           config=cfg, require_agreement=bool(require_agreement))
+                           config=cfg, require_agreement=bool(require_agreement), out_of_fold=out_of_fold)
     return generator, scorer
 
 
