@@ -58,6 +58,21 @@ class TurnTrace:
         return self.data
 
 
+def contribution_summary(features: dict[str, Any], *, top: int = 6) -> str:
+    """Return "learned ranker logit L: name +x, ..." for the features that moved the logit most ("" if none).
+
+    Only the chosen answer of a step carries ``contribution.<feature>`` (``LearnedScorer``).
+    """
+    parts = {k.split(".", 1)[1]: float(v) for k, v in features.items()
+             if k.startswith("contribution.") and k not in ("contribution.linear", "contribution.intercept")}
+    if not parts:
+        return ""
+    ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:top]
+    logit = features.get("model_logit")
+    head = f"learned ranker logit {logit:+.2f}" if isinstance(logit, (int, float)) else "learned ranker"
+    return head + ": " + ", ".join(f"{name} {value:+.2f}" for name, value in ranked)
+
+
 def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
     """Return a readable multi-line rendering of a turn trace (for ``dtdialog chat --explain``)."""
     lines = [f"--- turn {trace.get('turn')}: intent={trace.get('intent')} "
@@ -89,6 +104,9 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
                          + (f" violations={int(feats['constraint_violations'])}" if feats.get("constraint_violations") else ""))
             for chain in agr.get("chains", []):
                 lines.append(f"      {chain}")
+            why = contribution_summary(feats)
+            if why:
+                lines.append(f"      {why}")
         rejected = step.get("rejected", [])
         if rejected:
             lines.append(f"  rejected ({len(rejected)} shown): " + ", ".join(
