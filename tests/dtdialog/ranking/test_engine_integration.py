@@ -113,3 +113,24 @@ def test_stale_vectors_are_refreshed_not_rebuilt(dense_index, tmp_path):
         assert refreshed.generation == index.generation() and len(refreshed) == index.count()
         row = refreshed.ids.index(doc.id)
         np.testing.assert_allclose(np.asarray(refreshed.vectors)[row], encoder.encode([Recording.seen[0]])[0], atol=1e-5)
+
+
+@pytest.mark.dense
+def test_chat_explain_prints_the_learned_contributions(dense_index, tmp_path):
+    if not DEFAULT_MODEL.is_file():
+        pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
+    from dtdialog.manager import DialogueManager
+    from dtdialog.runtime import load_runtime
+    from dtdialog.session_store import SessionStore
+    from dtdialog.trace import format_trace
+
+    runtime = load_runtime(index_path=dense_index, ranker="learned", progress=False)
+    try:
+        with SessionStore(tmp_path / "s.sqlite") as store:
+            manager = DialogueManager(selector=runtime.selector, store=store)
+            result = manager.handle(session_id=manager.start_session(),
+                                    text="My car will not start although the battery is new.")
+            text = format_trace(result.trace)
+        assert "learned ranker logit" in text and "dense" in text.split("learned ranker logit", 1)[1]
+    finally:
+        runtime.close()
