@@ -28,8 +28,11 @@ class DenseMethod(RankingMethod):
         self._query_cache: dict[str, np.ndarray] = {}
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
+        from eval.methods.vector_cache import encode_cached
+
         self._ids = [a.id for a in pool]
-        self._matrix = self.encoder.encode([a.text for a in pool], progress=self.progress)
+        # cached by text across methods and runs: an embedding depends only on the text and the model
+        self._matrix = encode_cached([a.text for a in pool], encoder=self.encoder, progress=self.progress)
 
     def prepare(self, *, dialogues: Sequence[EvalDialogue]) -> None:
         """Encode every query of the coming steps in one batch."""

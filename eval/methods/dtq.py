@@ -81,7 +81,11 @@ class DTQMethod(RankingMethod):
             from dataclasses import replace
 
             config = replace(config, candidates=self.candidates)
-        from dtdialog.ranking.factory import build_ranking
+        from dtdialog.ranking.factory import build_ranking, resolve_ranker
+        from eval.methods.pool_index import seed_dense_store
+
+        if resolve_ranker(self.ranker) != "rules":
+            seed_dense_store(self._index, path, progress=self.progress)
 
         generator, scorer = build_ranking(index=self._index, index_path=path, config=config, ranker=self.ranker,
                                           model_path=self.ranker_model, progress=self.progress,

@@ -70,3 +70,22 @@ def clear() -> None:
         if _ROOT is not None:
             shutil.rmtree(_ROOT, ignore_errors=True)
             _ROOT = None
+
+
+def seed_dense_store(index, path: Path, *, progress: bool = False) -> None:
+    """Write the dense store beside the pool index at ``path`` from the cross-run vector cache, if it is missing.
+
+    ``build_ranking`` would otherwise encode the whole pool again for each index; with the store in
+    step with the index (same generation) it just loads it.
+    """
+    from eval.methods.vector_cache import encode_cached
+    from index.dense import DenseEncoder, dense_available
+    from index.dense_store import DenseStore, TermStats, text_digest
+
+    if not dense_available() or DenseStore.exists(path):
+        return
+    docs = [d for d in (index.get(i) for i in index.ids()) if d is not None]
+    texts = [d.text for d in docs]
+    vectors = encode_cached(texts, encoder=DenseEncoder(), progress=progress)
+    DenseStore(ids=[d.id for d in docs], vectors=vectors, terms=TermStats.of(texts),
+               digests=[text_digest(t) for t in texts], generation=index.generation()).save(path)
