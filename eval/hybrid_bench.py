@@ -1,37 +1,205 @@
 """Turn latency with dense retrieval + the learned ranker on, and answer-encoding throughput.
 
-    python -m eval.hybrid_bench [--answers 10000] [--questions 40] [--model hybrid+dt|hybrid] [--json OUT]
+    python -m eval.hybrid_bench [--answers 10000] [--questions 40] [--model hybrid+dt|hybrid]
+                                [--corpus distinct|replicated] [--data-dir DIR] [--json OUT]
 
-Like ``eval.turn_bench``: the built-in corpus's index is replicated to ``--answers`` documents
-(unique ids, "[copy k]" suffix). Encoding throughput is measured on the distinct answer texts
-(the MiniLM batch encoder, answers/s); the copies reuse their original's vector, so the 10k-row
-matrix, its hubness and the per-turn dense search are real while the encoding is not repeated
-10k times on a shared CPU. After warm-up turns, each built-in opening question starts a session
-(turn 1) and its logged follow-up C1 is turn 2; prints p50/p95/p99 per turn in milliseconds.
+``--corpus distinct`` (default): the index holds distinct real answers - the built-in corpus's
+answers plus the answer pools of the shared datasets found under ``--data-dir`` (mechanics,
+twitter, IRC; ``eval.datasets``), in that order, topped up with "[copy k]" replicas only when
+fewer than ``--answers`` are distinct (the output says how many are distinct). The index, its
+MiniLM vectors and its SG phrases are built once and cached under
+``~/.cache/dtdialog/hybrid_bench`` keyed by a digest of the corpus, so a re-run does not re-encode.
+
+``--corpus replicated``: the old mode - the built-in answers replicated to ``--answers``. It
+under-counts: the selector merges near-duplicates (entity-term Jaccard >= 0.9), so a turn scores
+only ~3 candidates, and the copies' texts hit the SG parse cache.
+
+Encoding throughput (answers/s) is the MiniLM batch encoder on up to ``--encode-sample`` distinct
+answers, measured on every run (plus the full build's figure when the cache was built). After
+warm-up turns, each built-in opening question starts a session (turn 1) and its logged follow-up
+C1 is turn 2; the output has p50/p95/p99 per turn kind in milliseconds, the mean number of
+candidates scored per turn and the share of the turn spent in each stage (generation, signals
+with SG, model, the rest).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
-from parsers.errors import DTDialogError
+from parsers.errors import DTDialogError, InputError
 
 TARGET_P95_MS = 150.0
 MODELS = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.joblib"}
+SHARED_DATASETS = ("mechanics", "twitter", "irc")
+DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "hybrid_bench"
+#: Bump when the cached index's content would change for the same corpus (parser, documents, stores).
+CACHE_VERSION = 1
 
 
-def run(*, answers: int, questions: int, model: str, seed: int = 0) -> dict[str, Any]:
-    """Return throughput and per-turn latency summaries (milliseconds)."""
+@dataclass
+class BenchCorpus:
+    """The answers to index (``eval.datasets.PoolAnswer``), with how many are distinct and where they came from."""
+
+    answers: list
+    distinct: int
+    sources: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def replicas(self) -> int:
+        return len(self.answers) - self.distinct
+
+    def digest(self) -> str:
+        """Return a short content hash of the corpus (ids and texts) and the cache version."""
+        h = hashlib.sha1(f"v{CACHE_VERSION}".encode())
+        for a in self.answers:
+            h.update(f"\n{a.id}\t{a.text}".encode())
+        return h.hexdigest()[:16]
+
+
+def assemble_corpus(*, answers: int, data_dir: Path | str | None = None,
+                    datasets: tuple[str, ...] = SHARED_DATASETS) -> BenchCorpus:
+    """Return ``answers`` answers: built-in first, then each dataset's pool, distinct texts only, then replicas.
+
+    Built-in ids are kept (the timed dialogues' follow-ups need their logged successors); the
+    shared datasets' dialogue ids get a ``"{dataset}/"`` prefix so no two sources collide. A dataset
+    whose files are absent is listed in ``missing`` with the reason. Replicas ("[copy k]" text
+    suffix, ``~rk`` ids) fill up only what the distinct answers cannot.
+    """
+    from dataclasses import replace
+
+    from eval.datasets import DatasetUnavailable, load_eval_set
+
+    if answers < 1:
+        raise InputError(f"--answers must be at least 1, got {answers}")
+    chosen: list = []
+    seen: set[str] = set()
+    sources: dict[str, int] = {}
+    missing: dict[str, str] = {}
+    for name in ("builtin", *datasets):
+        if len(chosen) >= answers:
+            break
+        try:
+            pool = load_eval_set(name, data_dir=data_dir).pool
+        except DatasetUnavailable as exc:
+            missing[name] = str(exc)
+            continue
+        added = 0
+        for a in pool:
+            key = " ".join(a.text.split()).lower()
+            if not key or key in seen:
+                continue
+            seen.add(key)
+            if name != "builtin":
+                a = replace(a, id=f"{name}/{a.id}", dialogue_id=f"{name}/{a.dialogue_id}")
+            chosen.append(a)
+            added += 1
+            if len(chosen) >= answers:
+                break
+        sources[name] = added
+    distinct = len(chosen)
+    base = list(chosen)
+    n = 0
+    while len(chosen) < answers:
+        a = base[n % distinct]
+        copy = n // distinct + 1
+        chosen.append(replace(a, id=f"{a.dialogue_id}~r{copy}#{a.position}", dialogue_id=f"{a.dialogue_id}~r{copy}",
+                              text=f"{a.text} [copy {copy}]"))
+        n += 1
+    return BenchCorpus(answers=chosen, distinct=distinct, sources=sources, missing=missing)
+
+
+def replicated_corpus(*, answers: int) -> BenchCorpus:
+    """Return the old bench's corpus: the built-in answers replicated to ``answers`` (``assemble_corpus`` without data)."""
+    return assemble_corpus(answers=answers, datasets=())
+
+
+def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True) -> tuple[Path, dict[str, Any]]:
+    """Return (index path, build manifest) of ``corpus`` in ``cache``, building index, vectors and SG phrases once.
+
+    The manifest records the build's timings (parse, encode, SG) from the run that built it.
+    """
+    from eval.methods.dtq import pool_dialogues
+    from index.builder import build_index
+    from index.dense_store import DenseStore
+    from index.dense_store import build_for_index as build_dense
+    from index.sg_store import SGPhraseStore
+    from index.sg_store import build_for_index as build_sg
+    from parsers.base import get_parser
+
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"corpus-{corpus.digest()}.sqlite"
+    manifest_path = path.with_suffix(".build.json")
+    manifest: dict[str, Any] = {}
+    if manifest_path.is_file():
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except ValueError:
+            manifest = {}
+    if not path.is_file():
+        t0 = time.perf_counter()
+        report = build_index(dialogues=pool_dialogues(corpus.answers), parser=get_parser(), backend="sqlite",
+                             out=path, progress=progress)
+        manifest["index_build_seconds"] = round(time.perf_counter() - t0, 1)
+        manifest["indexed"] = report.indexed
+        manifest["skipped"] = len(report.skipped)
+    if not DenseStore.exists(path):
+        t0 = time.perf_counter()
+        store = build_dense(path, progress=progress)
+        seconds = time.perf_counter() - t0
+        manifest["encode_seconds"] = round(seconds, 1)
+        manifest["encode_answers_per_second"] = round(len(store) / seconds, 1)
+    if not SGPhraseStore.exists(path):
+        t0 = time.perf_counter()
+        sg = build_sg(path, progress=progress)
+        seconds = time.perf_counter() - t0
+        manifest["sg_seconds"] = round(seconds, 1)
+        manifest["sg_answers_per_second"] = round(len(sg) / seconds, 1)
+    tmp = manifest_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    tmp.replace(manifest_path)
+    return path, manifest
+
+
+class _Stage:
+    """Wraps a callable, summing its wall time and calls (the per-stage split of a turn)."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.seconds = 0.0
+        self.calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+
+def _encode_throughput(encoder, texts: list[str]) -> float:
+    encoder.encode(texts[:8])  # load the model outside the timing
+    t0 = time.perf_counter()
+    encoder.encode(texts)
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinct", data_dir: Path | None = None,
+        cache: Path = DEFAULT_CACHE, encode_sample: int = 256, seed: int = 0, progress: bool = True) -> dict[str, Any]:
+    """Return the corpus, throughput and per-turn latency summaries (milliseconds) and the stage split."""
     from data.builtin import load_builtin_corpus
     from dtdialog.manager import DialogueManager
     from dtdialog.ranking.factory import build_ranking
@@ -39,43 +207,54 @@ def run(*, answers: int, questions: int, model: str, seed: int = 0) -> dict[str,
     from dtdialog.runtime import load_runtime
     from dtdialog.selector import AnswerSelector
     from dtdialog.session_store import SessionStore
-    from eval.turn_bench import replicated_index, summarize
+    from eval.turn_bench import summarize
     from index.dense import DenseEncoder
-    from index.dense_store import DenseStore, TermStats
+    from index.sqlite_index import SqliteIndex
 
-    runtime = load_runtime(ranker="rules", progress=True)
+    if corpus_mode not in ("distinct", "replicated"):
+        raise InputError(f"unknown corpus mode {corpus_mode!r}; expected distinct or replicated")
+    corpus = (assemble_corpus(answers=answers, data_dir=data_dir) if corpus_mode == "distinct"
+              else replicated_corpus(answers=answers))
+    path, manifest = cached_index(corpus, cache=cache, progress=progress)
+    runtime = load_runtime(ranker="rules", progress=progress)
     dialogues = load_builtin_corpus()
     random.Random(seed).shuffle(dialogues)
     dialogues = dialogues[:questions]
     encoder = DenseEncoder()
+    sample = [a.text for a in corpus.answers[:corpus.distinct]]
+    sample = random.Random(seed).sample(sample, min(encode_sample, len(sample)))
+    encode_rate = _encode_throughput(encoder, sample)
+
+    index = SqliteIndex(path)
+    t0 = time.perf_counter()
+    generator, scorer = build_ranking(index=index, index_path=path, config=runtime.selector.config, ranker="learned",
+                                      model_path=MODELS_DIR / MODELS[model], encoder=encoder, progress=progress)
+    load_s = time.perf_counter() - t0
+    selector = AnswerSelector(index=index, parser=runtime.parser, config=runtime.selector.config,
+                              generator=generator, scorer=scorer)
     with tempfile.TemporaryDirectory(prefix="dtq-hybrid-bench-") as tmp:
-        path = Path(tmp) / "answers.sqlite"
-        index = replicated_index(runtime.index, path, answers)
-        ids = index.ids()
-        source = {i: runtime.index.get(i) for i in runtime.index.ids()}
-        unique = [d.text for d in source.values() if d is not None]
-        encoder.encode(unique[:8])  # load the model outside the timing
-        t0 = time.perf_counter()
-        vectors = encoder.encode(unique, progress=True)
-        encode_s = time.perf_counter() - t0
-        row_of = {d.id: i for i, d in enumerate(d for d in source.values() if d is not None)}
-        matrix = np.stack([vectors[row_of[i.split("~r")[0]]] for i in ids]).astype(np.float32)
-        t0 = time.perf_counter()
-        texts = [index.get(i).text for i in ids]
-        store = DenseStore(ids=ids, vectors=matrix, terms=TermStats.of(texts))
-        store_s = time.perf_counter() - t0
-        store.save(path)
-        generator, scorer = build_ranking(index=index, index_path=path, config=runtime.selector.config,
-                                          ranker="learned", model_path=MODELS_DIR / MODELS[model], encoder=encoder,
-                                          progress=False)
-        selector = AnswerSelector(index=index, parser=runtime.parser, config=runtime.selector.config,
-                                  generator=generator, scorer=scorer)
         manager = DialogueManager(selector=selector, store=SessionStore(Path(tmp) / "sessions.sqlite"))
-        for d in dialogues[:3]:
+        for d in dialogues[:3]:  # warm-up: model, spaCy, SQLite pages, imports
             manager.handle(session_id=manager.start_session(), text=d.question)
+        stages = {"generation": _Stage(generator.generate), "signals": _Stage(scorer.extractor.signals),
+                  "sg": _Stage(scorer.extractor._sg), "model": _Stage(scorer.model.logits),
+                  "parser": _Stage(runtime.parser.parse)}
+        generator.generate = stages["generation"]  # type: ignore[method-assign]
+        scorer.extractor.signals = stages["signals"]  # type: ignore[method-assign]
+        scorer.extractor._sg = stages["sg"]  # type: ignore[method-assign]
+        scorer.model.logits = stages["model"]  # type: ignore[method-assign]
+        runtime.parser.parse = stages["parser"]  # type: ignore[method-assign]
+        scored: list[int] = []
+        real_score = scorer.score
+
+        def counting_score(**kwargs):
+            scored.append(len(kwargs["candidates"]))
+            return real_score(**kwargs)
+
+        scorer.score = counting_score  # type: ignore[method-assign]
         first: list[float] = []
         follow: list[float] = []
-        for d in tqdm(dialogues, desc="timing turns", unit="dialogue", file=sys.stderr):
+        for d in tqdm(dialogues, desc="timing turns", unit="dialogue", file=sys.stderr, disable=not progress):
             sid = manager.start_session()
             start = time.perf_counter()
             result = manager.handle(session_id=sid, text=d.question)
@@ -85,17 +264,52 @@ def run(*, answers: int, questions: int, model: str, seed: int = 0) -> dict[str,
                 start = time.perf_counter()
                 manager.handle(session_id=sid, text=c1)
                 follow.append((time.perf_counter() - start) * 1000)
-        size = index.count()
-        index.close()
         manager.store.close()
+    size = index.count()
+    index.close()
     runtime.close()
     everything = first + follow
+    total_ms = sum(everything)
+    turns = len(everything)
+    stage_ms = {name: s.seconds * 1000 for name, s in stages.items()}
+    # signals include SG; the parser runs inside generation-free engine code (planning, follow-up DT)
+    split = {"generation (lexical + dense search)": stage_ms["generation"],
+             "signals without SG": stage_ms["signals"] - stage_ms["sg"], "SG feature": stage_ms["sg"],
+             "model": stage_ms["model"], "RST parser (question, follow-up)": stage_ms["parser"]}
+    split["rest (agreement, topic, session)"] = total_ms - sum(split.values())
     p95 = summarize(everything)["p95_ms"] if everything else float("nan")
-    return {"answers_indexed": size, "questions": len(dialogues), "model": model,
-            "encode_answers_per_second": round(len(unique) / encode_s, 1), "encoded_answers": len(unique),
-            "store_build_seconds_10k": round(store_s, 2),
-            "first_turn": summarize(first), "follow_up_turn": summarize(follow), "all_turns": summarize(everything),
-            "target_p95_ms": TARGET_P95_MS, "meets_target": bool(p95 <= TARGET_P95_MS)}
+    return {
+        "corpus": corpus_mode, "answers_indexed": size, "distinct_answers": corpus.distinct,
+        "replicas": corpus.replicas, "sources": corpus.sources, "missing_datasets": corpus.missing,
+        "questions": len(dialogues), "model": model,
+        "encode_answers_per_second": round(encode_rate, 1), "encode_sample": len(sample),
+        "build": manifest, "ranking_load_seconds": round(load_s, 2),
+        "mean_candidates_scored_per_turn": round(float(np.mean(scored)), 1) if scored else 0.0,
+        "first_turn": summarize(first), "follow_up_turn": summarize(follow), "all_turns": summarize(everything),
+        "stage_ms_per_turn": {k: round(v / turns, 1) for k, v in split.items()} if turns else {},
+        "stage_share": {k: round(v / total_ms, 3) for k, v in split.items()} if total_ms else {},
+        "target_p95_ms": TARGET_P95_MS, "meets_target": bool(p95 <= TARGET_P95_MS),
+    }
+
+
+def _print(result: dict[str, Any]) -> None:
+    src = ", ".join(f"{k} {v}" for k, v in result["sources"].items())
+    print(f"{result['answers_indexed']} answers indexed ({result['corpus']} corpus): {result['distinct_answers']} "
+          f"distinct ({src}), {result['replicas']} replicas; model {result['model']}")
+    for name, why in result["missing_datasets"].items():
+        print(f"  dataset {name} not used: {why}")
+    print(f"encoding: {result['encode_answers_per_second']} answers/s on {result['encode_sample']} answers"
+          + (f"; cache build {result['build']['encode_answers_per_second']} answers/s"
+             if "encode_answers_per_second" in result["build"] else ""))
+    print(f"mean candidates scored per turn: {result['mean_candidates_scored_per_turn']}")
+    print(f"{'turn kind':<16}{'n':>5}{'mean':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}  (ms)")
+    for key in ("first_turn", "follow_up_turn", "all_turns"):
+        s = result[key]
+        print(f"{key:<16}{s['turns']:>5}{s['mean_ms']:>9.1f}{s['p50_ms']:>9.1f}{s['p95_ms']:>9.1f}"
+              f"{s['p99_ms']:>9.1f}{s['max_ms']:>9.1f}")
+    print("mean per turn: " + ", ".join(f"{k} {v:.1f} ms ({100 * result['stage_share'].get(k, 0):.0f}%)"
+                                        for k, v in result["stage_ms_per_turn"].items()))
+    print(f"target p95 <= {TARGET_P95_MS:.0f} ms: {'met' if result['meets_target'] else 'MISSED'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,17 +317,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--answers", type=int, default=10_000)
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--model", choices=list(MODELS), default="hybrid+dt")
+    ap.add_argument("--corpus", choices=("distinct", "replicated"), default="distinct",
+                    help="distinct real answers (default) or the built-in answers replicated (under-counts)")
+    ap.add_argument("--data-dir", type=Path, default=None, help="shared data directory (default: ../shared/data)")
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the built index is kept")
+    ap.add_argument("--encode-sample", type=int, default=256, help="answers encoded to measure throughput")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    if args.answers < 1 or args.questions < 1:
-        ap.error("--answers and --questions must be at least 1")
+    if args.answers < 1 or args.questions < 1 or args.encode_sample < 1:
+        ap.error("--answers, --questions and --encode-sample must be at least 1")
     try:
-        result = run(answers=args.answers, questions=args.questions, model=args.model, seed=args.seed)
+        result = run(answers=args.answers, questions=args.questions, model=args.model, corpus_mode=args.corpus,
+                     data_dir=args.data_dir, cache=args.cache, encode_sample=args.encode_sample, seed=args.seed)
     except DTDialogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({k: v for k, v in result.items()}, indent=2))
+    _print(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0

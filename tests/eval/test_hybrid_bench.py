@@ -1,0 +1,62 @@
+"""The latency bench's corpus: distinct real answers first, replicas only to fill up, stable cache keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.datasets import DatasetUnavailable, default_data_dir, load_eval_set
+from eval.hybrid_bench import assemble_corpus, replicated_corpus
+from parsers.errors import InputError
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def test_without_shared_data_builtin_answers_then_replicas(tmp_path):
+    builtin = load_eval_set("builtin").pool
+    corpus = assemble_corpus(answers=len(builtin) + 30, data_dir=tmp_path)  # an empty data directory
+    assert set(corpus.missing) == {"mechanics", "twitter", "irc"}
+    assert all("not found" in why for why in corpus.missing.values())
+    assert corpus.sources == {"builtin": corpus.distinct}
+    assert len(corpus.answers) == len(builtin) + 30 and corpus.replicas == len(builtin) + 30 - corpus.distinct
+    assert len({a.id for a in corpus.answers}) == len(corpus.answers)  # unique ids, replicas included
+    replicas = corpus.answers[corpus.distinct:]
+    assert all(a.text.endswith("[copy 1]") and "~r1" in a.id for a in replicas)
+    # built-in ids are kept: the timed dialogues' logged successors must be found by id
+    assert {a.id for a in builtin} >= {a.id for a in corpus.answers[:corpus.distinct]}
+
+
+def test_small_sizes_truncate_and_need_no_replica(tmp_path):
+    corpus = assemble_corpus(answers=5, data_dir=tmp_path)
+    assert len(corpus.answers) == 5 and corpus.distinct == 5 and corpus.replicas == 0
+    assert len({_normal(a.text) for a in corpus.answers}) == 5
+    with pytest.raises(InputError, match="at least 1"):
+        assemble_corpus(answers=0, data_dir=tmp_path)
+
+
+def test_digest_follows_the_content(tmp_path):
+    a = assemble_corpus(answers=20, data_dir=tmp_path)
+    assert a.digest() == assemble_corpus(answers=20, data_dir=tmp_path).digest()
+    assert a.digest() != assemble_corpus(answers=21, data_dir=tmp_path).digest()
+
+
+def test_replicated_mode_is_the_old_bench():
+    corpus = replicated_corpus(answers=600)
+    assert corpus.sources == {"builtin": corpus.distinct} and len(corpus.answers) == 600
+
+
+@pytest.mark.shared_data
+def test_shared_pools_give_distinct_prefixed_answers():
+    try:
+        mechanics = load_eval_set("mechanics").pool
+    except DatasetUnavailable as exc:
+        pytest.skip(f"shared data absent: {exc}")
+    builtin = len(load_eval_set("builtin").pool)
+    corpus = assemble_corpus(answers=builtin + 100, data_dir=default_data_dir())
+    assert corpus.replicas == 0 and corpus.sources["mechanics"] == corpus.distinct - corpus.sources["builtin"]
+    texts = [_normal(a.text) for a in corpus.answers]
+    assert len(set(texts)) == len(texts)
+    shared = corpus.answers[corpus.sources["builtin"]:]
+    assert all(a.id.startswith("mechanics/") and a.dialogue_id.startswith("mechanics/") for a in shared)
+    assert {a.id.split("/", 1)[1] for a in shared} <= {a.id for a in mechanics}
