@@ -30,6 +30,7 @@ from index.es_knn import (
     META_DOC_ID,
     META_INDEX_MAPPINGS,
     META_KEY,
+    NAMED_SCORES_VERSION,
     DenseHit,
     dense_hits_from_response,
     dense_index_mappings,
@@ -77,7 +78,9 @@ class ElasticsearchIndex(AnswerIndex):
             except ValueError as exc:
                 raise InputError(f"invalid Elasticsearch URL {url!r}: {exc}") from None
         self.client = client
-        self._call("connect", lambda: self.client.info())
+        info = self._call("connect", lambda: self.client.info())
+        #: (major, minor) of the server; (99, 0) when it does not say (assume a current one)
+        self.server_version = _version(info)
 
     # --- error translation -------------------------------------------------
     def _call(self, what: str, fn):
@@ -257,10 +260,19 @@ class ElasticsearchIndex(AnswerIndex):
 
     def hybrid_hits(self, query: SearchQuery, vector: Sequence[float], *, k: int,
                     mode: str = "union") -> list[DenseHit]:
-        """Send one hybrid request (``index.es_knn.hybrid_request``); return its hits with cosine, vector and hub."""
-        body = hybrid_request(query, vector, k=k, mode=mode)
-        response = self._call("search", lambda: self.client.search(index=self.index_name,
-                                                                   include_named_queries_score=True, **body))
+        """Send one hybrid request (``index.es_knn.hybrid_request``); return its hits with cosine, vector and hub.
+
+        Servers before 8.8 cannot report the lexical query's own score: there the request has no kNN
+        boost and a hit's lexical score is its ``_score``, which includes the kNN part (at most 1) for
+        hits both parts found, and kNN-only hits can be cut by lexical ones (``hybrid_request``).
+        """
+        if self.server_version >= NAMED_SCORES_VERSION:
+            body = hybrid_request(query, vector, k=k, mode=mode)
+            params: dict[str, Any] = {"include_named_queries_score": True}
+        else:  # no per-query scores before 8.8: no boost either, so ``_score`` stays the lexical score
+            body = hybrid_request(query, vector, k=k, mode=mode, knn_boost=None)
+            params = {}
+        response = self._call("search", lambda: self.client.search(index=self.index_name, **params, **body))
         return dense_hits_from_response(_body(response), vector)
 
     def hybrid_search(self, query: SearchQuery, vector: Sequence[float], *, k: int,
@@ -332,6 +344,15 @@ def dense_fields(store: DenseStore, doc_id: str) -> dict[str, Any]:
         raise InputError(f"answer {doc_id!r} has no vector in the dense store: encode the same answers you index")
     return {EMBEDDING_FIELD: [round(v, 7) for v in store.vectors[row].tolist()],
             HUB_FIELD: round(float(store.hub[row]), 6)}
+
+
+def _version(info: Any) -> tuple[int, int]:
+    """Return ``(major, minor)`` from an ``info()`` response, or ``(99, 0)`` when it cannot be read."""
+    try:
+        major, minor = str(_body(info)["version"]["number"]).split(".")[:2]
+        return int(major), int(minor)
+    except (KeyError, TypeError, ValueError):
+        return 99, 0
 
 
 def _body(response: Any) -> dict[str, Any]:

@@ -16,9 +16,9 @@ For an index that stores vectors (``ElasticsearchIndex.rebuild(..., dense=store)
   ``_meta`` pointer to the companion index that holds the BM25 term statistics;
 * ``hybrid_request`` - the ``build_hybrid_body`` request ``ElasticsearchIndex.hybrid_search`` sends:
   the lexical ``bool`` named ``lexical`` (with ``include_named_queries_score`` each hit reports the
-  lexical part of its score separately from the kNN part), ``size`` = lexical size + k so the whole
-  lexical top list fits beside the kNN hits, and ``_source`` naming the vector so it comes back
-  even where Elasticsearch >= 9.2 leaves vectors out of ``_source`` by default;
+  lexical part of its score separately from the kNN part), ``size`` = lexical size + k and a large
+  kNN boost so the lexical top list and the kNN top list both fit, and ``_source`` naming the vector
+  so it comes back even where Elasticsearch >= 9.2 leaves vectors out of ``_source`` by default;
 * ``dense_hits_from_response`` - hits with their exact cosine (computed from the returned vector),
   hubness, and lexical score (0 for a hit only the kNN part found).
 """
@@ -41,6 +41,10 @@ DEFAULT_DIMS = 384
 MODES = ("union", "rrf")
 #: ``_name`` of the lexical ``bool`` query inside a hybrid request.
 LEXICAL_QUERY_NAME = "lexical"
+#: kNN boost of a ``union`` hybrid request: lifts every kNN hit above any lexical-only hit (see ``hybrid_request``).
+UNION_KNN_BOOST = 10_000.0
+#: First server version that reports named-query scores (``include_named_queries_score``).
+NAMED_SCORES_VERSION = (8, 8)
 #: Key of the dense description in the mapping's ``_meta``.
 META_KEY = "dtdialog_dense"
 #: ``_id`` of the one document in the companion ``<index>-meta`` index.
@@ -149,19 +153,25 @@ META_INDEX_MAPPINGS: dict[str, Any] = {"enabled": False}
 
 
 def hybrid_request(query: SearchQuery, vector: Sequence[float], *, k: int, mode: str = "union",
-                   field: str = EMBEDDING_FIELD) -> dict[str, Any]:
+                   knn_boost: float | None = UNION_KNN_BOOST, field: str = EMBEDDING_FIELD) -> dict[str, Any]:
     """Return the body ``ElasticsearchIndex.hybrid_search`` sends (``build_hybrid_body`` plus naming and fields).
 
-    ``union``: ``size`` is ``query.size + k``. Scores of the two parts are summed, so a hit of the
-    lexical top ``query.size`` is always inside the first ``query.size + k`` (at most ``query.size - 1``
-    hits beat it lexically and at most ``k`` more get a kNN bonus); a kNN-only hit can still be
-    outranked by lexical hits beyond the lexical top list on a query with many strong lexical matches.
+    ``union``: ``size`` is ``query.size + k`` and the kNN part gets ``knn_boost``. Elasticsearch sums
+    the two parts' scores and keeps the best ``size``; a kNN score is at most 1, so without the boost
+    any lexical hit beyond the lexical top list (BM25 scores of 5-50) would push kNN-only hits out.
+    With every kNN hit above every other hit, the first ``query.size + k`` are exactly the kNN top
+    ``k`` plus the best lexical hits, a superset of the union. The boost distorts nothing read back:
+    the lexical score comes from the named ``lexical`` query and the cosine from the returned vector.
+    ``knn_boost=None`` sends no boost (a server that cannot report named-query scores, where
+    ``_score`` must stay the lexical score).
     ``rrf``: the fused list of ``max(query.size, k)`` hits (Elasticsearch >= 8.14).
     """
     body = build_hybrid_body(query, vector, k=k, mode=mode, field=field)
     if mode == "union":
         body["query"] = {"bool": {**body["query"]["bool"], "_name": LEXICAL_QUERY_NAME}}
         body["size"] = query.size + k
+        if knn_boost is not None:
+            body["knn"]["boost"] = float(knn_boost)
     else:
         standard = body["retriever"]["rrf"]["retrievers"][0]["standard"]
         standard["query"] = {"bool": {**standard["query"]["bool"], "_name": LEXICAL_QUERY_NAME}}

@@ -30,7 +30,7 @@ from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
 from dtdialog.subtrees import QuestionPlan
 from index.base import SearchHit, SearchQuery
 from index.es_knn import MODES, DenseHit, unit
-from parsers.errors import ConfigError, ModelNotAvailableError
+from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 
 #: Answers whose (vector, hub) the store keeps between requests.
 CACHE_SIZE = 4096
@@ -74,6 +74,14 @@ class EsDenseStore:
     @property
     def dimension(self) -> int:
         return int(self.info.get("dims") or 0)
+
+    def check(self, vector: np.ndarray) -> np.ndarray:
+        """Return ``vector`` when it has the index's dimension; ``InputError`` (one line) otherwise."""
+        dims = self.dimension
+        if dims and np.asarray(vector).size != dims:
+            raise InputError(f"the query encoder gives {np.asarray(vector).size}-dimensional vectors but the "
+                             f"Elasticsearch index stores {dims}: rebuild it with the same encoder")
+        return vector
 
     # --- the id -> (vector, hub) cache ---------------------------------------------------------
     def remember(self, hits: Iterable[DenseHit]) -> None:
@@ -119,7 +127,7 @@ class EsDenseStore:
         """Return the kNN top ``k`` ``(id, cosine)`` from the server, best first."""
         if k < 1:
             return []
-        hits = self.index.knn_hits(query, k=k, exclude_ids=list(exclude_ids))
+        hits = self.index.knn_hits(self.check(query), k=k, exclude_ids=list(exclude_ids))
         self.remember(hits)
         ranked = sorted(hits, key=lambda d: -_finite(d.cosine))
         return [(d.id, d.cosine) for d in ranked]
@@ -157,11 +165,13 @@ class ElasticHybridGenerator:
         """Return lexical hits (best lexical score first) then dense-only hits (best cosine first)."""
         lexical_k, dense_k = self.lexical_k or size, self.dense_k or size
         vector = self.dense.query_vector(dense_query_text(plan.question, followups))
+        store = self.dense.store
+        if hasattr(store, "check"):
+            store.check(vector)
         if query.is_empty():
             found = self.index.knn_hits(vector, k=dense_k, exclude_ids=list(query.exclude_ids))
         else:
             found = self.index.hybrid_hits(query.with_size(lexical_k), vector, k=dense_k, mode=self.mode)
-        store = self.dense.store
         if hasattr(store, "remember"):
             store.remember(found)
         # sorted() is stable: equal lexical scores keep the server's order

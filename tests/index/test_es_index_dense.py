@@ -152,6 +152,7 @@ def test_hybrid_search_sends_one_request_with_the_hybrid_body(server, es, docume
     assert sent.path == "/answers/_search" and sent.params == {"include_named_queries_score": "true"}
     assert sent.body == json.loads(json.dumps(hybrid_request(query, vector, k=3)))
     assert sent.body["size"] == 5 and sent.body["query"]["bool"]["_name"] == "lexical"
+    assert sent.body["knn"]["boost"] == 10_000.0
     assert sent.body["knn"]["k"] == 3 and sent.body["knn"]["filter"]["bool"]["must_not"] == [
         {"ids": {"values": ["nostart#3"]}}]
     assert EMBEDDING_FIELD in sent.body["_source"]["includes"] and "rr_tokens" not in sent.body["_source"]["includes"]
@@ -178,15 +179,34 @@ def test_hybrid_hits_lexical_scores_knn_only_zero_and_exact_cosines(server, es, 
     assert all(float(h.matched["cosine"][0]) == pytest.approx(d.cosine, abs=1e-6) for h, d in zip(plain, hits))
 
 
-def test_without_named_scores_a_lexical_hit_keeps_the_server_score(server, es, documents, store, encoder):
+def test_before_8_8_no_named_scores_no_boost_and_the_server_score(documents, store, encoder):
+    server = FakeElasticsearch(version="8.7.2")  # matched_queries is a list of names there
+    es = ElasticsearchIndex("http://fake-es:9200", index_name="answers", client=server.client())
+    assert es.server_version == (8, 7)
     es.rebuild(documents, dense=store)
-    server.named_scores = False  # an older server: matched_queries is a list of names
     vector = encoder.encode(["battery"])[0]
     hits = es.hybrid_hits(battery_query(), vector, k=2)
-    raw = server.handle("POST", "/answers/_search", json.dumps(hybrid_request(battery_query(), vector, k=2)).encode())
+    sent = server.requests[-1]
+    assert sent.params == {} and "boost" not in sent.body["knn"]
+    assert sent.body == json.loads(json.dumps(hybrid_request(battery_query(), vector, k=2, knn_boost=None)))
+    raw = server.handle("POST", "/answers/_search", json.dumps(sent.body).encode())
     scores = {h["_id"]: h["_score"] for h in raw[1]["hits"]["hits"]}
+    assert any(d.lexical for d in hits)
     assert all(d.hit.score == pytest.approx(scores[d.id]) for d in hits if d.lexical)
     assert all(d.hit.score == 0.0 for d in hits if not d.lexical)
+
+
+def test_the_union_boost_keeps_knn_only_hits_that_strong_lexical_hits_would_push_out(server, es, documents, store,
+                                                                                        encoder):
+    es.rebuild(documents, dense=store)
+    vector = encoder.encode(["brake pads rotor thickness"])[0]
+    query = SearchQuery(size=1).with_keywords("battery", "starter", "alternator", "belt", "fuse", "engine")
+    knn_top = {i for i, _ in store.search(vector, k=1)}
+    boosted = {d.id for d in es.hybrid_hits(query, vector, k=1) if not d.lexical}
+    assert knn_top == {"brakes#1"} and boosted == knn_top
+    body = hybrid_request(query, vector, k=1, knn_boost=None)
+    raw = server.handle("POST", "/answers/_search?include_named_queries_score=true", json.dumps(body).encode())[1]
+    assert "brakes#1" not in {h["_id"] for h in raw["hits"]["hits"]}  # without the boost it is cut
 
 
 def test_rrf_mode_names_the_lexical_retriever(server, es, documents, store, encoder):

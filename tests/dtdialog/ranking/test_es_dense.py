@@ -29,7 +29,7 @@ from index.base import SearchQuery  # noqa: E402
 from index.dense_store import build_dense_store  # noqa: E402
 from index.documents import build_document  # noqa: E402
 from index.es_index import ElasticsearchIndex  # noqa: E402
-from parsers.errors import ConfigError, ModelNotAvailableError  # noqa: E402
+from parsers.errors import ConfigError, InputError, ModelNotAvailableError  # noqa: E402
 
 QUESTION = "My battery is new but the car does not start."
 
@@ -171,6 +171,16 @@ def test_rrf_mode_and_bad_options(world, plan):
     for bad in ({"dense_k": 0}, {"lexical_k": -1}, {"mode": "sum"}):
         with pytest.raises(ConfigError):
             ElasticHybridGenerator(index=es, dense=dense, **bad)
+
+
+def test_an_encoder_of_another_size_is_one_clear_error(world, plan):
+    server, es, store, encoder, docs = world
+    small = ElasticHybridGenerator(index=es, dense=es_dense_signals(es, encoder=HashingEncoder(dim=16)))
+    before = len(server.requests)
+    with pytest.raises(InputError, match="16-dimensional vectors but the Elasticsearch index stores 384"):
+        small.generate(plan=plan, part_index=0, query=SearchQuery(size=2).with_keywords("battery"), followups=[],
+                       size=2)
+    assert len(server.requests) == before  # refused before anything was sent
 
 
 # --- the factory -------------------------------------------------------------------------------------
