@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--limit", type=_positive, default=None, help="index only the first N dialogues")
     build.add_argument("--on-error", choices=("skip", "raise"), default="skip",
                        help="malformed corpus records: skip and report them (default) or stop at the first")
+    build.add_argument("--dense", action="store_true",
+                       help="also encode the answers with MiniLM for the learned ranker (needs the [dense] extra; "
+                            "sqlite: vectors and SG phrases beside the file, elasticsearch: a dense_vector field)")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the build report as JSON")
     build.set_defaults(_index_run=run_build)
@@ -101,12 +104,18 @@ def run_build(args: argparse.Namespace) -> int:
     from parsers.base import get_parser
 
     logging.getLogger("dtdialog.data").setLevel(logging.ERROR)  # the summary line below reports skipped records
+    if args.dense:
+        from index.dense import INSTALL_HINT, dense_available
+        from parsers.errors import ConfigError
+
+        if not dense_available():  # refuse before parsing anything, not after minutes of work
+            raise ConfigError(f"--dense needs the [dense] extra ({INSTALL_HINT})")
     dialogues = load_dialogues(args)
     parser = get_parser(args.parser)
     out = args.out or (default_index_path() if args.backend == "sqlite" else None)
     report = build_index(dialogues=dialogues, parser=parser, backend=args.backend, out=out, url=args.es_url,
                          batch_size=args.batch_size, n_process=args.n_process, progress=not args.quiet,
-                         index_name=args.index_name)
+                         index_name=args.index_name, dense=args.dense)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:

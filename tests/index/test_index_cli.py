@@ -95,3 +95,28 @@ def test_unknown_backend_format_and_es_url(tmp_path: Path, corpus_file: Path, ca
     assert "no Elasticsearch URL" in capsys.readouterr().err
     assert main(["index", "search", "belt", "--backend", "elasticsearch", "--es-url", "http://127.0.0.1:9"]) == 2
     assert "cannot reach Elasticsearch at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_build_dense_refuses_early_without_the_extra(tmp_path: Path, corpus_file: Path, capsys, monkeypatch) -> None:
+    import index.dense
+
+    monkeypatch.setattr(index.dense, "dense_available", lambda: False)
+    out = tmp_path / "d.sqlite"
+    assert main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--out", str(out),
+                 "--parser", "standin-test", "--quiet", "--dense"]) == 2
+    assert "--dense needs the [dense] extra" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.dense
+def test_build_dense_writes_vectors_and_sg_phrases_beside_the_index(tmp_path: Path, corpus_file: Path, capsys) -> None:
+    from index.dense import dense_available
+
+    if not dense_available():
+        pytest.skip("the [dense] extra is not installed")
+    from index.dense_store import DenseStore
+    from index.sg_store import sg_path
+
+    out = tmp_path / "d.sqlite"
+    assert main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--out", str(out),
+                 "--parser", "standin-test", "--quiet", "--dense"]) == 0
+    assert len(DenseStore.load(out)) == 5 and sg_path(out).is_file()
