@@ -19,13 +19,21 @@ self-similarity, so long answers do not win by size alone.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from parsers.nlp_base import AnalyzedText
-from parsers.phrase_chunks import CONTENT_POS, MAX_PHRASE_TOKENS, PhraseChunk, extract_phrases, phrases_of_texts
+from parsers.phrase_chunks import (
+    CONTENT_POS,
+    MAX_PHRASE_TOKENS,
+    PhraseChunk,
+    extract_phrases,
+    phrases_of_text,
+    phrases_of_texts,
+)
 
 __all__ = ["CONTENT_POS", "LIGHT_VERBS", "MAX_PHRASE_TOKENS", "PHRASE_WEIGHTS", "CommonPhrase", "PhraseChunk",
            "SyntacticGeneralizer", "extract_phrases", "generalize", "generalize_phrase_lists", "generalize_phrases",
@@ -206,6 +214,9 @@ class SyntacticGeneralizer:
         self.cache_size = cache_size
         self.weights = dict(weights or PHRASE_WEIGHTS)
         self._cache: OrderedDict[str, tuple[list[PhraseChunk], float]] = OrderedDict()
+        self._pending: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._executor = None
 
     @property
     def nlp(self):
@@ -217,9 +228,10 @@ class SyntacticGeneralizer:
 
     def _store(self, text: str, phrases: list[PhraseChunk]) -> tuple[list[PhraseChunk], float]:
         entry = (phrases, self._self_score(phrases))
-        self._cache[text] = entry
-        if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[text] = entry
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
         return entry
 
     def _self_score(self, phrases: Sequence[PhraseChunk]) -> float:
@@ -233,9 +245,29 @@ class SyntacticGeneralizer:
         if hit is not None:
             self._cache.move_to_end(text)
             return hit
-        from parsers.nlp_spacy import doc_to_analyzed
+        pending = self._pending.get(text)
+        if pending is not None:  # parsed in the background by ``prefetch``: wait for it rather than parse twice
+            return pending.result()
+        return self._store(text, phrases_of_text(text, nlp=self.nlp))
 
-        return self._store(text, extract_phrases(doc_to_analyzed(self.nlp(text))))
+    def prefetch(self, text: str) -> None:
+        """Start parsing ``text`` in a worker thread so a later ``analyze``/``score`` finds it ready.
+
+        The engine calls it when a turn's query text is known, before the agreement checks, so the
+        query's parse overlaps them (spaCy's parser releases the GIL for most of its work).
+        """
+        if text in self._cache or text in self._pending:
+            return
+        with self._lock:
+            if self._executor is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sg-parse")
+            executor = self._executor
+        nlp = self.nlp  # loaded here, not in the worker
+        future = executor.submit(lambda: self._store(text, phrases_of_text(text, nlp=nlp)))
+        self._pending[text] = future
+        future.add_done_callback(lambda _: self._pending.pop(text, None))  # the result is in the cache by then
 
     def warm(self, texts: Iterable[str], *, batch_size: int = 64, progress: bool = False) -> None:
         """Parse many texts in batches (much faster than one by one) into the cache."""
@@ -300,6 +332,11 @@ def generalize(q, a) -> list[CommonPhrase]:
 def sg_score(q, a) -> float:
     """Return the normalised syntactic-generalization relevance of ``a`` to ``q``, in [0, 1]."""
     return _default().score(q, a)
+
+
+def prefetch(q: str) -> None:
+    """Start parsing the query text ``q`` in the background (``SyntacticGeneralizer.prefetch``)."""
+    _default().prefetch(q)
 
 
 def sg_score_phrases(q, answer: Sequence[PhraseChunk]) -> float:

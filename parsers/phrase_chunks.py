@@ -108,13 +108,29 @@ def extract_phrases(text: AnalyzedText) -> list[PhraseChunk]:
     return phrases
 
 
+def unused_pipes(nlp) -> list[str]:
+    """Return the pipes of ``nlp`` phrase extraction can skip: NER runs last in spaCy's English pipelines and
+    sets only entities, so skipping it leaves POS, dependencies, lemmas and noun chunks - the phrases - unchanged
+    (and the parse ~40% cheaper)."""
+    names = list(getattr(nlp, "pipe_names", ()))
+    return ["ner"] if names and names[-1] == "ner" else []
+
+
+def phrases_of_text(text: str, *, nlp=None) -> list[PhraseChunk]:
+    """Return the phrases of one text (``nlp`` defaults to ``load_spacy()``)."""
+    from parsers.nlp_spacy import doc_to_analyzed, load_spacy
+
+    nlp = nlp if nlp is not None else load_spacy()
+    return extract_phrases(doc_to_analyzed(nlp(text, disable=unused_pipes(nlp))))
+
+
 def phrases_of_texts(texts: Sequence[str], *, nlp=None, batch_size: int = 64, progress: bool = False,
                      desc: str = "parsing (SG)") -> list[list[PhraseChunk]]:
     """Return the phrases of each of ``texts`` (one batched spaCy pass; ``nlp`` defaults to ``load_spacy()``)."""
     from parsers.nlp_spacy import doc_to_analyzed, load_spacy
 
     nlp = nlp if nlp is not None else load_spacy()
-    docs = nlp.pipe(texts, batch_size=batch_size)
+    docs = nlp.pipe(texts, batch_size=batch_size, disable=unused_pipes(nlp))
     if progress:
         import sys
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -63,14 +64,29 @@ class DenseSignals:
         self.query_threads = query_threads
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: dict[str, Future] = {}
+        self._executor: ThreadPoolExecutor | None = None
 
-    def query_vector(self, text: str) -> np.ndarray:
-        """Return the unit embedding of ``text`` (cached)."""
+    def prefetch(self, text: str) -> None:
+        """Start encoding ``text`` in a worker thread, so the caller's other work (the lexical search) overlaps it.
+
+        torch releases the GIL in its kernels, so on two cores the query's forward pass and the
+        SQLite search run side by side; ``query_vector(text)`` then waits for the result.
+        """
         with self._lock:
-            vec = self._cache.get(text)
-            if vec is not None:
-                self._cache.move_to_end(text)
-                return vec
+            if text in self._cache or text in self._pending:
+                return
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense-query")
+            future = self._executor.submit(self._encode_and_cache, text)
+            self._pending[text] = future
+        future.add_done_callback(lambda _: self._forget(text))
+
+    def _forget(self, text: str) -> None:
+        with self._lock:
+            self._pending.pop(text, None)
+
+    def _encode_and_cache(self, text: str) -> np.ndarray:
         with _TorchThreads(self.query_threads):
             vec = np.asarray(self.encoder.encode([text]), dtype=np.float32)[0]
         with self._lock:
@@ -78,6 +94,18 @@ class DenseSignals:
             while len(self._cache) > _QUERY_CACHE:
                 self._cache.popitem(last=False)
         return vec
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """Return the unit embedding of ``text`` (cached; waits for a ``prefetch`` of it in progress)."""
+        with self._lock:
+            vec = self._cache.get(text)
+            if vec is not None:
+                self._cache.move_to_end(text)
+                return vec
+            pending = self._pending.get(text)
+        if pending is not None:
+            return pending.result()
+        return self._encode_and_cache(text)
 
     def prime(self, texts: Sequence[str]) -> None:
         """Encode many query texts in one batch (evaluation runs), filling the cache."""

@@ -128,6 +128,8 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
         sg_store = sg_store_for(index, Path(index_path), progress=progress)
     scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store),
                            config=cfg, require_agreement=bool(require_agreement), out_of_fold=out_of_fold)
+    if isinstance(generator, HybridGenerator):  # the query's SG parse overlaps the searches and agreement checks
+        generator.prefetch = (scorer.extractor.prefetch,)
     return generator, scorer
 
 

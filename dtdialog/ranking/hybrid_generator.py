@@ -8,7 +8,7 @@ once per turn (``DenseSignals`` caches it for the scorer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
 from dtdialog.subtrees import QuestionPlan
@@ -20,11 +20,12 @@ class HybridGenerator:
     """Union of the lexical top ``lexical_k`` and the dense top ``dense_k`` (each defaults to the step's ``size``).
 
     A learned ranker is trained on candidate lists of one depth; passing that depth here keeps the
-    lists it sees at run time alike.
+    lists it sees at run time alike. ``prefetch``: callables given the step's dense query text once the
+    hits are found, to start work the scorer will need (``SignalExtractor.prefetch``: the SG parse).
     """
 
     def __init__(self, *, index: AnswerIndex, dense: DenseSignals, dense_k: int | None = None,
-                 lexical_k: int | None = None) -> None:
+                 lexical_k: int | None = None, prefetch: Sequence[Callable[[str], None]] = ()) -> None:
         for name, value in (("dense_k", dense_k), ("lexical_k", lexical_k)):
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be at least 1, got {value}")
@@ -32,14 +33,16 @@ class HybridGenerator:
         self.dense = dense
         self.dense_k = dense_k
         self.lexical_k = lexical_k
+        self.prefetch = tuple(prefetch)
 
     def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],
                  size: int) -> list[SearchHit]:
         """Return lexical hits then dense-only hits; no answer twice, none of ``query.exclude_ids``."""
+        text = dense_query_text(plan.question, followups)
+        self.dense.prefetch(text)  # the query's encoding runs in a worker thread during the lexical search
         hits = [] if query.is_empty() else self.index.search(query.with_size(self.lexical_k or size))
         seen = {h.document.id for h in hits}
-        dense_hits = self.dense.search(dense_query_text(plan.question, followups), k=self.dense_k or size,
-                                       exclude_ids=query.exclude_ids)
+        dense_hits = self.dense.search(text, k=self.dense_k or size, exclude_ids=query.exclude_ids)
         for doc_id, cosine in dense_hits:
             if doc_id in seen:
                 continue
@@ -48,6 +51,8 @@ class HybridGenerator:
                 continue
             seen.add(doc_id)
             hits.append(SearchHit(document=doc, score=0.0, matched={"dense": [f"{cosine:.3f}"]}))
+        for start in self.prefetch:  # e.g. the scorer's SG parse of the query, during the agreement checks
+            start(text)
         return hits
 
     def to_dict(self) -> dict:

@@ -84,6 +84,13 @@ class SignalExtractor:
             ))
         return out
 
+    def prefetch(self, query: str) -> None:
+        """Start the SG parse of a step's query text in the background (no-op without the SG feature)."""
+        if self.use_sg:
+            from dtdialog.syntactic_generalization import prefetch
+
+            prefetch(query)
+
     def _sg(self, query: str, candidates: Sequence[RankedCandidate]) -> list[float]:
         """Return the SG score of each candidate: from its stored phrases when the store has them, else parsed."""
         from dtdialog.syntactic_generalization import sg_score, sg_score_phrases

@@ -73,6 +73,27 @@ def test_stored_phrase_scores_equal_on_the_fly_scores(nlp):
     assert nonzero >= 3  # the comparison is not vacuous
 
 
+def test_skipping_ner_leaves_every_phrase_unchanged(nlp):
+    """Phrases are parsed without the NER pipe (cheaper); NER runs last and sets only entities."""
+    from parsers.nlp_spacy import doc_to_analyzed
+    from parsers.phrase_chunks import extract_phrases, phrases_of_text, phrases_of_texts
+
+    full = [extract_phrases(doc_to_analyzed(nlp(t))) for t in TEXTS + QUESTIONS]
+    assert phrases_of_texts(TEXTS + QUESTIONS, nlp=nlp) == full
+    assert [phrases_of_text(t, nlp=nlp) for t in TEXTS + QUESTIONS] == full
+
+
+def test_prefetched_query_parse_gives_the_same_score(nlp):
+    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+
+    store = build_sg_store(ids=["a"], texts=TEXTS[:1], nlp=nlp, progress=False)
+    g = SyntacticGeneralizer(nlp=nlp)
+    g.prefetch(QUESTIONS[0])
+    g.prefetch(QUESTIONS[0])  # a second prefetch of the same text is not parsed twice
+    assert g.score_phrases(QUESTIONS[0], store.phrases("a")) == SyntacticGeneralizer(nlp=nlp).score(QUESTIONS[0], TEXTS[0])
+    assert QUESTIONS[0] in g._cache
+
+
 def test_builder_writes_phrases_that_match_the_index(index_path, nlp):
     store = build_for_index(index_path, nlp=nlp, progress=False)
     with SqliteIndex(index_path) as index:
