@@ -17,9 +17,10 @@ only ~3 candidates, and the copies' texts hit the SG parse cache.
 Encoding throughput (answers/s) is the MiniLM batch encoder on up to ``--encode-sample`` distinct
 answers, measured on every run (plus the full build's figure when the cache was built). After
 warm-up turns, each built-in opening question starts a session (turn 1) and its logged follow-up
-C1 is turn 2; the output has p50/p95/p99 per turn kind in milliseconds, the mean number of
-candidates scored per turn and the share of the turn spent in each stage (generation, signals
-with SG, model, the rest).
+C1 is turn 2; the output has p50/p95/p99 per turn kind in milliseconds (wall clock, and the
+process CPU time per turn, which a busy shared machine inflates less), the load average, the mean
+number of candidates scored per turn and the share of the turn spent in each stage (generation,
+signals, SG, model, RST parser, the rest).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import sys
 import tempfile
@@ -254,16 +256,21 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         scorer.score = counting_score  # type: ignore[method-assign]
         first: list[float] = []
         follow: list[float] = []
+        cpu: list[float] = []  # process CPU time per turn (all threads): what the turn costs, whatever the load
+        load_before = os.getloadavg()[0]
         for d in tqdm(dialogues, desc="timing turns", unit="dialogue", file=sys.stderr, disable=not progress):
             sid = manager.start_session()
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             result = manager.handle(session_id=sid, text=d.question)
             first.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - cpu_start) * 1000)
             c1 = next((t.text for t in d.turns[1:] if t.role == "C"), None)
             if c1 and result.kind == "answer":
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 manager.handle(session_id=sid, text=c1)
                 follow.append((time.perf_counter() - start) * 1000)
+                cpu.append((time.process_time() - cpu_start) * 1000)
+        load_after = os.getloadavg()[0]
         manager.store.close()
     size = index.count()
     index.close()
@@ -286,6 +293,8 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         "build": manifest, "ranking_load_seconds": round(load_s, 2),
         "mean_candidates_scored_per_turn": round(float(np.mean(scored)), 1) if scored else 0.0,
         "first_turn": summarize(first), "follow_up_turn": summarize(follow), "all_turns": summarize(everything),
+        "cpu_per_turn": summarize(cpu), "load_average": [round(load_before, 2), round(load_after, 2)],
+        "cpu_count": os.cpu_count(),
         "stage_ms_per_turn": {k: round(v / turns, 1) for k, v in split.items()} if turns else {},
         "stage_share": {k: round(v / total_ms, 3) for k, v in split.items()} if total_ms else {},
         "target_p95_ms": TARGET_P95_MS, "meets_target": bool(p95 <= TARGET_P95_MS),
@@ -303,12 +312,14 @@ def _print(result: dict[str, Any]) -> None:
              if "encode_answers_per_second" in result["build"] else ""))
     print(f"mean candidates scored per turn: {result['mean_candidates_scored_per_turn']}")
     print(f"{'turn kind':<16}{'n':>5}{'mean':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}  (ms)")
-    for key in ("first_turn", "follow_up_turn", "all_turns"):
+    for key in ("first_turn", "follow_up_turn", "all_turns", "cpu_per_turn"):
         s = result[key]
         print(f"{key:<16}{s['turns']:>5}{s['mean_ms']:>9.1f}{s['p50_ms']:>9.1f}{s['p95_ms']:>9.1f}"
               f"{s['p99_ms']:>9.1f}{s['max_ms']:>9.1f}")
     print("mean per turn: " + ", ".join(f"{k} {v:.1f} ms ({100 * result['stage_share'].get(k, 0):.0f}%)"
                                         for k, v in result["stage_ms_per_turn"].items()))
+    print(f"load average {result['load_average'][0]} -> {result['load_average'][1]} on {result['cpu_count']} cores "
+          "(cpu_per_turn: process CPU time, all threads)")
     print(f"target p95 <= {TARGET_P95_MS:.0f} ms: {'met' if result['meets_target'] else 'MISSED'}")
 
 
