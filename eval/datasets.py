@@ -179,6 +179,17 @@ def load_irc(data_dir: Path) -> EvalSet:
         "train answers = extra candidates"))
 
 
+def load_irc_train(data_dir: Path) -> EvalSet:
+    """Return the IRC *train* split as an evaluation-shaped set: its dialogues, and only its own answers as pool.
+
+    Training data for the learned ranker (issue 8 allows the IRC train split); it shares no
+    dialogue, and no candidate, with the ``irc`` test set (the dev split).
+    """
+    path = _require(data_dir / "support_dialogues" / "ubuntu_irc_threads_train_dev.jsonl")
+    train = [d for d in _load(path, "irc") if _split_of(d) != "dev"]
+    return build_eval_set("irc-train", train, description="Ubuntu IRC train split (ranker training data)")
+
+
 def _split_of(dialogue: Dialogue) -> str:
     split = dialogue.meta.get("split")
     if split:

@@ -69,7 +69,7 @@ def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
     from eval.methods.dtq import pool_dialogues
     from eval.methods.pool_index import pool_digest
     from index.builder import build_index
-    from index.dense_store import DenseStore, build_for_index
+    from index.dense_store import DenseStore
     from parsers.base import get_parser
 
     path = cache / f"{eval_set.name}-{pool_digest(eval_set.pool)}.sqlite"
@@ -78,7 +78,11 @@ def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
         build_index(dialogues=pool_dialogues(eval_set.pool), parser=get_parser(), backend="sqlite", out=path,
                     progress=progress)
     if not DenseStore.exists(path):
-        build_for_index(path, progress=progress)
+        from eval.methods.pool_index import seed_dense_store
+        from index.registry import open_index
+
+        with open_index(backend="sqlite", path=path) as index:  # vectors from the cross-run cache when known
+            seed_dense_store(index, path, progress=progress)
     return path
 
 
@@ -183,17 +187,19 @@ def paired_difference(a: np.ndarray, b: np.ndarray, *, seed: int = 0, samples: i
 
 
 def cross_validate(queries: Sequence[QueryRows], names: Sequence[str], *, kind: str, folds: int,
-                   seed: int, c: float = 0.1, models_out: list | None = None) -> np.ndarray:
+                   seed: int, c: float = 0.1, models_out: list | None = None,
+                   extra: Sequence[QueryRows] = (), extra_weight: float = 1.0) -> np.ndarray:
     """Return the gold rank of every question, each scored by a model fitted on the other folds.
 
     ``models_out``, when given, receives the fold models in fold order (shipped with the model so an
-    evaluation on this pool can score each question with the model that never saw it).
+    evaluation on this pool can score each question with the model that never saw it). ``extra``
+    rows (another dataset's training split) join every training fold and are never tested here.
     """
     scores: list[np.ndarray] = [np.zeros(len(q.ids)) for q in queries]
     for test in folds_of(len(queries), folds=folds, seed=seed):
         test_set = set(test.tolist())
         train = [q for i, q in enumerate(queries) if i not in test_set and q.rows]
-        model = fit(train, names, kind=kind, c=c)
+        model = fit(train, names, kind=kind, c=c, extra=extra, extra_weight=extra_weight)
         if models_out is not None:
             models_out.append(model)
         for i in test:
@@ -204,13 +210,27 @@ def cross_validate(queries: Sequence[QueryRows], names: Sequence[str], *, kind: 
     return gold_ranks(queries, scores)
 
 
-def fit(queries: Sequence[QueryRows], names: Sequence[str], *, kind: str, c: float = 0.1):
-    """Return the estimator fitted on every candidate of ``queries`` (gold = 1, others = 0)."""
-    X = np.vstack([feature_matrix(q.rows, names) for q in queries])
-    y = np.concatenate([np.asarray(q.gold, dtype=int) for q in queries])
+def fit(queries: Sequence[QueryRows], names: Sequence[str], *, kind: str, c: float = 0.1,
+        extra: Sequence[QueryRows] = (), extra_weight: float = 1.0):
+    """Return the estimator fitted on every candidate of ``queries`` and ``extra`` (gold = 1, others = 0).
+
+    ``extra_weight`` scales the extra rows so that, in total, they weigh ``extra_weight`` times the
+    main rows (1.0: both datasets count alike however many steps each has).
+    """
+    extra = [q for q in extra if q.rows] if extra_weight > 0 else []
+    X = np.vstack([feature_matrix(q.rows, names) for q in [*queries, *extra]])
+    y = np.concatenate([np.asarray(q.gold, dtype=int) for q in [*queries, *extra]])
     if y.sum() == 0:
         raise InputError("no question has its gold answer among the candidates; nothing to learn")
-    return make_estimator(kind, c=c).fit(X, y)
+    n_main = sum(len(q.rows) for q in queries)
+    weights = np.ones(len(y))
+    if extra:
+        weights[n_main:] = extra_weight * n_main / (len(y) - n_main)
+    estimator = make_estimator(kind, c=c)
+    if not hasattr(estimator, "steps"):
+        return estimator.fit(X, y, sample_weight=weights)
+    # every step that takes weights gets them, so the scaler standardises with the same weighting
+    return estimator.fit(X, y, **{f"{name}__sample_weight": weights for name, _ in estimator.steps})
 
 
 def single_feature_ranks(queries: Sequence[QueryRows], name: str) -> np.ndarray:
@@ -261,6 +281,15 @@ def run(args: argparse.Namespace) -> dict:
                     "collect_seconds": round(seconds_collect, 1), "results": {}}
     print(f"{len(queries)} questions, k={args.k}: gold answer among the candidates for {recall:.3f} "
           f"(mean {report['mean_candidates']} candidates)")
+    extra: list[QueryRows] = []
+    if args.extra == "irc":
+        from eval.datasets import load_irc_train
+        from eval.ranker_rows import collect_dialogue_rows
+
+        extra = collect_dialogue_rows(load_irc_train(data_dir), cache=cache, k=args.k, progress=not args.no_progress)
+        report["extra"] = {"dataset": "irc train split", "steps": len(extra), "weight": args.extra_weight,
+                           "candidate_recall": round(float(np.mean([any(q.gold) for q in extra])), 4) if extra else 0}
+        print(f"+ {len(extra)} IRC train dialogue steps in every training fold (weight {args.extra_weight})")
     results = report["results"]
     dense_ranks = full_pool_dense_ranks(data_dir=data_dir, cache=cache, limit=args.limit)
     results["dense (full pool)"] = summarize(dense_ranks)
@@ -272,7 +301,8 @@ def run(args: argparse.Namespace) -> dict:
     fold_models: dict[str, list] = {}
     for name in sets:
         ranks = cross_validate(queries, FEATURE_SETS[name], kind=args.model, folds=args.folds, seed=args.seed,
-                               c=args.c, models_out=fold_models.setdefault(name, []))
+                               c=args.c, models_out=fold_models.setdefault(name, []), extra=extra,
+                               extra_weight=args.extra_weight)
         results[name] = summarize(ranks)
         report["vs_dense"][name] = paired_difference(ranks, dense_ranks)
     for name, s in results.items():
@@ -287,12 +317,15 @@ def run(args: argparse.Namespace) -> dict:
                     for f, test in enumerate(folds_of(len(queries), folds=args.folds, seed=args.seed)) for i in test}
         for name in sets:
             names = FEATURE_SETS[name]
-            estimator = fit(usable, names, kind=args.model, c=args.c)
+            estimator = fit(usable, names, kind=args.model, c=args.c, extra=extra, extra_weight=args.extra_weight)
             X = np.vstack([feature_matrix(q.rows, names) for q in usable])
             manifest = {"name": Path(MODEL_FILES[name]).stem, "feature_set": name, "model": args.model, "C": args.c,
-                        "trained_on": f"mechanics_qa_dev ({len(usable)} questions, all folds)", "k": args.k,
+                        "trained_on": f"mechanics_qa_dev ({len(usable)} questions, all folds)"
+                                      + (f" + IRC train split ({len(extra)} dialogue steps, weight {args.extra_weight})"
+                                         if extra else ""), "k": args.k,
                         "pool_digest": pool_digest(load_mechanics(data_dir).pool),
                         "command": "python -m eval.train_ranker"
+                                   + (f" --extra {args.extra} --extra-weight {args.extra_weight}" if extra else "")
                                    + (f" --folds {args.folds}" if args.folds != 5 else "")
                                    + (f" --seed {args.seed}" if args.seed != 13 else ""),
                         "cv": results[name], "cv_dense": results["dense (full pool)"],
@@ -342,6 +375,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--c", type=float, default=0.1, help="inverse regularisation of the logistic regression")
     parser.add_argument("-k", type=int, default=DEFAULT_K, help="lexical and dense candidates per question")
     parser.add_argument("--limit", type=int, help="only the first N questions (quick runs)")
+    parser.add_argument("--extra", choices=["none", "irc"], default="none",
+                        help="add another dataset's training split to every training fold (irc: the IRC train split)")
+    parser.add_argument("--extra-weight", type=float, default=1.0,
+                        help="total weight of the extra rows relative to the mechanics rows (default 1)")
     parser.add_argument("--cache", default=str(DEFAULT_CACHE), help="where the pool index and features are kept")
     parser.add_argument("--out-dir", help="write the models here instead of dtdialog/ranking/models")
     parser.add_argument("--no-save", action="store_true", help="cross-validate only")
@@ -351,6 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("-k must be at least 1")
+    if args.extra_weight < 0:
+        parser.error("--extra-weight must be 0 or more")
     try:
         run(args)
     except DTDialogError as exc:

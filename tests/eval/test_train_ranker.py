@@ -57,3 +57,25 @@ def test_cli_rejects_bad_options(capsys):
         main(["-k", "0"])
     with pytest.raises(SystemExit):
         main(["--feature-set", "bogus"])
+
+
+def test_extra_rows_join_training_with_their_weight():
+    from eval.train_ranker import fit
+
+    queries = synthetic(40, seed=2)
+    # an extra "dataset" whose gold answers are the ones with LOW dense: it fights the main signal
+    flipped = [QueryRows(q.question_id + "x", q.ids, [{**r, "dense": 1.1 - r["dense"]} for r in q.rows], q.gold)
+               for q in synthetic(40, seed=3)]
+    names = ("dense", "lexical")
+    alone = fit(queries, names, kind="lr")
+    ignored = fit(queries, names, kind="lr", extra=flipped, extra_weight=0.0)
+    X = np.array([[0.9, 0.5], [0.2, 0.5]])
+    np.testing.assert_allclose(ignored.decision_function(X), alone.decision_function(X), atol=1e-6)
+    heavy = fit(queries, names, kind="lr", extra=flipped, extra_weight=10.0)
+    assert heavy.named_steps["logisticregression"].coef_[0][0] < alone.named_steps["logisticregression"].coef_[0][0]
+
+
+def test_extra_rows_never_enter_a_test_fold():
+    queries = synthetic(30, seed=4)
+    ranks = cross_validate(queries, ("dense", "lexical"), kind="lr", folds=3, seed=1, extra=synthetic(10, seed=5))
+    assert len(ranks) == len(queries)  # one rank per main question; the extra steps are training only

@@ -1,0 +1,75 @@
+"""Ranker training rows from multi-step dialogues: every step's candidates, as the engine generates them.
+
+``eval.train_ranker`` records single-step mechanics questions; a support dialogue adds steps whose
+query is the question plus the follow-ups so far (Q, A1, C1 -> A2). Each step is ranked by the
+engine's ``AnswerSelector`` with the ``HybridGenerator`` and a recording scorer, with the actual
+earlier answers excluded and given as context (teacher forcing), and the actual answer as gold.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from parsers.errors import InputError
+
+
+def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = True, max_steps: int = 3,
+                          limit: int | None = None) -> list:
+    """Return one ``QueryRows`` per dialogue step of ``eval_set`` (cached as JSON in ``cache``)."""
+    from tqdm import tqdm
+
+    from dtdialog.engine_config import EngineConfig
+    from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
+    from dtdialog.ranking.hybrid_generator import HybridGenerator
+    from dtdialog.ranking.signals import SignalExtractor
+    from dtdialog.selector import AnswerSelector
+    from eval.train_ranker import QueryRows, RecordingScorer, build_pool_index
+    from index.dense import DenseEncoder
+    from index.dense_store import DenseStore
+    from index.registry import open_index
+    from parsers.base import get_parser
+
+    dialogues = list(eval_set.dialogues[:limit] if limit else eval_set.dialogues)
+    index_path = build_pool_index(eval_set, cache=cache, progress=progress)
+    rows_path = cache / f"{index_path.stem}-k{k}-d{len(dialogues)}-s{max_steps}.rows.json"
+    if rows_path.is_file():
+        return [QueryRows(**r) for r in json.loads(rows_path.read_text(encoding="utf-8"))]
+    dense = DenseSignals(store=DenseStore.load(index_path), encoder=DenseEncoder())
+    dense.prime([dense_query_text(d.question, d.followups[:s]) for d in dialogues
+                 for s in range(min(d.n_answers, max_steps))])
+    sg_store = None
+    try:
+        from index.sg_store import sg_store_for
+    except ImportError:
+        sg_store_for = None
+    out: list = []
+    with open_index(backend="sqlite", path=index_path) as index:
+        if sg_store_for is not None:
+            sg_store = sg_store_for(index, index_path, progress=progress)
+        extractor = SignalExtractor(dense=dense, sg_store=sg_store) if sg_store is not None \
+            else SignalExtractor(dense=dense)
+        recorder = RecordingScorer(extractor=extractor)
+        selector = AnswerSelector(index=index, parser=get_parser(), config=EngineConfig(candidates=k),
+                                  generator=HybridGenerator(index=index, dense=dense, dense_k=k), scorer=recorder)
+        for d in tqdm(dialogues, desc=f"{eval_set.name}: ranking dialogue steps", unit="dialogue", file=sys.stderr,
+                      disable=not progress, dynamic_ncols=True):
+            try:
+                plan = selector.plan(d.question)
+            except InputError:
+                continue
+            for step, gold in enumerate(d.answer_ids[:max_steps]):
+                earlier = list(d.answer_ids[:step])
+                try:
+                    selector.rank_outcome(question=plan, step=step, followups=list(d.followups[:step]),
+                                          exclude_ids=earlier, context_ids=earlier, size=k)
+                    rows, ids = recorder.last, recorder.last_ids
+                except InputError:
+                    rows, ids = [], []
+                out.append(QueryRows(question_id=f"{d.id}/{step + 1}", ids=ids, rows=rows,
+                                     gold=[i == gold for i in ids]))
+    tmp = rows_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps([r.__dict__ for r in out]), encoding="utf-8")
+    tmp.replace(rows_path)
+    return out
