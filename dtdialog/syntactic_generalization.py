@@ -146,9 +146,10 @@ def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]
 
 
 #: Generalizations already computed, by phrase pair: the same phrases ("the battery", "check the fuse") recur across
-#: answers, and the alignment is the costly part of scoring ~70 candidates per turn. Bounded; cleared when full.
+#: answers, and the alignment is the costly part of scoring ~40-70 candidates per turn. Bounded and cleared when
+#: full: kept small, because every live entry is scanned by each full garbage collection of the serving process.
 _PAIR_MEMO: dict[tuple[PhraseChunk, PhraseChunk], CommonPhrase | None] = {}
-_PAIR_MEMO_SIZE = 200_000
+_PAIR_MEMO_SIZE = 20_000
 _WEIGHT_MEMO: dict[PhraseChunk, float] = {}
 
 

@@ -1,8 +1,8 @@
 """Syntactic-generalization phrases of every indexed answer, stored beside a SQLite index.
 
 File, for an index ``answers.sqlite``: ``answers.sqlite.sg.json`` =
-``{"kind": "dtdialog-sg-phrases", "version": 1, "index": {fingerprint}, "ids": [...], "phrases": [[...], ...]}``
-where each answer's phrases are ``[kind, lemmas, pos]`` lists (``parsers.phrase_chunks.PhraseChunk``).
+``{"kind": "dtdialog-sg-phrases", "version": 2, "index": {fingerprint}, "ids": [...], "phrases": ["[...]", ...]}``
+where each answer's phrases are one JSON string of ``[kind, lemmas, pos]`` lists (``PhraseChunk.to_list``).
 
 The learned ranker's ``sg`` feature generalizes the query's phrases with each candidate's; parsing
 a candidate with spaCy at query time costs ~15 ms, i.e. about a second per turn at 10k answers where
@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from parsers.phrase_chunks import PhraseChunk, phrases_of_texts
 
 log = logging.getLogger("dtdialog.index")
 KIND = "dtdialog-sg-phrases"
-VERSION = 1
+VERSION = 2  # 2: each answer's phrase list is one JSON string (decoded on use)
 
 
 def sg_path(index_path: str | Path) -> Path:
@@ -45,26 +47,60 @@ def index_fingerprint(index) -> dict[str, Any]:
             "built": info.get("built"), "generation": generation}
 
 
-class SGPhraseStore:
-    """Phrase lists by answer id; ``phrases(doc_id)`` returns None for an answer it does not hold."""
+def _encode(phrases: Sequence[PhraseChunk]) -> str:
+    return json.dumps([p.to_list() for p in phrases], separators=(",", ":"))
 
-    def __init__(self, *, ids: Sequence[str], phrases: Sequence[Sequence[PhraseChunk]],
-                 fingerprint: dict[str, Any] | None = None) -> None:
-        if len(ids) != len(phrases):
-            raise InputError(f"SG phrase store: {len(ids)} ids for {len(phrases)} phrase lists")
+
+def _decode(raw: str) -> tuple[PhraseChunk, ...]:
+    data = json.loads(raw)
+    if not isinstance(data, list):
+        raise ValueError("a phrase list must be a JSON list")
+    return tuple(PhraseChunk.from_list(p) for p in data)
+
+
+class SGPhraseStore:
+    """Phrase lists by answer id; ``phrases(doc_id)`` returns None for an answer it does not hold.
+
+    Each answer's phrases are held as one compact JSON string and decoded on use (``DECODED_CACHE``
+    most recent kept): 10k answers as ~250k live phrase objects made every full garbage collection
+    of the serving process scan them (~170 ms, landing inside a turn), while strings are not scanned.
+    """
+
+    DECODED_CACHE = 4096
+
+    def __init__(self, *, ids: Sequence[str], phrases: Sequence[Sequence[PhraseChunk]] | None = None,
+                 encoded: Sequence[str] | None = None, fingerprint: dict[str, Any] | None = None) -> None:
+        raw = list(encoded) if encoded is not None else [_encode(p) for p in (phrases or [])]
+        if len(ids) != len(raw):
+            raise InputError(f"SG phrase store: {len(ids)} ids for {len(raw)} phrase lists")
         self.ids = list(ids)
         self.fingerprint = dict(fingerprint or {})
-        self._by_id = {doc_id: tuple(p) for doc_id, p in zip(self.ids, phrases)}
+        self._raw = dict(zip(self.ids, raw))
+        self._decoded: OrderedDict[str, tuple[PhraseChunk, ...]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._by_id
+        return doc_id in self._raw
 
     def phrases(self, doc_id: str) -> tuple[PhraseChunk, ...] | None:
         """Return the stored phrases of ``doc_id``, or None when the store does not hold it."""
-        return self._by_id.get(doc_id)
+        with self._lock:
+            hit = self._decoded.get(doc_id)
+            if hit is not None:
+                self._decoded.move_to_end(doc_id)
+                return hit
+        raw = self._raw.get(doc_id)
+        if raw is None:
+            return None
+        decoded = _decode(raw)  # validated at load, so this cannot fail on a loaded store
+        with self._lock:
+            self._decoded[doc_id] = decoded
+            if len(self._decoded) > self.DECODED_CACHE:
+                self._decoded.popitem(last=False)
+        return decoded
 
     def in_step_with(self, index) -> bool:
         """Return True when this store was made from ``index`` as it is now (same fingerprint)."""
@@ -73,18 +109,22 @@ class SGPhraseStore:
     # --- persistence --------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND, "version": VERSION, "index": self.fingerprint, "ids": self.ids,
-                "phrases": [[p.to_list() for p in self._by_id[i]] for i in self.ids]}
+                "phrases": [self._raw[i] for i in self.ids]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SGPhraseStore:
-        """Return the store of ``to_dict`` output; raises ``InputError`` when it is not one."""
+        """Return the store of ``to_dict`` output; raises ``InputError`` when it is not one (every entry is checked)."""
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise InputError("not a dtdialog SG phrase file")
         if data.get("version") != VERSION:
             raise InputError(f"SG phrase file version {data.get('version')}, expected {VERSION}")
         try:
-            phrases = [[PhraseChunk.from_list(p) for p in row] for row in data["phrases"]]
-            return cls(ids=[str(i) for i in data["ids"]], phrases=phrases, fingerprint=data.get("index") or {})
+            ids, encoded = [str(i) for i in data["ids"]], list(data["phrases"])
+            for raw in encoded:
+                if not isinstance(raw, str):
+                    raise ValueError("a phrase list must be a JSON string")
+                _decode(raw)  # a bad entry fails here, at load, never in the middle of a turn
+            return cls(ids=ids, encoded=encoded, fingerprint=data.get("index") or {})
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed SG phrase file: {exc}") from None
 

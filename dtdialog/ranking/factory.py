@@ -130,7 +130,30 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
                            config=cfg, require_agreement=bool(require_agreement), out_of_fold=out_of_fold)
     if isinstance(generator, HybridGenerator):  # the query's SG parse overlaps the searches and agreement checks
         generator.prefetch = (scorer.extractor.prefetch,)
+    _freeze_loaded_objects(dense=dense, use_sg=model.uses_sg)
     return generator, scorer
+
+
+def _freeze_loaded_objects(*, dense, use_sg: bool) -> None:
+    """Move everything loaded so far (models, pipelines, stores) out of the cyclic garbage collector's view.
+
+    They live as long as the process; left in view, each full collection scans them: with the
+    learned ranker loaded that is ~0.5M objects and 300-450 ms, landing inside a turn (the p99 of
+    ``eval.hybrid_bench``). Objects made later (per-turn data, caches) are collected as usual. The
+    query encoder and the spaCy pipeline load lazily, so they are loaded (one query encoded) first.
+    """
+    import gc
+
+    try:
+        dense.query_vector("warm up")
+        if use_sg:
+            from dtdialog.syntactic_generalization import _default
+
+            _default().nlp  # noqa: B018 - loads the shared spaCy pipeline (the RST parser's too)
+    except Exception as exc:  # noqa: BLE001 - warming is an optimisation; a real problem surfaces on the first turn
+        log.debug("could not pre-load the query encoder / spaCy: %s", exc)
+    gc.collect()
+    gc.freeze()
 
 
 def _es_has_vectors(index: AnswerIndex) -> bool:

@@ -117,8 +117,10 @@ def test_out_of_step_store_is_rebuilt(index_path, nlp, tmp_path):
 
 
 @pytest.mark.parametrize("content", [b"", b"{not json", b"\x00\xff\xfe binary", b'{"kind": "other"}',
-                                     b'{"kind": "dtdialog-sg-phrases", "version": 1, "ids": ["a"], "phrases": []}',
-                                     b'{"kind": "dtdialog-sg-phrases", "version": 1, "ids": ["a"], "phrases": [[["NP"]]]}'])
+                                     b'{"kind": "dtdialog-sg-phrases", "version": 1, "ids": [], "phrases": []}',
+                                     b'{"kind": "dtdialog-sg-phrases", "version": 2, "ids": ["a"], "phrases": []}',
+                                     b'{"kind": "dtdialog-sg-phrases", "version": 2, "ids": ["a"], "phrases": [[["NP"]]]}',
+                                     b'{"kind": "dtdialog-sg-phrases", "version": 2, "ids": ["a"], "phrases": ["[[1]]"]}'])
 def test_corrupt_file_is_a_clear_error_and_rebuilt_on_use(index_path, nlp, content):
     sg_path(index_path).write_bytes(content)
     with pytest.raises(InputError, match="corrupt SG phrase file"):
