@@ -149,7 +149,7 @@ def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]
 #: answers, and the alignment is the costly part of scoring ~40-70 candidates per turn. Bounded and cleared when
 #: full: kept small, because every live entry is scanned by each full garbage collection of the serving process.
 _PAIR_MEMO: dict[tuple[PhraseChunk, PhraseChunk], CommonPhrase | None] = {}
-_PAIR_MEMO_SIZE = 20_000
+_PAIR_MEMO_SIZE = 5_000
 _WEIGHT_MEMO: dict[PhraseChunk, float] = {}
 
 

@@ -61,12 +61,12 @@ def _decode(raw: str) -> tuple[PhraseChunk, ...]:
 class SGPhraseStore:
     """Phrase lists by answer id; ``phrases(doc_id)`` returns None for an answer it does not hold.
 
-    Each answer's phrases are held as one compact JSON string and decoded on use (``DECODED_CACHE``
+    Each answer's phrases are held as one compact JSON string and decoded on use (the ``DECODED_CACHE``
     most recent kept): 10k answers as ~250k live phrase objects made every full garbage collection
     of the serving process scan them (~170 ms, landing inside a turn), while strings are not scanned.
     """
 
-    DECODED_CACHE = 4096
+    DECODED_CACHE = 512
 
     def __init__(self, *, ids: Sequence[str], phrases: Sequence[Sequence[PhraseChunk]] | None = None,
                  encoded: Sequence[str] | None = None, fingerprint: dict[str, Any] | None = None) -> None:
