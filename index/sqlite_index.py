@@ -392,6 +392,10 @@ class SqliteIndex(AnswerIndex):
                 kw_words.setdefault(piece_stems[piece], []).append(word)
         term_stems = [(str(term), {s for s in stemmer.stems(rr_tokens(term.relation, term.words)).values() if s})
                       for term in query.rr_terms]
+        # one stemmer round trip for every hit's new words, instead of one per document and RR term
+        self._prime_stem_sets([(" ".join(doc.keywords + doc.entities), "") for doc in docs.values()]
+                              + [(rest.rstrip("]"), relation) for doc in docs.values() for term in doc.rr_edu
+                                 for relation, _, rest in [term.partition(" [")]])
         out: dict[int, dict[str, list[str]]] = {}
         for rowid, doc in docs.items():
             found: dict[str, list[str]] = {}
@@ -415,14 +419,28 @@ class SqliteIndex(AnswerIndex):
             out[rowid] = found
         return out
 
+    @staticmethod
+    def _stem_tokens(words: str, relation: str) -> list[str]:
+        return rr_tokens(relation, words.split()) if relation else [p for w in words.split() for p in search_tokens(w)]
+
+    def _prime_stem_sets(self, keys: list[tuple[str, str]]) -> None:
+        """Compute the stem sets of every uncached ``(words, relation)`` key with a single stemmer call."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self._stem_sets]
+        if not todo:
+            return
+        tokens = {k: self._stem_tokens(*k) for k in todo}
+        stems = self._stemmer.stems(t for toks in tokens.values() for t in toks)
+        if len(self._stem_sets) + len(todo) > 100_000:
+            self._stem_sets.clear()
+        for key, toks in tokens.items():
+            self._stem_sets[key] = frozenset(s for s in (stems.get(t) for t in toks) if s)
+
     def _stem_set(self, words: str, relation: str) -> frozenset[str]:
         """Return the indexed terms of ``words`` (relation-tagged when ``relation`` is given), memoized."""
         key = (words, relation)
         cached = self._stem_sets.get(key)
         if cached is None:
-            tokens = rr_tokens(relation, words.split()) if relation else [p for w in words.split()
-                                                                          for p in search_tokens(w)]
-            cached = frozenset(s for s in self._stemmer.stems(tokens).values() if s)
+            cached = frozenset(s for s in self._stemmer.stems(self._stem_tokens(words, relation)).values() if s)
             if len(self._stem_sets) > 100_000:
                 self._stem_sets.clear()
             self._stem_sets[key] = cached
