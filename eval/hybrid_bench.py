@@ -202,23 +202,6 @@ def _build_vectors(path: Path, *, progress: bool) -> int:
     return len(distinct)
 
 
-class _Stage:
-    """Wraps a callable, summing its wall time and calls (the per-stage split of a turn)."""
-
-    def __init__(self, fn) -> None:
-        self.fn = fn
-        self.seconds = 0.0
-        self.calls = 0
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return self.fn(*args, **kwargs)
-        finally:
-            self.seconds += time.perf_counter() - start
-            self.calls += 1
-
-
 def _encode_throughput(encoder, texts: list[str]) -> float:
     encoder.encode(texts[:8])  # load the model outside the timing
     t0 = time.perf_counter()
@@ -236,7 +219,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     from dtdialog.runtime import load_runtime
     from dtdialog.selector import AnswerSelector
     from dtdialog.session_store import SessionStore
-    from eval.turn_bench import summarize
+    from eval.turn_bench import TimedCall, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
 
@@ -265,9 +248,9 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         manager = DialogueManager(selector=selector, store=SessionStore(Path(tmp) / "sessions.sqlite"))
         for d in dialogues[:3]:  # warm-up: model, spaCy, SQLite pages, imports
             manager.handle(session_id=manager.start_session(), text=d.question)
-        stages = {"generation": _Stage(generator.generate), "signals": _Stage(scorer.extractor.signals),
-                  "sg": _Stage(scorer.extractor._sg), "model": _Stage(scorer.model.logits),
-                  "parser": _Stage(runtime.parser.parse)}
+        stages = {"generation": TimedCall(generator.generate), "signals": TimedCall(scorer.extractor.signals),
+                  "sg": TimedCall(scorer.extractor._sg), "model": TimedCall(scorer.model.logits),
+                  "parser": TimedCall(runtime.parser.parse)}
         generator.generate = stages["generation"]  # type: ignore[method-assign]
         scorer.extractor.signals = stages["signals"]  # type: ignore[method-assign]
         scorer.extractor._sg = stages["sg"]  # type: ignore[method-assign]

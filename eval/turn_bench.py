@@ -49,12 +49,13 @@ def summarize(values: list[float]) -> dict[str, float]:
             "p99_ms": round(percentile(values, 99), 2), "max_ms": round(max(values), 2) if values else float("nan")}
 
 
-class _Timed:
-    """Wraps a callable and sums the wall time spent in it (to split a turn into parser / index / engine)."""
+class TimedCall:
+    """Wraps a callable, summing the wall time spent in it and its calls (to split a turn into stages)."""
 
     def __init__(self, fn) -> None:
         self.fn = fn
         self.seconds = 0.0
+        self.calls = 0
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
@@ -62,6 +63,7 @@ class _Timed:
             return self.fn(*args, **kwargs)
         finally:
             self.seconds += time.perf_counter() - start
+            self.calls += 1
 
 
 def replicated_index(source, target: Path, answers: int):
@@ -113,8 +115,8 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0)
         manager = DialogueManager(selector=selector, store=SessionStore(Path(tmp) / "sessions.sqlite"))
         for d in dialogues[:3]:  # warm-up: spaCy caches, SQLite pages, Python imports
             manager.handle(session_id=manager.start_session(), text=d.question)
-        parse_timer = _Timed(runtime.parser.parse)
-        search_timer = _Timed(index.search)
+        parse_timer = TimedCall(runtime.parser.parse)
+        search_timer = TimedCall(index.search)
         runtime.parser.parse = parse_timer  # type: ignore[method-assign]
         index.search = search_timer  # type: ignore[method-assign]
         first: list[float] = []
