@@ -128,10 +128,12 @@ def replicated_corpus(*, answers: int) -> BenchCorpus:
     return assemble_corpus(answers=answers, datasets=())
 
 
-def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True) -> tuple[Path, dict[str, Any]]:
+def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
+                 dense: bool = True) -> tuple[Path, dict[str, Any]]:
     """Return (index path, build manifest) of ``corpus`` in ``cache``, building index, vectors and SG phrases once.
 
     The manifest records the build's timings (parse, encode, SG) from the run that built it.
+    ``dense=False`` (the rule-scorer bench) builds only the index.
     """
     from eval.methods.dtq import pool_dialogues
     from index.builder import build_index
@@ -156,13 +158,13 @@ def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True) -> 
         manifest["index_build_seconds"] = round(time.perf_counter() - t0, 1)
         manifest["indexed"] = report.indexed
         manifest["skipped"] = len(report.skipped)
-    if not DenseStore.exists(path):
+    if dense and not DenseStore.exists(path):
         t0 = time.perf_counter()
         encoded = _build_vectors(path, progress=progress)
         seconds = time.perf_counter() - t0
         manifest["encode_seconds"] = round(seconds, 1)
         manifest["encode_answers_per_second"] = round(encoded / seconds, 1)
-    if not SGPhraseStore.exists(path):
+    if dense and not SGPhraseStore.exists(path):
         t0 = time.perf_counter()
         sg = build_sg(path, progress=progress)
         seconds = time.perf_counter() - t0

@@ -1,12 +1,13 @@
 """Benchmark one dialogue turn end to end (``DialogueManager.handle``) on the embedded SQLite index.
 
-    python -m eval.turn_bench [--answers 10000] [--questions 60] [--parser rules] [--json OUT] [--plot OUT.png]
+    python -m eval.turn_bench [--answers 10000] [--questions 60] [--corpus distinct|replicated] [--json OUT] [--plot OUT.png]
 
-The built-in car corpus is parsed once (or its cached index in ``$DTDIALOG_HOME`` is reused) and
-its answer documents are replicated under unique ids (and a "[copy k]" text suffix) up to
-``--answers`` (never re-parsed); every copy retrieved is analysed and agreement-checked, then merged
-with its near-duplicates like any repeated answer, so only the latency (not the outcome mix) is
-representative of a 10k corpus of distinct answers. After
+The rule scorer (the paper's DT-Q engine, ``--ranker rules``); ``eval.hybrid_bench`` times the
+learned ranker. ``--corpus distinct`` (default) indexes distinct real answers: the built-in ones
+plus the shared datasets' answer pools, replicas only to fill up (``eval.hybrid_bench.assemble_corpus``,
+the same cached index). ``--corpus replicated`` copies the built-in answers under unique ids (and a
+"[copy k]" text suffix) up to ``--answers``; the selector merges those near-duplicates, so a turn
+sees far fewer candidates than on distinct answers and that mode under-counts. After
 the parser and index are loaded and a few warm-up turns, every built-in opening question starts a
 new session (turn 1: parse DT-Q, plan, query, agreement, decide) and, when the dialogue has one, its
 logged first follow-up C1 is sent as turn 2. Prints p50/p95/p99 in milliseconds per turn kind.
@@ -94,7 +95,8 @@ def replicated_index(source, target: Path, answers: int):
     return index
 
 
-def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0) -> dict[str, Any]:
+def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0, corpus_mode: str = "distinct",
+        data_dir: Path | None = None) -> dict[str, Any]:
     """Return the benchmark result (environment, sizes and per-kind latency summaries)."""
     from data.builtin import load_builtin_corpus
     from dtdialog.manager import DialogueManager
@@ -103,14 +105,22 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0)
     from dtdialog.session_store import SessionStore
 
     t0 = time.perf_counter()
-    runtime = load_runtime(parser=parser_name, progress=True)
+    runtime = load_runtime(parser=parser_name, progress=True, ranker="rules")
     load_s = time.perf_counter() - t0
     dialogues = load_builtin_corpus()
     rng = random.Random(seed)
     rng.shuffle(dialogues)
     dialogues = dialogues[:questions]
     with tempfile.TemporaryDirectory(prefix="dtq-turn-bench-") as tmp:
-        index = replicated_index(runtime.index, Path(tmp) / "answers.sqlite", answers)
+        if corpus_mode == "replicated":
+            index = replicated_index(runtime.index, Path(tmp) / "answers.sqlite", answers)
+        else:
+            from eval.hybrid_bench import DEFAULT_CACHE, assemble_corpus, cached_index
+            from index.registry import open_index
+
+            corpus = assemble_corpus(answers=answers, data_dir=data_dir)
+            path, _ = cached_index(corpus, cache=DEFAULT_CACHE, dense=False)
+            index = open_index(backend="sqlite", path=path)
         selector = AnswerSelector(index=index, parser=runtime.parser, config=runtime.selector.config)
         manager = DialogueManager(selector=selector, store=SessionStore(Path(tmp) / "sessions.sqlite"))
         for d in dialogues[:3]:  # warm-up: spaCy caches, SQLite pages, Python imports
@@ -152,7 +162,7 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0)
     runtime.close()
     everything = first + choice + follow
     return {
-        "answers_indexed": size, "questions": len(dialogues), "parser": runtime.parser.name,
+        "answers_indexed": size, "corpus": corpus_mode, "questions": len(dialogues), "parser": runtime.parser.name,
         "load_seconds": round(load_s, 2), "outcomes": kinds,
         "first_turn": summarize(first), "choice_turn": summarize(choice),
         "follow_up_turn": summarize(follow), "all_turns": summarize(everything),
@@ -192,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=60, help="opening questions to time (each a new session)")
     ap.add_argument("--parser", default=None, help="RST parser (default: $DTDIALOG_PARSER or rules)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--corpus", choices=("distinct", "replicated"), default="distinct",
+                    help="distinct real answers (default) or copies of the built-in ones (under-counts)")
+    ap.add_argument("--data-dir", type=Path, default=None, help="shared data (default: ../shared/data)")
     ap.add_argument("--json", type=Path, default=None, help="write the full result as JSON here")
     ap.add_argument("--plot", type=Path, default=None, help="write a latency histogram PNG here")
     args = ap.parse_args(argv)
@@ -199,11 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --answers and --questions must be positive", file=sys.stderr)
         return 2
     try:
-        result = run(answers=args.answers, questions=args.questions, parser_name=args.parser, seed=args.seed)
+        result = run(answers=args.answers, questions=args.questions, parser_name=args.parser, seed=args.seed,
+                     corpus_mode=args.corpus, data_dir=args.data_dir)
     except DTDialogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"turn latency, {result['answers_indexed']} answers, parser {result['parser']}, "
+    print(f"turn latency, {result['answers_indexed']} answers ({result['corpus']}), rule scorer, parser {result['parser']}, "
           f"{result['questions']} sessions; outcomes {result['outcomes']}")
     print(f"{'turn kind':<16}{'n':>5}{'mean':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}  (ms)")
     for key in ("first_turn", "choice_turn", "follow_up_turn", "all_turns"):

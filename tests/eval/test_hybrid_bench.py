@@ -60,3 +60,16 @@ def test_shared_pools_give_distinct_prefixed_answers():
     shared = corpus.answers[corpus.sources["builtin"]:]
     assert all(a.id.startswith("mechanics/") and a.dialogue_id.startswith("mechanics/") for a in shared)
     assert {a.id.split("/", 1)[1] for a in shared} <= {a.id for a in mechanics}
+
+
+def test_rule_scorer_bench_builds_the_index_only(tmp_path):
+    """``eval.turn_bench --corpus distinct`` reuses this cache without vectors or SG phrases (no [dense] needed)."""
+    from eval.hybrid_bench import cached_index, replicated_corpus
+    from index.dense_store import DenseStore
+    from index.sg_store import SGPhraseStore
+    from index.sqlite_index import SqliteIndex
+
+    path, manifest = cached_index(replicated_corpus(answers=12), cache=tmp_path, progress=False, dense=False)
+    with SqliteIndex(path) as index:
+        assert index.count() == 12 == manifest["indexed"]
+    assert not DenseStore.exists(path) and not SGPhraseStore.exists(path)
