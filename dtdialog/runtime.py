@@ -18,7 +18,7 @@ from dtdialog.paths import builtin_index_path
 from dtdialog.selector import AnswerSelector
 from index.base import AnswerIndex
 from parsers.base import RSTParser, get_parser
-from parsers.errors import ConfigError, InputError
+from parsers.errors import ConfigError, DTDialogError, InputError
 
 BACKENDS = ("sqlite", "elasticsearch")
 
@@ -124,4 +124,16 @@ def load_runtime(*, corpus: str | Path | None = None, corpus_format: str = "buil
     generator, scorer = build_ranking(index=index, index_path=path, config=config,
                                       ranker=ranker or engine_default_ranker(), progress=progress)
     selector = AnswerSelector(index=index, parser=rst, config=config, generator=generator, scorer=scorer)
+    _warm_and_freeze(rst)
     return Runtime(parser=rst, index=index, selector=selector, index_location=location, built=built)
+
+
+def _warm_and_freeze(parser: RSTParser) -> None:
+    """Load the parser's NLP pipeline now (it loads lazily) and freeze the loaded engine (``dtdialog.gc_tuning``)."""
+    from dtdialog.gc_tuning import freeze_loaded
+
+    try:
+        parser.parse("The car starts.")
+    except DTDialogError:  # warming is an optimisation; a real problem surfaces, with its message, on the first turn
+        pass
+    freeze_loaded()

@@ -83,19 +83,18 @@ class LexicalGenerator:
         if len(keywords) <= KEYWORDS_PER_SEARCH:
             return self.index.search(query.with_size(size))
         totals: dict[str, float] = {}
-        hits: dict[str, SearchHit] = {}
         for start in range(0, len(keywords), KEYWORDS_PER_SEARCH):
             chunk = replace(query, keywords=tuple(keywords[start:start + KEYWORDS_PER_SEARCH]),
                             rr_terms=query.rr_terms if start == 0 else (), size=size)
             try:
-                found = self.index.search(chunk)
+                found = self.index.search_scores(chunk)
             except InputError:
                 continue  # a chunk of only unsearchable words: the other chunks still count
-            for hit in found:
-                totals[hit.document.id] = totals.get(hit.document.id, 0.0) + float(hit.score)
-                hits.setdefault(hit.document.id, hit)
+            for doc_id, score in found:
+                totals[doc_id] = totals.get(doc_id, 0.0) + float(score)
         best = sorted(totals, key=lambda i: (-totals[i], i))[:size]
-        return [replace(hits[i], score=totals[i]) for i in best]
+        # only the final best answers are loaded, with what the whole query matched in each
+        return self.index.hits_for([(i, totals[i]) for i in best], query.with_size(size))
 
 
 @dataclass

@@ -126,9 +126,10 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0,
         for d in dialogues[:3]:  # warm-up: spaCy caches, SQLite pages, Python imports
             manager.handle(session_id=manager.start_session(), text=d.question)
         parse_timer = TimedCall(runtime.parser.parse)
-        search_timer = TimedCall(index.search)
+        # every way the engine reads the index counts as index time (a chunked query scores, then loads the best)
+        search_timers = [TimedCall(index.search), TimedCall(index.search_scores), TimedCall(index.hits_for)]
         runtime.parser.parse = parse_timer  # type: ignore[method-assign]
-        index.search = search_timer  # type: ignore[method-assign]
+        index.search, index.search_scores, index.hits_for = search_timers  # type: ignore[method-assign]
         first: list[float] = []
         follow: list[float] = []
         choice: list[float] = []
@@ -152,9 +153,10 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0,
                 kinds[result.kind] = kinds.get(result.kind, 0) + 1
         turns = len(first) + len(choice) + len(follow)
         total_ms = sum(first) + sum(choice) + sum(follow)
+        search_seconds = sum(t.seconds for t in search_timers)
         breakdown = {"parser_ms_per_turn": round(parse_timer.seconds * 1000 / turns, 2),
-                     "index_search_ms_per_turn": round(search_timer.seconds * 1000 / turns, 2),
-                     "engine_ms_per_turn": round((total_ms - (parse_timer.seconds + search_timer.seconds) * 1000)
+                     "index_search_ms_per_turn": round(search_seconds * 1000 / turns, 2),
+                     "engine_ms_per_turn": round((total_ms - (parse_timer.seconds + search_seconds) * 1000)
                                                  / turns, 2)}
         size = index.count()
         index.close()

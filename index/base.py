@@ -7,7 +7,7 @@ return new queries, and each backend turns it into its own request.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -120,6 +120,22 @@ class AnswerIndex(ABC):
     @abstractmethod
     def get(self, doc_id: str) -> AnswerDocument | None:
         """Return the document with ``doc_id``, or None."""
+
+    def search_scores(self, query: SearchQuery) -> list[tuple[str, float]]:
+        """Return up to ``query.size`` ``(id, score)`` pairs, best first, without building hits.
+
+        For callers that merge several searches and keep only the best documents in the end
+        (``hits_for``); a backend that can skip loading the documents overrides it.
+        """
+        return [(h.document.id, h.score) for h in self.search(query)]
+
+    def hits_for(self, scored: Sequence[tuple[str, float]], query: SearchQuery) -> list[SearchHit]:
+        """Return a hit per ``(id, score)`` still in the index, in that order, with what ``query`` matched.
+
+        The default has no matched fields; backends that can compute them override it.
+        """
+        return [SearchHit(document=doc, score=float(score)) for doc_id, score in scored
+                if (doc := self.get(doc_id)) is not None]
 
     @abstractmethod
     def count(self) -> int:

@@ -37,7 +37,7 @@ import json
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -297,6 +297,43 @@ class SqliteIndex(AnswerIndex):
 
         Raises ``InputError`` for an empty query or one with no searchable word.
         """
+        ranked = self._ranked(query)
+        if not ranked:
+            return []
+        conn = self._conn()
+        rowids = [r[0] for r in ranked]
+        docs = {r[0]: decode_doc(r[1]) for r in conn.execute(
+            f"SELECT rowid, doc FROM docs WHERE rowid IN ({_marks(rowids)})", rowids)}
+        matched = self._matched(query, {rid: docs[rid] for rid in rowids if rid in docs})
+        return [SearchHit(document=docs[rid], score=-float(score), matched=matched.get(rid, {}))
+                for rid, score in ranked if rid in docs]
+
+    def search_scores(self, query: SearchQuery) -> list[tuple[str, float]]:
+        """Return up to ``query.size`` ``(id, score)`` pairs, best first, without decoding any stored document.
+
+        Decoding the stored documents is most of a search's cost; a caller merging several searches
+        decodes only the final best ones (``hits_for``). Raises like ``search``.
+        """
+        ranked = self._ranked(query)
+        if not ranked:
+            return []
+        rowids = [r[0] for r in ranked]
+        ids = dict(self._conn().execute(f"SELECT rowid, id FROM docs WHERE rowid IN ({_marks(rowids)})", rowids))
+        return [(ids[rid], -float(score)) for rid, score in ranked if rid in ids]
+
+    def hits_for(self, scored: Sequence[tuple[str, float]], query: SearchQuery) -> list[SearchHit]:
+        """Return a hit per ``(id, score)`` still in the index, in that order, with what ``query`` matched."""
+        if not scored:
+            return []
+        wanted = [doc_id for doc_id, _ in scored]
+        rows = self._conn().execute(f"SELECT rowid, id, doc FROM docs WHERE id IN ({_marks(wanted)})", wanted).fetchall()
+        by_id = {doc_id: (rowid, decode_doc(blob)) for rowid, doc_id, blob in rows}
+        matched = self._matched(query, {rowid: doc for rowid, doc in by_id.values()})
+        return [SearchHit(document=by_id[doc_id][1], score=float(score), matched=matched.get(by_id[doc_id][0], {}))
+                for doc_id, score in scored if doc_id in by_id]
+
+    def _ranked(self, query: SearchQuery) -> list[tuple[int, float]]:
+        """Return ``(rowid, bm25)`` of the best ``query.size`` matches (bm25: lower is better)."""
         if query.is_empty():
             raise InputError("empty query: give at least one keyword or RR term")
         if query.size < 1:
@@ -319,17 +356,9 @@ class SqliteIndex(AnswerIndex):
         sql.append("ORDER BY score LIMIT ?")
         params.append(query.size)
         try:
-            ranked = conn.execute(" ".join(sql), params).fetchall()
+            return conn.execute(" ".join(sql), params).fetchall()
         except sqlite3.OperationalError as exc:
             raise InputError(f"search failed: {exc}") from None
-        if not ranked:
-            return []
-        rowids = [r[0] for r in ranked]
-        docs = {r[0]: decode_doc(r[1]) for r in conn.execute(
-            f"SELECT rowid, doc FROM docs WHERE rowid IN ({_marks(rowids)})", rowids)}
-        matched = self._matched(query, {rid: docs[rid] for rid in rowids if rid in docs})
-        return [SearchHit(document=docs[rid], score=-float(score), matched=matched.get(rid, {}))
-                for rid, score in ranked if rid in docs]
 
     @staticmethod
     def _document_count(conn: sqlite3.Connection) -> int:

@@ -30,8 +30,6 @@ from parsers.errors import ConfigError, ModelNotAvailableError
 log = logging.getLogger("dtdialog.ranking")
 RANKERS = ("auto", "learned", "rules")
 RANKER_ENV = "DTDIALOG_RANKER"
-#: gen-1 collections between full garbage collections once the learned ranker is loaded (``_freeze_loaded_objects``)
-GEN2_THRESHOLD = 100
 _warned = False
 
 
@@ -142,10 +140,10 @@ def _freeze_loaded_objects(*, dense, use_sg: bool) -> None:
     They live as long as the process; left in view, each full collection scans them: with the
     learned ranker loaded that is ~0.5M objects and 300-450 ms, landing inside a turn (the p99 of
     ``eval.hybrid_bench``). Objects made later (per-turn data, caches) are collected as usual, full
-    collections only every ``GEN2_THRESHOLD`` gen-1 collections (a process-wide setting). The
+    collections only every ``dtdialog.gc_tuning.GEN2_THRESHOLD`` gen-1 collections (process-wide). The
     query encoder and the spaCy pipeline load lazily, so they are loaded (one query encoded) first.
     """
-    import gc
+    from dtdialog.gc_tuning import freeze_loaded
 
     try:
         dense.query_vector("warm up")
@@ -155,14 +153,7 @@ def _freeze_loaded_objects(*, dense, use_sg: bool) -> None:
             _default().nlp  # noqa: B018 - loads the shared spaCy pipeline (the RST parser's too)
     except Exception as exc:  # noqa: BLE001 - warming is an optimisation; a real problem surfaces on the first turn
         log.debug("could not pre-load the query encoder / spaCy: %s", exc)
-    gc.collect()
-    gc.freeze()
-    # With the loaded engine frozen, a full collection scans only the caches grown since, but the collector's
-    # "25% new long-lived objects" rule then fires every ~8 turns (+100-150 ms each: the bench's p95).
-    # Considering one only every 100 gen-1 collections (default 10) measured p95 196-200 ms vs 217-260 without
-    # freezing and 296-309 frozen at the default (10k answers, load ~3, 113 turns per run).
-    young, middle, old = gc.get_threshold()
-    gc.set_threshold(young, middle, max(old, GEN2_THRESHOLD))
+    freeze_loaded()
 
 
 def _es_has_vectors(index: AnswerIndex) -> bool:

@@ -69,3 +69,35 @@ def test_config_validates_the_new_options():
         EngineConfig(soft_first_step="yes")
     with pytest.raises(ConfigError):
         EngineConfig(whole_question=1)
+
+
+
+def test_chunked_lexical_search_sums_chunk_scores_and_loads_only_the_best(tmp_path):
+    """A long keyword list is searched in chunks; only the final best answers are decoded, with the whole query's matches."""
+    import pytest
+    from engine_helpers import ANSWERS
+
+    index = make_index(tmp_path / "ix.sqlite", ANSWERS)
+    words = ("battery", "start", "crank", "click", "starter", "solenoid", "spark", "fuel", "plug", "coil", "relay",
+             "fuse", "pump", "pressure", "ground", "cable")
+    assert len(words) > KEYWORDS_PER_SEARCH
+    expected: dict[str, float] = {}
+    for start in range(0, len(words), KEYWORDS_PER_SEARCH):
+        for doc_id, score in index.search_scores(SearchQuery(keywords=words[start:start + KEYWORDS_PER_SEARCH], size=5)):
+            expected[doc_id] = expected.get(doc_id, 0.0) + score
+    decoded = []
+    original = index.hits_for
+
+    def recording(scored, q):
+        decoded.append([i for i, _ in scored])
+        return original(scored, q)
+
+    index.hits_for = recording
+    hits = LexicalGenerator(index=index).generate(plan=None, part_index=0, query=SearchQuery(keywords=words, size=5),
+                                                  followups=(), size=5)
+    best = sorted(expected, key=lambda i: (-expected[i], i))[:5]
+    assert best and [h.document.id for h in hits] == best
+    assert [h.score for h in hits] == pytest.approx([expected[i] for i in best])
+    assert decoded == [best]  # one load, of the final answers only
+    assert all(h.matched.get("keywords") for h in hits)
+    index.close()

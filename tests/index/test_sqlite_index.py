@@ -96,3 +96,20 @@ def test_answers_added_after_a_build_are_found(tmp_path: Path, documents) -> Non
         with SqliteIndex(path, readonly=False) as writer:  # e.g. the API adding answers to a served index
             writer.add([replace(documents[0], id="new#1", keywords=("carburetor", "jet"))])
         assert [h.document.id for h in reader.search(SearchQuery(keywords=("carburetor",)))] == ["new#1"]
+
+
+def test_scores_only_search_and_hits_for_agree_with_search(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as writer:
+        writer.add(documents)
+    query = SearchQuery(keywords=("belt", "battery", "start"), size=5).with_rr("Contrast", ["start", "car"])
+    with SqliteIndex(path) as ix:
+        hits = ix.search(query)
+        scored = ix.search_scores(query)
+        assert [(h.document.id, h.score) for h in hits] == scored and scored
+        again = ix.hits_for(scored, query)
+        assert [(h.document.id, h.score, h.matched) for h in again] == [(h.document.id, h.score, h.matched) for h in hits]
+        assert ix.hits_for([("no-such#1", 1.0), *scored[:1]], query)[0].document.id == scored[0][0]  # gone ids skipped
+        assert ix.hits_for([], query) == []
+        with pytest.raises(InputError):
+            ix.search_scores(SearchQuery())
