@@ -69,13 +69,18 @@ class SGPhraseStore:
     DECODED_CACHE = 512
 
     def __init__(self, *, ids: Sequence[str], phrases: Sequence[Sequence[PhraseChunk]] | None = None,
-                 encoded: Sequence[str] | None = None, fingerprint: dict[str, Any] | None = None) -> None:
+                 encoded: Sequence[str] | None = None, fingerprint: dict[str, Any] | None = None,
+                 digests: Sequence[str] | None = None) -> None:
         raw = list(encoded) if encoded is not None else [_encode(p) for p in (phrases or [])]
         if len(ids) != len(raw):
             raise InputError(f"SG phrase store: {len(ids)} ids for {len(raw)} phrase lists")
+        if digests is not None and len(digests) != len(ids):
+            raise InputError(f"SG phrase store: {len(digests)} text digests for {len(ids)} ids")
         self.ids = list(ids)
         self.fingerprint = dict(fingerprint or {})
         self._raw = dict(zip(self.ids, raw))
+        #: each answer's text digest (``index.dense_store.text_digest``): what a refresh may keep unparsed
+        self.digests = dict(zip(self.ids, digests)) if digests is not None else None
         self._decoded: OrderedDict[str, tuple[PhraseChunk, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -108,8 +113,11 @@ class SGPhraseStore:
 
     # --- persistence --------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": KIND, "version": VERSION, "index": self.fingerprint, "ids": self.ids,
-                "phrases": [self._raw[i] for i in self.ids]}
+        out = {"kind": KIND, "version": VERSION, "index": self.fingerprint, "ids": self.ids,
+               "phrases": [self._raw[i] for i in self.ids]}
+        if self.digests is not None:
+            out["digests"] = [self.digests[i] for i in self.ids]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SGPhraseStore:
@@ -124,7 +132,11 @@ class SGPhraseStore:
                 if not isinstance(raw, str):
                     raise ValueError("a phrase list must be a JSON string")
                 _decode(raw)  # a bad entry fails here, at load, never in the middle of a turn
-            return cls(ids=ids, encoded=encoded, fingerprint=data.get("index") or {})
+            digests = data.get("digests")
+            if digests is not None and (not isinstance(digests, list) or len(digests) != len(ids)):
+                digests = None  # unusable: the next refresh parses every answer again
+            return cls(ids=ids, encoded=encoded, fingerprint=data.get("index") or {},
+                       digests=[str(d) for d in digests] if digests is not None else None)
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed SG phrase file: {exc}") from None
 
@@ -162,36 +174,57 @@ class SGPhraseStore:
 
 
 def build_sg_store(*, ids: Sequence[str], texts: Sequence[str], nlp=None, fingerprint: dict[str, Any] | None = None,
-                   progress: bool = True) -> SGPhraseStore:
-    """Parse ``texts`` in one batched spaCy pass (tqdm bar on stderr) and return their phrase store."""
+                   progress: bool = True, previous: SGPhraseStore | None = None) -> SGPhraseStore:
+    """Parse ``texts`` in one batched spaCy pass (tqdm bar on stderr) and return their phrase store.
+
+    With ``previous`` (an older store of the same index that kept text digests), answers whose id
+    and text are unchanged keep their phrases and only new or edited answers are parsed: adding a
+    few answers to a 10k index costs a few parses, not 10k.
+    """
+    from index.dense_store import text_digest
+
     if len(ids) != len(texts):
         raise InputError(f"{len(ids)} ids for {len(texts)} texts")
-    phrases = phrases_of_texts(list(texts), nlp=nlp, progress=progress, desc="SG phrases") if texts else []
-    return SGPhraseStore(ids=ids, phrases=phrases, fingerprint=fingerprint)
+    digests = [text_digest(t) for t in texts]
+    old = previous.digests if previous is not None and previous.digests is not None else {}
+    todo = [i for i, (doc_id, digest) in enumerate(zip(ids, digests)) if old.get(doc_id) != digest]
+    parsed = phrases_of_texts([texts[i] for i in todo], nlp=nlp, progress=progress, desc="SG phrases") if todo else []
+    fresh = dict(zip(todo, (_encode(p) for p in parsed)))
+    encoded = [fresh[i] if i in fresh else previous._raw[doc_id] for i, doc_id in enumerate(ids)]
+    return SGPhraseStore(ids=ids, encoded=encoded, fingerprint=fingerprint, digests=digests)
 
 
-def build_for_index(index_path: str | Path, *, index=None, nlp=None, progress: bool = True) -> SGPhraseStore:
-    """Parse every answer of the SQLite index at ``index_path`` (or the open ``index``) and save the store beside it."""
+def build_for_index(index_path: str | Path, *, index=None, nlp=None, progress: bool = True,
+                    previous: SGPhraseStore | None = None) -> SGPhraseStore:
+    """Parse the answers of the SQLite index at ``index_path`` (or the open ``index``) and save the store beside it.
+
+    ``previous``: the out-of-step store it replaces; its unchanged answers are not parsed again.
+    """
     from index.sqlite_index import SqliteIndex
 
     if index is None:
         with SqliteIndex(Path(index_path)) as opened:
-            return build_for_index(index_path, index=opened, nlp=nlp, progress=progress)
+            return build_for_index(index_path, index=opened, nlp=nlp, progress=progress, previous=previous)
     docs = [doc for doc in (index.get(doc_id) for doc_id in index.ids()) if doc is not None]
     store = build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs], nlp=nlp,
-                           fingerprint=index_fingerprint(index), progress=progress)
+                           fingerprint=index_fingerprint(index), progress=progress, previous=previous)
     store.save(index_path)
     return store
 
 
 def sg_store_for(index, index_path: str | Path, *, nlp=None, progress: bool = True) -> SGPhraseStore:
-    """Return the SG phrase store beside ``index_path``, (re)building it when missing, corrupt or out of step."""
+    """Return the SG phrase store beside ``index_path``, built when missing or corrupt, refreshed when out of step.
+
+    A refresh parses only the answers added or edited since (the store keeps each answer's text digest).
+    """
+    previous = None
     if SGPhraseStore.exists(index_path):
         try:
             store = SGPhraseStore.load(index_path)
             if store.in_step_with(index):
                 return store
-            log.warning("rebuilding the SG phrases beside %s: the index changed since they were made", index_path)
+            log.info("refreshing the SG phrases beside %s: the index changed since they were made", index_path)
+            previous = store
         except InputError as exc:  # derived data: rebuild rather than fail
             log.warning("rebuilding the SG phrases beside %s: %s", index_path, exc)
-    return build_for_index(index_path, index=index, nlp=nlp, progress=progress)
+    return build_for_index(index_path, index=index, nlp=nlp, progress=progress, previous=previous)

@@ -109,10 +109,26 @@ def test_out_of_step_store_is_rebuilt(index_path, nlp, tmp_path):
     tree = StandInParser().parse("Replace the spark plugs and the ignition coil.")
     with SqliteIndex(index_path, readonly=False) as writer:
         writer.add([build_document(doc_id="new#1", dialogue_id="new", position=1, text=tree.text, tree=tree)])
-    with SqliteIndex(index_path) as index:
-        assert not SGPhraseStore.load(index_path).in_step_with(index)
-        rebuilt = sg_store_for(index, index_path, nlp=nlp, progress=False)
-        assert "new#1" in rebuilt and rebuilt.in_step_with(index)
+    import index.sg_store as sg_module
+
+    parsed: list[str] = []
+    real = sg_module.phrases_of_texts
+
+    def recording(texts, **kw):
+        parsed.extend(texts)
+        return real(texts, **kw)
+
+    sg_module.phrases_of_texts = recording
+    try:
+        with SqliteIndex(index_path) as index:
+            old = SGPhraseStore.load(index_path)
+            assert not old.in_step_with(index)
+            rebuilt = sg_store_for(index, index_path, nlp=nlp, progress=False)
+            assert "new#1" in rebuilt and rebuilt.in_step_with(index)
+            assert all(rebuilt.phrases(i) == old.phrases(i) for i in old.ids)
+    finally:
+        sg_module.phrases_of_texts = real
+    assert parsed == [tree.text]  # only the added answer was parsed; the others kept their phrases
     assert "new#1" in SGPhraseStore.load(index_path)
 
 
