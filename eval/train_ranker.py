@@ -299,8 +299,9 @@ def run(args: argparse.Namespace) -> dict:
     report["vs_dense"] = {}
     sets = list(FEATURE_SETS) if args.feature_set == "all" else [args.feature_set]
     fold_models: dict[str, list] = {}
+    set_ranks: dict[str, np.ndarray] = {}
     for name in sets:
-        ranks = cross_validate(queries, FEATURE_SETS[name], kind=args.model, folds=args.folds, seed=args.seed,
+        ranks = set_ranks[name] = cross_validate(queries, FEATURE_SETS[name], kind=args.model, folds=args.folds, seed=args.seed,
                                c=args.c, models_out=fold_models.setdefault(name, []), extra=extra,
                                extra_weight=args.extra_weight)
         results[name] = summarize(ranks)
@@ -309,6 +310,10 @@ def run(args: argparse.Namespace) -> dict:
         print(_line(name, s))
     for name, d in report["vs_dense"].items():
         print(f"{name} - dense: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
+    if {"hybrid", "hybrid+dt"} <= set(set_ranks):
+        # what the discourse-tree features add, question by question on the same folds
+        d = report["dt_minus_hybrid"] = paired_difference(set_ranks["hybrid+dt"], set_ranks["hybrid"])
+        print(f"hybrid+dt - hybrid: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
     if not args.no_save:
         usable = [q for q in queries if q.rows]
         # which fold held out each question, by question text: evaluations on this pool stay out-of-fold
