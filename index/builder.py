@@ -207,8 +207,9 @@ def build_index(
 
 def _rebuild_es_dense(es, documents: Iterable[AnswerDocument], *, encoder, progress: bool,
                       report: BuildReport) -> int:
-    """Parse all answers, encode them (``build_dense_store``: batches, a tqdm bar, hubness, term statistics),
-    then load documents and vectors in one alias-swapped rebuild; return the count indexed.
+    """Parse all answers, encode them (``build_dense_store``: batches, a tqdm bar, hubness, term statistics)
+    and extract their SG phrases, then load documents, vectors and phrases in one alias-swapped rebuild;
+    return the count indexed.
 
     Nothing is written to the server before encoding has succeeded, so a missing model or a
     failed parse never leaves a half-written index.
@@ -221,7 +222,11 @@ def _rebuild_es_dense(es, documents: Iterable[AnswerDocument], *, encoder, progr
                          f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
     store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder,
                               progress=progress)
-    return es.rebuild(docs, dense=store)
+    # the learned ranker's SG feature reads each answer's phrases from its document (no parse per turn)
+    from index.sg_store import build_sg_store
+
+    sg = build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs], progress=progress)
+    return es.rebuild(docs, dense=store, sg=sg)
 
 
 def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport) -> int:

@@ -31,6 +31,7 @@ from index.es_knn import (
     META_INDEX_MAPPINGS,
     META_KEY,
     NAMED_SCORES_VERSION,
+    SG_FIELD,
     DenseHit,
     dense_hits_from_response,
     dense_index_mappings,
@@ -100,7 +101,7 @@ class ElasticsearchIndex(AnswerIndex):
             raise BackendUnavailableError(f"Elasticsearch {what} failed at {self.url}: {_one_line(exc)}") from None
 
     # --- writing -------------------------------------------------------------
-    def create(self, *, name: str | None = None, dense: DenseStore | None = None) -> str:
+    def create(self, *, name: str | None = None, dense: DenseStore | None = None, sg: bool = False) -> str:
         """Create the concrete index ``name`` (default ``index_name``) with the explicit mapping; return its name.
 
         With ``dense``, the mapping also has the ``embedding``/``hub`` fields, and the companion
@@ -115,7 +116,7 @@ class ElasticsearchIndex(AnswerIndex):
 
         meta = meta_index_name(target)
         mappings = dense_index_mappings(dims=dense.dimension, model=dense.model, meta_index=meta, count=len(dense),
-                                        hub_k=HUB_K)
+                                        hub_k=HUB_K, sg=sg)
         self._call("create", lambda: self.client.indices.create(index=target, settings=INDEX_SETTINGS,
                                                                 mappings=mappings))
         try:
@@ -131,11 +132,12 @@ class ElasticsearchIndex(AnswerIndex):
         return target
 
     def add(self, documents: Iterable[AnswerDocument], *, index: str | None = None,
-            dense: DenseStore | None = None) -> int:
+            dense: DenseStore | None = None, sg=None) -> int:
         """Bulk-index documents (same id replaces); return how many were indexed. Refreshes the index.
 
         With ``dense`` (an index created with vectors), each document also carries its vector and
-        hubness from the store; a document the store lacks raises ``InputError``.
+        hubness from the store; a document the store lacks raises ``InputError``. With ``sg`` (an
+        ``index.sg_store.SGPhraseStore`` of the same answers), it carries its SG phrases too.
         """
         from elasticsearch import helpers
 
@@ -146,6 +148,9 @@ class ElasticsearchIndex(AnswerIndex):
                 source = document_source(doc)
                 if dense is not None:
                     source.update(dense_fields(dense, doc.id))
+                encoded = sg.encoded(doc.id) if sg is not None else None
+                if encoded is not None:
+                    source[SG_FIELD] = encoded
                 yield {"_op_type": "index", "_index": target, "_id": doc.id, "_source": source}
 
         def run() -> int:
@@ -158,18 +163,18 @@ class ElasticsearchIndex(AnswerIndex):
 
         return self._call("bulk indexing", run)
 
-    def rebuild(self, documents: Iterable[AnswerDocument], *, dense: DenseStore | None = None) -> int:
+    def rebuild(self, documents: Iterable[AnswerDocument], *, dense: DenseStore | None = None, sg=None) -> int:
         """Index ``documents`` into a new concrete index, then point the alias ``index_name`` at it.
 
         Old concrete indices behind the alias (and their ``-meta`` companions) are deleted only after
         the switch. If anything fails, the new index is deleted and the alias still points at the old
-        one. ``dense``: store vectors, hubness and term statistics too (see the module docstring).
-        Returns the count indexed.
+        one. ``dense``: store vectors, hubness and term statistics too (see the module docstring);
+        ``sg`` (with ``dense``): the answers' SG phrases as well. Returns the count indexed.
         """
         concrete = f"{self.index_name}-{time.strftime('%Y%m%d%H%M%S')}-{time.time_ns() % 1_000_000:06d}"
-        self.create(name=concrete, dense=dense)
+        self.create(name=concrete, dense=dense, sg=sg is not None and dense is not None)
         try:
-            added = self.add(documents, index=concrete, dense=dense)
+            added = self.add(documents, index=concrete, dense=dense, sg=sg if dense is not None else None)
             self._switch_alias(concrete)
         except BaseException:
             self._drop(concrete, dense=dense is not None)
@@ -313,6 +318,16 @@ class ElasticsearchIndex(AnswerIndex):
             out[str(doc["_id"])] = (np.asarray(values, dtype=np.float32) if values is not None else None,
                                     float(source.get(HUB_FIELD) or 0.0))
         return out
+
+    def fetch_sg_phrases(self, ids: Sequence[str]) -> dict[str, str]:
+        """Return ``{id: encoded SG phrase list}`` for the stored ``ids`` that have one, in one ``mget``."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        response = self._call("get", lambda: self.client.mget(index=self.index_name, ids=ids,
+                                                              source_includes=[SG_FIELD]))
+        return {str(doc["_id"]): str((doc.get("_source") or {})[SG_FIELD]) for doc in _body(response).get("docs", [])
+                if doc.get("found") and (doc.get("_source") or {}).get(SG_FIELD) is not None}
 
     def count(self) -> int:
         """Return the number of indexed documents."""

@@ -37,6 +37,8 @@ from parsers.errors import ConfigError, InputError
 
 EMBEDDING_FIELD = "embedding"
 HUB_FIELD = "hub"
+#: The answers' syntactic-generalization phrases (``index.sg_store`` encoding), stored for the learned ranker.
+SG_FIELD = "sg_phrases"
 DEFAULT_DIMS = 384
 MODES = ("union", "rrf")
 #: ``_name`` of the lexical ``bool`` query inside a hybrid request.
@@ -135,17 +137,22 @@ def meta_index_name(concrete: str) -> str:
 
 
 def dense_index_mappings(*, dims: int, model: str, meta_index: str, count: int, hub_k: int,
-                         field: str = EMBEDDING_FIELD) -> dict[str, Any]:
+                         field: str = EMBEDDING_FIELD, sg: bool = False) -> dict[str, Any]:
     """Return ``INDEX_MAPPINGS`` plus the cosine ``dense_vector``, the float ``hub`` and the ``_meta`` description.
 
     ``_meta`` stays small (model, dims, counts, the companion index's name): it lives in the
     cluster state. The term statistics, which grow with the vocabulary, go to ``meta_index``.
+    ``sg``: the documents also carry their syntactic-generalization phrases (``SG_FIELD``, one JSON
+    string per answer, kept in ``_source`` only: neither indexed nor in doc values).
     """
     vector = dense_vector_mapping(dims=dims, field=field)["properties"]
+    properties = {**INDEX_MAPPINGS["properties"], **vector, HUB_FIELD: {"type": "float"}}
+    if sg:
+        properties[SG_FIELD] = {"type": "keyword", "index": False, "doc_values": False}
     return {**INDEX_MAPPINGS,
             "_meta": {META_KEY: {"model": model, "dims": dims, "field": field, "meta_index": meta_index,
-                                 "count": count, "hub_k": hub_k}},
-            "properties": {**INDEX_MAPPINGS["properties"], **vector, HUB_FIELD: {"type": "float"}}}
+                                 "count": count, "hub_k": hub_k, "sg": sg}},
+            "properties": properties}
 
 
 #: The companion index's mapping: its one document is stored, never indexed.

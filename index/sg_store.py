@@ -107,6 +107,10 @@ class SGPhraseStore:
                 self._decoded.popitem(last=False)
         return decoded
 
+    def encoded(self, doc_id: str) -> str | None:
+        """Return the stored (JSON string) phrase list of ``doc_id``, or None: what a backend stores as is."""
+        return self._raw.get(doc_id)
+
     def in_step_with(self, index) -> bool:
         """Return True when this store was made from ``index`` as it is now (same fingerprint)."""
         return bool(self.fingerprint) and self.fingerprint == index_fingerprint(index)
@@ -228,3 +232,45 @@ def sg_store_for(index, index_path: str | Path, *, nlp=None, progress: bool = Tr
         except InputError as exc:  # derived data: rebuild rather than fail
             log.warning("rebuilding the SG phrases beside %s: %s", index_path, exc)
     return build_for_index(index_path, index=index, nlp=nlp, progress=progress, previous=previous)
+
+
+class ElasticSGPhrases:
+    """The ``phrases(doc_id)`` of an ``SGPhraseStore``, read from an Elasticsearch index built with them.
+
+    ``prime(ids)`` fetches the phrase lists of a step's candidates not cached yet in one ``mget``
+    (``SignalExtractor`` calls it before scoring); the ``cache_size`` most recent are kept, encoded.
+    Like ``EsDenseStore``, it assumes the index behind the alias does not change while it runs.
+    """
+
+    def __init__(self, *, index, cache_size: int = 4096) -> None:
+        if cache_size < 1:
+            raise InputError(f"cache_size must be at least 1, got {cache_size}")
+        self.index = index
+        self.cache_size = cache_size
+        self._raw: OrderedDict[str, str | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def prime(self, ids: Sequence[str]) -> None:
+        """Fetch the phrases of every id not cached yet, in one request (ids without phrases are cached as None)."""
+        with self._lock:
+            todo = [i for i in dict.fromkeys(ids) if i not in self._raw]
+        if not todo:
+            return
+        found = self.index.fetch_sg_phrases(todo)
+        with self._lock:
+            for doc_id in todo:
+                self._raw[doc_id] = found.get(doc_id)
+            while len(self._raw) > self.cache_size:
+                self._raw.popitem(last=False)
+
+    def phrases(self, doc_id: str) -> tuple[PhraseChunk, ...] | None:
+        """Return the stored phrases of ``doc_id`` (fetched now if not primed), or None when it has none."""
+        self.prime([doc_id])
+        with self._lock:
+            raw = self._raw.get(doc_id)
+        if raw is None:
+            return None
+        try:
+            return _decode(raw)
+        except (TypeError, ValueError, KeyError):
+            return None  # a damaged entry: the caller parses the answer instead

@@ -122,7 +122,11 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
         dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
         generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
     sg_store = None
-    if model.uses_sg and index_path is not None:  # answers' SG phrases parsed at index time: no answer is spaCy-parsed per turn
+    if model.uses_sg and es_vectors and index.dense_info().get("sg"):  # phrases stored in the ES documents
+        from index.sg_store import ElasticSGPhrases
+
+        sg_store = ElasticSGPhrases(index=index)
+    elif model.uses_sg and index_path is not None:  # answers' SG phrases parsed at index time: no answer is spaCy-parsed per turn
         from index.sg_store import sg_store_for
 
         sg_store = sg_store_for(index, Path(index_path), progress=progress)

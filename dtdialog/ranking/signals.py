@@ -96,6 +96,8 @@ class SignalExtractor:
         from dtdialog.syntactic_generalization import sg_score, sg_score_phrases
 
         store = self.sg_store
+        if store is not None and hasattr(store, "prime"):  # a remote store: one request for the whole step
+            store.prime([c.document.id for c in candidates])
         out = []
         for cand in candidates:
             stored = store.phrases(cand.document.id) if store is not None else None

@@ -223,3 +223,53 @@ def test_factory_ranks_an_index_with_vectors_with_the_learned_model(world, monke
     assert len(searches(server, before)) >= 1
     assert all(c.features["dense"] == c.features["dense"] for c in outcome.candidates)  # no NaN: every vector known
     assert [c.score for c in outcome.candidates] == sorted((c.score for c in outcome.candidates), reverse=True)
+
+
+def test_sg_phrases_stored_in_the_documents_are_read_in_one_mget_per_step():
+    """An index built with SG phrases serves them to the learned ranker: no spaCy parse of a candidate per turn."""
+    from index.sg_store import ElasticSGPhrases, build_sg_store
+
+    parser = StandInParser()
+    docs = [build_document(doc_id=d.answer_id(pos), dialogue_id=d.id, position=pos, text=t.text,
+                           tree=parser.parse(t.text), meta={}) for d in small_corpus() for pos, t in d.answers()]
+    encoder = HashingEncoder()
+    store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder, progress=False)
+    sg = build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs], progress=False)
+    server = FakeElasticsearch()
+    es = ElasticsearchIndex("http://fake-es:9200", index_name="withsg", client=server.client())
+    es.rebuild(docs, dense=store, sg=sg)
+    assert es.dense_info()["sg"] is True
+    phrases = ElasticSGPhrases(index=es)
+    before = len(server.requests)
+    phrases.prime([d.id for d in docs] + ["no-such#1"])
+    assert len(server.requests) - before == 1  # one mget for the whole step
+    assert all(phrases.phrases(d.id) == sg.phrases(d.id) for d in docs)
+    assert phrases.phrases("no-such#1") is None
+    assert len(server.requests) - before == 1  # the rest came from the cache
+    plain = ElasticsearchIndex("http://fake-es:9200", index_name="nosg", client=server.client())
+    plain.rebuild(docs, dense=store)  # vectors without phrases: the ranker falls back to parsing
+    assert plain.dense_info()["sg"] is False and ElasticSGPhrases(index=plain).phrases(docs[0].id) is None
+
+
+@pytest.mark.dense
+def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch():
+    from index.dense import dense_available
+
+    if not dense_available():
+        pytest.skip("the [dense] extra is not installed")
+    from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+    from index.sg_store import ElasticSGPhrases, build_sg_store
+
+    if not DEFAULT_MODEL.is_file():
+        pytest.skip("no shipped ranker model")
+    parser = StandInParser()
+    docs = [build_document(doc_id=d.answer_id(pos), dialogue_id=d.id, position=pos, text=t.text,
+                           tree=parser.parse(t.text), meta={}) for d in small_corpus() for pos, t in d.answers()]
+    encoder = HashingEncoder()
+    store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder, progress=False)
+    server = FakeElasticsearch()
+    es = ElasticsearchIndex("http://fake-es:9200", index_name="ranked", client=server.client())
+    es.rebuild(docs, dense=store, sg=build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs],
+                                                    progress=False))
+    _, scorer = factory.build_ranking(index=es, index_path=None, ranker="learned", encoder=encoder, progress=False)
+    assert isinstance(scorer.extractor.sg_store, ElasticSGPhrases)
