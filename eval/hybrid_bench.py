@@ -243,6 +243,9 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     t0 = time.perf_counter()
     generator, scorer = build_ranking(index=index, index_path=path, config=runtime.selector.config, ranker="learned",
                                       model_path=MODELS_DIR / MODELS[model], encoder=encoder, progress=progress)
+    from dtdialog.gc_tuning import freeze_loaded
+
+    freeze_loaded()  # as load_runtime does for a serving process
     load_s = time.perf_counter() - t0
     selector = AnswerSelector(index=index, parser=runtime.parser, config=runtime.selector.config,
                               generator=generator, scorer=scorer)

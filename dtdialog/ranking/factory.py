@@ -83,7 +83,8 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
             raise ModelNotAvailableError(f"the learned ranker needs the [dense] extra ({INSTALL_HINT})")
         _warn_once(f"dense retrieval unavailable ({INSTALL_HINT}); ranking lexically with the rule scorer")
         return None, None
-    es_vectors = index_path is None and _es_has_vectors(index)
+    es_info = _es_dense_info(index) if index_path is None else None
+    es_vectors = es_info is not None
     if index_path is None and not es_vectors:
         if getattr(index, "backend", "") == "elasticsearch":
             from dtdialog.ranking.es_dense import no_vectors_message
@@ -122,7 +123,7 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
         dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
         generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
     sg_store = None
-    if model.uses_sg and es_vectors and index.dense_info().get("sg"):  # phrases stored in the ES documents
+    if model.uses_sg and es_vectors and es_info.get("sg"):  # phrases stored in the ES documents
         from index.sg_store import ElasticSGPhrases
 
         sg_store = ElasticSGPhrases(index=index)
@@ -134,21 +135,16 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
                            config=cfg, require_agreement=bool(require_agreement), out_of_fold=out_of_fold)
     if isinstance(generator, HybridGenerator):  # the query's SG parse overlaps the searches and agreement checks
         generator.prefetch = (scorer.extractor.prefetch,)
-    _freeze_loaded_objects(dense=dense, use_sg=model.uses_sg)
+    _warm_up(dense=dense, use_sg=model.uses_sg)
     return generator, scorer
 
 
-def _freeze_loaded_objects(*, dense, use_sg: bool) -> None:
-    """Move everything loaded so far (models, pipelines, stores) out of the cyclic garbage collector's view.
+def _warm_up(*, dense, use_sg: bool) -> None:
+    """Load the lazily loaded query encoder and spaCy pipeline now, not in the first user's turn.
 
-    They live as long as the process; left in view, each full collection scans them: with the
-    learned ranker loaded that is ~0.5M objects and 300-450 ms, landing inside a turn (the p99 of
-    ``eval.hybrid_bench``). Objects made later (per-turn data, caches) are collected as usual, full
-    collections only every ``dtdialog.gc_tuning.GEN2_THRESHOLD`` gen-1 collections (process-wide). The
-    query encoder and the spaCy pipeline load lazily, so they are loaded (one query encoded) first.
+    A process serving turns then freezes what is loaded (``dtdialog.gc_tuning.freeze_loaded``,
+    called by ``load_runtime`` and the benchmarks: a process-wide setting is the caller's choice).
     """
-    from dtdialog.gc_tuning import freeze_loaded
-
     try:
         dense.query_vector("warm up")
         if use_sg:
@@ -157,12 +153,11 @@ def _freeze_loaded_objects(*, dense, use_sg: bool) -> None:
             _default().nlp  # noqa: B018 - loads the shared spaCy pipeline (the RST parser's too)
     except Exception as exc:  # noqa: BLE001 - warming is an optimisation; a real problem surfaces on the first turn
         log.debug("could not pre-load the query encoder / spaCy: %s", exc)
-    freeze_loaded()
 
 
-def _es_has_vectors(index: AnswerIndex) -> bool:
-    """Return True when ``index`` is an Elasticsearch index built with dense vectors (``dense_info``)."""
-    return getattr(index, "backend", "") == "elasticsearch" and index.dense_info() is not None
+def _es_dense_info(index: AnswerIndex) -> dict | None:
+    """Return the ``dense_info()`` of an Elasticsearch index built with dense vectors, else None."""
+    return index.dense_info() if getattr(index, "backend", "") == "elasticsearch" else None
 
 
 def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool, build, store_cls):
