@@ -188,17 +188,17 @@ def _build_vectors(path: Path, *, progress: bool) -> int:
     from index.sqlite_index import SqliteIndex
 
     with SqliteIndex(path) as index:
-        docs = [d for d in (index.get(i) for i in index.ids()) if d is not None]
-        generation = index.generation() if hasattr(index, "generation") else ""
+        ids, texts = index.answer_texts()
+        generation = index.generation()
 
     def original(doc_id: str) -> str:
         return re.sub(r"~r\d+#", "#", doc_id)
 
-    distinct = [d for d in docs if original(d.id) == d.id]
-    encoded = build_dense_store(ids=[d.id for d in distinct], texts=[d.text for d in distinct], progress=progress)
+    distinct = [(i, t) for i, t in zip(ids, texts) if original(i) == i]
+    encoded = build_dense_store(ids=[i for i, _ in distinct], texts=[t for _, t in distinct], progress=progress)
     row = {doc_id: k for k, doc_id in enumerate(encoded.ids)}
-    vectors = np.stack([np.asarray(encoded.vectors[row[original(d.id)]]) for d in docs]).astype(np.float32)
-    store = DenseStore(ids=[d.id for d in docs], vectors=vectors, terms=TermStats.of([d.text for d in docs]))
+    vectors = np.stack([np.asarray(encoded.vectors[row[original(i)]]) for i in ids]).astype(np.float32)
+    store = DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts))
     store.generation = generation
     store.save(path)
     return len(distinct)

@@ -280,10 +280,9 @@ def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = Tr
     from index.sqlite_index import SqliteIndex
 
     with SqliteIndex(Path(index_path)) as index:
-        docs = [doc for doc in (index.get(doc_id) for doc_id in index.ids()) if doc is not None]
+        ids, texts = index.answer_texts()
         generation = index.generation()
-    store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder,
-                              progress=progress)
+    store = build_dense_store(ids=ids, texts=texts, encoder=encoder, progress=progress)
     store.generation = generation
     store.save(index_path)
     return store

@@ -209,9 +209,9 @@ def build_for_index(index_path: str | Path, *, index=None, nlp=None, progress: b
     if index is None:
         with SqliteIndex(Path(index_path)) as opened:
             return build_for_index(index_path, index=opened, nlp=nlp, progress=progress, previous=previous)
-    docs = [doc for doc in (index.get(doc_id) for doc_id in index.ids()) if doc is not None]
-    store = build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs], nlp=nlp,
-                           fingerprint=index_fingerprint(index), progress=progress, previous=previous)
+    ids, texts = index.answer_texts()
+    store = build_sg_store(ids=ids, texts=texts, nlp=nlp, fingerprint=index_fingerprint(index), progress=progress,
+                           previous=previous)
     store.save(index_path)
     return store
 

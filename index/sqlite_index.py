@@ -488,6 +488,19 @@ class SqliteIndex(AnswerIndex):
         """Return every document id, in insertion order."""
         return [r[0] for r in self._conn().execute("SELECT id FROM docs ORDER BY rowid")]
 
+    def answer_texts(self) -> tuple[list[str], list[str]]:
+        """Return ``(ids, texts)`` of every document, in insertion order, read in one query.
+
+        What the stores derived from the answers (dense vectors, SG phrases) are built from; one
+        scan instead of a ``get`` per id.
+        """
+        ids: list[str] = []
+        texts: list[str] = []
+        for doc_id, blob in self._conn().execute("SELECT id, doc FROM docs ORDER BY rowid"):
+            ids.append(doc_id)
+            texts.append(decode_doc(blob).text)
+        return ids, texts
+
     def close(self) -> None:
         """Close every connection this index opened (in any thread)."""
         with self._lock:

@@ -101,7 +101,6 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
     from dtdialog.ranking.learned_scorer import LearnedScorer, RankerModel
     from dtdialog.ranking.signals import SignalExtractor
     from index.dense import DenseEncoder
-    from index.dense_store import DenseStore, build_dense_store
 
     try:
         model = RankerModel.load(model_path)
@@ -118,8 +117,7 @@ def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: 
         dense = es_dense_signals(index, encoder=encoder or DenseEncoder())
         generator = ElasticHybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
     else:
-        store = _store_for(index, Path(index_path), encoder=encoder, progress=progress, build=build_dense_store,
-                           store_cls=DenseStore)
+        store = _store_for(index, Path(index_path), encoder=encoder, progress=progress)
         dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
         generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
     sg_store = None
@@ -160,33 +158,31 @@ def _es_dense_info(index: AnswerIndex) -> dict | None:
     return index.dense_info() if getattr(index, "backend", "") == "elasticsearch" else None
 
 
-def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool, build, store_cls):
+def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
     """Return the dense store beside ``path``, built when missing and refreshed when out of step with the index.
 
     "Out of step" means the index was written since (its ``generation`` differs) or, for an index
     without generations, that the answer counts differ. A refresh re-encodes only new or edited
     answers (``refresh_dense_store``); a damaged store is derived data and is rebuilt.
     """
-    from index.dense_store import refresh_dense_store
+    from index.dense_store import DenseStore, build_dense_store, refresh_dense_store
 
     generation = index.generation() if hasattr(index, "generation") else ""
     store = None
-    if store_cls.exists(path):
+    if DenseStore.exists(path):
         try:
-            store = store_cls.load(path)
+            store = DenseStore.load(path)
         except Exception as exc:  # noqa: BLE001 - a damaged store is derived data: rebuild it
             log.warning("rebuilding the dense vectors beside %s: %s", path, exc)
             store = None
     if store is not None and len(store) == index.count() and (not generation or store.generation == generation):
         return store
-    ids = index.ids() if hasattr(index, "ids") else []
-    docs = [d for d in (index.get(i) for i in ids) if d is not None]
-    doc_ids, texts = [d.id for d in docs], [d.text for d in docs]
+    doc_ids, texts = index.answer_texts()
     if store is None:
-        store = build(ids=doc_ids, texts=texts, encoder=encoder, progress=progress)
+        store = build_dense_store(ids=doc_ids, texts=texts, encoder=encoder, progress=progress)
     else:
         store, encoded = refresh_dense_store(store, ids=doc_ids, texts=texts, encoder=encoder, progress=progress)
         log.info("dense vectors beside %s refreshed: %d answer(s) encoded", path, encoded)
     store.generation = generation
     store.save(path)
-    return store_cls.load(path)
+    return DenseStore.load(path)

@@ -84,8 +84,7 @@ def seed_dense_store(index, path: Path, *, progress: bool = False) -> None:
 
     if not dense_available() or DenseStore.exists(path):
         return
-    docs = [d for d in (index.get(i) for i in index.ids()) if d is not None]
-    texts = [d.text for d in docs]
+    ids, texts = index.answer_texts()
     vectors = encode_cached(texts, encoder=DenseEncoder(), progress=progress)
-    DenseStore(ids=[d.id for d in docs], vectors=vectors, terms=TermStats.of(texts),
+    DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts),
                digests=[text_digest(t) for t in texts], generation=index.generation()).save(path)

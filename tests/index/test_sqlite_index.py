@@ -113,3 +113,12 @@ def test_scores_only_search_and_hits_for_agree_with_search(tmp_path: Path, docum
         assert ix.hits_for([], query) == []
         with pytest.raises(InputError):
             ix.search_scores(SearchQuery())
+
+
+def test_answer_texts_reads_every_document_in_insertion_order(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as writer:
+        writer.add(documents)
+    with SqliteIndex(path) as ix:
+        ids, texts = ix.answer_texts()
+        assert ids == ix.ids() and texts == [ix.get(i).text for i in ids]

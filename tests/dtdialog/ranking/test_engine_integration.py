@@ -87,7 +87,7 @@ def test_stale_vectors_are_refreshed_not_rebuilt(dense_index, tmp_path):
     import numpy as np
 
     from index.dense import DenseEncoder
-    from index.dense_store import DenseStore, dense_paths
+    from index.dense_store import dense_paths
     from index.sqlite_index import SqliteIndex
 
     path = tmp_path / "answers.sqlite"
@@ -104,11 +104,11 @@ def test_stale_vectors_are_refreshed_not_rebuilt(dense_index, tmp_path):
 
     encoder = Recording()
     with SqliteIndex(path, readonly=False) as index:
-        fresh = factory._store_for(index, path, encoder=encoder, progress=False, build=None, store_cls=DenseStore)
+        fresh = factory._store_for(index, path, encoder=encoder, progress=False)
         assert Recording.seen == [] and fresh.generation == index.generation()  # in step: nothing encoded
         doc = index.get(index.ids()[0])
         index.add([replace(doc, text="The alternator belt squeals on cold mornings until the engine warms up.")])
-        refreshed = factory._store_for(index, path, encoder=encoder, progress=False, build=None, store_cls=DenseStore)
+        refreshed = factory._store_for(index, path, encoder=encoder, progress=False)
         assert Recording.seen == ["The alternator belt squeals on cold mornings until the engine warms up."]
         assert refreshed.generation == index.generation() and len(refreshed) == index.count()
         row = refreshed.ids.index(doc.id)
