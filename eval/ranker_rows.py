@@ -17,7 +17,11 @@ from parsers.errors import InputError
 
 def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = True, max_steps: int = 3,
                           limit: int | None = None) -> list:
-    """Return one ``QueryRows`` per dialogue step of ``eval_set`` (cached as JSON in ``cache``)."""
+    """Return one ``QueryRows`` per dialogue step of ``eval_set``, in dialogue and step order (cached as JSON in ``cache``).
+
+    A question the engine cannot plan (empty, unparseable) gets empty lists, so the rows stay aligned
+    with the dialogues; ``question_id`` is ``"{dialogue id}/{step}"``.
+    """
     from tqdm import tqdm
 
     from dtdialog.engine_config import EngineConfig
@@ -57,7 +61,9 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
                       disable=not progress, dynamic_ncols=True):
             try:
                 plan = selector.plan(d.question)
-            except InputError:
+            except InputError:  # nothing to rank: empty lists keep the rows aligned with the dialogues' steps
+                out.extend(QueryRows(question_id=f"{d.id}/{step + 1}", ids=[], rows=[], gold=[])
+                           for step in range(min(d.n_answers, max_steps)))
                 continue
             for step, gold in enumerate(d.answer_ids[:max_steps]):
                 earlier = list(d.answer_ids[:step])

@@ -87,46 +87,15 @@ def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
 
 
 def collect(*, data_dir: Path, cache: Path, k: int, limit: int | None, progress: bool) -> list[QueryRows]:
-    """Return the recorded candidates of every mechanics question (cached as JSON in ``cache``)."""
-    from tqdm import tqdm
+    """Return the recorded candidates of every mechanics question, in file order (cached as JSON in ``cache``).
 
-    from dtdialog.engine_config import EngineConfig
-    from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
-    from dtdialog.ranking.hybrid_generator import HybridGenerator
-    from dtdialog.ranking.signals import SignalExtractor
-    from dtdialog.selector import AnswerSelector
+    Mechanics is single-step: the rows are ``eval.ranker_rows.collect_dialogue_rows`` with one step each.
+    """
     from eval.datasets import load_mechanics
-    from index.dense import DenseEncoder
-    from index.dense_store import DenseStore
-    from index.registry import open_index
-    from parsers.base import get_parser
+    from eval.ranker_rows import collect_dialogue_rows
 
-    eval_set = load_mechanics(data_dir).limited(limit)
-    index_path = build_pool_index(eval_set, cache=cache, progress=progress)
-    rows_path = cache / f"{index_path.stem}-k{k}-n{len(eval_set.dialogues)}.rows.json"
-    if rows_path.is_file():
-        return [QueryRows(**r) for r in json.loads(rows_path.read_text(encoding="utf-8"))]
-    dense = DenseSignals(store=DenseStore.load(index_path), encoder=DenseEncoder())
-    dense.prime([dense_query_text(d.question) for d in eval_set.dialogues])
-    parser = get_parser()
-    out: list[QueryRows] = []
-    with open_index(backend="sqlite", path=index_path) as index:
-        recorder = RecordingScorer(extractor=SignalExtractor(dense=dense))
-        selector = AnswerSelector(index=index, parser=parser, config=EngineConfig(candidates=k),
-                                  generator=HybridGenerator(index=index, dense=dense, dense_k=k), scorer=recorder)
-        for dialogue in tqdm(eval_set.dialogues, desc="ranking questions", unit="question", file=sys.stderr,
-                             disable=not progress, dynamic_ncols=True):
-            try:
-                selector.rank_outcome(question=dialogue.question, step=0, size=k)
-                rows, ids = recorder.last, recorder.last_ids
-            except InputError:
-                rows, ids = [], []
-            out.append(QueryRows(question_id=dialogue.id, ids=ids, rows=rows,
-                                 gold=[i == dialogue.answer_ids[0] for i in ids]))
-    tmp = rows_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps([r.__dict__ for r in out]), encoding="utf-8")
-    tmp.replace(rows_path)
-    return out
+    return collect_dialogue_rows(load_mechanics(data_dir).limited(limit), cache=cache, k=k, progress=progress,
+                                 max_steps=1)
 
 
 # --- cross-validation -----------------------------------------------------------------------------------
