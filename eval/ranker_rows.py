@@ -8,11 +8,30 @@ earlier answers excluded and given as context (teacher forcing), and the actual 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
 
 from parsers.errors import InputError
+
+#: The packages whose code decides the recorded features (parsing, indexing, candidates, signals).
+FEATURE_CODE = ("parsers", "index", "dtdialog")
+
+
+def feature_code_digest(root: Path | None = None) -> str:
+    """Return a short digest of the source that computes ranker features.
+
+    Recorded rows are cached under it: rows recorded by older engine code are never reused to train
+    a model that the current engine will serve (that skew happened once: see docs/ranking.md).
+    """
+    root = root or Path(__file__).resolve().parents[1]
+    digest = hashlib.sha1()
+    for package in FEATURE_CODE:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
 
 
 def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = True, max_steps: int = 3,
@@ -37,7 +56,7 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
 
     dialogues = list(eval_set.dialogues[:limit] if limit else eval_set.dialogues)
     index_path = build_pool_index(eval_set, cache=cache, progress=progress)
-    rows_path = cache / f"{index_path.stem}-k{k}-d{len(dialogues)}-s{max_steps}.rows.json"
+    rows_path = cache / f"{index_path.stem}-k{k}-d{len(dialogues)}-s{max_steps}-{feature_code_digest()}.rows.json"
     if rows_path.is_file():
         return [QueryRows(**r) for r in json.loads(rows_path.read_text(encoding="utf-8"))]
     dense = DenseSignals(store=DenseStore.load(index_path), encoder=DenseEncoder())

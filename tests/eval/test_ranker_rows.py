@@ -33,3 +33,15 @@ def test_each_step_of_each_dialogue_becomes_a_training_list(tmp_path):
             assert not set(d.answer_ids[:step]) & set(r.ids)
     again = collect_dialogue_rows(eval_set, cache=tmp_path, k=10, progress=False)  # read back from the cache
     assert [r.question_id for r in again] == [r.question_id for r in rows]
+
+
+def test_feature_code_digest_changes_with_the_feature_code(tmp_path):
+    from eval.ranker_rows import FEATURE_CODE, feature_code_digest
+
+    for package in FEATURE_CODE:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "a.py").write_text("x = 1\n")
+    first = feature_code_digest(tmp_path)
+    assert feature_code_digest(tmp_path) == first
+    (tmp_path / "dtdialog" / "a.py").write_text("x = 2\n")
+    assert feature_code_digest(tmp_path) != first
