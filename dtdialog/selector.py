@@ -311,6 +311,26 @@ class AnswerSelector:
             return 0.0
         return len(singles & self.normalizer.terms_of_text(logged)) / len(singles)
 
+    # --- the narrow interface the dialogue manager uses (it never reaches the index or normaliser) ---
+    def document(self, doc_id: str) -> AnswerDocument | None:
+        """Return the stored answer ``doc_id``, or None when it is no longer in the index."""
+        return self.index.get(doc_id)
+
+    def terms_of_text(self, text: str) -> frozenset[str]:
+        """Return the entity terms of ``text`` in the selector's vocabulary (synonyms and stems applied)."""
+        return self.normalizer.terms_of_text(text)
+
+    def terms_of_edus(self, edus) -> frozenset[str]:
+        """Return the entity terms of ``edus`` in the selector's vocabulary."""
+        return self.normalizer.terms_of_edus(edus)
+
+    def violates(self, doc: AnswerDocument, constraints: Sequence[Constraint]) -> bool:
+        """Return True when the answer mentions something one of ``constraints`` rules out."""
+        if not constraints:
+            return False
+        terms = self.normalizer.terms_of_text(doc.text)
+        return any(c.violated_by(terms, self.normalizer) for c in constraints)
+
     def _document(self, doc_id: str) -> AnswerDocument | None:
         try:
             return self.index.get(doc_id)
