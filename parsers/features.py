@@ -15,10 +15,12 @@ documents and raw inference text.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from parsers.nlp_base import AnalyzedText
+from parsers.nlp_base import AnalyzedText, Token
+from parsers.tree_builder import Span
 
 #: Connectives and cue phrases (first words) that signal relations or EDU starts.
 DISCOURSE_MARKERS: frozenset[str] = frozenset({
@@ -103,26 +105,35 @@ def _subtree_ending_at(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> int 
     return _highest_subtree_at(analyzed, syn.right_edge, i)
 
 
-def boundary_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[str, float]:
-    """Return the features of the candidate EDU boundary *before* token ``i``."""
-    toks = analyzed.tokens
-    n = len(toks)
+def _word(toks: Sequence[Token], j: int) -> str:
+    """Return token ``j`` lowercased, or a sentinel past either end of the text."""
+    return toks[j].text.lower() if 0 <= j < len(toks) else ("<s>" if j < 0 else "</s>")
+
+
+def _tag(toks: Sequence[Token], j: int) -> str:
+    """Return the fine POS tag of token ``j``, or a sentinel past either end of the text."""
+    return toks[j].tag if 0 <= j < len(toks) else ("<s>" if j < 0 else "</s>")
+
+
+def _shape(toks: Sequence[Token], j: int) -> str:
+    """Return a one-character shape of token ``j``: d(igits), X (capitalised), x (lower), else its first char."""
+    if not 0 <= j < len(toks):
+        return "<none>"
+    x = toks[j].text
+    return "d" if x.isdigit() else "X" if x[:1].isupper() else "x" if x[:1].isalpha() else x[:1]
+
+
+def _starts_sentence(toks: Sequence[Token], i: int) -> bool:
+    return i == 0 or toks[i - 1].sent != toks[i].sent
+
+
+def _window_features(toks: Sequence[Token], i: int) -> dict[str, float]:
+    """Return the lexical, POS, dependency and shape features of the tokens around boundary ``i``."""
     t = toks[i]
-
-    def w(j: int) -> str:
-        return toks[j].text.lower() if 0 <= j < n else ("<s>" if j < 0 else "</s>")
-
-    def p(j: int) -> str:
-        return toks[j].tag if 0 <= j < n else ("<s>" if j < 0 else "</s>")
-
-    sent_start = i == 0 or toks[i - 1].sent != t.sent
-
-    def shape(j: int) -> str:
-        if not 0 <= j < n:
-            return "<none>"
-        x = toks[j].text
-        return "d" if x.isdigit() else "X" if x[:1].isupper() else "x" if x[:1].isalpha() else x[:1]
-    f: dict[str, float] = {
+    w = functools.partial(_word, toks)
+    p = functools.partial(_tag, toks)
+    shape = functools.partial(_shape, toks)
+    return {
         "bias": 1.0,
         f"w0={w(i)}": 1.0,
         f"w-1={w(i - 1)}": 1.0,
@@ -141,47 +152,97 @@ def boundary_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[
         f"hdir={'L' if t.head < i else 'R' if t.head > i else 'S'}": 1.0,
         f"hdep={toks[t.head].dep}": 1.0,
         f"hpos={toks[t.head].pos}": 1.0,
-        f"sentstart={sent_start}": 1.0,
+        f"sentstart={_starts_sentence(toks, i)}": 1.0,
         # Shapes catch citations ("[ 18 ]") and numbers that lexical features scatter.
         f"shape={shape(i - 1)}{shape(i)}{shape(i + 1)}": 1.0,
         f"shape+2={shape(i)}{shape(i + 1)}{shape(i + 2)}": 1.0,
     }
-    if i > 0:
-        prev = toks[i - 1]
-        f[f"d-1={prev.dep}"] = 1.0
-        f[f"prevpunct={prev.is_punct}"] = 1.0
-        if prev.is_punct:
-            f[f"prevpunctw={prev.text}|p0={t.tag}"] = 1.0
-    if t.text.lower() in DISCOURSE_MARKERS:
-        f["marker0"] = 1.0
-        f[f"marker0prev={w(i - 1)}"] = 1.0
+
+
+def _previous_token_features(toks: Sequence[Token], i: int) -> dict[str, float]:
+    """Return what the token before boundary ``i`` is: its dependency and whether (which) punctuation."""
+    if i == 0:
+        return {}
+    prev = toks[i - 1]
+    f = {f"d-1={prev.dep}": 1.0, f"prevpunct={prev.is_punct}": 1.0}
+    if prev.is_punct:
+        f[f"prevpunctw={prev.text}|p0={toks[i].tag}"] = 1.0
+    return f
+
+
+def _marker_features(toks: Sequence[Token], i: int) -> dict[str, float]:
+    """Return the discourse-marker features of token ``i`` (with the word before it)."""
+    if toks[i].text.lower() not in DISCOURSE_MARKERS:
+        return {}
+    return {"marker0": 1.0, f"marker0prev={_word(toks, i - 1)}": 1.0}
+
+
+def _subtree_start_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[str, float]:
+    """Return the features of the highest subtree that starts at token ``i`` inside a sentence."""
+    toks = analyzed.tokens
     start = _subtree_starting_at(analyzed, syn, i)
-    if start is not None and not sent_start:
-        st = toks[start]
-        f[f"starts={st.dep}"] = 1.0
-        f[f"starts={st.dep}|{st.pos}"] = 1.0
-        f[f"starts={st.dep}|w0={w(i)}"] = 1.0
-        f[f"startslen={_bucket(syn.right_edge[start] - i + 1)}"] = 1.0
-        f[f"starts={st.dep}|{st.pos}|prev={w(i - 1) if i > 0 and toks[i - 1].is_punct else p(i - 1)}"] = 1.0
-        f[f"starts={st.dep}|{st.pos}|subj={syn.has_subject[start]}"] = 1.0
-        if st.dep in _CLAUSE_DEPS and st.pos in ("VERB", "AUX"):
-            f["startsclause"] = 1.0
-    if i + 1 < n and not sent_start:
-        nxt = _subtree_starting_at(analyzed, syn, i + 1)
-        if nxt is not None:
-            nt = toks[nxt]
-            f[f"nextstarts={nt.dep}|{nt.pos}|w0={w(i)}"] = 1.0
-            f[f"nextstarts={nt.dep}|{nt.pos}|p0={p(i)}|subj={syn.has_subject[nxt]}"] = 1.0
-    if i > 0:
-        end = _subtree_ending_at(analyzed, syn, i - 1)
-        if end is not None:
-            et = toks[end]
-            f[f"ends={et.dep}|{et.pos}"] = 1.0
-    # Position in sentence: EDUs rarely start in the first couple of tokens.
+    if start is None or _starts_sentence(toks, i):
+        return {}
+    st = toks[start]
+    prev = _word(toks, i - 1) if i > 0 and toks[i - 1].is_punct else _tag(toks, i - 1)
+    f = {
+        f"starts={st.dep}": 1.0,
+        f"starts={st.dep}|{st.pos}": 1.0,
+        f"starts={st.dep}|w0={_word(toks, i)}": 1.0,
+        f"startslen={_bucket(syn.right_edge[start] - i + 1)}": 1.0,
+        f"starts={st.dep}|{st.pos}|prev={prev}": 1.0,
+        f"starts={st.dep}|{st.pos}|subj={syn.has_subject[start]}": 1.0,
+    }
+    if st.dep in _CLAUSE_DEPS and st.pos in ("VERB", "AUX"):
+        f["startsclause"] = 1.0
+    return f
+
+
+def _next_subtree_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[str, float]:
+    """Return the features of the highest subtree that starts right after token ``i`` inside a sentence."""
+    toks = analyzed.tokens
+    if i + 1 >= len(toks) or _starts_sentence(toks, i):
+        return {}
+    nxt = _subtree_starting_at(analyzed, syn, i + 1)
+    if nxt is None:
+        return {}
+    nt = toks[nxt]
+    return {
+        f"nextstarts={nt.dep}|{nt.pos}|w0={_word(toks, i)}": 1.0,
+        f"nextstarts={nt.dep}|{nt.pos}|p0={_tag(toks, i)}|subj={syn.has_subject[nxt]}": 1.0,
+    }
+
+
+def _subtree_end_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[str, float]:
+    """Return the features of the highest subtree that ends at the token before boundary ``i``."""
+    if i == 0:
+        return {}
+    end = _subtree_ending_at(analyzed, syn, i - 1)
+    if end is None:
+        return {}
+    et = analyzed.tokens[end]
+    return {f"ends={et.dep}|{et.pos}": 1.0}
+
+
+def _sentence_position_features(toks: Sequence[Token], i: int) -> dict[str, float]:
+    """Return how far token ``i`` is into its sentence: EDUs rarely start in the first couple of tokens."""
     sent_first = i
-    while sent_first > 0 and toks[sent_first - 1].sent == t.sent:
+    while sent_first > 0 and toks[sent_first - 1].sent == toks[i].sent:
         sent_first -= 1
-    f[f"sentpos={_bucket(i - sent_first)}"] = 1.0
+    return {f"sentpos={_bucket(i - sent_first)}": 1.0}
+
+
+def boundary_features(analyzed: AnalyzedText, syn: SyntaxIndex, i: int) -> dict[str, float]:
+    """Return the features of the candidate EDU boundary *before* token ``i``."""
+    toks = analyzed.tokens
+    # The order of the steps fixes the dict order; the shipped model was fitted on this order.
+    f = _window_features(toks, i)
+    f.update(_previous_token_features(toks, i))
+    f.update(_marker_features(toks, i))
+    f.update(_subtree_start_features(analyzed, syn, i))
+    f.update(_next_subtree_features(analyzed, syn, i))
+    f.update(_subtree_end_features(analyzed, syn, i))
+    f.update(_sentence_position_features(toks, i))
     return f
 
 
@@ -307,46 +368,81 @@ def _edu_side(ctx: DocContext, edu: int, tag: str, f: dict[str, float]) -> None:
     f[f"{tag}len={_bucket(e.end - e.start, (2, 4, 7, 11, 16, 25))}"] = 1.0
 
 
-def pair_features(ctx: DocContext, left: tuple[int, int], right: tuple[int, int], *, level: str) -> dict[str, float]:
-    """Return the features of joining the adjacent EDU spans ``left`` and ``right`` (inclusive EDU indices).
+def _edge_edu_features(ctx: DocContext, left: Span, right: Span) -> dict[str, float]:
+    """Return the features of the EDUs at the edges of the two spans.
 
-    ``level`` is ``"intra"`` (inside one sentence) or ``"inter"`` (across sentences).
+    The edge EDUs carry most cues; the first EDU of each span approximates its nucleus.
     """
-    toks = ctx.analyzed.tokens
-    n_edus = len(ctx.edus)
-    f: dict[str, float] = {"bias": 1.0}
-    # The edge EDUs carry most cues; the first EDU of each span approximates its nucleus.
+    f: dict[str, float] = {}
     _edu_side(ctx, left[1], "Le:", f)
     _edu_side(ctx, right[0], "Rs:", f)
     if left[0] != left[1]:
         _edu_side(ctx, left[0], "Ls:", f)
     if right[0] != right[1]:
         _edu_side(ctx, right[1], "Re:", f)
+    return f
+
+
+def _size_features(left: Span, right: Span) -> dict[str, float]:
+    """Return the sizes of the two spans, in EDUs."""
     ln = left[1] - left[0] + 1
     rn = right[1] - right[0] + 1
-    f[f"lsize={_bucket(ln)}"] = 1.0
-    f[f"rsize={_bucket(rn)}"] = 1.0
-    f[f"sizes={_bucket(ln, (1, 2, 4, 8))}|{_bucket(rn, (1, 2, 4, 8))}"] = 1.0
+    return {
+        f"lsize={_bucket(ln)}": 1.0,
+        f"rsize={_bucket(rn)}": 1.0,
+        f"sizes={_bucket(ln, (1, 2, 4, 8))}|{_bucket(rn, (1, 2, 4, 8))}": 1.0,
+    }
+
+
+def _sentence_and_position_features(ctx: DocContext, left: Span, right: Span) -> dict[str, float]:
+    """Return how the spans sit in sentences and in the document."""
+    n_edus = len(ctx.edus)
     ls = ctx.edus[left[0]].sentence
     le = ctx.edus[left[1]].sentence
     rs = ctx.edus[right[0]].sentence
     re_ = ctx.edus[right[1]].sentence
-    f[f"lsents={_bucket(le - ls + 1, (1, 2, 3, 5, 8))}"] = 1.0
-    f[f"rsents={_bucket(re_ - rs + 1, (1, 2, 3, 5, 8))}"] = 1.0
-    f[f"samesent={le == rs}"] = 1.0
-    f[f"lfullsent={left[0] == 0 or ctx.edus[left[0] - 1].sentence != ls}"] = 1.0
-    f[f"rfullsent={right[1] == n_edus - 1 or ctx.edus[right[1] + 1].sentence != re_}"] = 1.0
-    f[f"atstart={left[0] == 0}"] = 1.0
-    f[f"atend={right[1] == n_edus - 1}"] = 1.0
-    f[f"pos={_bucket(int(10 * left[0] / max(n_edus, 1)), (0, 1, 2, 4, 7, 9))}"] = 1.0
-    # Syntactic attachment between the spans (SPADE/HILDA's dominance sets).
-    lstart, lend = ctx.edus[left[0]].start, ctx.edus[left[1]].end
-    rstart, rend = ctx.edus[right[0]].start, ctx.edus[right[1]].end
-    r_into_l = [k for k in range(right[0], right[1] + 1) if lstart <= toks[ctx.heads[k]].head < lend]
-    l_into_r = [k for k in range(left[0], left[1] + 1) if rstart <= toks[ctx.heads[k]].head < rend]
-    # Attachment conjoined with the attaching EDU's first word and the governing lemma: a linear model
-    # cannot form "advcl + if" or "ccomp under say" from the separate features.
-    for name, attaching in (("R->L", r_into_l), ("L->R", l_into_r)):
+    return {
+        f"lsents={_bucket(le - ls + 1, (1, 2, 3, 5, 8))}": 1.0,
+        f"rsents={_bucket(re_ - rs + 1, (1, 2, 3, 5, 8))}": 1.0,
+        f"samesent={le == rs}": 1.0,
+        f"lfullsent={left[0] == 0 or ctx.edus[left[0] - 1].sentence != ls}": 1.0,
+        f"rfullsent={right[1] == n_edus - 1 or ctx.edus[right[1] + 1].sentence != re_}": 1.0,
+        f"atstart={left[0] == 0}": 1.0,
+        f"atend={right[1] == n_edus - 1}": 1.0,
+        f"pos={_bucket(int(10 * left[0] / max(n_edus, 1)), (0, 1, 2, 4, 7, 9))}": 1.0,
+    }
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """Which EDUs of one span have their syntactic head governed by a token of the other span."""
+
+    r_into_l: list[int]
+    l_into_r: list[int]
+
+    @classmethod
+    def between(cls, ctx: DocContext, left: Span, right: Span) -> Attachment:
+        """Return the attachments between the adjacent spans ``left`` and ``right`` (SPADE/HILDA's dominance sets)."""
+        toks = ctx.analyzed.tokens
+        lstart, lend = ctx.edus[left[0]].start, ctx.edus[left[1]].end
+        rstart, rend = ctx.edus[right[0]].start, ctx.edus[right[1]].end
+        return cls(r_into_l=[k for k in range(right[0], right[1] + 1) if lstart <= toks[ctx.heads[k]].head < lend],
+                   l_into_r=[k for k in range(left[0], left[1] + 1) if rstart <= toks[ctx.heads[k]].head < rend])
+
+    @property
+    def direction(self) -> str:
+        """Return ``"L->R"``, ``"R->L"`` or ``"-"`` (no attachment); left-into-right wins when both exist."""
+        return "L->R" if self.l_into_r else "R->L" if self.r_into_l else "-"
+
+
+def _attachment_features(ctx: DocContext, attach: Attachment) -> dict[str, float]:
+    """Return the attachment features, conjoined with the attaching EDU's first word and the governing lemma.
+
+    A linear model cannot form "advcl + if" or "ccomp under say" from the separate features.
+    """
+    toks = ctx.analyzed.tokens
+    f: dict[str, float] = {}
+    for name, attaching in (("R->L", attach.r_into_l), ("L->R", attach.l_into_r)):
         if not attaching:
             continue
         k = attaching[0]
@@ -359,21 +455,49 @@ def pair_features(ctx: DocContext, left: tuple[int, int], right: tuple[int, int]
         f[f"{name}:{t.dep}|w1={w1}"] = 1.0
         f[f"{name}:{t.dep}|gov={gov.lemma}"] = 1.0
         f[f"{name}:{t.dep}|tag={t.tag}"] = 1.0
-    if not r_into_l and not l_into_r:
+    if not attach.r_into_l and not attach.l_into_r:
         f["noattach"] = 1.0
-    # Cue conjunctions: the right span's opening word with the left span's closing punctuation.
+    return f
+
+
+def _content_lemmas(ctx: DocContext, span: Span) -> set[str]:
+    """Return the lemmas of the nouns, proper nouns, verbs and adjectives of EDU span ``span``."""
+    toks = ctx.analyzed.tokens
+    start, end = ctx.edus[span[0]].start, ctx.edus[span[1]].end
+    return {t.lemma for t in toks[start:end] if t.pos in ("NOUN", "PROPN", "VERB", "ADJ")}
+
+
+def _cue_features(ctx: DocContext, left: Span, right: Span, attach: Attachment, *, level: str) -> dict[str, float]:
+    """Return cue conjunctions across the join and the spans' lexical overlap."""
+    toks = ctx.analyzed.tokens
     rw = ctx.words(right[0])[0]
     lend_tok = toks[ctx.edus[left[1]].end - 1]
-    f[f"Rw1|Lpunct={rw}|{lend_tok.text if lend_tok.is_punct else '-'}"] = 1.0
-    f[f"Rhdep|Lhdep={toks[ctx.heads[right[0]]].dep}|{toks[ctx.heads[left[1]]].dep}"] = 1.0
+    # The right span's opening word with the left span's closing punctuation.
+    f = {
+        f"Rw1|Lpunct={rw}|{lend_tok.text if lend_tok.is_punct else '-'}": 1.0,
+        f"Rhdep|Lhdep={toks[ctx.heads[right[0]]].dep}|{toks[ctx.heads[left[1]]].dep}": 1.0,
+    }
     # Lexical overlap hints at Elaboration/Restatement across sentences.
-    lw = {t.lemma for t in toks[lstart:lend] if t.pos in ("NOUN", "PROPN", "VERB", "ADJ")}
-    rw_set = {t.lemma for t in toks[rstart:rend] if t.pos in ("NOUN", "PROPN", "VERB", "ADJ")}
-    overlap = len(lw & rw_set)
+    overlap = len(_content_lemmas(ctx, left) & _content_lemmas(ctx, right))
     f[f"overlap={_bucket(overlap, (0, 1, 2, 4))}"] = 1.0
-    lw1 = ctx.words(left[0])[0]
-    f[f"Lw1|attach={lw1}|{'L->R' if l_into_r else 'R->L' if r_into_l else '-'}"] = 1.0
-    f[f"Rw1|attach={rw}|{'L->R' if l_into_r else 'R->L' if r_into_l else '-'}"] = 1.0
+    f[f"Lw1|attach={ctx.words(left[0])[0]}|{attach.direction}"] = 1.0
+    f[f"Rw1|attach={rw}|{attach.direction}"] = 1.0
     if level == "inter":
         f[f"Rw1inter={rw}"] = 1.0
+    return f
+
+
+def pair_features(ctx: DocContext, left: Span, right: Span, *, level: str) -> dict[str, float]:
+    """Return the features of joining the adjacent EDU spans ``left`` and ``right`` (inclusive EDU indices).
+
+    ``level`` is ``"intra"`` (inside one sentence) or ``"inter"`` (across sentences).
+    """
+    attach = Attachment.between(ctx, left, right)
+    # The order of the steps fixes the dict order; the shipped model was fitted on this order.
+    f: dict[str, float] = {"bias": 1.0}
+    f.update(_edge_edu_features(ctx, left, right))
+    f.update(_size_features(left, right))
+    f.update(_sentence_and_position_features(ctx, left, right))
+    f.update(_attachment_features(ctx, attach))
+    f.update(_cue_features(ctx, left, right, attach, level=level))
     return f

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parsers.features import (
+    Attachment,
     DocContext,
     EduView,
     SyntaxIndex,
@@ -73,6 +74,35 @@ def test_boundary_features_one_dict_per_token_with_context():
     assert but["marker0"] == 1.0
     assert but["prevpunct=True"] == 1.0
     assert feats[0]["sentstart=True"] == 1.0
+
+
+def test_boundary_features_describe_the_clauses_starting_and_ending_around_the_token():
+    feats = all_boundary_features(_analyzed())
+    it = feats[6]  # "it" opens the subtree of "failed", a conjoined clause with a subject
+    assert it["starts=conj|VERB|subj=True"] == 1.0
+    assert it["startsclause"] == 1.0
+    assert it["startslen=<=3"] == 1.0  # "it still failed"
+    but = feats[5]
+    assert but["nextstarts=conj|VERB|w0=but"] == 1.0
+    assert but["ends=punct|PUNCT"] == 1.0  # the subtree of "," closes just before "but"
+    assert but["starts=cc|CCONJ|prev=,"] == 1.0
+    assert but["sentpos=<=5"] == 1.0 and it["sentpos=<=8"] == 1.0
+    # At a sentence start no subtree features fire: the boundary is given by the sentence.
+    assert not any(k.startswith(("starts", "nextstarts")) for k in feats[0])
+    assert "d-1=punct" not in feats[0] and "marker0" not in feats[0]
+
+
+def test_attachment_between_spans_and_its_direction():
+    ctx = DocContext(analyzed=_analyzed(), edus=[EduView(0, 5, 0), EduView(5, 10, 0)])
+    attach = Attachment.between(ctx, (0, 0), (1, 1))
+    assert attach.r_into_l == [1] and attach.l_into_r == []  # "failed" hangs off "checked"
+    assert attach.direction == "R->L"
+    assert Attachment(r_into_l=[], l_into_r=[]).direction == "-"
+    assert Attachment(r_into_l=[1], l_into_r=[0]).direction == "L->R"
+    f = pair_features(ctx, (0, 0), (1, 1), level=INTER)
+    assert f["Rw1|attach=but|R->L"] == 1.0 and f["Lw1|attach=i|R->L"] == 1.0
+    assert f["Rw1inter=but"] == 1.0 and "noattach" not in f
+    assert "Rw1inter=but" not in pair_features(ctx, (0, 0), (1, 1), level=INTRA)
 
 
 def test_subtree_edges_follow_heads():
