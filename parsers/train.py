@@ -228,143 +228,233 @@ def _fmt(scores: dict[str, float]) -> str:
     return " ".join(f"{k}={scores[k]:.3f}" for k in keys if k in scores)
 
 
+# --- model selection ----------------------------------------------------------------------------
+SEG_THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+
+
+@dataclass
+class SegmenterChoice:
+    """The segmenter that won on dev, with its C, decision threshold and dev boundary F1."""
+
+    component: LinearComponent
+    C: float
+    threshold: float
+    dev_f1: float
+
+
+@dataclass
+class LabellerChoice:
+    """The relation|nuclearity classifier per level that won on dev, with its C and dev accuracy."""
+
+    components: dict[str, LinearComponent]
+    settings: dict[str, dict[str, float]]
+
+
+def select_segmenter(train_docs: Sequence[PreparedDoc], dev_docs: Sequence[PreparedDoc], *, cs: Sequence[float],
+                     seed: int) -> SegmenterChoice:
+    """Return the segmenter whose C and decision threshold give the best dev boundary F1."""
+    Xs, ys = segmenter_examples(train_docs)
+    Xd, yd = segmenter_examples(dev_docs)
+    log.info("segmenter: %d train / %d dev boundaries (%d / %d EDU starts)", len(ys), len(yd), sum(ys), sum(yd))
+    best: SegmenterChoice | None = None
+    for C in cs:
+        comp = fit_component(Xs, ys, C=C, seed=seed)
+        probs = comp.predict_proba(Xd)[:, comp.classes.index(1)]
+        for thr in SEG_THRESHOLDS:
+            f1 = seg_prf(probs, yd, thr)[2]
+            if best is None or f1 > best.dev_f1:
+                best = SegmenterChoice(component=comp, C=C, threshold=thr, dev_f1=f1)
+        log.info("segmenter C=%g: best dev boundary F1 so far %.4f (C=%g thr=%.2f)", C, best.dev_f1,
+                 best.C, best.threshold)
+    assert best is not None
+    return best
+
+
+def _select_level_labeller(level: str, train: tuple[list[dict[str, float]], list[str]],
+                           dev: tuple[list[dict[str, float]], list[str]], *, cs: Sequence[float],
+                           seed: int) -> tuple[float, float, LinearComponent]:
+    """Return (dev accuracy, C, component) of the best labeller of one level."""
+    Xl, yl = train
+    Xld, yld = dev
+    log.info("labeller %s: %d train / %d dev constituents, %d classes", level, len(yl), len(yld), len(set(yl)))
+    best: tuple[float, float, LinearComponent] | None = None
+    for C in cs:
+        comp = fit_component(Xl, yl, C=C, seed=seed, multiclass=True)
+        pred = comp.classifier.predict(comp.transform(Xld))
+        acc = float(np.mean([p == g for p, g in zip(pred, yld)])) if yld else 0.0
+        log.info("labeller %s C=%g: dev accuracy %.4f", level, C, acc)
+        if best is None or acc > best[0]:
+            best = (acc, C, comp)
+    assert best is not None
+    return best
+
+
+def select_labeller(lab_train: dict[str, tuple[list[dict[str, float]], list[str]]],
+                    lab_dev: dict[str, tuple[list[dict[str, float]], list[str]]], *, cs: Sequence[float],
+                    seed: int) -> LabellerChoice:
+    """Return the labeller per level whose C gives the best dev accuracy on gold constituents."""
+    choice = LabellerChoice(components={}, settings={})
+    for level in (INTRA, INTER):
+        acc, C, comp = _select_level_labeller(level, lab_train[level], lab_dev[level], cs=cs, seed=seed)
+        choice.components[level] = comp
+        choice.settings[level] = {"C": C, "dev_accuracy": acc}
+    return choice
+
+
+def select_structure(train_docs: Sequence[PreparedDoc], dev_docs: Sequence[PreparedDoc], segmenter: SegmenterChoice,
+                     labeller: LabellerChoice, *, cs: Sequence[float], seed: int) -> tuple[float, ParserModel]:
+    """Return the C of the structure scorers with the best dev span F1 over gold EDUs, and the model built on them."""
+    st_train = structure_examples(train_docs)
+    for level in (INTRA, INTER):
+        log.info("structure %s: %d train pairs (%d merges)", level, len(st_train[level][1]), sum(st_train[level][1]))
+
+    def model_with(structure: dict[str, LinearComponent]) -> ParserModel:
+        return ParserModel(segmenter=segmenter.component, seg_threshold=segmenter.threshold, structure=structure,
+                           labeller=labeller.components)
+
+    best: tuple[float, float, dict[str, LinearComponent]] | None = None
+    for C in cs:
+        structure = {level: fit_component(st_train[level][0], st_train[level][1], C=C, seed=seed)
+                     for level in (INTRA, INTER)}
+        scores = evaluate(model_with(structure), dev_docs, gold_segmentation=True)
+        log.info("structure C=%g: dev (gold EDUs) %s", C, _fmt(scores))
+        if best is None or scores["span_f1"] > best[0]:
+            best = (scores["span_f1"], C, structure)
+    assert best is not None
+    return best[1], model_with(best[2])
+
+
+def select_default_bias(model: ParserModel, dev_docs: Sequence[PreparedDoc], biases: Sequence[float]) -> float:
+    """Return the labeller's default-relation bias with the best dev relation F1 (then non-default F1), gold EDUs."""
+    best: tuple[tuple[float, float], float] | None = None
+    for bias in biases:
+        model.default_bias = bias
+        scores = evaluate(model, dev_docs, gold_segmentation=True)
+        log.info("default bias %.2f: dev (gold EDUs) %s", bias, _fmt(scores))
+        key = (round(scores["rel_f1"], 4), scores["nondefault_f1"])
+        if best is None or key > best[0]:
+            best = (key, bias)
+    assert best is not None
+    return best[1]
+
+
+def select_size_penalty(model: ParserModel, dev_docs: Sequence[PreparedDoc], penalties: Sequence[float]) -> float:
+    """Return the size prior of cross-sentence merges with the best dev span F1, end to end (predicted EDUs)."""
+    best: tuple[float, float] | None = None
+    for pen in penalties:
+        model.size_penalty = pen
+        scores = evaluate(model, dev_docs)
+        log.info("size penalty %.2f: dev (end to end) %s", pen, _fmt(scores))
+        if best is None or scores["span_f1"] > best[0]:
+            best = (scores["span_f1"], pen)
+    assert best is not None
+    return best[1]
+
+
+def score_on_dev(model: ParserModel, dev_docs: Sequence[PreparedDoc]) -> dict[str, Any]:
+    """Return the final dev scores of ``model``, over gold EDUs and end to end."""
+    dev_gold = evaluate(model, dev_docs, gold_segmentation=True)
+    dev_e2e = evaluate(model, dev_docs)
+    log.info("dev, gold EDUs: %s", _fmt(dev_gold))
+    log.info("dev, end to end: %s", _fmt(dev_e2e))
+    return {"dev_gold_edus": dev_gold, "dev": dev_e2e}
+
+
+def score_on_test(model: ParserModel, test_docs: Sequence[PreparedDoc]) -> dict[str, Any]:
+    """Return the test scores of ``model`` (reported only, never used for selection), gold EDUs and end to end."""
+    scores = {"test_gold_edus": evaluate(model, test_docs, gold_segmentation=True), "test": evaluate(model, test_docs)}
+    log.info("test, gold EDUs: %s", _fmt(scores["test_gold_edus"]))
+    log.info("test, end to end: %s", _fmt(scores["test"]))
+    return scores
+
+
+# --- training -----------------------------------------------------------------------------------
+@dataclass
+class TrainingRun:
+    """Everything a training run chose and measured, from which the manifest is written."""
+
+    name: str
+    seed: int
+    train_docs: Sequence[PreparedDoc]
+    dev_docs: Sequence[PreparedDoc]
+    test_names: list[str]
+    segmenter: SegmenterChoice
+    labeller: LabellerChoice
+    structure_c: float
+    model: ParserModel
+    label_counts: dict[str, dict[str, int]]
+    scores: dict[str, Any]
+
+
+def training_manifest(run: TrainingRun, *, train_seconds: float) -> dict[str, Any]:
+    """Return the manifest of ``run``: versions, data, hyper-parameters, label sets and scores."""
+    import sklearn
+
+    model = run.model
+    return {
+        "name": run.name,
+        "parser": "trained",
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "sklearn_version": sklearn.__version__,
+        "python_version": sys.version.split()[0],
+        "seed": run.seed,
+        "data": {
+            "corpus": "GUM (Zeldes 2017), RST/eRST binarised trees (lisp_binary)",
+            "license": "GUM annotations CC-BY 4.0; texts of the genres used are CC-BY (see gum_rst/LICENSE.txt)",
+            "genres_used": sorted({d.doc.genre for d in run.train_docs}),
+            "genres_excluded": sorted(NON_COMMERCIAL_GENRES),
+            "train_docs": [d.doc.name for d in run.train_docs],
+            "dev_docs": [d.doc.name for d in run.dev_docs],
+            "test_docs": run.test_names,
+        },
+        "features": {"segmenter": "parsers.features.boundary_features",
+                     "pairs": "parsers.features.pair_features", "min_count": 2},
+        "components": {
+            "segmenter": {"C": run.segmenter.C, "threshold": run.segmenter.threshold,
+                          "dev_boundary_f1": run.segmenter.dev_f1,
+                          "n_features": len(run.segmenter.component.vectorizer.feature_names_)},
+            "structure": {"C": run.structure_c, **{lvl: {"n_features": len(c.vectorizer.feature_names_)}
+                                                   for lvl, c in model.structure.items()}},
+            "default_bias": model.default_bias,
+            "size_penalty": model.size_penalty,
+            "labeller": {lvl: {**run.labeller.settings[lvl], "n_features": len(c.vectorizer.feature_names_),
+                               "labels": [str(x) for x in c.classes]} for lvl, c in run.labeller.components.items()},
+        },
+        "label_counts": run.label_counts,
+        "scores": run.scores,
+        "published_isanlp_rst_gumrrg": PUBLISHED_ISANLP_GUM,
+        "train_seconds": train_seconds,
+    }
+
+
 def train(gum_dir: Path, out_dir: Path, *, seed: int = 13, limit: int | None = None, cache_dir: Path | None = None,
           seg_cs: Sequence[float] = (1.0,), struct_cs: Sequence[float] = (1.0,),
           label_cs: Sequence[float] = (0.15, 0.3), default_biases: Sequence[float] = (1.0,),
           size_penalties: Sequence[float] = (0.0, 0.04, 0.08, 0.15), report_test: bool = True) -> dict[str, Any]:
     """Train, select on dev, score on test, save into ``out_dir``; return the manifest written."""
-    import sklearn
-
     random.seed(seed)
     np.random.seed(seed)
     t0 = time.perf_counter()
     train_docs = prepare(gum_dir, "train", limit=limit, cache_dir=cache_dir)
     dev_docs = prepare(gum_dir, "dev", limit=limit, cache_dir=cache_dir)
-
-    # 1. Segmenter: C and the decision threshold by dev boundary F1.
-    Xs, ys = segmenter_examples(train_docs)
-    Xd, yd = segmenter_examples(dev_docs)
-    log.info("segmenter: %d train / %d dev boundaries (%d / %d EDU starts)", len(ys), len(yd), sum(ys), sum(yd))
-    best_seg: tuple[float, float, float, LinearComponent] | None = None
-    for C in seg_cs:
-        comp = fit_component(Xs, ys, C=C, seed=seed)
-        probs = comp.predict_proba(Xd)[:, comp.classes.index(1)]
-        for thr in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
-            f1 = seg_prf(probs, yd, thr)[2]
-            if best_seg is None or f1 > best_seg[0]:
-                best_seg = (f1, C, thr, comp)
-        log.info("segmenter C=%g: best dev boundary F1 so far %.4f (C=%g thr=%.2f)", C, best_seg[0],
-                 best_seg[1], best_seg[2])
-    assert best_seg is not None
-    seg_f1, seg_c, seg_thr, segmenter = best_seg
-
-    # 2. Labeller per level: C by dev accuracy on gold constituents.
+    # Components are chosen in dependency order: the structure scorers are judged with the chosen labeller,
+    # the default bias with the chosen structure, the size prior end to end with everything else fixed.
+    segmenter = select_segmenter(train_docs, dev_docs, cs=seg_cs, seed=seed)
     lab_train = label_examples(train_docs)
-    lab_dev = label_examples(dev_docs)
-    labeller: dict[str, LinearComponent] = {}
-    label_choice: dict[str, dict[str, float]] = {}
-    for level in (INTRA, INTER):
-        Xl, yl = lab_train[level]
-        Xld, yld = lab_dev[level]
-        log.info("labeller %s: %d train / %d dev constituents, %d classes", level, len(yl), len(yld), len(set(yl)))
-        best: tuple[float, float, LinearComponent] | None = None
-        for C in label_cs:
-            comp = fit_component(Xl, yl, C=C, seed=seed, multiclass=True)
-            pred = comp.classifier.predict(comp.transform(Xld))
-            acc = float(np.mean([p == g for p, g in zip(pred, yld)])) if yld else 0.0
-            log.info("labeller %s C=%g: dev accuracy %.4f", level, C, acc)
-            if best is None or acc > best[0]:
-                best = (acc, C, comp)
-        assert best is not None
-        labeller[level] = best[2]
-        label_choice[level] = {"C": best[1], "dev_accuracy": best[0]}
-
-    # 3. Structure scorer per level: C by dev span F1 over gold EDUs.
-    st_train = structure_examples(train_docs)
-    for level in (INTRA, INTER):
-        log.info("structure %s: %d train pairs (%d merges)", level, len(st_train[level][1]), sum(st_train[level][1]))
-    best_struct: tuple[float, float, dict[str, LinearComponent]] | None = None
-    for C in struct_cs:
-        structure = {level: fit_component(st_train[level][0], st_train[level][1], C=C, seed=seed)
-                     for level in (INTRA, INTER)}
-        model = ParserModel(segmenter=segmenter, seg_threshold=seg_thr, structure=structure, labeller=labeller)
-        scores = evaluate(model, dev_docs, gold_segmentation=True)
-        log.info("structure C=%g: dev (gold EDUs) %s", C, _fmt(scores))
-        if best_struct is None or scores["span_f1"] > best_struct[0]:
-            best_struct = (scores["span_f1"], C, structure)
-    assert best_struct is not None
-    model = ParserModel(segmenter=segmenter, seg_threshold=seg_thr, structure=best_struct[2], labeller=labeller)
-
-    # 4. Default-relation bias of the labeller: by dev relation F1 (then non-default F1) over gold EDUs.
-    best_bias: tuple[tuple[float, float], float] | None = None
-    for bias in default_biases:
-        model.default_bias = bias
-        scores = evaluate(model, dev_docs, gold_segmentation=True)
-        log.info("default bias %.2f: dev (gold EDUs) %s", bias, _fmt(scores))
-        key = (round(scores["rel_f1"], 4), scores["nondefault_f1"])
-        if best_bias is None or key > best_bias[0]:
-            best_bias = (key, bias)
-    assert best_bias is not None
-    model.default_bias = best_bias[1]
-
-    # 5. Size prior of the cross-sentence merges: by dev span F1, end to end (predicted EDUs).
-    best_pen: tuple[float, float] | None = None
-    for pen in size_penalties:
-        model.size_penalty = pen
-        scores = evaluate(model, dev_docs)
-        log.info("size penalty %.2f: dev (end to end) %s", pen, _fmt(scores))
-        if best_pen is None or scores["span_f1"] > best_pen[0]:
-            best_pen = (scores["span_f1"], pen)
-    assert best_pen is not None
-    model.size_penalty = best_pen[1]
-
-    dev_gold = evaluate(model, dev_docs, gold_segmentation=True)
-    dev_e2e = evaluate(model, dev_docs)
-    log.info("dev, gold EDUs: %s", _fmt(dev_gold))
-    log.info("dev, end to end: %s", _fmt(dev_e2e))
-    scores: dict[str, Any] = {"dev_gold_edus": dev_gold, "dev": dev_e2e}
-    test_names: list[str] = []
+    labeller = select_labeller(lab_train, label_examples(dev_docs), cs=label_cs, seed=seed)
+    structure_c, model = select_structure(train_docs, dev_docs, segmenter, labeller, cs=struct_cs, seed=seed)
+    model.default_bias = select_default_bias(model, dev_docs, default_biases)
+    model.size_penalty = select_size_penalty(model, dev_docs, size_penalties)
+    scores = score_on_dev(model, dev_docs)
+    test_docs = prepare(gum_dir, "test", limit=limit, cache_dir=cache_dir) if report_test else []
     if report_test:
-        test_docs = prepare(gum_dir, "test", limit=limit, cache_dir=cache_dir)
-        test_names = [d.doc.name for d in test_docs]
-        scores["test_gold_edus"] = evaluate(model, test_docs, gold_segmentation=True)
-        scores["test"] = evaluate(model, test_docs)
-        log.info("test, gold EDUs: %s", _fmt(scores["test_gold_edus"]))
-        log.info("test, end to end: %s", _fmt(scores["test"]))
-
-    manifest = {
-        "name": out_dir.name,
-        "parser": "trained",
-        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "sklearn_version": sklearn.__version__,
-        "python_version": sys.version.split()[0],
-        "seed": seed,
-        "data": {
-            "corpus": "GUM (Zeldes 2017), RST/eRST binarised trees (lisp_binary)",
-            "license": "GUM annotations CC-BY 4.0; texts of the genres used are CC-BY (see gum_rst/LICENSE.txt)",
-            "genres_used": sorted({d.doc.genre for d in train_docs}),
-            "genres_excluded": sorted(NON_COMMERCIAL_GENRES),
-            "train_docs": [d.doc.name for d in train_docs],
-            "dev_docs": [d.doc.name for d in dev_docs],
-            "test_docs": test_names,
-        },
-        "features": {"segmenter": "parsers.features.boundary_features",
-                     "pairs": "parsers.features.pair_features", "min_count": 2},
-        "components": {
-            "segmenter": {"C": seg_c, "threshold": seg_thr, "dev_boundary_f1": seg_f1,
-                          "n_features": len(segmenter.vectorizer.feature_names_)},
-            "structure": {"C": best_struct[1], **{lvl: {"n_features": len(c.vectorizer.feature_names_)}
-                                                  for lvl, c in best_struct[2].items()}},
-            "default_bias": model.default_bias,
-            "size_penalty": model.size_penalty,
-            "labeller": {lvl: {**label_choice[lvl], "n_features": len(c.vectorizer.feature_names_),
-                               "labels": [str(x) for x in c.classes]} for lvl, c in labeller.items()},
-        },
-        "label_counts": {lvl: dict(Counter(lab_train[lvl][1]).most_common()) for lvl in (INTRA, INTER)},
-        "scores": scores,
-        "published_isanlp_rst_gumrrg": PUBLISHED_ISANLP_GUM,
-        "train_seconds": round(time.perf_counter() - t0, 1),
-    }
+        scores.update(score_on_test(model, test_docs))
+    run = TrainingRun(
+        name=out_dir.name, seed=seed, train_docs=train_docs, dev_docs=dev_docs,
+        test_names=[d.doc.name for d in test_docs], segmenter=segmenter, labeller=labeller,
+        structure_c=structure_c, model=model, scores=scores,
+        label_counts={lvl: dict(Counter(lab_train[lvl][1]).most_common()) for lvl in (INTRA, INTER)})
+    manifest = training_manifest(run, train_seconds=round(time.perf_counter() - t0, 1))
     model.to_disk(out_dir, manifest=manifest)
     (out_dir / "MODEL_CARD.md").write_text(model_card(manifest), encoding="utf-8")
     size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
