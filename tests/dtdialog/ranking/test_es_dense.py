@@ -252,12 +252,15 @@ def test_sg_phrases_stored_in_the_documents_are_read_in_one_mget_per_step():
 
 
 @pytest.mark.dense
-def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch():
+def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch(monkeypatch):
     from index.dense import dense_available
 
     if not dense_available():
         pytest.skip("the [dense] extra is not installed")
+    from dtdialog import syntactic_generalization
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+    from dtdialog.selector import AnswerSelector
+    from dtdialog.syntactic_generalization import sg_score, sg_score_phrases
     from index.sg_store import ElasticSGPhrases, build_sg_store
 
     if not DEFAULT_MODEL.is_file():
@@ -267,9 +270,29 @@ def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch():
                            tree=parser.parse(t.text), meta={}) for d in small_corpus() for pos, t in d.answers()]
     encoder = HashingEncoder()
     store = build_dense_store(ids=[d.id for d in docs], texts=[d.text for d in docs], encoder=encoder, progress=False)
+    sg = build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs], progress=False)
     server = FakeElasticsearch()
     es = ElasticsearchIndex("http://fake-es:9200", index_name="ranked", client=server.client())
-    es.rebuild(docs, dense=store, sg=build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs],
-                                                    progress=False))
-    _, scorer = factory.build_ranking(index=es, index_path=None, ranker="learned", encoder=encoder, progress=False)
-    assert isinstance(scorer.extractor.sg_store, ElasticSGPhrases)
+    es.rebuild(docs, dense=store, sg=sg)
+    generator, scorer = factory.build_ranking(index=es, index_path=None, ranker="learned", encoder=encoder,
+                                              progress=False)
+    extractor = scorer.extractor
+    assert extractor.use_sg and isinstance(extractor.sg_store, ElasticSGPhrases) and extractor.sg_store.index is es
+    # The store serves the phrases parsed at index time ...
+    assert all(extractor.sg_store.phrases(d.id) == sg.phrases(d.id) for d in docs)
+    assert all(sg.phrases(d.id) for d in docs)
+    # ... and the ranker's sg feature is scored from them, with the value a parse of the answer gives.
+    selector = AnswerSelector(index=es, parser=StandInParser(), generator=generator, scorer=scorer)
+
+    def no_answer_parse(query, text):
+        raise AssertionError(f"answer parsed per turn: {text[:40]}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(syntactic_generalization, "sg_score", no_answer_parse)
+        outcome = selector.rank_outcome(question=QUESTION, size=3)
+    assert outcome.candidates
+    query = dense_query_text(QUESTION, [])
+    for cand in outcome.candidates:
+        stored = sg_score_phrases(query, sg.phrases(cand.document.id))
+        assert cand.features["sg"] == pytest.approx(stored) == sg_score(query, cand.document.text)
+    assert any(cand.features["sg"] > 0 for cand in outcome.candidates)
