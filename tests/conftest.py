@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Tests never use the developer's own dtdialog home: an index, vectors or sessions left there by an earlier
+# run made a browser test pass on one machine and fail on every fresh clone. Each test run starts from an
+# empty home (built-in index built once per run), unless DTDIALOG_TEST_HOME names one to reuse on purpose.
+if os.environ.get("DTDIALOG_TEST_HOME"):
+    os.environ["DTDIALOG_HOME"] = os.environ["DTDIALOG_TEST_HOME"]
+else:
+    _home = tempfile.mkdtemp(prefix="dtdialog-test-home-")
+    os.environ["DTDIALOG_HOME"] = _home
+    atexit.register(shutil.rmtree, _home, True)
 SHARED_DATA = Path(os.environ.get("DTDIALOG_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
