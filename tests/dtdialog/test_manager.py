@@ -16,6 +16,7 @@ from dtdialog.session import (
     HANDED_OFF,
     NEW,
     SessionNotFoundError,
+    SessionRecord,
 )
 from dtdialog.session_store import SessionStore
 
@@ -206,8 +207,15 @@ def test_turn_result_and_session_serialise(tmp_path):
     _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid = manager.start_session()
     result = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
-    json.dumps(result.to_dict())
-    json.dumps(manager.session(sid).to_dict())
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["session_id"] == sid and data["kind"] == "clarify" and data["state"] == AWAITING_CHOICE
+    assert data["options"] == [{"number": o.number, "label": o.label, "answer_id": o.answer_id} for o in result.options]
+    assert data["options"][-1] == {"number": len(result.options), "label": "none of these", "answer_id": ""}
+    assert data["reply"] == result.reply and data["answer_id"] is None and data["trace"] == result.trace
+    record = manager.session(sid)
+    restored = SessionRecord.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert restored == record  # the stored session survives a JSON round trip unchanged
+    assert restored.pending["options"] == data["options"] and restored.question == text_of(BRAKE_Q)
 
 
 def test_repeated_unmatched_descriptions_become_detail(tmp_path):
