@@ -193,6 +193,18 @@ def test_bad_input_gets_prompts_and_keeps_the_session(tmp_path):
     assert manager.session(sid).state == AWAITING_CHOICE
 
 
+def test_a_turn_at_the_limit_is_answered_and_one_over_it_is_refused_with_the_limit(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    limit = manager.config.max_input_chars
+    question = text_of(PAPER_Q)
+    sid = manager.start_session()
+    over = manager.handle(session_id=sid, text=question + " " * (limit + 1 - len(question)))
+    assert over.kind == "prompt" and over.state == NEW and f"over {limit} characters" in over.reply
+    at = manager.handle(session_id=sid, text=question + " " * (limit - len(question)))
+    assert at.kind == "answer" and at.answer_id == "nostart#1"
+    assert manager.session(sid).question == question
+
+
 def test_unknown_session_raises(tmp_path):
     _, manager, _ = car_world(tmp_path)
     with pytest.raises(SessionNotFoundError):
