@@ -12,13 +12,22 @@ import difflib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from dtdialog.entities import EntityNormalizer, is_content, stem, words_of
+from dtdialog.entities import is_content, stem, words_of
+from dtdialog.replies import DEFAULT_REPLIES, Replies
 from parsers.tree import EDU
 
 NONE_LABEL = "none of these"
 MAX_LABEL_PHRASES = 3
+
+
+class TermSource(Protocol):
+    """Where option and reply terms come from: an ``EntityNormalizer``, or the ``AnswerSelector`` (its vocabulary)."""
+
+    def terms_of_text(self, text: str) -> frozenset[str]: ...
+
+    def terms_of_edus(self, edus: Sequence[EDU]) -> frozenset[str]: ...
 
 
 @dataclass(frozen=True)
@@ -57,10 +66,6 @@ class PendingChoice:
                    terms={k: list(v) for k, v in (data.get("terms") or {}).items()},
                    reprompts=int(data.get("reprompts", 0)),
                    ignore_terms=[str(t) for t in data.get("ignore_terms") or ()])
-
-    @property
-    def none_number(self) -> int:
-        return len(self.options)
 
 
 #: Head words that name no car part, symptom or action: a label made of them ("job", "question") tells nothing.
@@ -154,7 +159,7 @@ def _label_phrases(phrases: Sequence[str], *, others: set[str], ignored: frozens
     return picked
 
 
-def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer: EntityNormalizer,
+def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer: TermSource,
                   max_options: int = 3, ignore_terms: Iterable[str] = ()) -> PendingChoice:
     """Return numbered options for ``candidates`` ((answer id, EDUs) best first) plus "none of these".
 
@@ -188,7 +193,7 @@ def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer
     return PendingChoice(options=options, terms=terms, ignore_terms=sorted(ignored))
 
 
-def distinctive_terms(pending: PendingChoice, *, normalizer: EntityNormalizer) -> dict[str, frozenset[str]]:
+def distinctive_terms(pending: PendingChoice, *, normalizer: TermSource) -> dict[str, frozenset[str]]:
     """Return, per offered answer id, the terms only that option has (label or answer text).
 
     Terms another option shares, and the question's terms (``pending.ignore_terms``), cannot tell
@@ -204,7 +209,7 @@ def distinctive_terms(pending: PendingChoice, *, normalizer: EntityNormalizer) -
     return out
 
 
-def match_reply(text: str, pending: PendingChoice, *, normalizer: EntityNormalizer,
+def match_reply(text: str, pending: PendingChoice, *, normalizer: TermSource,
                 number: int | None = None) -> ClarifyOption | None:
     """Return the option a reply picks (by number, "none of these", or phrase), or None when it matches none.
 
@@ -234,11 +239,6 @@ def match_reply(text: str, pending: PendingChoice, *, normalizer: EntityNormaliz
     return scored[0][1]
 
 
-def prompt_text(pending: PendingChoice, *, again: bool = False) -> str:
+def prompt_text(pending: PendingChoice, *, again: bool = False, replies: Replies = DEFAULT_REPLIES) -> str:
     """Return the question that lists the options (``again`` for a reply that matched none)."""
-    head = ("Sorry, I could not match that to an option. " if again else
-            "A few different fixes match your description. Which one fits your situation best?")
-    if again:
-        head += "Reply with a number, a few words from an option, or 'none of these':"
-    lines = [head] + [f"  {o.number}) {o.label}" for o in pending.options]
-    return "\n".join(lines)
+    return replies.options_text(pending.options, again=again)

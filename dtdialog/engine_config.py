@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from dtdialog.intents import MAX_TURN_CHARS
 from parsers.errors import ConfigError
+from parsers.text_input import MAX_CHARS
 
 
 @dataclass
@@ -38,7 +40,8 @@ class EngineConfig:
         (``topic_ratio``, see ``dtdialog.selector``).
     clarify_ratio: a candidate competes in a clarification only when its score is at least this share of the
         best score and its ``topic_ratio`` is at least this high too (each option must be strong on its own).
-    max_input_chars: longer user turns are refused with a prompt instead of being processed.
+    max_input_chars: longer user turns are refused with a prompt instead of being processed (default
+        ``intents.MAX_TURN_CHARS``; at most the parser's ``MAX_CHARS``).
     max_traces: how many per-turn traces a session keeps.
     whole_question: the first step searches the keywords of the whole question (the part's first) and every
         part's RR terms, not only the first part's; agreement with the part still ranks the candidates.
@@ -61,7 +64,7 @@ class EngineConfig:
     step_weight: float = 0.1
     topic_weight: float = 0.3
     clarify_ratio: float = 0.8
-    max_input_chars: int = 4000
+    max_input_chars: int = MAX_TURN_CHARS
     max_traces: int = 50
     whole_question: bool = True
 
@@ -74,6 +77,7 @@ class EngineConfig:
             value = getattr(self, name)
             check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                   f"{name} must be an integer >= 1, got {value!r}")
+        check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
         for name in ("clarify_margin", "agreement_weight", "first_step_agreement_weight", "agreement_ratio", "constraint_penalty",
                      "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio"):
             value = getattr(self, name)

@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 from dtdialog.constraints import Constraint, extract_constraints
 from dtdialog.entities import is_content, words_of
 
+#: The engine's limit on one user turn, in characters: longer turns are answered with a prompt, never parsed.
+#: The HTTP API refuses longer turns itself (so it never accepts one the engine refuses); it stays below the
+#: parser's own ceiling (``parsers.text_input.MAX_CHARS``), the limit of every other text.
+MAX_TURN_CHARS = 4_000
+
 EMPTY = "empty"
 TOO_LONG = "too_long"
 CONCLUDE = "conclude"

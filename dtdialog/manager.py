@@ -1,8 +1,9 @@
 """The dialogue manager: one user turn in, one bot turn out, the session saved after every turn.
 
-``DialogueManager`` holds no per-session state in memory: it loads the ``SessionRecord``,
-applies the state machine (``dtdialog.session``), asks the ``AnswerSelector`` for candidates,
-and saves the record. A lock per session id serialises turns of one session; turns of
+``DialogueManager`` holds no per-session state in memory: it loads the ``SessionRecord``, looks the
+turn's intent up in the state machine (``dtdialog.transitions``), runs the handler it names over
+the ``SelectorPort`` (answer selection), and saves the record. Everything it says comes from
+``Replies`` (``dtdialog.replies``). A lock per session id serialises turns of one session; turns of
 different sessions run in parallel.
 """
 
@@ -10,14 +11,15 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from dtdialog import intents
-from dtdialog.clarification import ClarifyOption, PendingChoice, build_options, match_reply, prompt_text
+from dtdialog import intents, transitions
+from dtdialog.clarification import ClarifyOption, PendingChoice, build_options, match_reply
 from dtdialog.constraints import Constraint, extract_constraints
 from dtdialog.engine_config import EngineConfig
-from dtdialog.selector import AnswerSelector, RankOutcome
+from dtdialog.replies import DEFAULT_REPLIES, Replies
 from dtdialog.session import (
     AWAITING_CHOICE,
     AWAITING_DETAIL,
@@ -33,6 +35,10 @@ from dtdialog.subtrees import QuestionPlan
 from dtdialog.trace import TurnTrace
 from index.base import AnswerDocument
 from parsers.errors import InputError
+from parsers.tree import EDU
+
+if TYPE_CHECKING:
+    from dtdialog.selector import RankOutcome
 
 ANSWER = "answer"
 CLARIFY = "clarify"
@@ -45,11 +51,37 @@ RESET = "reset"
 #: After this many replies that match no option, a descriptive reply is taken as detail instead.
 MAX_REPROMPTS = 2
 
-GREETING = "Hi! Describe your car problem - what happens, and what you have already checked or replaced."
-FEEDBACK_PROMPT = ("Tell me what happened when you tried that, or say 'didn't help' for another suggestion, "
-                   "or 'thanks' if it is fixed.")
-DETAIL_PROMPT = ("Could you add a detail in a few words - the exact symptom, when it happens, or what you "
-                 "already tried? Or say 'human' to talk to a person.")
+#: The opening line, also printed by ``dtdialog chat`` before the first turn.
+GREETING = DEFAULT_REPLIES.greeting
+
+_IDLE_STATES = (NEW, CONCLUDED, HANDED_OFF)
+
+
+@runtime_checkable
+class SelectorPort(Protocol):
+    """What the manager needs from answer selection; ``AnswerSelector`` provides it.
+
+    The manager never reaches into an index or a normaliser: documents, terms and constraint
+    checks all come through here, so any selector with these methods can run sessions.
+    """
+
+    config: EngineConfig
+
+    def plan(self, question: str) -> QuestionPlan: ...
+
+    def rank_outcome(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
+                     exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (),
+                     size: int = 10, context_ids: Sequence[str] = ()) -> RankOutcome: ...
+
+    def document(self, doc_id: str) -> AnswerDocument | None: ...
+
+    def terms_of_text(self, text: str) -> frozenset[str]: ...
+
+    def terms_of_edus(self, edus: Sequence[EDU]) -> frozenset[str]: ...
+
+    def violates(self, doc: AnswerDocument, constraints: Sequence[Constraint]) -> bool: ...
+
+    def answer_edus(self, doc: AnswerDocument) -> Sequence[EDU]: ...
 
 
 @dataclass
@@ -70,13 +102,23 @@ class TurnResult:
                 "answer_id": self.answer_id, "trace": self.trace}
 
 
-class DialogueManager:
-    """Runs sessions over an ``AnswerSelector`` and a ``SessionStore``; thread-safe across sessions."""
+Handler = Callable[[SessionRecord, str, intents.Intent, TurnTrace], TurnResult]
 
-    def __init__(self, *, selector: AnswerSelector, store: SessionStore, config: EngineConfig | None = None) -> None:
+
+class DialogueManager:
+    """Runs sessions over a ``SelectorPort`` and a ``SessionStore``; thread-safe across sessions.
+
+    ``replies`` is the wording (default ``DEFAULT_REPLIES``).
+    """
+
+    def __init__(self, *, selector: SelectorPort, store: SessionStore, config: EngineConfig | None = None,
+                 replies: Replies | None = None) -> None:
         self.selector = selector
         self.store = store
         self.config = config or selector.config
+        self.replies = replies or DEFAULT_REPLIES
+        # every handler the table names must exist: a typo fails here, not on some rare turn
+        self._handlers: dict[str, Handler] = {name: getattr(self, f"_on_{name}") for name in transitions.HANDLERS}
         self._locks: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
         self._locks_guard = threading.Lock()
 
@@ -115,8 +157,7 @@ class DialogueManager:
                     result = self._dispatch(record, clean, trace)
                 except InputError as exc:
                     # e.g. a question the parser cannot use: explain, keep the session alive
-                    result = self._reply(record, trace, PROMPT, f"Sorry, I could not read that: {exc}. "
-                                         "Please describe the problem in a sentence or two.", state=record.state)
+                    result = self._reply(record, trace, PROMPT, self.replies.unreadable_text(exc), state=record.state)
             record.add_message("bot", result.reply, kind=result.kind,
                                **({"answer_id": result.answer_id} if result.answer_id else {}))
             result.trace = trace.to_dict()
@@ -124,60 +165,102 @@ class DialogueManager:
             self.store.save(record, keep_traces=self.config.max_traces)
             return result
 
-    # --- state machine --------------------------------------------------------
+    # --- the state machine: one handler per row of dtdialog.transitions.TABLE --------
     def _dispatch(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
         intent = intents.classify(text)
         trace.intent(intent.kind, **({"constraints": [c.to_dict() for c in intent.constraints]}
                                      if intent.constraints else {}))
-        if intent.kind == intents.HANDOFF:
-            return self._handoff(record, trace, "you asked for a person")
-        if intent.kind == intents.RESET:
-            rest = _after_reset(text)
-            if rest:
-                trace.note("reset with a new question in the same message")
-                return self._start(record, rest, trace)
-            record.state = NEW
-            record.pending = None
-            return self._reply(record, trace, RESET, "Sure. What is the new question?", state=NEW)
-        if record.state in (NEW, CONCLUDED, HANDED_OFF):
-            if intent.kind in (intents.CONCLUDE, intents.REJECT, intents.NONE_OF_THESE, intents.CHOICE) \
-                    and not intent.has_content:
-                return self._reply(record, trace, PROMPT, GREETING, state=record.state)
-            return self._start(record, text, trace)
-        if record.state == AWAITING_CHOICE:
-            return self._on_choice(record, text, intent, trace)
-        # AWAITING_FEEDBACK or AWAITING_DETAIL
-        if intent.kind == intents.CONCLUDE:
-            record.state = CONCLUDED
-            return self._reply(record, trace, CONCLUDED_KIND,
-                               "Glad that sorted it out! If anything else comes up, just describe it here.",
-                               state=CONCLUDED)
-        if intent.kind == intents.CHOICE or (intent.kind == intents.FOLLOWUP and not intent.has_content):
-            # "2" with no options on offer, or "hmm": nothing a search could use - ask instead of guessing
-            trace.note("reply has no content to search with and no options are pending")
-            return self._reply(record, trace, PROMPT, FEEDBACK_PROMPT if record.state == AWAITING_FEEDBACK
-                               else DETAIL_PROMPT, state=record.state)
+        return self._handlers[transitions.handler_for(record.state, intent.kind)](record, text, intent, trace)
+
+    def _on_handoff(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        return self._hand_off(record, trace, self.replies.handoff_asked)
+
+    def _on_reset(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        rest = _after_reset(text)
+        if rest:
+            trace.note("reset with a new question in the same message")
+            return self._start(record, rest, trace)
+        record.state = NEW
+        record.pending = None
+        return self._reply(record, trace, RESET, self.replies.reset, state=NEW)
+
+    def _on_greet_or_start(self, record: SessionRecord, text: str, intent: intents.Intent,
+                           trace: TurnTrace) -> TurnResult:
+        if not intent.has_content:
+            return self._reply(record, trace, PROMPT, self.replies.greeting, state=record.state)
+        return self._start(record, text, trace)
+
+    def _on_start(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        return self._start(record, text, trace)
+
+    def _on_conclude(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        record.state = CONCLUDED
+        return self._reply(record, trace, CONCLUDED_KIND, self.replies.concluded, state=CONCLUDED)
+
+    def _on_ask_again(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        # "2" with no options on offer, or "hmm": nothing a search could use - ask instead of guessing
+        trace.note("reply has no content to search with and no options are pending")
+        prompt = self.replies.feedback_prompt if record.state == AWAITING_FEEDBACK else self.replies.detail_prompt
+        return self._reply(record, trace, PROMPT, prompt, state=record.state)
+
+    def _on_retry(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         self._add_constraints(record, intent.constraints, trace)
-        if intent.kind in (intents.REJECT, intents.NONE_OF_THESE):
-            return self._retry(record, text if intent.has_content else None, trace, reason="the answer did not help")
-        if intent.kind == intents.CONSTRAINT:
-            if record.state == AWAITING_FEEDBACK and self._last_violates(record):
-                return self._retry(record, text if intent.has_content else None, trace, reason="the answer needs "
-                                   "something you ruled out", count_failure=False)
-            if not intent.has_content and record.state == AWAITING_FEEDBACK:
-                return self._retry(record, None, trace, reason="new constraint", count_failure=False)
-        if record.state == AWAITING_DETAIL:
-            # the user adds detail to the step we could not answer: same step, more words
-            record.step_followups = record.step_followups + [text]
-            record.followups.append(text)
-            return self._select(record, trace)
+        return self._retry(record, text if intent.has_content else None, trace, reason="the answer did not help")
+
+    def _on_constrain_answer(self, record: SessionRecord, text: str, intent: intents.Intent,
+                             trace: TurnTrace) -> TurnResult:
+        self._add_constraints(record, intent.constraints, trace)
+        if self._last_violates(record):
+            return self._retry(record, text if intent.has_content else None, trace,
+                               reason="the answer needs something you ruled out", count_failure=False)
+        if not intent.has_content:
+            return self._retry(record, None, trace, reason="new constraint", count_failure=False)
+        return self._next_step(record, text, trace)
+
+    def _on_followup(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        if not intent.has_content:
+            return self._on_ask_again(record, text, intent, trace)
+        otherwise = transitions.handler_for(record.state, transitions.OTHERWISE)
+        return self._handlers[otherwise](record, text, intent, trace)
+
+    def _on_next_step(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        self._add_constraints(record, intent.constraints, trace)
+        return self._next_step(record, text, trace)
+
+    def _on_add_detail(self, record: SessionRecord, text: str, intent: intents.Intent,
+                       trace: TurnTrace) -> TurnResult:
+        # the user adds detail to the step we could not answer: same step, more words
+        self._add_constraints(record, intent.constraints, trace)
+        record.step_followups = record.step_followups + [text]
         record.followups.append(text)
-        record.step += 1
-        record.step_followups = [text]
-        # C_i replies to the answer on screen: it (and only it) lends the next step its referents
-        record.context_id = record.delivered[-1] if record.delivered else None
         return self._select(record, trace)
 
+    def _on_conclude_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
+                            trace: TurnTrace) -> TurnResult:
+        record.state = CONCLUDED
+        record.pending = None
+        return self._reply(record, trace, CONCLUDED_KIND, self.replies.concluded_in_choice, state=CONCLUDED)
+
+    def _on_choose_none(self, record: SessionRecord, text: str, intent: intents.Intent,
+                        trace: TurnTrace) -> TurnResult:
+        pending = _pending(record)
+        option = pending.options[-1] if pending.options else None
+        return self._settle_choice(record, pending, text, intent, option, trace)
+
+    def _on_constrain_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
+                             trace: TurnTrace) -> TurnResult:
+        return self._constrain_choice(record, _pending(record), text, intent.constraints, trace)
+
+    def _on_choose(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        pending = _pending(record)
+        if intent.constraints and intent.kind != intents.CHOICE:
+            # "no, I can't remove the engine" states a limit, it does not pick the option that mentions the engine
+            return self._constrain_choice(record, pending, text, intent.constraints, trace)
+        option = match_reply(text, pending, normalizer=self.selector,
+                             number=intent.number if intent.kind == intents.CHOICE else None)
+        return self._settle_choice(record, pending, text, intent, option, trace)
+
+    # --- steps shared by the handlers -----------------------------------------
     def _start(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
         plan = self.selector.plan(question)
         record.start_question(question, plan.to_dict())
@@ -186,19 +269,18 @@ class DialogueManager:
         self._add_constraints(record, extract_constraints(question), trace)
         return self._select(record, trace, plan=plan)
 
-    def _on_choice(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
-        pending = PendingChoice.from_dict(record.pending or {})
-        if intent.kind == intents.CONCLUDE:
-            record.state = CONCLUDED
-            record.pending = None
-            return self._reply(record, trace, CONCLUDED_KIND, "Glad to help! Come back any time.", state=CONCLUDED)
-        option = match_reply(text, pending, normalizer=self.selector.normalizer,
-                             number=intent.number if intent.kind == intents.CHOICE else None)
-        if intent.kind == intents.NONE_OF_THESE:
-            option = pending.options[-1] if pending.options else None
-        elif intent.constraints and intent.kind != intents.CHOICE:
-            # "I can't remove the engine" states a limit, it does not pick the option that mentions the engine
-            return self._constrain_choice(record, pending, text, intent.constraints, trace)
+    def _next_step(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
+        record.followups.append(text)
+        record.step += 1
+        record.step_followups = [text]
+        # C_i replies to the answer on screen: it (and only it) lends the next step its referents
+        record.context_id = record.delivered[-1] if record.delivered else None
+        return self._select(record, trace)
+
+    def _settle_choice(self, record: SessionRecord, pending: PendingChoice, text: str, intent: intents.Intent,
+                       option: ClarifyOption | None, trace: TurnTrace) -> TurnResult:
+        """Deliver (or skip past) the picked ``option``; with none, take the reply as detail, a clarification,
+        or list the options again."""
         if option is None and pending.reprompts >= MAX_REPROMPTS and intent.has_content:
             # the user keeps describing instead of choosing: take it as detail for this step
             record.pending = None
@@ -215,14 +297,14 @@ class DialogueManager:
             pending.reprompts += 1
             record.pending = pending.to_dict()
             trace.note("reply matched no option")
-            return self._reply(record, trace, CLARIFY, prompt_text(pending, again=True), state=AWAITING_CHOICE,
-                               options=pending.options)
+            return self._reply(record, trace, CLARIFY, self.replies.options_text(pending.options, again=True),
+                               state=AWAITING_CHOICE, options=pending.options)
         record.pending = None
         if not option.answer_id:  # "none of these"
             record.skipped.extend(o.answer_id for o in pending.options if o.answer_id)
             trace.note("none of the offered answers fits; trying the next candidates")
             return self._select(record, trace, allow_clarify=False)
-        doc = self.selector.index.get(option.answer_id)
+        doc = self.selector.document(option.answer_id)
         if doc is None:
             trace.note(f"chosen answer {option.answer_id} is no longer in the index")
             return self._select(record, trace)
@@ -235,22 +317,18 @@ class DialogueManager:
         """Return the delivered answer when a descriptive reply makes one offered answer clearly best, else None.
 
         A reply that names no option but describes the problem ("it did at first but not anymore",
-        "the fan never comes on") is the user clarifying: the step is re-ranked with it as detail,
-        and the offered answer on top is delivered when no other offered one still competes
-        (``_competes``). The reply must share a term, beyond the question's own, with that answer:
-        words that touch no option ("purple elephants") only re-list the options.
+        "the fan never comes on") is the user clarifying: the step is re-ranked with it as detail
+        (a new ranking: the reply's words change the query), and the offered answer on top is
+        delivered when no other offered one still competes (``_competes``). The reply must share a
+        term, beyond the question's own, with that answer: words that touch no option ("purple
+        elephants") only re-list the options.
         """
         offered = [o.answer_id for o in pending.options if o.answer_id]
-        normalizer = self.selector.normalizer
-        reply_terms = normalizer.terms_of_text(text) - frozenset(pending.ignore_terms)
+        reply_terms = self.selector.terms_of_text(text) - frozenset(pending.ignore_terms)
         if not offered or not reply_terms:
             return None
-        plan = QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
         followups = record.step_followups + [text]
-        outcome = self.selector.rank_outcome(
-            question=plan, step=record.step, followups=followups, exclude_ids=record.excluded_ids,
-            constraints=[Constraint.from_dict(c) for c in record.constraints], size=self.config.candidates,
-            context_ids=record.context_ids)
+        outcome = self._rank(record, self._plan(record), followups)
         ranked = [c for c in outcome.candidates if c.document.id in offered]
         if not ranked or not reply_terms & frozenset(pending.terms.get(ranked[0].document.id, ())):
             return None
@@ -273,14 +351,12 @@ class DialogueManager:
         """
         self._add_constraints(record, found, trace)
         active = [Constraint.from_dict(c) for c in record.constraints]
-        normalizer = self.selector.normalizer
         survivors: list[AnswerDocument] = []
         for option in pending.options:
-            doc = self.selector.index.get(option.answer_id) if option.answer_id else None
+            doc = self.selector.document(option.answer_id) if option.answer_id else None
             if doc is None:
                 continue
-            terms = normalizer.terms_of_text(doc.text)
-            if any(c.violated_by(terms, normalizer) for c in active):
+            if self.selector.violates(doc, active):
                 record.skipped.append(doc.id)
                 trace.note(f"option {option.number} needs something you ruled out: {option.label}")
             else:
@@ -294,14 +370,14 @@ class DialogueManager:
             trace.note(f"only one offered answer fits the constraint: {survivors[0].id}")
             return self._deliver(record, trace, survivors[0].id, survivors[0].text)
         trace.note("constraint recorded; offering the remaining options again")
-        return self._offer(record, trace, survivors, head=f'Noted: "{said}". ')
+        return self._offer(record, trace, survivors, head=self.replies.constraint_noted_text(said))
 
     def _retry(self, record: SessionRecord, extra: str | None, trace: TurnTrace, *, reason: str,
                count_failure: bool = True) -> TurnResult:
         if count_failure:
             record.failures += 1
             if record.failures >= self.config.max_failures:
-                return self._handoff(record, trace, f"{record.failures} answers did not help")
+                return self._hand_off(record, trace, self.replies.handoff_failures_reason(record.failures))
         if extra:
             record.step_followups = record.step_followups + [extra]
             record.followups.append(extra)
@@ -316,12 +392,9 @@ class DialogueManager:
         answer just rejected: a retry searches the same part again with the rejected answers excluded.
         """
         if plan is None:
-            plan = QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
+            plan = self._plan(record)
             trace.plan(plan, full=True)
-        outcome = self.selector.rank_outcome(
-            question=plan, step=record.step, followups=record.step_followups, exclude_ids=record.excluded_ids,
-            constraints=[Constraint.from_dict(c) for c in record.constraints],
-            size=self.config.candidates, context_ids=record.context_ids)
+        outcome = self._rank(record, plan, record.step_followups)
         trace.step(outcome, step=record.step)
         ranked = outcome.candidates
         if not ranked:
@@ -332,22 +405,31 @@ class DialogueManager:
         best = ranked[0]
         return self._deliver(record, trace, best.document.id, best.document.text)
 
+    def _plan(self, record: SessionRecord) -> QuestionPlan:
+        return QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
+
+    def _rank(self, record: SessionRecord, plan: QuestionPlan, followups: list[str]) -> RankOutcome:
+        """Return the ranking of the session's current step with ``followups`` as the step's replies."""
+        return self.selector.rank_outcome(
+            question=plan, step=record.step, followups=followups, exclude_ids=record.excluded_ids,
+            constraints=[Constraint.from_dict(c) for c in record.constraints],
+            size=self.config.candidates, context_ids=record.context_ids)
+
     def _offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
                head: str = "") -> TurnResult:
         """Return a clarification over ``docs`` (best first); ``head`` is said before the options."""
         pending = build_options([(d.id, self.selector.answer_edus(d)) for d in docs],
-                                normalizer=self.selector.normalizer, max_options=self.config.max_options,
+                                normalizer=self.selector, max_options=self.config.max_options,
                                 ignore_terms=self._said_terms(record))
         record.pending = pending.to_dict()
         record.state = AWAITING_CHOICE
         trace.decide(CLARIFY, state_after=AWAITING_CHOICE, options=[o.to_dict() for o in pending.options])
-        return TurnResult(session_id=record.id, reply=head + prompt_text(pending), kind=CLARIFY,
+        return TurnResult(session_id=record.id, reply=head + self.replies.options_text(pending.options), kind=CLARIFY,
                           options=pending.options, state=AWAITING_CHOICE)
 
     def _said_terms(self, record: SessionRecord) -> frozenset[str]:
         """Return the terms of the question and the step's replies (they cannot pick one option over another)."""
-        normalizer = self.selector.normalizer
-        return normalizer.terms_of_text(" ".join([record.question, *record.step_followups]))
+        return self.selector.terms_of_text(" ".join([record.question, *record.step_followups]))
 
     def _deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str) -> TurnResult:
         record.delivered.append(answer_id)
@@ -358,39 +440,30 @@ class DialogueManager:
     def _fallback(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace) -> TurnResult:
         record.failures += 1
         if record.failures >= self.config.max_failures:
-            return self._handoff(record, trace, "no stored answer addresses the question")
+            return self._hand_off(record, trace, self.replies.handoff_no_answer)
         missing = _missing_text(outcome)
-        if outcome.rejected:
-            reply = (f"I found answers on this topic, but none that deals with {missing}. "
-                     "Could you add a detail - the exact symptom, when it happens, or what you already tried?")
-        else:
-            reply = (f"I could not find an answer about {missing}. "
-                     "Could you describe it differently or add a detail (symptom, make/model, what you tried)?")
+        reply = self.replies.fallback_text(missing, found_on_topic=bool(outcome.rejected))
         record.state = AWAITING_DETAIL
         trace.decide(FALLBACK, state_after=AWAITING_DETAIL, missing=missing)
         return TurnResult(session_id=record.id, reply=reply, kind=FALLBACK, state=AWAITING_DETAIL)
 
-    def _handoff(self, record: SessionRecord, trace: TurnTrace, reason: str) -> TurnResult:
+    def _hand_off(self, record: SessionRecord, trace: TurnTrace, reason: str) -> TurnResult:
         record.state = HANDED_OFF
         record.pending = None
         transcript = [{"role": m["role"], "text": m["text"]} for m in record.transcript]
         trace.decide(HANDOFF, state_after=HANDED_OFF, reason=reason, transcript=transcript)
-        reply = (f"I'm passing you to a human agent ({reason}). They will see our whole conversation "
-                 f"({len(transcript)} messages), so you won't have to repeat anything.")
+        reply = self.replies.handoff_text(reason, len(transcript))
         return TurnResult(session_id=record.id, reply=reply, kind=HANDOFF, state=HANDED_OFF)
 
     def _bad_input(self, record: SessionRecord, problem: str, trace: TurnTrace) -> TurnResult:
         trace.intent(problem)
+        options = _pending(record).options if record.state == AWAITING_CHOICE and record.pending else []
         if problem == intents.TOO_LONG:
-            message = (f"That message is too long (over {self.config.max_input_chars} characters). "
-                       "Please describe the problem in a few sentences.")
+            message = self.replies.too_long_text(self.config.max_input_chars)
         elif record.state == AWAITING_CHOICE:
-            message = prompt_text(PendingChoice.from_dict(record.pending or {}), again=True)
+            message = self.replies.options_text(_pending(record).options, again=True)
         else:
-            message = GREETING if record.state in (NEW, CONCLUDED, HANDED_OFF) else \
-                "Did that help? Say 'thanks' if it is fixed, 'no' for another suggestion, or tell me what happened."
-        options = PendingChoice.from_dict(record.pending).options if record.state == AWAITING_CHOICE and \
-            record.pending else []
+            message = self.replies.greeting if record.state in _IDLE_STATES else self.replies.did_it_help
         return self._reply(record, trace, PROMPT, message, state=record.state, options=options)
 
     # --- helpers --------------------------------------------------------------
@@ -409,13 +482,13 @@ class DialogueManager:
                 trace.note(f"constraint added: {c.kind} {' '.join(c.words)}")
 
     def _last_violates(self, record: SessionRecord) -> bool:
+        """Return True when the answer on screen needs something a recorded constraint rules out."""
         if not record.delivered or not record.constraints:
             return False
-        doc = self.selector.index.get(record.delivered[-1])
+        doc = self.selector.document(record.delivered[-1])
         if doc is None:
             return False
-        terms = self.selector.normalizer.terms_of_text(doc.text)
-        return any(Constraint.from_dict(c).violated_by(terms, self.selector.normalizer) for c in record.constraints)
+        return self.selector.violates(doc, [Constraint.from_dict(c) for c in record.constraints])
 
     def _lock_for(self, session_id: str) -> threading.Lock:
         with self._locks_guard:
@@ -424,6 +497,11 @@ class DialogueManager:
                 lock = threading.Lock()
                 self._locks[session_id] = lock
             return lock
+
+
+def _pending(record: SessionRecord) -> PendingChoice:
+    """Return the options on offer (none when the record holds no pending choice)."""
+    return PendingChoice.from_dict(record.pending or {})
 
 
 def _competes(cand: Any, best: Any, config: EngineConfig) -> bool:

@@ -1,13 +1,7 @@
 """The session state machine's data: plan, delivered answers, constraints, failures, transcript, traces.
 
-States::
-
-    NEW --question--> AWAITING_FEEDBACK (answer) | AWAITING_CHOICE (clarify) | AWAITING_DETAIL (fallback)
-    AWAITING_FEEDBACK --"thanks"--> CONCLUDED        --"no"--> next candidate, same step
-                      --follow-up C_i--> next step  --"new question"--> NEW
-    AWAITING_CHOICE --number/phrase--> AWAITING_FEEDBACK  --"none of these"--> next candidates
-    any --"human"/max failures--> HANDED_OFF
-    CONCLUDED / HANDED_OFF --new text--> treated as a new question
+The states are ``STATES``; which handler answers which intent in each of them is the table in
+``dtdialog.transitions`` (``transitions.render()`` prints it).
 
 A ``SessionRecord`` is plain data (``to_dict``/``from_dict``) so ``SessionStore`` can persist it
 after every turn; the manager keeps no other state.

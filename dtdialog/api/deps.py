@@ -30,13 +30,14 @@ def get_settings(request: Request) -> ApiSettings:
     return request.app.state.service.settings
 
 
-def check_text(text: str, settings: ApiSettings, *, field: str = "text") -> str:
-    """Return ``text`` cleaned for the engine; 413 when longer than ``max_text_chars``, 422 when empty or unusable."""
-    if len(text) > settings.max_text_chars:
-        raise ApiError(413, "text_too_long", f"{field} has {len(text)} characters; the limit is {settings.max_text_chars}")
+def check_text(text: str, settings: ApiSettings, *, field: str = "text", limit: int | None = None) -> str:
+    """Return ``text`` cleaned for the engine; 413 when longer than ``limit`` (default ``max_text_chars``), 422 when empty or unusable."""
+    limit = settings.max_text_chars if limit is None else limit
+    if len(text) > limit:
+        raise ApiError(413, "text_too_long", f"{field} has {len(text)} characters; the limit is {limit}")
     from parsers.text_input import clean_text
 
-    cleaned = clean_text(text, max_chars=settings.max_text_chars)
+    cleaned = clean_text(text, max_chars=limit)
     if not cleaned.strip():
         raise ApiError(422, "empty_text", f"{field} is empty")
     return cleaned

@@ -62,10 +62,13 @@ async def post_message(
 ) -> TurnResponse:
     """Handle one customer turn: return the reply, any clarification options, the session state and the trace."""
     service = get_service(request)
-    text = check_text(body.text, service.settings)
 
     def work() -> TurnResponse:
         manager = service.manager()
+        # a turn has the engine's limit (never above the API's text limit): the API never accepts a turn the
+        # engine would only answer with "too long"
+        limit = min(service.settings.max_text_chars, manager.config.max_input_chars)
+        text = check_text(body.text, service.settings, limit=limit)
         manager.session(session_id, traces=False)  # 404 before any work on an unknown id (no trace parsing)
         result = manager.handle(session_id=session_id, text=text)
         out = turn_out(result)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers.errors import ConfigError
+from parsers.text_input import MAX_CHARS
 
 #: Backends the service knows how to open; the index registry gives the final word.
 KNOWN_BACKENDS = ("sqlite", "elasticsearch")
@@ -42,8 +43,9 @@ class ApiSettings:
     sessions_path: Path = field(default_factory=_default_sessions_path)
     api_key: str | None = None
     max_body_bytes: int = 1_000_000
-    max_text_chars: int = 20_000
-    max_search_size: int = 50
+    #: limit of a text that is not a dialogue turn (parse, search, indexed answers); turns have the engine's
+    #: own limit (``EngineConfig.max_input_chars``), which the sessions endpoint applies
+    max_text_chars: int = MAX_CHARS
     max_documents_per_request: int = 200
     rebuild_roots: tuple[Path, ...] = ()
     preload: bool = False
@@ -63,10 +65,13 @@ class ApiSettings:
             self.ranker = resolve_ranker(self.ranker)  # an unknown name fails at start-up, not on the first chat
         if self.api_key is not None and len(self.api_key) < 8:
             raise ConfigError(f"the API key ({API_KEY_ENV}) must be at least 8 characters long")
-        for name in ("max_body_bytes", "max_text_chars", "max_search_size", "max_documents_per_request"):
+        for name in ("max_body_bytes", "max_text_chars", "max_documents_per_request"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_text_chars > MAX_CHARS:
+            raise ConfigError(f"max_text_chars must be at most the parser's limit of {MAX_CHARS} characters, "
+                              f"got {self.max_text_chars}")
         if self.max_body_bytes < self.max_text_chars:
             raise ConfigError("max_body_bytes must be at least max_text_chars, or no maximal text could be sent")
         if self.sessions_path.exists() and self.sessions_path.is_dir():

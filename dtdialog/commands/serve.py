@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rebuild-root", type=Path, action="append", default=None, dest="rebuild_roots",
                         help="folder POST /index/rebuild may read a corpus from (repeatable; default: none)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="request body limit (default 1000000)")
-    parser.add_argument("--max-text-chars", type=int, default=None, help="text limit per request field (default 20000)")
+    parser.add_argument("--max-text-chars", type=int, default=None, help="text limit per request field (default 100000)")
     parser.add_argument("--preload", action="store_true", help="load the engine at start-up instead of on first use")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 

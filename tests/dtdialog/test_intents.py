@@ -42,6 +42,20 @@ def test_sanitize(raw, clean, problem):
     assert intents.sanitize(raw, max_chars=4000) == (clean, problem)
 
 
+def test_the_turn_limit_is_stated_once_and_stays_under_the_parser_ceiling():
+    from dtdialog.engine_config import EngineConfig
+    from parsers.errors import ConfigError
+    from parsers.text_input import MAX_CHARS
+
+    limit = intents.MAX_TURN_CHARS
+    assert EngineConfig().max_input_chars == limit < MAX_CHARS
+    assert intents.sanitize("a" * limit, max_chars=limit) == ("a" * limit, None)
+    assert intents.sanitize("a" * (limit + 1), max_chars=limit) == ("", intents.TOO_LONG)
+    assert EngineConfig(max_input_chars=MAX_CHARS).max_input_chars == MAX_CHARS
+    with pytest.raises(ConfigError, match="max_input_chars"):
+        EngineConfig(max_input_chars=MAX_CHARS + 1)
+
+
 def test_extract_constraints_kinds_and_words():
     found = extract_constraints("I can't remove the engine and I don't have a scan tool. Also no special tools.")
     assert [(c.kind, c.words) for c in found] == [

@@ -16,6 +16,7 @@ from dtdialog.session import (
     HANDED_OFF,
     NEW,
     SessionNotFoundError,
+    SessionRecord,
 )
 from dtdialog.session_store import SessionStore
 
@@ -192,6 +193,18 @@ def test_bad_input_gets_prompts_and_keeps_the_session(tmp_path):
     assert manager.session(sid).state == AWAITING_CHOICE
 
 
+def test_a_turn_at_the_limit_is_answered_and_one_over_it_is_refused_with_the_limit(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    limit = manager.config.max_input_chars
+    question = text_of(PAPER_Q)
+    sid = manager.start_session()
+    over = manager.handle(session_id=sid, text=question + " " * (limit + 1 - len(question)))
+    assert over.kind == "prompt" and over.state == NEW and f"over {limit} characters" in over.reply
+    at = manager.handle(session_id=sid, text=question + " " * (limit - len(question)))
+    assert at.kind == "answer" and at.answer_id == "nostart#1"
+    assert manager.session(sid).question == question
+
+
 def test_unknown_session_raises(tmp_path):
     _, manager, _ = car_world(tmp_path)
     with pytest.raises(SessionNotFoundError):
@@ -206,8 +219,15 @@ def test_turn_result_and_session_serialise(tmp_path):
     _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
     sid = manager.start_session()
     result = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
-    json.dumps(result.to_dict())
-    json.dumps(manager.session(sid).to_dict())
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["session_id"] == sid and data["kind"] == "clarify" and data["state"] == AWAITING_CHOICE
+    assert data["options"] == [{"number": o.number, "label": o.label, "answer_id": o.answer_id} for o in result.options]
+    assert data["options"][-1] == {"number": len(result.options), "label": "none of these", "answer_id": ""}
+    assert data["reply"] == result.reply and data["answer_id"] is None and data["trace"] == result.trace
+    record = manager.session(sid)
+    restored = SessionRecord.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert restored == record  # the stored session survives a JSON round trip unchanged
+    assert restored.pending["options"] == data["options"] and restored.question == text_of(BRAKE_Q)
 
 
 def test_repeated_unmatched_descriptions_become_detail(tmp_path):

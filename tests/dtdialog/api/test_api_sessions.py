@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from api_helpers import SPARK_PLUG_QUESTION, assert_error
 from fastapi.testclient import TestClient
 
-from dtdialog.api import create_app
+from dtdialog.api import ApiSettings, create_app
+from dtdialog.intents import MAX_TURN_CHARS
+from parsers.errors import ConfigError
+from parsers.text_input import MAX_CHARS
 
 
 def test_a_session_continues_on_a_new_app_over_the_same_database(make_settings):
@@ -62,3 +66,35 @@ def test_session_ids_are_distinct_and_unknown_ones_404(client):
     ids = {client.post("/sessions").json()["session_id"] for _ in range(5)}
     assert len(ids) == 5
     assert_error(client.get("/sessions/not-a-session"), 404, "session_not_found")
+
+
+def _padded(text: str, length: int) -> str:
+    return text + " " * (length - len(text))
+
+
+def test_the_api_refuses_exactly_the_turns_the_engine_refuses(client):
+    manager = client.app.state.service.manager()
+    limit = manager.config.max_input_chars
+    assert limit == MAX_TURN_CHARS
+    over = _padded(SPARK_PLUG_QUESTION, limit + 1)
+    sid = client.post("/sessions").json()["session_id"]
+    err = assert_error(client.post(f"/sessions/{sid}/messages", json={"text": over}), 413, "text_too_long")
+    assert f"the limit is {limit}" in err["message"]
+    assert client.get(f"/sessions/{sid}").json()["transcript"] == []  # refused before the engine saw it
+    engine = manager.handle(session_id=manager.start_session(), text=over)
+    assert engine.kind == "prompt" and f"over {limit} characters" in engine.reply
+    at = client.post(f"/sessions/{sid}/messages", json={"text": _padded(SPARK_PLUG_QUESTION, limit)})
+    assert at.status_code == 200, at.text
+    assert at.json()["kind"] != "prompt" and at.json()["trace"]["user_text"] == SPARK_PLUG_QUESTION
+
+
+def test_texts_that_are_not_turns_keep_the_parser_limit(client):
+    assert client.app.state.service.settings.max_text_chars == MAX_CHARS
+    parsed = client.post("/parse", json={"text": _padded("The car will not start.", MAX_TURN_CHARS + 1)})
+    assert parsed.status_code == 200, parsed.text
+
+
+@pytest.mark.parametrize("value", [MAX_CHARS + 1, 0])
+def test_the_text_limit_cannot_leave_the_parser_ceiling(tmp_path, value):
+    with pytest.raises(ConfigError, match="max_text_chars"):
+        ApiSettings(sessions_path=tmp_path / "s.sqlite", max_text_chars=value, max_body_bytes=10 * MAX_CHARS)

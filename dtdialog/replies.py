@@ -1,0 +1,84 @@
+"""Every sentence the dialogue manager says to the user, in one place.
+
+``Replies`` holds the wording as plain templates so a deployment for another domain can pass its
+own instance (``DialogueManager(replies=...)``) without touching the state machine; ``DEFAULT_REPLIES``
+is the car-repair wording. Templates use ``str.format`` fields named after what they receive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class _Option(Protocol):
+    number: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Replies:
+    """The manager's wording; each field is a sentence or a ``str.format`` template."""
+
+    #: nothing to search with while no question is open
+    greeting: str = "Hi! Describe your car problem - what happens, and what you have already checked or replaced."
+    #: a reply with no content while an answer is on screen
+    feedback_prompt: str = ("Tell me what happened when you tried that, or say 'didn't help' for another "
+                            "suggestion, or 'thanks' if it is fixed.")
+    #: a reply with no content after a fallback asked for detail
+    detail_prompt: str = ("Could you add a detail in a few words - the exact symptom, when it happens, or what you "
+                          "already tried? Or say 'human' to talk to a person.")
+    #: an empty or unusable turn while an answer is on screen
+    did_it_help: str = ("Did that help? Say 'thanks' if it is fixed, 'no' for another suggestion, or tell me what "
+                        "happened.")
+    reset: str = "Sure. What is the new question?"
+    #: "thanks" after an answer
+    concluded: str = "Glad that sorted it out! If anything else comes up, just describe it here."
+    #: "thanks" while options are on offer
+    concluded_in_choice: str = "Glad to help! Come back any time."
+    too_long: str = "That message is too long (over {limit} characters). Please describe the problem in a few sentences."
+    unreadable: str = "Sorry, I could not read that: {error}. Please describe the problem in a sentence or two."
+    handoff: str = ("I'm passing you to a human agent ({reason}). They will see our whole conversation "
+                    "({messages} messages), so you won't have to repeat anything.")
+    handoff_asked: str = "you asked for a person"
+    handoff_failures: str = "{failures} answers did not help"
+    handoff_no_answer: str = "no stored answer addresses the question"
+    #: answers on the topic were found but none passed agreement for the missing part
+    fallback_off_part: str = ("I found answers on this topic, but none that deals with {missing}. "
+                              "Could you add a detail - the exact symptom, when it happens, or what you already tried?")
+    fallback_not_found: str = ("I could not find an answer about {missing}. "
+                               "Could you describe it differently or add a detail (symptom, make/model, what you tried)?")
+    #: said before the options are listed again after a constraint removed some
+    constraint_noted: str = 'Noted: "{said}". '
+    choose: str = "A few different fixes match your description. Which one fits your situation best?"
+    choose_again: str = ("Sorry, I could not match that to an option. "
+                         "Reply with a number, a few words from an option, or 'none of these':")
+    option_line: str = "  {number}) {label}"
+
+    def too_long_text(self, limit: int) -> str:
+        return self.too_long.format(limit=limit)
+
+    def unreadable_text(self, error: object) -> str:
+        return self.unreadable.format(error=error)
+
+    def handoff_text(self, reason: str, messages: int) -> str:
+        return self.handoff.format(reason=reason, messages=messages)
+
+    def handoff_failures_reason(self, failures: int) -> str:
+        return self.handoff_failures.format(failures=failures)
+
+    def fallback_text(self, missing: str, *, found_on_topic: bool) -> str:
+        """Return the fallback reply; ``found_on_topic`` when answers were found but none for the part asked."""
+        return (self.fallback_off_part if found_on_topic else self.fallback_not_found).format(missing=missing)
+
+    def constraint_noted_text(self, said: str) -> str:
+        return self.constraint_noted.format(said=said)
+
+    def options_text(self, options: Sequence[_Option], *, again: bool = False) -> str:
+        """Return the question that lists ``options`` (``again`` for a reply that matched none)."""
+        head = self.choose_again if again else self.choose
+        return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
+
+
+DEFAULT_REPLIES = Replies()

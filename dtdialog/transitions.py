@@ -1,0 +1,124 @@
+"""The session state machine as data: which handler answers an intent in a state.
+
+``DialogueManager`` looks a classified turn up here and calls the named handler (its method
+``_on_<name>``); the handlers hold only the guards that need the text itself. The table, as
+rendered by ``render()`` (a test keeps this copy current)::
+
+    any state         handoff        -> handoff            hand off to a person -> HANDED_OFF
+    any state         reset          -> reset              drop the question, or start the one after the reset phrase
+    NEW               conclude       -> greet_or_start     greet when the reply has no content, else start a question
+    NEW               reject         -> greet_or_start     greet when the reply has no content, else start a question
+    NEW               choice         -> greet_or_start     greet when the reply has no content, else start a question
+    NEW               none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
+    NEW               *              -> start              plan the text as a new question; answer, clarify or fall back
+    AWAITING_FEEDBACK conclude       -> conclude           the answer worked -> CONCLUDED
+    AWAITING_FEEDBACK choice         -> ask_again          nothing to search with: ask for feedback or detail again
+    AWAITING_FEEDBACK reject         -> retry              next candidate of the same step (counts a failure)
+    AWAITING_FEEDBACK none_of_these  -> retry              next candidate of the same step (counts a failure)
+    AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
+    AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
+    AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step
+    AWAITING_CHOICE   conclude       -> conclude_choice    done while options are on offer -> CONCLUDED
+    AWAITING_CHOICE   none_of_these  -> choose_none        skip the offered answers, try the next candidates
+    AWAITING_CHOICE   constraint     -> constrain_choice   drop offered answers it rules out; re-offer or deliver
+    AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify or re-ask
+    AWAITING_DETAIL   conclude       -> conclude           the answer worked -> CONCLUDED
+    AWAITING_DETAIL   choice         -> ask_again          nothing to search with: ask for feedback or detail again
+    AWAITING_DETAIL   reject         -> retry              next candidate of the same step (counts a failure)
+    AWAITING_DETAIL   none_of_these  -> retry              next candidate of the same step (counts a failure)
+    AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
+    AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
+    CONCLUDED         conclude       -> greet_or_start     greet when the reply has no content, else start a question
+    CONCLUDED         reject         -> greet_or_start     greet when the reply has no content, else start a question
+    CONCLUDED         choice         -> greet_or_start     greet when the reply has no content, else start a question
+    CONCLUDED         none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
+    CONCLUDED         *              -> start              plan the text as a new question; answer, clarify or fall back
+    HANDED_OFF        conclude       -> greet_or_start     greet when the reply has no content, else start a question
+    HANDED_OFF        reject         -> greet_or_start     greet when the reply has no content, else start a question
+    HANDED_OFF        choice         -> greet_or_start     greet when the reply has no content, else start a question
+    HANDED_OFF        none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
+    HANDED_OFF        *              -> start              plan the text as a new question; answer, clarify or fall back
+
+Turns that are empty or too long never reach the table (``intents.sanitize``): they get a prompt.
+"""
+
+from __future__ import annotations
+
+from dtdialog import intents
+from dtdialog.session import (
+    AWAITING_CHOICE,
+    AWAITING_DETAIL,
+    AWAITING_FEEDBACK,
+    CONCLUDED,
+    HANDED_OFF,
+    NEW,
+    STATES,
+)
+
+#: The key of a state's fallback row: every intent the state does not list.
+OTHERWISE = "*"
+#: The label of the rows that apply in every state, before the state's own.
+ANY_STATE = "any state"
+
+#: Every handler the table names (the manager's method ``_<name>``) and what it does.
+HANDLERS: dict[str, str] = {
+    "handoff": "hand off to a person -> HANDED_OFF",
+    "reset": "drop the question, or start the one after the reset phrase",
+    "greet_or_start": "greet when the reply has no content, else start a question",
+    "start": "plan the text as a new question; answer, clarify or fall back",
+    "conclude": "the answer worked -> CONCLUDED",
+    "ask_again": "nothing to search with: ask for feedback or detail again",
+    "retry": "next candidate of the same step (counts a failure)",
+    "constrain_answer": "record it; retry if it rules the answer out or adds nothing",
+    "followup": "ask again if it has no content, else as the fallback row",
+    "next_step": "the reply is follow-up C_i: rank the next dialogue step",
+    "add_detail": "more words for the step that had no answer: rank it again",
+    "conclude_choice": "done while options are on offer -> CONCLUDED",
+    "choose_none": "skip the offered answers, try the next candidates",
+    "constrain_choice": "drop offered answers it rules out; re-offer or deliver",
+    "choose": "pick an option by number or phrase, else clarify or re-ask",
+}
+
+#: Intents that win in every state: asking for a person, or for a new question.
+ANY_STATE_ROWS: dict[str, str] = {intents.HANDOFF: "handoff", intents.RESET: "reset"}
+
+# With no question open, a bare "thanks"/"no"/"2" carries nothing to search with.
+_IDLE = {intents.CONCLUDE: "greet_or_start", intents.REJECT: "greet_or_start", intents.CHOICE: "greet_or_start",
+         intents.NONE_OF_THESE: "greet_or_start", OTHERWISE: "start"}
+# Shared by both states where an answer (or a request for detail) is on screen.
+_AFTER_REPLY = {intents.CONCLUDE: "conclude", intents.CHOICE: "ask_again", intents.REJECT: "retry",
+                intents.NONE_OF_THESE: "retry"}
+
+TABLE: dict[str, dict[str, str]] = {
+    NEW: _IDLE,
+    AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.CONSTRAINT: "constrain_answer", intents.FOLLOWUP: "followup",
+                        OTHERWISE: "next_step"},
+    AWAITING_CHOICE: {intents.CONCLUDE: "conclude_choice", intents.NONE_OF_THESE: "choose_none",
+                      intents.CONSTRAINT: "constrain_choice", OTHERWISE: "choose"},
+    # a constraint while detail is asked for is detail too: the fallback row records it and ranks again
+    AWAITING_DETAIL: {**_AFTER_REPLY, intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
+    CONCLUDED: _IDLE,
+    HANDED_OFF: _IDLE,
+}
+
+#: Intents a classified turn can have (``EMPTY`` and ``TOO_LONG`` are decided before classification).
+INTENTS = (intents.CONCLUDE, intents.REJECT, intents.RESET, intents.HANDOFF, intents.CHOICE, intents.NONE_OF_THESE,
+           intents.CONSTRAINT, intents.FOLLOWUP)
+
+
+def handler_for(state: str, intent: str) -> str:
+    """Return the name of the handler for ``intent`` in ``state`` (the state's fallback row when none is listed)."""
+    if intent in ANY_STATE_ROWS:
+        return ANY_STATE_ROWS[intent]
+    rows = TABLE[state]
+    return rows.get(intent, rows[OTHERWISE])
+
+
+def render() -> str:
+    """Return the table as aligned text lines: state, intent, handler, what the handler does."""
+    rows = [(ANY_STATE, intent, name) for intent, name in ANY_STATE_ROWS.items()]
+    for state in STATES:
+        listed = TABLE[state]
+        rows += [(state, intent, listed[intent]) for intent in listed if intent != OTHERWISE]
+        rows.append((state, OTHERWISE, listed[OTHERWISE]))
+    return "\n".join(f"{state:<17} {intent:<14} -> {name:<18} {HANDLERS[name]}".rstrip() for state, intent, name in rows)

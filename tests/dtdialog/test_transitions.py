@@ -1,0 +1,115 @@
+"""The state machine table: complete, current in its docstring, and every row reached by real turns."""
+
+from __future__ import annotations
+
+import pytest
+from engine_helpers import BRAKE_Q, PAPER_C1, PAPER_Q, car_world, text_of
+
+from dtdialog import intents, transitions
+from dtdialog.session import AWAITING_CHOICE, AWAITING_DETAIL, AWAITING_FEEDBACK, CONCLUDED, HANDED_OFF, NEW, STATES
+
+#: One utterance per intent, each classified as that intent (checked below).
+UTTERANCES = {
+    intents.CONCLUDE: "thanks",
+    intents.REJECT: "no",
+    intents.RESET: "new question",
+    intents.HANDOFF: "human please",
+    intents.CHOICE: "2",
+    intents.NONE_OF_THESE: "none of these",
+    intents.CONSTRAINT: "I can't remove the engine",
+    intents.FOLLOWUP: text_of(PAPER_C1),
+}
+#: What each handler may answer with (the reply kind of its turn).
+KINDS = {
+    "handoff": {"handoff"},
+    "reset": {"reset"},
+    "greet_or_start": {"prompt"},  # the utterances for its rows carry no content
+    "start": {"answer", "clarify", "fallback"},
+    "conclude": {"concluded"},
+    "ask_again": {"prompt"},
+    "retry": {"answer", "clarify", "fallback", "handoff"},
+    "constrain_answer": {"answer", "clarify", "fallback"},
+    "followup": {"answer", "clarify", "fallback"},
+    "next_step": {"answer", "clarify", "fallback"},
+    "add_detail": {"answer", "clarify", "fallback", "handoff"},
+    "conclude_choice": {"concluded"},
+    "choose_none": {"answer", "clarify", "fallback"},
+    "constrain_choice": {"answer", "clarify", "fallback"},
+    "choose": {"answer", "clarify"},
+}
+
+
+def test_utterances_have_the_intent_they_stand_for():
+    assert set(UTTERANCES) == set(transitions.INTENTS)
+    for kind, text in UTTERANCES.items():
+        assert intents.classify(text).kind == kind, text
+
+
+def test_every_state_answers_every_intent():
+    assert set(transitions.TABLE) == set(STATES)
+    for state in STATES:
+        assert transitions.OTHERWISE in transitions.TABLE[state], state
+        assert set(transitions.TABLE[state]) - {transitions.OTHERWISE} <= set(transitions.INTENTS)
+        for intent in transitions.INTENTS:
+            assert transitions.handler_for(state, intent) in transitions.HANDLERS
+    # the rows for a person and a new question win everywhere
+    assert {transitions.handler_for(s, intents.HANDOFF) for s in STATES} == {"handoff"}
+    assert {transitions.handler_for(s, intents.RESET) for s in STATES} == {"reset"}
+
+
+def test_every_handler_is_used_and_implemented(tmp_path):
+    named = set(transitions.ANY_STATE_ROWS.values()) | {h for rows in transitions.TABLE.values() for h in rows.values()}
+    assert named == set(transitions.HANDLERS)
+    _, manager, _ = car_world(tmp_path)
+    assert set(manager._handlers) == set(transitions.HANDLERS)
+    assert all(callable(getattr(manager, f"_on_{name}")) for name in transitions.HANDLERS)
+
+
+def test_the_docstring_shows_the_current_table():
+    rendered = transitions.render()
+    assert len(rendered.splitlines()) == len(transitions.ANY_STATE_ROWS) + sum(len(r) for r in transitions.TABLE.values())
+    indented = "\n".join("    " + line for line in rendered.splitlines())
+    assert indented in transitions.__doc__, "regenerate the table in the docstring from transitions.render()"
+
+
+def _enter(manager, state: str) -> str:
+    """Return a new session of ``manager`` brought to ``state`` by real turns."""
+    sid = manager.start_session()
+    opening = {
+        NEW: [],
+        AWAITING_FEEDBACK: [text_of(PAPER_Q)],
+        AWAITING_CHOICE: [text_of(BRAKE_Q)],
+        AWAITING_DETAIL: ["What colour is the sky on Mars?"],
+        CONCLUDED: [text_of(PAPER_Q), "thanks"],
+        HANDED_OFF: ["human"],
+    }[state]
+    for text in opening:
+        manager.handle(session_id=sid, text=text)
+    assert manager.session(sid, traces=False).state == state
+    return sid
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_every_row_is_reached_by_a_real_turn(tmp_path, state):
+    # the clarification state needs close candidates; the others a single clear answer
+    clarify = {"clarify_margin": 1.0, "clarify_ratio": 0.0} if state == AWAITING_CHOICE else {"clarify_margin": 0.0}
+    _, manager, _ = car_world(tmp_path, max_failures=5, **clarify)
+    called: list[str] = []
+
+    def spy(name, handler):
+        def run(*args):
+            called.append(name)
+            return handler(*args)
+        return run
+
+    manager._handlers = {name: spy(name, h) for name, h in manager._handlers.items()}
+    for intent, text in UTTERANCES.items():
+        sid = _enter(manager, state)
+        called.clear()
+        result = manager.handle(session_id=sid, text=text)
+        expected = transitions.handler_for(state, intent)
+        assert called and called[0] == expected, (state, intent, called)
+        if expected == "followup":  # a reply with content goes on as the state's fallback row
+            assert called[1:2] == [transitions.handler_for(state, transitions.OTHERWISE)], (state, called)
+        assert result.kind in KINDS[expected], (state, intent, result.kind, result.reply)
+        assert result.trace["intent"] == intent
