@@ -75,10 +75,14 @@ class AnswerRelation:
 
 @dataclass(frozen=True)
 class AnswerAnalysis:
-    """An answer DT reduced to what agreement needs: its non-default relations and all its terms."""
+    """An answer DT reduced to what agreement needs: its non-default relations and all its terms.
+
+    ``tree`` is the DT it was made from, so whoever shows the answer's tree need not parse it again.
+    """
 
     relations: tuple[AnswerRelation, ...]
     terms: frozenset[str]
+    tree: DiscourseTree | None = field(default=None, compare=False, repr=False)
 
 
 class AgreementTable:
@@ -190,7 +194,7 @@ class RhetoricalAgreement:
             terms: frozenset[str] = frozenset().union(*per_edu[node.first: node.last + 1])
             rels.append(AnswerRelation(relation=node.relation or "", edus=tree.edus[node.first: node.last + 1],
                                        terms=terms))
-        return AnswerAnalysis(relations=tuple(rels), terms=frozenset().union(*per_edu))
+        return AnswerAnalysis(relations=tuple(rels), terms=frozenset().union(*per_edu), tree=tree)
 
     def check(self, requirements: Sequence[Requirement], answer: AnswerAnalysis | DiscourseTree, *,
               fallback_terms: Iterable[str] = ()) -> AgreementResult:

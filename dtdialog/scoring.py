@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from dtdialog.agreement import AgreementResult
+from dtdialog.agreement import AgreementResult, AnswerAnalysis
 from dtdialog.engine_config import EngineConfig
 from dtdialog.subtrees import QuestionPlan
 from index.base import AnswerDocument
@@ -21,13 +21,19 @@ from index.base import AnswerDocument
 
 @dataclass
 class RankedCandidate:
-    """A candidate answer with its retrieval score, agreement with the question part, final score and features."""
+    """A candidate answer with its retrieval score, agreement with the question part, final score and features.
+
+    ``matched`` (the index fields its search hit matched) and ``analysis`` (its analysed DT) are what the
+    engine already found, kept so that callers (the API) never search or parse the answer again.
+    """
 
     document: AnswerDocument
     retrieval_score: float
     agreement: AgreementResult
     score: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
+    matched: dict[str, list[str]] = field(default_factory=dict, compare=False)
+    analysis: AnswerAnalysis | None = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> str:

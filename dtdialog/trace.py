@@ -42,7 +42,8 @@ class TurnTrace:
             self.data["question_tree"] = plan.tree.to_dict()
 
     def step(self, outcome: RankOutcome, *, step: int) -> None:
-        record = {"step": step, **outcome.to_dict()}
+        """Record one ranking step: what its stages wrote into ``outcome.record`` while deciding."""
+        record = {"step": step, **outcome.record.to_dict()}
         self.data["steps"].append(record)
         self.data["candidates"] = record["candidates"]
 

@@ -50,9 +50,11 @@ def explain_turn(service: Any, *, result: Any, user_text: str, session_question:
     out = Explanation(question=question, question_tree=qtree.to_dict(), question_svg=tree_to_svg(qtree))
     answer_id = result.answer_id
     if answer_id:
-        doc = service.runtime().index.get(answer_id)
+        selector = service.runtime().selector
+        doc = selector.document(answer_id)
         if doc is not None:
-            atree = DiscourseTree.from_dict(doc.tree) if doc.tree else service.parser().parse(doc.text)
+            # the DT the engine analysed when it ranked this answer (its cache), not a second parse
+            atree = selector.answer_tree(doc)
             out.answer_id, out.answer = answer_id, doc.text
             out.answer_tree, out.answer_svg = atree.to_dict(), tree_to_svg(atree)
     agreement = _agreement_of(trace, answer_id, history or [])

@@ -137,16 +137,6 @@ class SessionOut(BaseModel):
     traces: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class AnswerOut(BaseModel):
-    id: str
-    dialogue_id: str
-    position: int
-    text: str
-    relations: list[str] = Field(default_factory=list)
-    tree: dict[str, Any] | None = None
-    svg: str | None = None
-
-
 class HealthResponse(BaseModel):
     status: Literal["ok"]
     version: str

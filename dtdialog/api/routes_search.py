@@ -46,11 +46,9 @@ def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchRespo
         return SearchResponse(query=query, mode=mode, parsed_query=parsed.to_dict(), hits=[
             _hit_out(h.document, score=h.score, retrieval_score=h.score, matched=h.matched) for h in hits])
     outcome = runtime.selector.rank_outcome(question=query, size=size)
-    # The selector keeps scores and verdicts but not which index fields matched: ask the index for
-    # the same query once more (a cheap FTS lookup) to report them.
-    matched = {h.document.id: h.matched for h in runtime.index.search(outcome.query)}
+    # each candidate keeps the fields its own search hit matched: the index is not asked again
     hits = [
-        _hit_out(c.document, score=c.score, retrieval_score=c.retrieval_score, matched=matched.get(c.document.id),
+        _hit_out(c.document, score=c.score, retrieval_score=c.retrieval_score, matched=c.matched,
                  agreement=c.agreement, features=c.features)
         for c in outcome.candidates[:size]
     ]

@@ -11,3 +11,28 @@ def test_contribution_summary_orders_by_magnitude_and_skips_bookkeeping():
     text = contribution_summary(features, top=2)
     assert text == "learned ranker logit -2.85: bm25 -1.30, dense +0.40"
     assert contribution_summary({"dense": 0.5, "retrieval": 3.0}) == ""  # the rule scorer has no contributions
+
+
+def test_a_step_trace_is_the_record_the_stages_wrote(tmp_path):
+    from engine_helpers import PAPER_Q, car_world, text_of
+
+    from dtdialog.trace import TurnTrace
+
+    selector, _, _ = car_world(tmp_path)
+    outcome = selector.rank_outcome(question=text_of(PAPER_Q))
+    record = outcome.record
+    trace = TurnTrace(session_id="s", turn=1, user_text=text_of(PAPER_Q), state_before="new")
+    trace.step(outcome, step=0)
+    step = trace.to_dict()["steps"][0]
+    # the keys readers (CLI --explain, API, session transcripts) have always read, in their order, then the stages' own
+    assert list(step)[:8] == ["step", "part_index", "requirements", "query", "constraints", "followup_dt",
+                              "candidates", "rejected"]
+    assert step["requirements"] == outcome.requirements == record.requirements
+    assert step["query"] == outcome.query.to_dict()
+    assert step["candidates"] == [c.to_dict() for c in outcome.candidates[:10]] == trace.data["candidates"]
+    assert step["rejected"] == [c.to_dict() for c in outcome.rejected[:10]]
+    # what the candidate and choose stages decided on the way
+    assert step["retrieved"] == len(outcome.candidates) + len(outcome.rejected) + len(record.duplicates)
+    assert step["off_topic"] and set(step["off_topic"]) <= {c.id for c in outcome.rejected}
+    assert step["agreeing"] == sum(c.agreement.verdict for c in outcome.candidates + outcome.rejected)
+    assert outcome.to_dict(limit=1)["candidates"] == step["candidates"][:1]

@@ -148,3 +148,43 @@ def test_rebuild_from_the_builtin_corpus(make_client, index_copy):
     assert r.json()["documents"] == n_answers - r.json()["skipped"]
     hits = client.get("/search", params={"q": "starting fluid fuel pressure", "mode": "query"}).json()["hits"]
     assert hits and not hits[0]["id"].startswith("t-")
+
+
+def test_search_reports_each_hit_fields_from_the_ranking_without_searching_again(client):
+    runtime = client.app.state.service.runtime()
+    calls: list[str] = []
+    for name in ("search", "search_scores", "hits_for"):
+        original = getattr(runtime.index, name)
+        setattr(runtime.index, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    try:
+        body = client.post("/search", json={"query": SPARK_PLUG_QUESTION, "size": 3}).json()
+        route_calls = list(calls)
+        calls.clear()
+        outcome = runtime.selector.rank_outcome(question=SPARK_PLUG_QUESTION, size=3)
+    finally:
+        for name in ("search", "search_scores", "hits_for"):
+            delattr(runtime.index, name)
+    assert route_calls == calls and calls                  # the route asks the index only what the ranking asked
+    assert [h["id"] for h in body["hits"]] == [c.id for c in outcome.candidates[:3]]
+    assert [h["matched"] for h in body["hits"]] == [c.matched for c in outcome.candidates[:3]]
+
+
+def test_explain_shows_the_answer_tree_the_engine_analysed_without_reading_it_again(client, monkeypatch):
+    from parsers.tree import DiscourseTree
+
+    original = DiscourseTree.from_dict
+    read: list[str] = []
+
+    def recording(data, *args, **kwargs):
+        read.append(str(data.get("text")))
+        return original(data, *args, **kwargs)
+
+    monkeypatch.setattr(DiscourseTree, "from_dict", staticmethod(recording))
+    sid = client.post("/sessions").json()["session_id"]
+    body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": SPARK_PLUG_QUESTION}).json()
+    if body["options"]:
+        body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": "1"}).json()
+    assert body["kind"] == "answer"
+    answer = body["explain"]["answer"]
+    assert body["explain"]["answer_tree"]["text"] == answer
+    assert read.count(answer) == 1                           # read once, when ranking analysed it; never again

@@ -1,0 +1,28 @@
+"""The paper's answer selection for one dialogue step, as named stages (Galitsky & Ilvovsky, steps 1-5).
+
+``AnswerSelector.rank_outcome`` runs them in this order; each takes and returns typed values and writes
+what it decided into the step's ``StepRecord`` (the trace):
+
+1. ``plan.plan_step`` - the part of DT-Q this step answers, the user's reply C_i, and the question
+   relations the answer must address (``Requirement``);
+2. ``query.form_query`` - keywords plus ``RR [phrase]`` terms;
+3. ``candidates.gather_candidates`` - the generator's hits, the logged successor, minus repeats and duplicates;
+4. ``agreement_stage.check_agreement`` - rhetorical agreement of every candidate with the requirements;
+5. ``features_stage.describe_candidates`` then ``scoring_stage.score_candidates`` - the features any scorer
+   reads, the scorer's choice, and the partial-agreement rescue;
+6. ``choose.choose`` - the scorer's first choice plus its on-topic alternatives; the rest is rejected.
+"""
+
+from dtdialog.stages.agreement_stage import AgreedCandidate, check_agreement
+from dtdialog.stages.candidates import Candidate, CandidateGenerator, CandidatePool, LexicalGenerator, gather_candidates
+from dtdialog.stages.choose import Choice, choose
+from dtdialog.stages.features_stage import describe_candidates
+from dtdialog.stages.plan import StepPlan, plan_step
+from dtdialog.stages.query import form_query
+from dtdialog.stages.record import StepRecord
+from dtdialog.stages.scoring_stage import Scored, score_candidates
+from dtdialog.stages.tools import StageTools
+
+__all__ = ["AgreedCandidate", "Candidate", "CandidateGenerator", "CandidatePool", "Choice", "LexicalGenerator",
+           "Scored", "StageTools", "StepPlan", "StepRecord", "check_agreement", "choose", "describe_candidates",
+           "form_query", "gather_candidates", "plan_step", "score_candidates"]

@@ -1,0 +1,44 @@
+"""The trace record of one ranking step, written by the stages as they decide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dtdialog.scoring import RankedCandidate
+
+
+@dataclass
+class StepRecord:
+    """What each stage of one step decided; ``to_dict`` is the step's JSON trace.
+
+    plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
+    candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
+    scoring: ``rescued``; choose: ``candidates``, ``rejected``, ``off_topic``.
+    """
+
+    part_index: int = 0
+    requirements: list[str] = field(default_factory=list)
+    constraints: list[dict[str, Any]] = field(default_factory=list)
+    followup_dt: str | None = None
+    query: dict[str, Any] = field(default_factory=dict)
+    retrieved: int = 0
+    successor: str | None = None
+    duplicates: list[str] = field(default_factory=list)
+    agreeing: int = 0
+    rescued: list[str] = field(default_factory=list)
+    off_topic: list[str] = field(default_factory=list)
+    # candidates are serialised only when a trace is asked for: most rankings (evaluation) never are
+    candidates: list[RankedCandidate] = field(default_factory=list)
+    rejected: list[RankedCandidate] = field(default_factory=list)
+
+    def to_dict(self, *, limit: int = 10) -> dict[str, Any]:
+        """Return the JSON trace of this step (top ``limit`` kept and rejected candidates)."""
+        return {
+            "part_index": self.part_index, "requirements": self.requirements, "query": self.query,
+            "constraints": self.constraints, "followup_dt": self.followup_dt,
+            "candidates": [c.to_dict() for c in self.candidates[:limit]],
+            "rejected": [c.to_dict() for c in self.rejected[:limit]],
+            "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
+            "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
+        }
