@@ -43,7 +43,8 @@ from typing import Any
 from urllib.parse import quote
 
 from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
-from index.terms import content_words, relation_key, rr_tokens, search_tokens
+from index.terms import relation_key, rr_tokens
+from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
 
@@ -54,7 +55,8 @@ RR_WEIGHT = 2.0
 TEXT_WEIGHT = 0.0
 #: Separates the RR terms of one document inside the ``rr_edu`` column, so a highlight maps back to a term.
 RR_SEPARATOR = " | "
-TOKENIZE = "porter unicode61 tokenchars '_'"
+#: Porter stems over unicode61 (``index.vocabulary``): the index stores stems, queries are stemmed alike.
+TOKENIZE = FTS5_TOKENIZER
 #: Query tokens found in more than this share of the answers are dropped: their bm25 weight is ~0.
 MAX_DF_RATIO = 0.5
 #: Below this many answers searches are fast anyway and frequencies are too noisy to prune on.
@@ -115,42 +117,6 @@ def match_expression(query: SearchQuery, *, keywords: list[str] | None = None, r
     return " OR ".join(clauses)
 
 
-class _Stemmer:
-    """Maps tokens to the terms the index's tokenizer makes of them, using a scratch in-memory FTS5 table.
-
-    This is SQLite's own Porter stemmer, so document frequencies and highlights line up exactly.
-    """
-
-    MAX_CACHE = 200_000
-
-    def __init__(self) -> None:
-        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
-        self.conn.execute(f'CREATE VIRTUAL TABLE s USING fts5(x, tokenize="{TOKENIZE}")')
-        self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'instance')")
-        self.cache: dict[str, str | None] = {}
-        self.lock = threading.Lock()
-
-    def stems(self, tokens: Iterable[str]) -> dict[str, str | None]:
-        """Return token -> indexed term (None when the tokenizer keeps nothing of it)."""
-        wanted = list(dict.fromkeys(tokens))
-        missing = [t for t in wanted if t not in self.cache]
-        if missing:
-            with self.lock, self.conn:
-                if len(self.cache) > self.MAX_CACHE:
-                    self.cache.clear()
-                self.conn.executemany("INSERT INTO s(rowid, x) VALUES (?, ?)", list(enumerate(missing, start=1)))
-                found: dict[int, str] = {}
-                for doc, term in self.conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
-                    found.setdefault(doc, term)
-                self.conn.execute("DELETE FROM s")
-                for i, token in enumerate(missing, start=1):
-                    self.cache[token] = found.get(i)
-        return {t: self.cache.get(t) for t in wanted}
-
-    def close(self) -> None:
-        self.conn.close()
-
-
 class SqliteIndex(AnswerIndex):
     """An FTS5 answer index in one SQLite file; ``readonly=False`` creates the file if needed."""
 
@@ -167,7 +133,7 @@ class SqliteIndex(AnswerIndex):
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._stemmer = _Stemmer()
+        self._stemmer = FtsStemmer()
         self._stem_sets: dict[tuple[str, str], frozenset[str]] = {}
         conn = self._conn()
         if not readonly:
