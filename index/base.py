@@ -13,10 +13,33 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class RRTerm:
+    """A term ``Relation [phrase]``: a relation plus the content words of its EDUs (query or answer side).
+
+    ``str(term)`` is its text form, ``"Contrast [start car]"``: what is stored in an index and shown in
+    traces. ``RRTerm.parse`` reads that form back; it is the only reader of stored terms (a user's query
+    string goes through ``index.query_parser``, which accepts looser spellings).
+    """
+
+    relation: str
+    words: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.relation} [{' '.join(self.words)}]"
+
+    @classmethod
+    def parse(cls, text: str) -> RRTerm:
+        """Return the term whose ``str`` is ``text`` (``"Relation [w1 w2]"``); words split on whitespace."""
+        relation, _, rest = text.partition(" [")
+        return cls(relation=relation, words=tuple(rest.rstrip("]").split()))
+
+
+@dataclass(frozen=True)
 class AnswerDocument:
     """One indexed answer utterance, with everything needed at query time precomputed.
 
-    ``rr_edu`` holds one term per non-default relation node, ``"Relation [words of its EDUs]"``.
+    ``rr_edu`` holds one ``RRTerm`` per non-default relation node (relation + the words of its EDUs);
+    ``to_dict``/``from_dict`` are the storage boundary, where terms become and are read back from text.
     ``tree`` is the DT as ``DiscourseTree.to_dict()``.
     """
 
@@ -27,7 +50,7 @@ class AnswerDocument:
     keywords: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
     relations: tuple[str, ...] = ()
-    rr_edu: tuple[str, ...] = ()
+    rr_edu: tuple[RRTerm, ...] = ()
     tree: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -35,7 +58,7 @@ class AnswerDocument:
         return {
             "id": self.id, "dialogue_id": self.dialogue_id, "position": self.position, "text": self.text,
             "keywords": list(self.keywords), "entities": list(self.entities), "relations": list(self.relations),
-            "rr_edu": list(self.rr_edu), "tree": self.tree, "meta": self.meta,
+            "rr_edu": [str(t) for t in self.rr_edu], "tree": self.tree, "meta": self.meta,
         }
 
     @classmethod
@@ -43,20 +66,9 @@ class AnswerDocument:
         return cls(
             id=str(data["id"]), dialogue_id=str(data["dialogue_id"]), position=int(data["position"]),
             text=str(data["text"]), keywords=tuple(data.get("keywords", ())), entities=tuple(data.get("entities", ())),
-            relations=tuple(data.get("relations", ())), rr_edu=tuple(data.get("rr_edu", ())),
+            relations=tuple(data.get("relations", ())), rr_edu=tuple(RRTerm.parse(t) for t in data.get("rr_edu", ())),
             tree=data.get("tree"), meta=dict(data.get("meta") or {}),
         )
-
-
-@dataclass(frozen=True)
-class RRTerm:
-    """A query term ``Relation [phrase]``: relation plus the content words of its EDUs."""
-
-    relation: str
-    words: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return f"{self.relation} [{' '.join(self.words)}]"
 
 
 @dataclass(frozen=True)

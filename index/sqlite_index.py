@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
+from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery
 from index.terms import relation_key, rr_tokens
 from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers.errors import ConfigError, InputError
@@ -389,8 +389,7 @@ class SqliteIndex(AnswerIndex):
                       for term in query.rr_terms]
         # one stemmer round trip for every hit's new words, instead of one per document and RR term
         self._prime_stem_sets([(" ".join(doc.keywords + doc.entities), "") for doc in docs.values()]
-                              + [(rest.rstrip("]"), relation) for doc in docs.values() for term in doc.rr_edu
-                                 for relation, _, rest in [term.partition(" [")]])
+                              + [(" ".join(term.words), term.relation) for doc in docs.values() for term in doc.rr_edu])
         out: dict[int, dict[str, list[str]]] = {}
         for rowid, doc in docs.items():
             found: dict[str, list[str]] = {}
@@ -402,11 +401,10 @@ class SqliteIndex(AnswerIndex):
             rr_hits: list[str] = []
             rr_terms: list[str] = []
             for i, term in enumerate(doc.rr_edu):
-                relation, _, rest = term.partition(" [")
-                stems = self._stem_set(rest.rstrip("]"), relation)
+                stems = self._stem_set(" ".join(term.words), term.relation)
                 names = [name for name, wanted in term_stems if wanted & stems]
                 if names:
-                    rr_hits.append(phrases[i] if i < len(phrases) else term)
+                    rr_hits.append(phrases[i] if i < len(phrases) else str(term))
                     rr_terms.extend(n for n in names if n not in rr_terms)
             if rr_hits:
                 found["rr_edu"] = rr_hits
@@ -477,13 +475,9 @@ class SqliteIndex(AnswerIndex):
         self._stemmer.close()
 
 
-def rr_column(rr_edu: Iterable[str]) -> str:
-    """Return the ``rr_edu`` FTS column text: each ``"Relation [words]"`` term as relation-tagged tokens."""
-    segments = []
-    for term in rr_edu:
-        relation, _, rest = term.partition(" [")
-        segments.append(" ".join(rr_tokens(relation, rest.rstrip("]").split())) or "_")
-    return RR_SEPARATOR.join(segments)
+def rr_column(rr_edu: Iterable[RRTerm]) -> str:
+    """Return the ``rr_edu`` FTS column text: each RR term as relation-tagged tokens."""
+    return RR_SEPARATOR.join(" ".join(rr_tokens(term.relation, term.words)) or "_" for term in rr_edu)
 
 
 def encode_doc(doc: AnswerDocument) -> bytes:
