@@ -154,6 +154,41 @@ class AnswerIndex(ABC):
         """Return the number of indexed documents."""
 
     @abstractmethod
+    def ids(self) -> list[str]:
+        """Return the id of every document, each once (SQLite: insertion order; Elasticsearch: id order)."""
+
+    def answer_texts(self) -> tuple[list[str], list[str]]:
+        """Return ``(ids, texts)`` of every document, aligned: what stores derived from the answers are built from.
+
+        The default reads the documents one ``get`` at a time; a backend that can read them in bulk overrides it.
+        """
+        pairs = [(doc_id, doc.text) for doc_id in self.ids() if (doc := self.get(doc_id)) is not None]
+        return [doc_id for doc_id, _ in pairs], [text for _, text in pairs]
+
+    def info(self) -> dict[str, Any]:
+        """Return the build information stored with the index (parser, corpus, counts).
+
+        The default is ``{}``: the backend stores none (Elasticsearch).
+        """
+        return {}
+
+    def generation(self) -> str:
+        """Return a token that changes with every write, so data derived from the answers can tell it is stale.
+
+        The default is ``""``: the backend does not stamp writes (Elasticsearch), and a store derived from
+        it can only compare counts and ids, not notice answers replaced under the same ids.
+        """
+        return ""
+
+    def dense_info(self) -> dict[str, Any] | None:
+        """Return the description of the dense vectors stored with the documents (model, dims, ...).
+
+        The default is None: the index holds no vectors (a SQLite index keeps them beside its file,
+        in ``index.dense_store``, not in the index).
+        """
+        return None
+
+    @abstractmethod
     def close(self) -> None:
         """Release the backend's resources."""
 
