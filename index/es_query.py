@@ -140,8 +140,8 @@ def hits_from_response(response: dict[str, Any]) -> list[SearchHit]:
         rr_hits: list[str] = []
         for fragment in highlight.get("rr_edu", []):
             plain = fragment.replace(HIGHLIGHT_PRE, "").replace(HIGHLIGHT_POST, "")
-            if plain in stored and relation_key(doc.rr_edu[stored.index(plain)].relation) in relations:
-                i = stored.index(plain)
+            i = stored.index(plain) if plain in stored else -1
+            if i >= 0 and relation_key(doc.rr_edu[i].relation) in relations:
                 rr_hits.append(phrases[i] if i < len(phrases) else plain)
         if rr_hits:
             matched["rr_edu"] = rr_hits
