@@ -8,64 +8,20 @@ aliases (``ecu``, ``computer``) to one canonical term (``ecm``) before stemming.
 
 from __future__ import annotations
 
-import re
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from index.vocabulary import ENTITY_STOP_WORDS, LIGHT_VERBS, is_entity_word, stem
+from index.vocabulary import entity_words as words_of
 from parsers.tree import EDU
 
-_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+#: Words, stop words and stems come from ``index.vocabulary`` (the agreement role); these names keep
+#: the older imports (``from dtdialog.entities import is_content, stem, words_of``) working.
+STOPWORDS = ENTITY_STOP_WORDS
+is_content = is_entity_word
 
-STOPWORDS: frozenset[str] = frozenset("""
-a about above after again against all also am an and any are aren't as at be because been before being below
-between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
-else even ever every few for from further had hadn't has hasn't have haven't having he her here hers herself him
-himself his how i i'm i've if in into is isn't it it's its itself just let me more most my myself no nor not now
-of off on once only or other our ours ourselves out over own same she should shouldn't so some such than that
-that's the their theirs them themselves then there there's these they this those through to too under until up
-upon very was wasn't we were weren't what when where which while who whom why will with won't would wouldn't you
-your yours yourself yourselves yet still already anymore really much many maybe please thanks thank okay ok hi
-hello one two also though although however either neither whether etc lot lots thing things something anything
-nothing everything someone anyone everyone way ll ve re s t d m n't 's 're 've 'll 'd -pron-
-""".split())
-
-#: Verbs too general to count as a shared entity on their own.
-LIGHT_VERBS: frozenset[str] = frozenset("""
-be have do get make go take give put try want need know think say tell see look seem come keep let use help work
-happen mean find call ask feel leave become show turn check replace fix test inspect install
-""".split())
-
-
-def _stemmer():
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
-
-
-_STEMMER = None
-_STEM_LOCK = threading.Lock()
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """Return the Porter stem of a lowercase word (cached)."""
-    global _STEMMER
-    if _STEMMER is None:
-        with _STEM_LOCK:
-            if _STEMMER is None:
-                _STEMMER = _stemmer()
-    return _STEMMER.stem(word)
-
-
-def words_of(text: str) -> list[str]:
-    """Return the lowercase word tokens of ``text``."""
-    return _WORD.findall(text.lower())
-
-
-def is_content(word: str) -> bool:
-    """Return True for a word that can carry an entity (not a stopword, light verb, number or 1-letter token)."""
-    return len(word) > 1 and word not in STOPWORDS and word not in LIGHT_VERBS and not word.isdigit()
+__all__ = ["LIGHT_VERBS", "STOPWORDS", "EntityNormalizer", "is_content", "load_default_synonyms", "short_phrase",
+           "stem", "words_of"]
 
 
 def _synonym_map(synonyms: Mapping[str, Sequence[str]] | None) -> dict[tuple[str, ...], tuple[str, ...]]:

@@ -13,10 +13,33 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class RRTerm:
+    """A term ``Relation [phrase]``: a relation plus the content words of its EDUs (query or answer side).
+
+    ``str(term)`` is its text form, ``"Contrast [start car]"``: what is stored in an index and shown in
+    traces. ``RRTerm.parse`` reads that form back; it is the only reader of stored terms (a user's query
+    string goes through ``index.query_parser``, which accepts looser spellings).
+    """
+
+    relation: str
+    words: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.relation} [{' '.join(self.words)}]"
+
+    @classmethod
+    def parse(cls, text: str) -> RRTerm:
+        """Return the term whose ``str`` is ``text`` (``"Relation [w1 w2]"``); words split on whitespace."""
+        relation, _, rest = text.partition(" [")
+        return cls(relation=relation, words=tuple(rest.rstrip("]").split()))
+
+
+@dataclass(frozen=True)
 class AnswerDocument:
     """One indexed answer utterance, with everything needed at query time precomputed.
 
-    ``rr_edu`` holds one term per non-default relation node, ``"Relation [words of its EDUs]"``.
+    ``rr_edu`` holds one ``RRTerm`` per non-default relation node (relation + the words of its EDUs);
+    ``to_dict``/``from_dict`` are the storage boundary, where terms become and are read back from text.
     ``tree`` is the DT as ``DiscourseTree.to_dict()``.
     """
 
@@ -27,7 +50,7 @@ class AnswerDocument:
     keywords: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
     relations: tuple[str, ...] = ()
-    rr_edu: tuple[str, ...] = ()
+    rr_edu: tuple[RRTerm, ...] = ()
     tree: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -35,7 +58,7 @@ class AnswerDocument:
         return {
             "id": self.id, "dialogue_id": self.dialogue_id, "position": self.position, "text": self.text,
             "keywords": list(self.keywords), "entities": list(self.entities), "relations": list(self.relations),
-            "rr_edu": list(self.rr_edu), "tree": self.tree, "meta": self.meta,
+            "rr_edu": [str(t) for t in self.rr_edu], "tree": self.tree, "meta": self.meta,
         }
 
     @classmethod
@@ -43,20 +66,9 @@ class AnswerDocument:
         return cls(
             id=str(data["id"]), dialogue_id=str(data["dialogue_id"]), position=int(data["position"]),
             text=str(data["text"]), keywords=tuple(data.get("keywords", ())), entities=tuple(data.get("entities", ())),
-            relations=tuple(data.get("relations", ())), rr_edu=tuple(data.get("rr_edu", ())),
+            relations=tuple(data.get("relations", ())), rr_edu=tuple(RRTerm.parse(t) for t in data.get("rr_edu", ())),
             tree=data.get("tree"), meta=dict(data.get("meta") or {}),
         )
-
-
-@dataclass(frozen=True)
-class RRTerm:
-    """A query term ``Relation [phrase]``: relation plus the content words of its EDUs."""
-
-    relation: str
-    words: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return f"{self.relation} [{' '.join(self.words)}]"
 
 
 @dataclass(frozen=True)
@@ -140,6 +152,41 @@ class AnswerIndex(ABC):
     @abstractmethod
     def count(self) -> int:
         """Return the number of indexed documents."""
+
+    @abstractmethod
+    def ids(self) -> list[str]:
+        """Return the id of every document, each once (SQLite: insertion order; Elasticsearch: id order)."""
+
+    def answer_texts(self) -> tuple[list[str], list[str]]:
+        """Return ``(ids, texts)`` of every document, aligned: what stores derived from the answers are built from.
+
+        The default reads the documents one ``get`` at a time; a backend that can read them in bulk overrides it.
+        """
+        pairs = [(doc_id, doc.text) for doc_id in self.ids() if (doc := self.get(doc_id)) is not None]
+        return [doc_id for doc_id, _ in pairs], [text for _, text in pairs]
+
+    def info(self) -> dict[str, Any]:
+        """Return the build information stored with the index (parser, corpus, counts).
+
+        The default is ``{}``: the backend stores none (Elasticsearch).
+        """
+        return {}
+
+    def generation(self) -> str:
+        """Return a token that changes with every write, so data derived from the answers can tell it is stale.
+
+        The default is ``""``: the backend does not stamp writes (Elasticsearch), and a store derived from
+        it can only compare counts and ids, not notice answers replaced under the same ids.
+        """
+        return ""
+
+    def dense_info(self) -> dict[str, Any] | None:
+        """Return the description of the dense vectors stored with the documents (model, dims, ...).
+
+        The default is None: the index holds no vectors (a SQLite index keeps them beside its file,
+        in ``index.dense_store``, not in the index).
+        """
+        return None
 
     @abstractmethod
     def close(self) -> None:

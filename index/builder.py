@@ -164,10 +164,7 @@ def build_index(
     term statistics beside the index (``ElasticsearchIndex.rebuild(..., dense=store)``).
     ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
     """
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown index backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-    if batch_size < 1 or n_process < 1:
-        raise ConfigError("batch_size and n_process must be at least 1")
+    _check_options(backend, batch_size=batch_size, n_process=n_process)
     t0 = time.perf_counter()
     dialogue_list = list(dialogues)
     answers = list(iter_answers(dialogue_list))
@@ -178,31 +175,51 @@ def build_index(
     documents = parse_documents(answers, parser=parser, batch_size=batch_size, n_process=n_process,
                                 progress=progress, skipped=report.skipped)
     if backend == "sqlite":
-        if out is None:
-            raise ConfigError("the sqlite backend needs an output path (--out)")
-        report.location = str(out)
-        report.indexed = _build_sqlite(Path(out), documents, report)
-        if dense:
-            # answer embeddings beside the index (``index.dense_store``); needs the [dense] extra
-            from index.dense_store import build_for_index
-
-            build_for_index(Path(out), encoder=encoder, progress=progress)
-            # and the answers' SG phrases the learned ranker's ``sg`` feature reads (``index.sg_store``)
-            from index.sg_store import build_for_index as build_sg_for_index
-
-            build_sg_for_index(Path(out), progress=progress)
+        _write_sqlite(out, documents, report, dense=dense, encoder=encoder, progress=progress)
     else:
-        from index.es_index import ElasticsearchIndex
-
-        target = es_url(url)
-        report.location = f"{target}/{index_name}"
-        with ElasticsearchIndex(target, index_name=index_name) as es:
-            if dense:
-                report.indexed = _rebuild_es_dense(es, documents, encoder=encoder, progress=progress, report=report)
-            else:
-                report.indexed = es.rebuild(documents)
+        _write_es(url, index_name, documents, report, dense=dense, encoder=encoder, progress=progress)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _check_options(backend: str, *, batch_size: int, n_process: int) -> None:
+    """Raise ``ConfigError`` before any parsing for an unknown backend or a batch size / process count below 1."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown index backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    if batch_size < 1 or n_process < 1:
+        raise ConfigError("batch_size and n_process must be at least 1")
+
+
+def _write_sqlite(out: str | Path | None, documents: Iterable[AnswerDocument], report: BuildReport, *,
+                  dense: bool, encoder: Any, progress: bool) -> None:
+    """Write the SQLite index at ``out`` (and, with ``dense``, its vectors and SG phrases beside it)."""
+    if out is None:
+        raise ConfigError("the sqlite backend needs an output path (--out)")
+    report.location = str(out)
+    report.indexed = _build_sqlite(Path(out), documents, report)
+    if dense:
+        # answer embeddings beside the index (``index.dense_store``); needs the [dense] extra
+        from index.dense_store import build_for_index
+
+        build_for_index(Path(out), encoder=encoder, progress=progress)
+        # and the answers' SG phrases the learned ranker's ``sg`` feature reads (``index.sg_store``)
+        from index.sg_store import build_for_index as build_sg_for_index
+
+        build_sg_for_index(Path(out), progress=progress)
+
+
+def _write_es(url: str | None, index_name: str, documents: Iterable[AnswerDocument], report: BuildReport, *,
+              dense: bool, encoder: Any, progress: bool) -> None:
+    """Load ``documents`` into the Elasticsearch alias ``index_name`` (with vectors when ``dense``)."""
+    from index.es_index import ElasticsearchIndex
+
+    target = es_url(url)
+    report.location = f"{target}/{index_name}"
+    with ElasticsearchIndex(target, index_name=index_name) as es:
+        if dense:
+            report.indexed = _rebuild_es_dense(es, documents, encoder=encoder, progress=progress, report=report)
+        else:
+            report.indexed = es.rebuild(documents)
 
 
 def _rebuild_es_dense(es, documents: Iterable[AnswerDocument], *, encoder, progress: bool,

@@ -27,7 +27,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 from collections import Counter
@@ -37,16 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
+from index.vocabulary import bm25_tokens
 from parsers.errors import InputError, ModelNotAvailableError
 
 HUB_K = 10
 _BLOCK = 1024
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def bm25_tokens(text: str) -> list[str]:
-    """Return the lower-case alphanumeric tokens BM25 statistics are counted on."""
-    return _WORD.findall(text.lower())
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def build_document(
 ) -> AnswerDocument:
     """Return the index document of one answer utterance, with its DT stored as JSON-ready dict.
 
-    ``rr_edu`` holds ``str(RRTerm)`` for every non-default relation node; ``meta["rr_phrases"]``
+    ``rr_edu`` holds the ``RRTerm`` of every non-default relation node; ``meta["rr_phrases"]``
     holds the matching EDU texts, used to show which part of the answer matched.
     """
     full_meta = dict(meta or {})
@@ -92,7 +92,7 @@ def build_document(
         keywords=tuple(keywords_of(tree)),
         entities=tuple(entities_of(tree)),
         relations=tuple(relations_of(tree)),
-        rr_edu=tuple(str(t) for t in rr_terms_of(tree)),
+        rr_edu=tuple(rr_terms_of(tree)),
         tree=tree.to_dict(),
         meta=full_meta,
     )

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 #: Seconds to wait for the server on each request.
 REQUEST_TIMEOUT = 30
+#: Documents per request when every id or text is read (``ids``, ``answer_texts``).
+SCAN_PAGE = 1000
 
 
 class BackendUnavailableError(DTDialogError, ConnectionError):
@@ -332,6 +334,35 @@ class ElasticsearchIndex(AnswerIndex):
     def count(self) -> int:
         """Return the number of indexed documents."""
         return int(_body(self._call("count", lambda: self.client.count(index=self.index_name)))["count"])
+
+    def ids(self) -> list[str]:
+        """Return every document id, in id order."""
+        return [doc_id for doc_id, _ in self._scan(False)]
+
+    def answer_texts(self) -> tuple[list[str], list[str]]:
+        """Return ``(ids, texts)`` of every document, in id order, a page of texts per request."""
+        pairs = list(self._scan(["text"]))
+        return [doc_id for doc_id, _ in pairs], [str(source.get("text", "")) for _, source in pairs]
+
+    def _scan(self, source: list[str] | bool) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield ``(id, _source)`` of every document in id order, ``SCAN_PAGE`` per request.
+
+        ``search_after`` on the ``id`` keyword pages past the 10,000-hit window without a scroll
+        context to clean up; ``source`` is the ``_source`` filter (False: ids only).
+        """
+        after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {"size": SCAN_PAGE, "query": {"match_all": {}}, "sort": [{"id": "asc"}],
+                                    "_source": source}
+            if after is not None:
+                body["search_after"] = after
+            response = self._call("search", lambda body=body: self.client.search(index=self.index_name, **body))
+            hits = _body(response).get("hits", {}).get("hits", [])
+            for hit in hits:
+                yield str(hit["_id"]), dict(hit.get("_source") or {})
+            if len(hits) < SCAN_PAGE:
+                return
+            after = hits[-1]["sort"]
 
     def delete_index(self) -> None:
         """Delete the index (or every index behind the alias) ``index_name``."""

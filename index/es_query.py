@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from index.base import AnswerDocument, SearchHit, SearchQuery
+from index.base import AnswerDocument, RRTerm, SearchHit, SearchQuery
 from index.terms import content_words, relation_key, rr_tokens, search_tokens
 from parsers.errors import InputError
 from parsers.relations import canonical
@@ -117,9 +117,7 @@ def build_search_body(query: SearchQuery) -> dict[str, Any]:
 def document_source(doc: AnswerDocument) -> dict[str, Any]:
     """Return the ``_source`` indexed for ``doc`` (its ``to_dict()`` plus the ``rr_tokens`` field)."""
     source = doc.to_dict()
-    source["rr_tokens"] = " ".join(
-        tok for term in doc.rr_edu for tok in rr_tokens(*_split_term(term))
-    )
+    source["rr_tokens"] = " ".join(tok for term in doc.rr_edu for tok in rr_tokens(term.relation, term.words))
     return source
 
 
@@ -136,13 +134,14 @@ def hits_from_response(response: dict[str, Any]) -> list[SearchHit]:
         if keywords:
             matched["keywords"] = keywords
         named = [n[len(RR_QUERY_PREFIX):] for n in (raw.get("matched_queries") or []) if n.startswith(RR_QUERY_PREFIX)]
-        relations = {relation_key(t.partition(" [")[0]) for t in named}
-        phrases = doc.meta.get("rr_phrases") or list(doc.rr_edu)
+        relations = {relation_key(RRTerm.parse(t).relation) for t in named}
+        stored = [str(t) for t in doc.rr_edu]  # highlights come back in the stored text form
+        phrases = doc.meta.get("rr_phrases") or stored
         rr_hits: list[str] = []
         for fragment in highlight.get("rr_edu", []):
             plain = fragment.replace(HIGHLIGHT_PRE, "").replace(HIGHLIGHT_POST, "")
-            if plain in doc.rr_edu and relation_key(plain.partition(" [")[0]) in relations:
-                i = doc.rr_edu.index(plain)
+            i = stored.index(plain) if plain in stored else -1
+            if i >= 0 and relation_key(doc.rr_edu[i].relation) in relations:
                 rr_hits.append(phrases[i] if i < len(phrases) else plain)
         if rr_hits:
             matched["rr_edu"] = rr_hits
@@ -157,7 +156,3 @@ def hits_from_response(response: dict[str, Any]) -> list[SearchHit]:
 def _emphasised(fragment: str) -> list[str]:
     return re.findall(re.escape(HIGHLIGHT_PRE) + r"(.*?)" + re.escape(HIGHLIGHT_POST), fragment)
 
-
-def _split_term(term: str) -> tuple[str, list[str]]:
-    relation, _, rest = term.partition(" [")
-    return relation, rest.rstrip("]").split()

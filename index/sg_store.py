@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from index.base import AnswerIndex
 from parsers.errors import InputError, ModelNotAvailableError
 from parsers.phrase_chunks import PhraseChunk, phrases_of_texts
 
@@ -37,14 +38,12 @@ def sg_path(index_path: str | Path) -> Path:
     return Path(f"{index_path}.sg.json")
 
 
-def index_fingerprint(index) -> dict[str, Any]:
+def index_fingerprint(index: AnswerIndex) -> dict[str, Any]:
     """Return what identifies an index's content cheaply: answer count, ids digest, build stamp."""
-    ids = sorted(index.ids()) if hasattr(index, "ids") else []
-    info = index.info() if hasattr(index, "info") else {}
+    ids = sorted(index.ids())
     # an index that stamps every write (``generation``) also catches answers replaced under the same ids
-    generation = index.generation() if hasattr(index, "generation") else None
     return {"count": int(index.count()), "ids": hashlib.sha1("\n".join(ids).encode()).hexdigest()[:16],
-            "built": info.get("built"), "generation": generation}
+            "built": index.info().get("built"), "generation": index.generation()}
 
 
 def _encode(phrases: Sequence[PhraseChunk]) -> str:

@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
-from index.terms import content_words, relation_key, rr_tokens, search_tokens
+from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery
+from index.terms import relation_key, rr_tokens
+from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
 
@@ -54,7 +55,8 @@ RR_WEIGHT = 2.0
 TEXT_WEIGHT = 0.0
 #: Separates the RR terms of one document inside the ``rr_edu`` column, so a highlight maps back to a term.
 RR_SEPARATOR = " | "
-TOKENIZE = "porter unicode61 tokenchars '_'"
+#: Porter stems over unicode61 (``index.vocabulary``): the index stores stems, queries are stemmed alike.
+TOKENIZE = FTS5_TOKENIZER
 #: Query tokens found in more than this share of the answers are dropped: their bm25 weight is ~0.
 MAX_DF_RATIO = 0.5
 #: Below this many answers searches are fast anyway and frequencies are too noisy to prune on.
@@ -115,42 +117,6 @@ def match_expression(query: SearchQuery, *, keywords: list[str] | None = None, r
     return " OR ".join(clauses)
 
 
-class _Stemmer:
-    """Maps tokens to the terms the index's tokenizer makes of them, using a scratch in-memory FTS5 table.
-
-    This is SQLite's own Porter stemmer, so document frequencies and highlights line up exactly.
-    """
-
-    MAX_CACHE = 200_000
-
-    def __init__(self) -> None:
-        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
-        self.conn.execute(f'CREATE VIRTUAL TABLE s USING fts5(x, tokenize="{TOKENIZE}")')
-        self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'instance')")
-        self.cache: dict[str, str | None] = {}
-        self.lock = threading.Lock()
-
-    def stems(self, tokens: Iterable[str]) -> dict[str, str | None]:
-        """Return token -> indexed term (None when the tokenizer keeps nothing of it)."""
-        wanted = list(dict.fromkeys(tokens))
-        missing = [t for t in wanted if t not in self.cache]
-        if missing:
-            with self.lock, self.conn:
-                if len(self.cache) > self.MAX_CACHE:
-                    self.cache.clear()
-                self.conn.executemany("INSERT INTO s(rowid, x) VALUES (?, ?)", list(enumerate(missing, start=1)))
-                found: dict[int, str] = {}
-                for doc, term in self.conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
-                    found.setdefault(doc, term)
-                self.conn.execute("DELETE FROM s")
-                for i, token in enumerate(missing, start=1):
-                    self.cache[token] = found.get(i)
-        return {t: self.cache.get(t) for t in wanted}
-
-    def close(self) -> None:
-        self.conn.close()
-
-
 class SqliteIndex(AnswerIndex):
     """An FTS5 answer index in one SQLite file; ``readonly=False`` creates the file if needed."""
 
@@ -167,7 +133,7 @@ class SqliteIndex(AnswerIndex):
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._stemmer = _Stemmer()
+        self._stemmer = FtsStemmer()
         self._stem_sets: dict[tuple[str, str], frozenset[str]] = {}
         conn = self._conn()
         if not readonly:
@@ -423,8 +389,7 @@ class SqliteIndex(AnswerIndex):
                       for term in query.rr_terms]
         # one stemmer round trip for every hit's new words, instead of one per document and RR term
         self._prime_stem_sets([(" ".join(doc.keywords + doc.entities), "") for doc in docs.values()]
-                              + [(rest.rstrip("]"), relation) for doc in docs.values() for term in doc.rr_edu
-                                 for relation, _, rest in [term.partition(" [")]])
+                              + [(" ".join(term.words), term.relation) for doc in docs.values() for term in doc.rr_edu])
         out: dict[int, dict[str, list[str]]] = {}
         for rowid, doc in docs.items():
             found: dict[str, list[str]] = {}
@@ -436,11 +401,10 @@ class SqliteIndex(AnswerIndex):
             rr_hits: list[str] = []
             rr_terms: list[str] = []
             for i, term in enumerate(doc.rr_edu):
-                relation, _, rest = term.partition(" [")
-                stems = self._stem_set(rest.rstrip("]"), relation)
+                stems = self._stem_set(" ".join(term.words), term.relation)
                 names = [name for name, wanted in term_stems if wanted & stems]
                 if names:
-                    rr_hits.append(phrases[i] if i < len(phrases) else term)
+                    rr_hits.append(phrases[i] if i < len(phrases) else str(term))
                     rr_terms.extend(n for n in names if n not in rr_terms)
             if rr_hits:
                 found["rr_edu"] = rr_hits
@@ -511,13 +475,9 @@ class SqliteIndex(AnswerIndex):
         self._stemmer.close()
 
 
-def rr_column(rr_edu: Iterable[str]) -> str:
-    """Return the ``rr_edu`` FTS column text: each ``"Relation [words]"`` term as relation-tagged tokens."""
-    segments = []
-    for term in rr_edu:
-        relation, _, rest = term.partition(" [")
-        segments.append(" ".join(rr_tokens(relation, rest.rstrip("]").split())) or "_")
-    return RR_SEPARATOR.join(segments)
+def rr_column(rr_edu: Iterable[RRTerm]) -> str:
+    """Return the ``rr_edu`` FTS column text: each RR term as relation-tagged tokens."""
+    return RR_SEPARATOR.join(" ".join(rr_tokens(term.relation, term.words)) or "_" for term in rr_edu)
 
 
 def encode_doc(doc: AnswerDocument) -> bytes:

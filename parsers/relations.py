@@ -54,11 +54,6 @@ def is_default(relation: str) -> bool:
     return canonical(relation) in DEFAULT_RELATIONS
 
 
-def is_non_default(relation: str) -> bool:
-    """Return True when ``relation`` is a known relation that is not a default one."""
-    return not is_default(relation)
-
-
 def canonical(relation: str) -> str:
     """Return the inventory spelling of ``relation`` (case- and ``_``/``-``-insensitive).
 

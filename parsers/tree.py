@@ -207,31 +207,6 @@ class DiscourseTree:
         sat = tuple(e for c in node.satellites() for e in self.edus_of(c))
         return RelationInstance(node=node, relation=node.relation or "", nucleus_edus=nuc, satellite_edus=sat)
 
-    def path_to(self, edu_index: int) -> list[tuple[Node, str]]:
-        """Return the chain from the root to an EDU: (ancestor, role of the next step ``N``/``S``)."""
-        if not 0 <= edu_index < len(self.edus):
-            raise IndexError(f"EDU {edu_index} out of range 0..{len(self.edus) - 1}")
-        chain: list[tuple[Node, str]] = []
-        node = self.root
-        while not node.is_leaf:
-            for child, mark in zip(node.children, node.nuclearity):
-                if child.first <= edu_index <= child.last:
-                    chain.append((node, mark))
-                    node = child
-                    break
-        return chain
-
-    def relation_chain(self, edu_index: int) -> list[str]:
-        """Return the relations on the path from the root to an EDU, e.g. ``['Contrast', 'Joint']``."""
-        return [n.relation or "" for n, _ in self.path_to(edu_index)]
-
-    def parent_of(self, target: Node) -> Node | None:
-        """Return the parent of ``target`` (None for the root)."""
-        for node in self.relation_nodes():
-            if any(c is target for c in node.children):
-                return node
-        return None
-
     # --- serialisation ------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict; ``from_dict`` restores an equal tree."""

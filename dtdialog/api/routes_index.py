@@ -36,7 +36,7 @@ async def index_stats(request: Request) -> IndexStats:
 
     def work() -> IndexStats:
         index = service.runtime().index
-        info = index.info() if hasattr(index, "info") else {}
+        info = index.info()
         location = index_path(service).name if service.settings.backend == "sqlite" else None
         return IndexStats(backend=service.settings.backend, documents=index.count(), location=location,
                           parser=(info.get("parser") or {}).get("name") if isinstance(info.get("parser"), dict)

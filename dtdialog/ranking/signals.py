@@ -18,13 +18,13 @@ from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
 from dtdialog.ranking.features import CandidateSignals
 from dtdialog.scoring import RankedCandidate
 from dtdialog.subtrees import QuestionPlan
+from index.base import RRTerm
 from parsers.relations import is_default
 
 
-def _rr_parts(term: str) -> tuple[str, frozenset[str]]:
-    """Return (relation, words) of a stored ``"Relation [w1 w2]"`` term."""
-    relation, _, rest = term.partition(" [")
-    return relation.strip(), frozenset(rest.rstrip("]").lower().split())
+def _rr_parts(term: RRTerm) -> tuple[str, frozenset[str]]:
+    """Return (relation, lower-cased words) of a stored RR term."""
+    return term.relation.strip(), frozenset(w.lower() for w in term.words)
 
 
 class SignalExtractor:

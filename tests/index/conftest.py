@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
@@ -30,6 +31,9 @@ ES_URL = os.environ.get("ELASTICSEARCH_URL")
 
 BACKEND_PARAMS = [
     pytest.param("sqlite", id="sqlite"),
+    # the real client against the in-process fake server (``es_fake``): the Elasticsearch code path, always run
+    pytest.param("elasticsearch-fake", id="elasticsearch-fake", marks=pytest.mark.skipif(
+        importlib.util.find_spec("elasticsearch") is None, reason="the elasticsearch client is not installed")),
     pytest.param("elasticsearch", id="elasticsearch", marks=[
         pytest.mark.elasticsearch,
         pytest.mark.skipif(not ES_URL, reason="ELASTICSEARCH_URL is not set: no live Elasticsearch server"),
@@ -51,7 +55,12 @@ def loaded_index(backend: str, documents: list[AnswerDocument], tmp_path: Path) 
         return
     from index.es_index import ElasticsearchIndex
 
-    es = ElasticsearchIndex(ES_URL or "", index_name=f"dtdialog-test-{uuid.uuid4().hex[:10]}")
+    if backend == "elasticsearch-fake":
+        from es_fake import FakeElasticsearch
+
+        es = ElasticsearchIndex("http://fake-es:9200", index_name="answers", client=FakeElasticsearch().client())
+    else:
+        es = ElasticsearchIndex(ES_URL or "", index_name=f"dtdialog-test-{uuid.uuid4().hex[:10]}")
     try:
         es.rebuild(documents)
         yield es
@@ -70,6 +79,7 @@ def documents(standin_parser, corpus) -> list[AnswerDocument]:
 
 @pytest.fixture(params=BACKEND_PARAMS)
 def index(request, documents, tmp_path: Path):
-    """Yield each backend (SQLite; Elasticsearch when ELASTICSEARCH_URL is set) loaded with ``documents``."""
+    """Yield each backend (SQLite, the Elasticsearch fake, and a live Elasticsearch when ELASTICSEARCH_URL is set)
+    loaded with ``documents``."""
     with loaded_index(request.param, documents, tmp_path) as ix:
         yield ix

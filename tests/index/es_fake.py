@@ -236,6 +236,8 @@ class FakeElasticsearch:
             return 404, _error("index_not_found_exception", f"no such index [{segs[0]}]")
         docs = {doc_id: src for n in names for doc_id, src in self.indices[n]["docs"].items()}
         body = body or {}
+        if "sort" in body:
+            return self._sorted_page(names, docs, body)
         scores: dict[str, float] = {}
         named: dict[str, dict[str, float]] = {}
         if "retriever" in body:
@@ -264,6 +266,9 @@ class FakeElasticsearch:
         for doc_id, score in ranked:
             hit: dict[str, Any] = {"_index": names[0], "_id": doc_id, "_score": score,
                                    "_source": _filtered(docs[doc_id], includes)}
+            fragments = _highlight(docs[doc_id], body.get("highlight"))
+            if fragments:
+                hit["highlight"] = fragments
             names_matched = named.get(doc_id, {})
             if names_matched:
                 hit["matched_queries"] = dict(names_matched) if with_scores else sorted(names_matched)
@@ -272,13 +277,34 @@ class FakeElasticsearch:
                                                              "max_score": ranked[0][1] if ranked else None,
                                                              "hits": hits}}
 
+    @staticmethod
+    def _sorted_page(names: list[str], docs: dict[str, dict], body: dict) -> tuple[int, Any]:
+        """Answer a ``match_all`` sorted on one keyword field, after ``search_after``: what paging every id sends."""
+        if body.get("query") != {"match_all": {}} or len(body["sort"]) != 1:
+            return 400, _error("illegal_argument_exception", "the fake sorts match_all queries on one field only")
+        (field, order), = body["sort"][0].items()
+        rows = sorted(((str(src[field]), doc_id) for doc_id, src in docs.items()), reverse=order == "desc")
+        if body.get("search_after"):
+            key = str(body["search_after"][0])
+            rows = [r for r in rows if (r[0] > key if order == "asc" else r[0] < key)]
+        spec = body.get("_source", True)
+        hits = []
+        for value, doc_id in rows[:body.get("size", 10)]:
+            hit: dict[str, Any] = {"_index": names[0], "_id": doc_id, "_score": None, "sort": [value]}
+            if spec is not False:
+                hit["_source"] = _filtered(docs[doc_id], spec if isinstance(spec, list) else None)
+            hits.append(hit)
+        return 200, {"took": 1, "timed_out": False,
+                     "hits": {"total": {"value": len(rows), "relation": "eq"}, "max_score": None, "hits": hits}}
+
     def _lexical(self, docs: dict[str, dict], query: dict, named: dict[str, dict[str, float]]) -> list:
         """Score the ``bool`` of ``should`` clauses by token overlap; record named-query scores per document."""
         boolean = query["bool"]
         excluded = {v for clause in boolean.get("must_not", []) for v in clause.get("ids", {}).get("values", [])}
+        wanted = [next(iter(c["terms"].items())) for c in boolean.get("filter", []) if "terms" in c]
         out = []
         for doc_id, source in docs.items():
-            if doc_id in excluded:
+            if doc_id in excluded or not all(set(_values(source.get(f))) & set(v) for f, v in wanted):
                 continue
             total = 0.0
             for clause in boolean.get("should", []):
@@ -303,8 +329,10 @@ def _clause_score(clause: dict, source: dict) -> tuple[float, str | None]:
     else:
         (field, inner), = spec.items()
         fields, words, name, boost = [field], inner["query"], inner.get("_name"), inner.get("boost", 1.0)
-    wanted = set(_TOKEN.findall(words.lower()))
-    have = {t for f in fields for t in _TOKEN.findall(_text(source.get(f)).lower())}
+    wanted = {t for f in fields for t in _tokens(f, words)}
+    have = {t for f in fields for t in _tokens(f, _text(source.get(f)))}
+    if kind == "match_phrase" and not wanted <= have:
+        return 0.0, name  # a phrase needs all its words (the fake ignores their order and the slop)
     return boost * len(wanted & have), name
 
 
@@ -323,6 +351,33 @@ def _knn(docs: dict[str, dict], knn: dict) -> list[tuple[str, float]]:
         cosine = sum(a * b for a, b in zip(vector, query)) / (qn * vn)
         scored.append((doc_id, (1.0 + cosine) / 2.0))
     return sorted(scored, key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def _values(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else ([] if value is None else [str(value)])
+
+
+def _highlight(source: dict, spec: dict | None) -> dict[str, list[str]]:
+    """Return field -> the values that contain a word of the field's ``highlight_query``, those words in tags
+    (each value whole, as ``number_of_fragments: 0`` asks; no stemming, unlike the english analyzer)."""
+    out: dict[str, list[str]] = {}
+    for field, options in ((spec or {}).get("fields") or {}).items():
+        query = next(iter(options.get("highlight_query", {}).get("match", {}).values()), "")
+        words = set(_TOKEN.findall(str(query).lower()))
+        tagged = [_tag(v, words, spec["pre_tags"][0], spec["post_tags"][0])
+                  for v in _values(source.get(field)) if words & set(_TOKEN.findall(v.lower()))]
+        if tagged:
+            out[field] = tagged
+    return out
+
+
+def _tokens(field: str, text: str) -> list[str]:
+    # ``rr_tokens`` is analysed with the whitespace tokenizer: ``contrast_start`` stays one token
+    return text.lower().split() if field == "rr_tokens" else _TOKEN.findall(text.lower())
+
+
+def _tag(value: str, words: set[str], pre: str, post: str) -> str:
+    return re.sub(r"[A-Za-z0-9]+", lambda m: f"{pre}{m[0]}{post}" if m[0].lower() in words else m[0], value)
 
 
 def _text(value: Any) -> str:

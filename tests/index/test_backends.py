@@ -1,4 +1,5 @@
-"""One suite for every backend: SQLite always, Elasticsearch when ELASTICSEARCH_URL points at a server."""
+"""One suite for every backend: SQLite and the Elasticsearch fake always, a live Elasticsearch when ELASTICSEARCH_URL
+points at a server."""
 
 from __future__ import annotations
 
@@ -65,3 +66,27 @@ def test_empty_and_unsearchable_queries(index) -> None:
 def test_size_limits_hits(index) -> None:
     assert len(index.search(SearchQuery(keywords=("battery", "starter", "belt", "fuse", "rotor"), size=2))) == 2
     assert index.search(SearchQuery(keywords=("zeppelin",))) == []
+
+
+def test_ids_list_every_document_once(index, documents) -> None:
+    listed = index.ids()
+    assert sorted(listed) == sorted(d.id for d in documents) and len(listed) == len(set(listed))
+
+
+def test_answer_texts_are_aligned_with_ids(index, documents) -> None:
+    doc_ids, texts = index.answer_texts()
+    assert sorted(doc_ids) == sorted(index.ids())
+    assert texts == [index.get(i).text for i in doc_ids]
+
+
+def test_build_information_and_dense_description_default_to_empty(index) -> None:
+    # the fixture stores no build information and no vectors; a backend must say so, not guess
+    assert index.info() == {}
+    assert index.dense_info() is None
+
+
+def test_generation_is_stable_between_writes(index) -> None:
+    first = index.generation()
+    assert isinstance(first, str) and index.generation() == first
+    index.search(SearchQuery(keywords=("belt",)))
+    assert index.generation() == first  # reads never move it

@@ -36,7 +36,8 @@ def test_build_document_fields_and_round_trip() -> None:
     assert doc.keywords == ("replace", "battery", "car", "start", "light", "work")
     assert doc.entities == ("battery", "car")
     assert doc.relations == ("Contrast",)
-    assert doc.rr_edu == ("Contrast [replace battery car start]",)
+    assert doc.rr_edu == (RRTerm("Contrast", ("replace", "battery", "car", "start")),)
+    assert doc.to_dict()["rr_edu"] == ["Contrast [replace battery car start]"]  # stored as text, as before
     assert doc.meta == {"source": "x", "rr_phrases": ["Contrast [I replaced the battery but the car still won't start.]"]}
     assert DiscourseTree.from_dict(doc.tree) == t
     assert AnswerDocument.from_dict(doc.to_dict()) == doc

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from index.base import AnswerDocument, SearchQuery
+from index.base import AnswerDocument, RRTerm, SearchQuery
 from index.es_query import INDEX_MAPPINGS, build_search_body, document_source, hits_from_response
 from parsers.errors import DTDialogError, InputError
 
@@ -83,10 +83,11 @@ def test_mapping_types() -> None:
 def test_document_source_and_hit_parsing() -> None:
     doc = AnswerDocument(id="d#1", dialogue_id="d", position=1, text="The starter is worn but the battery is fine.",
                          keywords=("starter", "worn", "battery", "fine"), relations=("Contrast",),
-                         rr_edu=("Contrast [starter worn battery fine]",), tree={"edus": []},
+                         rr_edu=(RRTerm("Contrast", ("starter", "worn", "battery", "fine")),), tree={"edus": []},
                          meta={"rr_phrases": ["Contrast [The starter is worn but the battery is fine.]"]})
     source = document_source(doc)
     assert source["rr_tokens"] == "contrast_starter contrast_worn contrast_battery contrast_fine"
+    assert source["rr_edu"] == ["Contrast [starter worn battery fine]"]
     response = {"hits": {"hits": [{
         "_id": "d#1", "_score": 4.2, "_source": source,
         "matched_queries": ["keywords", "rr:Contrast [battery fine]"],
