@@ -32,11 +32,10 @@ def built(tmp_path_factory):
         parser.parse("The car starts.")
     except DTDialogError as exc:
         pytest.skip(f"rule parser unavailable: {exc}")
-    from dtdialog.runtime import load_runtime
+    from dtdialog.assembly import EngineSpec, build_engine
 
     home = tmp_path_factory.mktemp("chat")
-    runtime = load_runtime(index_path=home / "answers.sqlite", parser=parser, progress=False)
-    runtime.close()
+    build_engine(EngineSpec(index_path=home / "answers.sqlite", ranker="rules"), parser=parser, progress=False).close()
     return home / "answers.sqlite", home
 
 

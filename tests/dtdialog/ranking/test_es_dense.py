@@ -184,6 +184,14 @@ def test_an_encoder_of_another_size_is_one_clear_error(world, plan):
 
 
 # --- the factory -------------------------------------------------------------------------------------
+def _engine(es, ranker: str, parser, **hooks):
+    """Return the engine over the open Elasticsearch index ``es`` (no SQLite file: vectors live in the index)."""
+    from dtdialog.assembly import EngineSpec, build_engine
+
+    return build_engine(EngineSpec(backend="elasticsearch", ranker=ranker), progress=False, parser=parser, index=es,
+                        **hooks)
+
+
 def test_factory_falls_back_once_for_an_index_without_vectors(monkeypatch, caplog):
     import index.dense
 
@@ -195,17 +203,16 @@ def test_factory_falls_back_once_for_an_index_without_vectors(monkeypatch, caplo
     es = ElasticsearchIndex("http://fake-es:9200", index_name="plain", client=FakeElasticsearch().client())
     es.rebuild(docs)
     with caplog.at_level(logging.WARNING, logger="dtdialog.ranking"):
-        assert factory.build_ranking(index=es, index_path=None, ranker="auto") == (None, None)
-        assert factory.build_ranking(index=es, index_path=None, ranker="auto") == (None, None)
+        assert _engine(es, "auto", parser).ranker == "rules"
+        assert _engine(es, "auto", parser).ranker == "rules"
     warnings = [r.getMessage() for r in caplog.records if "lexically" in r.getMessage()]
     assert len(warnings) == 1 and "stores no dense vectors" in warnings[0]
     with pytest.raises(ModelNotAvailableError, match="stores no dense vectors"):
-        factory.build_ranking(index=es, index_path=None, ranker="learned")
+        _engine(es, "learned", parser)
 
 
 def test_factory_ranks_an_index_with_vectors_with_the_learned_model(world, monkeypatch):
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL, LearnedScorer
-    from dtdialog.selector import AnswerSelector
 
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
@@ -213,10 +220,10 @@ def test_factory_ranks_an_index_with_vectors_with_the_learned_model(world, monke
 
     monkeypatch.setattr(index.dense, "dense_available", lambda: True)  # the hashing encoder stands in for MiniLM
     server, es, store, encoder, docs = world
-    generator, scorer = factory.build_ranking(index=es, index_path=None, ranker="learned", encoder=encoder)
+    engine = _engine(es, "learned", StandInParser(), encoder=encoder)
+    generator, scorer, selector = engine.generator, engine.scorer, engine.selector
     assert isinstance(generator, ElasticHybridGenerator) and isinstance(scorer, LearnedScorer)
     assert isinstance(generator.dense.store, EsDenseStore) and scorer.extractor.dense is generator.dense
-    selector = AnswerSelector(index=es, parser=StandInParser(), generator=generator, scorer=scorer)
     before = len(server.requests)
     outcome = selector.rank_outcome(question=QUESTION, size=3)
     assert outcome.candidates
@@ -271,5 +278,5 @@ def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch():
     es = ElasticsearchIndex("http://fake-es:9200", index_name="ranked", client=server.client())
     es.rebuild(docs, dense=store, sg=build_sg_store(ids=[d.id for d in docs], texts=[d.text for d in docs],
                                                     progress=False))
-    _, scorer = factory.build_ranking(index=es, index_path=None, ranker="learned", encoder=encoder, progress=False)
+    scorer = _engine(es, "learned", parser, encoder=encoder).scorer
     assert isinstance(scorer.extractor.sg_store, ElasticSGPhrases)
