@@ -47,11 +47,6 @@ def warn_once(message: str) -> None:
         log.warning(message)
 
 
-def engine_default_ranker() -> str:
-    """Return the interactive engine's ranker: ``$DTDIALOG_RANKER`` when set, else ``auto``."""
-    return resolve_ranker(os.environ.get(RANKER_ENV) or "auto")
-
-
 def resolve_ranker(ranker: str | None) -> str:
     """Return the ranker name to use: ``ranker``, else ``$DTDIALOG_RANKER``, else ``auto``."""
     name = (ranker or os.environ.get(RANKER_ENV) or "auto").strip().lower()
