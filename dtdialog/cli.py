@@ -1,7 +1,8 @@
 """The ``dtdialog`` command line: one sub-command module per job.
 
 Each sub-command lives in ``dtdialog/commands/<name>.py`` and exposes
-``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. A module with ``PASS_THROUGH = True``
+parses its own options: it gets the arguments after its name, unparsed, as ``args.argv``.
 Every ``DTDialogError`` becomes a one-line ``error: ...`` message and exit code 2;
 no traceback ever reaches the user.
 """
@@ -29,16 +30,21 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name == f"dtdialog.commands.{name}":
                 continue
             raise
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        passes = getattr(module, "PASS_THROUGH", False)
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, add_help=not passes)
         module.add_arguments(cmd)
-        cmd.set_defaults(_run=module.run)
+        cmd.set_defaults(_run=module.run, _pass_through=passes)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit code (0 ok, 1 no result, 2 user error, 130 interrupted)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if args._pass_through:
+        args.argv = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return int(args._run(args) or 0)
     except DTDialogError as exc:

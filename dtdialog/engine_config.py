@@ -9,6 +9,10 @@ from dtdialog.intents import MAX_TURN_CHARS
 from parsers.errors import ConfigError
 from parsers.text_input import MAX_CHARS
 
+#: Options that only the rule scorer reads; the learned ranker has no use for them (see ``check_ranker``).
+RULE_SCORER_ONLY = ("agreement_weight", "first_step_agreement_weight", "require_agreement", "soft_first_step",
+                    "topic_weight")
+
 
 @dataclass
 class EngineConfig:
@@ -45,6 +49,11 @@ class EngineConfig:
     max_traces: how many per-turn traces a session keeps.
     whole_question: the first step searches the keywords of the whole question (the part's first) and every
         part's RR terms, not only the first part's; agreement with the part still ranks the candidates.
+
+    Only the rule scorer (``dtdialog.scoring.RuleScorer``) reads ``RULE_SCORER_ONLY``: ``agreement_weight``,
+    ``first_step_agreement_weight``, ``require_agreement``, ``soft_first_step`` and ``topic_weight``. The learned
+    ranker scores agreement as a model feature, so ``check_ranker("learned")`` refuses any of them set to a
+    non-default value instead of ignoring it (``dtdialog.assembly.build_engine`` calls it).
     """
 
     candidates: int = 100
@@ -91,6 +100,16 @@ class EngineConfig:
               f"got {self.overlap_scope!r}")
         check(self.agreement_table is None or isinstance(self.agreement_table, str),
               "agreement_table must be a path or null")
+
+    def check_ranker(self, ranker: str) -> None:
+        """Raise ``ConfigError`` when an option set here has no effect under ``ranker`` (``learned`` or ``rules``)."""
+        if ranker != "learned":
+            return
+        defaults = type(self)()
+        for name in RULE_SCORER_ONLY:
+            if getattr(self, name) != getattr(defaults, name):
+                raise ConfigError(f"engine config: {name} has no effect under the learned ranker; "
+                                  "remove it or use --ranker rules")
 
     def to_dict(self) -> dict[str, Any]:
         """Return the options as a JSON-ready dict."""

@@ -215,22 +215,21 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         cache: Path = DEFAULT_CACHE, encode_sample: int = 256, seed: int = 0, progress: bool = True) -> dict[str, Any]:
     """Return the corpus, throughput and per-turn latency summaries (milliseconds) and the stage split."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.manager import DialogueManager
-    from dtdialog.ranking.factory import build_ranking
+    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
-    from dtdialog.runtime import load_runtime
-    from dtdialog.selector import AnswerSelector
-    from dtdialog.session_store import SessionStore
     from eval.turn_bench import TimedCall, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
+    from parsers.base import get_parser
 
     if corpus_mode not in ("distinct", "replicated"):
         raise InputError(f"unknown corpus mode {corpus_mode!r}; expected distinct or replicated")
     corpus = (assemble_corpus(answers=answers, data_dir=data_dir) if corpus_mode == "distinct"
               else replicated_corpus(answers=answers))
     path, manifest = cached_index(corpus, cache=cache, progress=progress)
-    runtime = load_runtime(ranker="rules", progress=progress)
+    parser = get_parser()
+    parser.parse("The car starts.")  # the parser's NLP pipeline loads outside the ranking's load time
     dialogues = load_builtin_corpus()
     random.Random(seed).shuffle(dialogues)
     dialogues = dialogues[:questions]
@@ -240,27 +239,24 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     encode_rate = _encode_throughput(encoder, sample)
 
     index = SqliteIndex(path)
-    t0 = time.perf_counter()
-    generator, scorer = build_ranking(index=index, index_path=path, config=runtime.selector.config, ranker="learned",
-                                      model_path=MODELS_DIR / MODELS[model], encoder=encoder, progress=progress)
-    from dtdialog.gc_tuning import freeze_loaded
-
-    freeze_loaded()  # as load_runtime does for a serving process
-    load_s = time.perf_counter() - t0
-    selector = AnswerSelector(index=index, parser=runtime.parser, config=runtime.selector.config,
-                              generator=generator, scorer=scorer)
     with tempfile.TemporaryDirectory(prefix="dtq-hybrid-bench-") as tmp:
-        manager = DialogueManager(selector=selector, store=SessionStore(Path(tmp) / "sessions.sqlite"))
+        spec = EngineSpec(ranker="learned", ranker_model=str(MODELS_DIR / MODELS[model]),
+                          sessions_path=str(Path(tmp) / "sessions.sqlite"))
+        t0 = time.perf_counter()
+        engine = build_engine(spec, progress=progress, parser=parser, index=index, index_path=path, encoder=encoder)
+        freeze_loaded()  # as a serving process does
+        load_s = time.perf_counter() - t0
+        manager, generator, scorer = engine.manager, engine.generator, engine.scorer
         for d in dialogues[:3]:  # warm-up: model, spaCy, SQLite pages, imports
             manager.handle(session_id=manager.start_session(), text=d.question)
         stages = {"generation": TimedCall(generator.generate), "signals": TimedCall(scorer.extractor.signals),
                   "sg": TimedCall(scorer.extractor._sg), "model": TimedCall(scorer.model.logits),
-                  "parser": TimedCall(runtime.parser.parse)}
+                  "parser": TimedCall(parser.parse)}
         generator.generate = stages["generation"]  # type: ignore[method-assign]
         scorer.extractor.signals = stages["signals"]  # type: ignore[method-assign]
         scorer.extractor._sg = stages["sg"]  # type: ignore[method-assign]
         scorer.model.logits = stages["model"]  # type: ignore[method-assign]
-        runtime.parser.parse = stages["parser"]  # type: ignore[method-assign]
+        parser.parse = stages["parser"]  # type: ignore[method-assign]
         scored: list[int] = []
         real_score = scorer.score
 
@@ -286,10 +282,8 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
                 follow.append((time.perf_counter() - start) * 1000)
                 cpu.append((time.process_time() - cpu_start) * 1000)
         load_after = os.getloadavg()[0]
-        manager.store.close()
-    size = index.count()
-    index.close()
-    runtime.close()
+        size = index.count()
+        engine.close()
     everything = first + follow
     total_ms = sum(everything)
     turns = len(everything)

@@ -43,39 +43,26 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
     """
     from tqdm import tqdm
 
+    from dtdialog.assembly import EngineSpec, build_engine
     from dtdialog.engine_config import EngineConfig
-    from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
-    from dtdialog.ranking.hybrid_generator import HybridGenerator
-    from dtdialog.ranking.signals import SignalExtractor
-    from dtdialog.selector import AnswerSelector
+    from dtdialog.ranking.dense_signals import dense_query_text
     from eval.train_ranker import QueryRows, RecordingScorer, build_pool_index
-    from index.dense import DenseEncoder
-    from index.dense_store import DenseStore
     from index.registry import open_index
-    from parsers.base import get_parser
 
     dialogues = list(eval_set.dialogues[:limit] if limit else eval_set.dialogues)
     index_path = build_pool_index(eval_set, cache=cache, progress=progress)
     rows_path = cache / f"{index_path.stem}-k{k}-d{len(dialogues)}-s{max_steps}-{feature_code_digest()}.rows.json"
     if rows_path.is_file():
         return [QueryRows(**r) for r in json.loads(rows_path.read_text(encoding="utf-8"))]
-    dense = DenseSignals(store=DenseStore.load(index_path), encoder=DenseEncoder())
-    dense.prime([dense_query_text(d.question, d.followups[:s]) for d in dialogues
-                 for s in range(min(d.n_answers, max_steps))])
-    sg_store = None
-    try:
-        from index.sg_store import sg_store_for
-    except ImportError:
-        sg_store_for = None
     out: list = []
-    with open_index(backend="sqlite", path=index_path) as index:
-        if sg_store_for is not None:
-            sg_store = sg_store_for(index, index_path, progress=progress)
-        extractor = SignalExtractor(dense=dense, sg_store=sg_store) if sg_store is not None \
-            else SignalExtractor(dense=dense)
-        recorder = RecordingScorer(extractor=extractor)
-        selector = AnswerSelector(index=index, parser=get_parser(), config=EngineConfig(candidates=k),
-                                  generator=HybridGenerator(index=index, dense=dense, dense_k=k), scorer=recorder)
+    # the serving engine's candidates (hybrid, k deep) and signals, recorded instead of scored
+    spec = EngineSpec(ranker="learned", candidate_depth=k, config=EngineConfig(candidates=k))
+    engine = build_engine(spec, progress=progress, index=open_index(backend="sqlite", path=index_path),
+                          index_path=index_path, wrap_scorer=lambda scorer: RecordingScorer(extractor=scorer.extractor))
+    with engine.index:
+        selector, recorder = engine.selector, engine.scorer
+        recorder.extractor.dense.prime([dense_query_text(d.question, d.followups[:s]) for d in dialogues
+                                        for s in range(min(d.n_answers, max_steps))])
         for d in tqdm(dialogues, desc=f"{eval_set.name}: ranking dialogue steps", unit="dialogue", file=sys.stderr,
                       disable=not progress, dynamic_ncols=True):
             try:

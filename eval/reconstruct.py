@@ -16,7 +16,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from dtdialog.commands.eval import add_arguments
 from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, load_eval_set
 from eval.methods import available_methods, get_method
 from eval.methods.base import MethodUnavailable, RankingMethod
@@ -145,12 +144,31 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
     return 0 if any(not r.skipped for r in runs) else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eval.reconstruct", description=__doc__.split("\n")[0])
-    add_arguments(parser)  # the same options as `dtdialog eval`, declared once there
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the evaluation's options (``python -m eval.reconstruct`` and ``dtdialog eval``)."""
+    parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
+    parser.add_argument("--methods", default="keyword,syntactic,dtq,dense",
+                        help="comma-separated: keyword, syntactic, dtq, dtq-rules, dtq-nocontext, dense, hybrid, hybrid+dt")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N test dialogues")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default runs/eval/<dataset>/)")
+    parser.add_argument("--seed", type=int, default=13, help="bootstrap seed")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs")
+    parser.add_argument("--k", type=int, default=100, help="ranking depth per step (R@5 and MRR@k use it)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstruct", command: str | None = None) -> int:
+    """Parse ``argv`` and run the evaluation; return the exit code (2: a one-line error, 130: interrupted).
+
+    ``dtdialog eval`` calls this with its own ``prog`` and ``command`` (the command line the report records).
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        return run(args)
+        return run(args, command=command)
     except DTDialogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
-from dtdialog.ranking.learned_scorer import question_key
+from eval.out_of_fold import FoldModels, folds_path, question_key
 from parsers.errors import DTDialogError, InputError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "train_ranker"
@@ -305,10 +305,13 @@ def run(args: argparse.Namespace) -> dict:
                         "cv": results[name], "cv_dense": results["dense (full pool)"],
                         "cv_minus_dense": report["vs_dense"][name],
                         "feature_means": [round(float(v), 6) for v in X.mean(axis=0)]}
-            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest,
-                               fold_estimators=tuple(fold_models[name]), held_out=held_out).save(
+            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(
                 Path(args.out_dir or MODELS_DIR) / MODEL_FILES[name])
             print(f"wrote {path}")
+            # the CV models serve only the evaluation's out-of-fold scoring: they stay out of the shipped file
+            folds = FoldModels(model_name=manifest["name"], feature_names=tuple(names),
+                               fold_estimators=tuple(fold_models[name]), held_out=held_out).save(folds_path(path))
+            print(f"wrote {folds}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if args.plot:

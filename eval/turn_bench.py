@@ -99,13 +99,12 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0,
         data_dir: Path | None = None) -> dict[str, Any]:
     """Return the benchmark result (environment, sizes and per-kind latency summaries)."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.manager import DialogueManager
-    from dtdialog.runtime import load_runtime
-    from dtdialog.selector import AnswerSelector
-    from dtdialog.session_store import SessionStore
+    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.gc_tuning import freeze_loaded
 
     t0 = time.perf_counter()
-    runtime = load_runtime(parser=parser_name, progress=True, ranker="rules")
+    runtime = build_engine(EngineSpec(parser=parser_name, ranker="rules"), progress=True)
+    freeze_loaded()  # as a serving process does
     load_s = time.perf_counter() - t0
     dialogues = load_builtin_corpus()
     rng = random.Random(seed)
@@ -121,8 +120,9 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0,
             corpus = assemble_corpus(answers=answers, data_dir=data_dir)
             path, _ = cached_index(corpus, cache=DEFAULT_CACHE, dense=False)
             index = open_index(backend="sqlite", path=path)
-        selector = AnswerSelector(index=index, parser=runtime.parser, config=runtime.selector.config)
-        manager = DialogueManager(selector=selector, store=SessionStore(Path(tmp) / "sessions.sqlite"))
+        spec = EngineSpec(parser=parser_name, ranker="rules", sessions_path=str(Path(tmp) / "sessions.sqlite"))
+        engine = build_engine(spec, progress=False, parser=runtime.parser, index=index)
+        manager = engine.manager
         for d in dialogues[:3]:  # warm-up: spaCy caches, SQLite pages, Python imports
             manager.handle(session_id=manager.start_session(), text=d.question)
         parse_timer = TimedCall(runtime.parser.parse)
@@ -159,8 +159,7 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0,
                      "engine_ms_per_turn": round((total_ms - (parse_timer.seconds + search_seconds) * 1000)
                                                  / turns, 2)}
         size = index.count()
-        index.close()
-        manager.store.close()
+        engine.close()
     runtime.close()
     everything = first + choice + follow
     return {

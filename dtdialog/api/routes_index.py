@@ -96,7 +96,6 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
     source = _source_path(body, settings.rebuild_roots)
 
     def work() -> RebuildResponse:
-        from dtdialog.runtime import load_runtime
         from index.builder import build_index
 
         start = time.perf_counter()
@@ -105,8 +104,7 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
         target.parent.mkdir(parents=True, exist_ok=True)
         # build_index writes a temp file and renames it: open readers keep the old file until they are replaced.
         report = build_index(dialogues=dialogues, parser=service.parser(), backend="sqlite", out=target, progress=False)
-        runtime = load_runtime(corpus=None, index_path=target, backend="sqlite", parser=service.parser(), progress=False,
-                               ranker=settings.ranker)
+        runtime = service.build_engine(index_path=target)
         service.replace_runtime(runtime)
         return RebuildResponse(documents=runtime.index.count(), dialogues=report.dialogues, skipped=len(report.skipped),
                                seconds=round(time.perf_counter() - start, 3), backend="sqlite")

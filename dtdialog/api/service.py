@@ -1,4 +1,4 @@
-"""The engine behind the API: one parser, index, selector and dialogue manager per app, loaded on first use.
+"""The engine behind the API: one ``dtdialog.assembly`` engine per app (parser, index, selector, manager), loaded on first use.
 
 Every engine call runs on one dedicated worker thread. The parser, the index
 and the session store hold SQLite connections and spaCy pipelines that are not
@@ -34,7 +34,6 @@ class EngineService:
         self._executor_lock = threading.Lock()
         self._parser: Any = None
         self._runtime: Any = None
-        self._manager: Any = None
 
     # -- threading -------------------------------------------------------
     def _pool(self) -> ThreadPoolExecutor:
@@ -57,15 +56,12 @@ class EngineService:
             executor.shutdown(wait=True)
 
     def _close_resources(self) -> None:
-        store = getattr(self._manager, "store", None)
-        for obj in (store, getattr(self._runtime, "index", None)):
-            try:
-                if obj is not None and hasattr(obj, "close"):
-                    obj.close()
-            except Exception:  # closing is best effort at shutdown
-                log.warning("error while closing %s", type(obj).__name__, exc_info=True)
-        self._manager = None
-        self._runtime = None
+        engine, self._runtime = self._runtime, None
+        try:
+            if engine is not None:
+                engine.close()
+        except Exception:  # closing is best effort at shutdown
+            log.warning("error while closing the engine", exc_info=True)
 
     # -- engine objects (call these on the engine thread) ------------------
     @property
@@ -84,70 +80,64 @@ class EngineService:
                 self._parser = get_parser(self.settings.parser)
         return self._parser
 
-    def runtime(self) -> Any:
-        """Return the engine ``Runtime`` (parser, index, selector), loading or building the index on first use."""
-        if self._runtime is None:
-            from dtdialog.runtime import load_runtime
+    def engine_spec(self, *, index_path=None):
+        """Return the ``EngineSpec`` of the settings (``index_path``: a freshly rebuilt index file to open instead)."""
+        from dtdialog.assembly import EngineSpec
 
-            s = self.settings
+        s = self.settings
+        if index_path is not None:
+            return EngineSpec(parser=s.parser, backend="sqlite", index_path=index_path, ranker=s.ranker,
+                              sessions_path=s.sessions_path)
+        return EngineSpec(parser=s.parser, backend=s.backend, index_path=s.index_path, index_url=s.index_url,
+                          corpus=s.corpus, corpus_format=s.corpus_format if s.corpus is not None else "builtin",
+                          ranker=s.ranker, sessions_path=s.sessions_path)
+
+    def build_engine(self, *, index_path=None) -> Any:
+        """Return a new ``Engine`` built from the settings (see ``engine_spec``), sharing the loaded parser."""
+        from dtdialog.assembly import build_engine
+        from dtdialog.gc_tuning import freeze_loaded
+
+        engine = build_engine(self.engine_spec(index_path=index_path), progress=False, parser=self.parser())
+        freeze_loaded()
+        return engine
+
+    def runtime(self) -> Any:
+        """Return the ``Engine`` (parser, index, selector, manager), loading or building the index on first use."""
+        if self._runtime is None:
             try:
-                self._runtime = load_runtime(corpus=s.corpus, corpus_format=s.corpus_format, index_path=s.index_path,
-                                             backend=s.backend, es_url=s.index_url, parser=self.parser(),
-                                             progress=False, ranker=s.ranker)
+                self._runtime = self.build_engine()
             except DTDialogError as exc:
                 # A server-side problem (bad index file, unreachable backend), not the client's input.
                 log.error("cannot load the engine: %s", exc)
                 raise ApiError(503, "engine_unavailable", "the answer index cannot be loaded: " + scrub_paths(str(exc))) from None
-            log.info("engine loaded: %s index with %d answers", s.backend, self._runtime.index.count())
+            log.info("engine loaded: %s index with %d answers", self.settings.backend, self._runtime.index.count())
         return self._runtime
 
     def manager(self) -> Any:
         """Return the ``DialogueManager`` whose sessions live in the SQLite file ``settings.sessions_path``."""
-        if self._manager is None:
-            from dtdialog.manager import DialogueManager
-            from dtdialog.session_store import SessionStore
-
-            path = self.settings.sessions_path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._manager = DialogueManager(selector=self.runtime().selector, store=SessionStore(path))
-        return self._manager
+        return self.runtime().manager
 
     def warm_up(self) -> None:
         """Load everything and run one search, so the first customer does not wait for spaCy and caches to load."""
-        self.manager()
         self.runtime().selector.rank(question="My car does not start, but the battery is new.", size=1)
 
     def ranks_with_vectors(self) -> bool:
         """Return True when the loaded engine ranks with the learned ranker (dense vectors beside the index)."""
-        if self._runtime is None:
-            return False
-        from dtdialog.ranking.learned_scorer import LearnedScorer
-
-        return isinstance(getattr(self._runtime.selector, "scorer", None), LearnedScorer)
+        return self._runtime is not None and self._runtime.ranker == "learned"
 
     def refresh_selector(self) -> None:
-        """Give the runtime a new selector (empty caches), after stored answers were replaced under the same ids.
+        """Give the engine a new selector (empty caches), after stored answers were replaced under the same ids.
 
         The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
         """
-        from dtdialog.ranking.factory import build_ranking, engine_default_ranker
-        from dtdialog.selector import AnswerSelector
-
-        rt = self.runtime()
-        path = getattr(rt.index, "path", None)
-        generator, scorer = build_ranking(index=rt.index, index_path=path, config=rt.selector.config,
-                                          ranker=self.settings.ranker or engine_default_ranker(), progress=False)
-        rt.selector = AnswerSelector(index=rt.index, parser=rt.parser, config=rt.selector.config, generator=generator,
-                                     scorer=scorer)
-        if self._manager is not None:
-            self._manager.selector = rt.selector
+        self.runtime().refresh(progress=False)
 
     def replace_runtime(self, runtime: Any) -> None:
-        """Swap in a freshly built runtime (None: unload), closing the old index; sessions reopen on next use."""
+        """Swap in a freshly built engine (None: unload), closing the old one's index and session store."""
         old, self._runtime = self._runtime, runtime
-        store = getattr(self._manager, "store", None)
-        self._manager = None
-        if store is not None and hasattr(store, "close"):
-            store.close()
-        if old is not None and (runtime is None or old.index is not runtime.index):
+        if old is None:
+            return
+        if old.store is not None:
+            old.store.close()
+        if runtime is None or old.index is not runtime.index:
             old.index.close()

@@ -78,26 +78,14 @@ def _print_result(result, *, explain: bool, out) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtdialog.engine_config import EngineConfig
-    from dtdialog.manager import GREETING, DialogueManager
-    from dtdialog.paths import sessions_path
-    from dtdialog.runtime import load_runtime
-    from dtdialog.session_store import SessionStore
+    from dtdialog.assembly import build_engine
+    from dtdialog.gc_tuning import freeze_loaded
+    from dtdialog.manager import GREETING
 
-    if args.corpus is not None and args.fmt == "builtin":
-        raise InputError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
     script = _read_script(args.script) if args.script is not None else None
-    options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
-    if args.clarify_margin is not None:
-        options["clarify_margin"] = args.clarify_margin
-    if args.clarify_ratio is not None:
-        options["clarify_ratio"] = args.clarify_ratio
-    config = EngineConfig(**options)
-    runtime = load_runtime(corpus=args.corpus, corpus_format=args.fmt, index_path=args.index, backend=args.backend,
-                           parser=args.parser, progress=not args.quiet, config=config, es_url=args.es_url,
-                           ranker=args.ranker)
-    store = SessionStore(args.sessions or sessions_path())
-    manager = DialogueManager(selector=runtime.selector, store=store, config=config)
+    engine = build_engine(engine_spec(args), progress=not args.quiet)
+    freeze_loaded()  # a chat process serves turns from here on: keep the loaded engine out of full collections
+    manager = engine.manager
     out = sys.stdout
     try:
         if args.session:
@@ -124,8 +112,23 @@ def run(args: argparse.Namespace) -> int:
                 trace_file.close()
         return 0
     finally:
-        store.close()
-        runtime.close()
+        engine.close()
+
+
+def engine_spec(args: argparse.Namespace):
+    """Return the ``EngineSpec`` the chat options describe."""
+    from dtdialog.assembly import EngineSpec
+    from dtdialog.engine_config import EngineConfig
+    from dtdialog.paths import sessions_path
+
+    options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
+    if args.clarify_margin is not None:
+        options["clarify_margin"] = args.clarify_margin
+    if args.clarify_ratio is not None:
+        options["clarify_ratio"] = args.clarify_ratio
+    return EngineSpec(parser=args.parser, backend=args.backend, index_path=args.index, index_url=args.es_url,
+                      corpus=args.corpus, corpus_format=args.fmt, ranker=args.ranker,
+                      sessions_path=args.sessions or sessions_path(), config=EngineConfig(**options))
 
 
 def _shown(line: str, limit: int = 300) -> str:

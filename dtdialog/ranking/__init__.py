@@ -3,14 +3,14 @@
 * ``HybridGenerator`` - union of the lexical and dense top-k (a ``CandidateGenerator``);
 * ``LearnedScorer`` / ``RankerModel`` - the shipped model as a ``CandidateScorer``;
 * ``features`` - the named features; ``signals`` - how they are computed from a step;
-* ``build_ranking(index=..., index_path=...)`` - generator and scorer for the engine, or
-  ``(None, None)`` with one logged warning when the ``[dense]`` extra or the vectors are missing.
+* ``factory`` - the learned ranking parts; ``dtdialog.assembly.build_engine`` joins them into an engine, and
+  falls back to the rules with one logged warning when the ``[dense]`` extra or the vectors are missing.
 
 Heavy imports (scikit-learn, torch) happen only when these are used.
 """
 
 from __future__ import annotations
 
-from dtdialog.ranking.factory import build_ranking, ranking_status
+from dtdialog.ranking.factory import ranking_status
 
-__all__ = ["build_ranking", "ranking_status"]
+__all__ = ["ranking_status"]

@@ -1,20 +1,17 @@
-"""Choose the engine's candidate generator and scorer: learned hybrid ranking when possible, else the rules.
+"""The learned ranking parts of the engine: which ranker ``auto`` means here, and the hybrid generator + scorer.
 
-``build_ranking`` returns ``(generator, scorer)`` for ``AnswerSelector``:
+``dtdialog.assembly.build_engine`` is the only caller that joins these into an engine:
 
-* ``ranker="rules"``: ``(None, None)`` - the selector's lexical generator and ``RuleScorer``;
-* ``ranker="learned"``: hybrid generator + ``LearnedScorer`` with the shipped model; raises
-  ``ModelNotAvailableError`` when the ``[dense]`` extra, the vectors or the model are missing;
-* ``ranker="auto"`` (default here, or ``$DTDIALOG_RANKER``): learned when the extra is installed, else
-  the rules, saying so once in the log ("dense retrieval unavailable ... ranking lexically").
+* ``resolve_ranker`` names the ranker (``auto``, ``learned``, ``rules``; default ``$DTDIALOG_RANKER`` or ``auto``);
+* ``learned_usable`` says whether the learned ranker can run over this index: without the ``[dense]`` extra, or
+  without a SQLite index file (dense vectors live beside it) or an Elasticsearch index with vectors, ``learned``
+  raises ``ModelNotAvailableError`` and ``auto`` falls back to the rules, saying so once in the log
+  ("dense retrieval unavailable ... ranking lexically");
+* ``learned_ranking`` returns the ``HybridGenerator`` (or ``ElasticHybridGenerator``) and ``LearnedScorer``.
 
-``load_runtime`` (chat, API) and the evaluation's ``dtq`` use ``auto`` unless told otherwise
-(``--ranker``, ``ApiSettings.ranker`` or ``$DTDIALOG_RANKER``): the learned ranker whenever the
-[dense] extra is installed; ``rules`` keeps the paper's rule scorer (see docs/ranking.md).
-
-Dense vectors of a SQLite index live beside it (``index.dense_store``); ``auto``/``learned`` build
-them on first use when the extra is installed (a progress bar, once per index); so are the answers'
-syntactic-generalization phrases (``index.sg_store``) when the model uses the ``sg`` feature.
+Dense vectors of a SQLite index live beside it (``index.dense_store``); the learned ranker builds them on
+first use (a progress bar, once per index); so are the answers' syntactic-generalization phrases
+(``index.sg_store``) when the model uses the ``sg`` feature.
 """
 
 from __future__ import annotations
@@ -42,16 +39,12 @@ def ranking_status() -> str:
     return "learned hybrid ranker (dense + lexical + rhetorical-agreement features)"
 
 
-def _warn_once(message: str) -> None:
+def warn_once(message: str) -> None:
+    """Log ``message`` the first time a fallback to the rules happens in this process."""
     global _warned
     if not _warned:
         _warned = True
         log.warning(message)
-
-
-def engine_default_ranker() -> str:
-    """Return the interactive engine's ranker: ``$DTDIALOG_RANKER`` when set, else ``auto``."""
-    return resolve_ranker(os.environ.get(RANKER_ENV) or "auto")
 
 
 def resolve_ranker(ranker: str | None) -> str:
@@ -62,86 +55,102 @@ def resolve_ranker(ranker: str | None) -> str:
     return name
 
 
-def build_ranking(*, index: AnswerIndex, index_path: str | Path | None, config: EngineConfig | None = None,
-                  ranker: str | None = None, model_path: str | Path | None = None, encoder=None,
-                  progress: bool = True, require_agreement: bool | None = None, out_of_fold: bool = False):
-    """Return ``(generator, scorer)`` for ``AnswerSelector`` (``(None, None)`` means the rule-based defaults).
+def learned_usable(name: str, *, index: AnswerIndex | None, index_path: str | Path | None) -> bool:
+    """Return True when the learned ranker can run over ``index``; ``name`` is ``learned`` or ``auto``.
 
-    ``require_agreement=True`` drops candidates whose rhetorical agreement verdict is negative, as the
-    rule scorer does under ``config.require_agreement``. The learned ranker's default is False: the
-    model was trained with agreement as a feature, and on the built-in dialogues the hard filter on top
-    of it cost 40 points of step-1 accuracy (docs/ranking.md). ``out_of_fold=True`` (evaluations only)
-    scores a question the model was trained on with the cross-validation model that held it out.
+    ``learned`` raises ``ModelNotAvailableError`` where ``auto`` logs the reason once and returns False.
     """
     from index.dense import INSTALL_HINT, dense_available
 
-    name = resolve_ranker(ranker)
-    if name == "rules":
-        return None, None
     if not dense_available():
         if name == "learned":
             raise ModelNotAvailableError(f"the learned ranker needs the [dense] extra ({INSTALL_HINT})")
-        _warn_once(f"dense retrieval unavailable ({INSTALL_HINT}); ranking lexically with the rule scorer")
-        return None, None
-    es_info = _es_dense_info(index) if index_path is None else None
-    es_vectors = es_info is not None
-    if index_path is None and not es_vectors:
-        if getattr(index, "backend", "") == "elasticsearch":
-            from dtdialog.ranking.es_dense import no_vectors_message
+        warn_once(f"dense retrieval unavailable ({INSTALL_HINT}); ranking lexically with the rule scorer")
+        return False
+    if index_path is not None or _es_dense_info(index) is not None:
+        return True
+    if getattr(index, "backend", "") == "elasticsearch":
+        from dtdialog.ranking.es_dense import no_vectors_message
 
-            message = no_vectors_message(index.index_name)
-        else:
-            message = "the learned ranker needs a SQLite index file (dense vectors live beside it)"
-        if name == "learned":
-            raise ModelNotAvailableError(message)
-        _warn_once(f"{message}; ranking lexically with the rule scorer")
-        return None, None
-    from dtdialog.ranking.dense_signals import DenseSignals
-    from dtdialog.ranking.hybrid_generator import HybridGenerator
-    from dtdialog.ranking.learned_scorer import LearnedScorer, RankerModel
-    from dtdialog.ranking.signals import SignalExtractor
-    from index.dense import DenseEncoder
+        message = no_vectors_message(index.index_name)
+    else:
+        message = "the learned ranker needs a SQLite index file (dense vectors live beside it)"
+    if name == "learned":
+        raise ModelNotAvailableError(message)
+    warn_once(f"{message}; ranking lexically with the rule scorer")
+    return False
+
+
+def load_model(name: str, path: str | Path | None):
+    """Return the ``RankerModel`` at ``path`` (default: the shipped one), or None when ``auto`` falls back."""
+    from dtdialog.ranking.learned_scorer import RankerModel
 
     try:
-        model = RankerModel.load(model_path)
+        return RankerModel.load(path)
     except ModelNotAvailableError as exc:
         if name == "learned":
             raise
-        _warn_once(f"{exc}; ranking lexically with the rule scorer")
-        return None, None
-    cfg = config or EngineConfig()
-    depth = int(model.manifest.get("k") or cfg.candidates)  # the list depth the model was trained on
-    if es_vectors:  # vectors, hubness and term statistics live in the Elasticsearch index: one request per step
-        from dtdialog.ranking.es_dense import ElasticHybridGenerator, es_dense_signals
+        warn_once(f"{exc}; ranking lexically with the rule scorer")
+        return None
 
-        dense = es_dense_signals(index, encoder=encoder or DenseEncoder())
-        generator = ElasticHybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
-    else:
-        store = _store_for(index, Path(index_path), encoder=encoder, progress=progress)
-        dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
-        generator = HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth)
-    sg_store = None
-    if model.uses_sg and es_vectors and es_info.get("sg"):  # phrases stored in the ES documents
-        from index.sg_store import ElasticSGPhrases
 
-        sg_store = ElasticSGPhrases(index=index)
-    elif model.uses_sg and index_path is not None:  # answers' SG phrases parsed at index time: no answer is spaCy-parsed per turn
-        from index.sg_store import sg_store_for
+def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model, config: EngineConfig,
+                    depth: int | None = None, encoder=None, require_agreement: bool = False, progress: bool = True):
+    """Return ``(generator, scorer)`` of the learned ranker over ``index`` (``learned_usable`` said it can run).
 
-        sg_store = sg_store_for(index, Path(index_path), progress=progress)
+    ``depth`` is the candidate-list depth of each retriever; by default the one the model was trained on.
+    ``require_agreement=True`` drops candidates whose rhetorical agreement verdict is negative. Its default is
+    False: the model was trained with agreement as a feature, and on the built-in dialogues the hard filter on
+    top of it cost 40 points of step-1 accuracy (docs/ranking.md).
+    """
+    from dtdialog.ranking.learned_scorer import LearnedScorer
+    from dtdialog.ranking.signals import SignalExtractor
+
+    depth = depth or int(model.manifest.get("k") or config.candidates)  # the list depth the model was trained on
+    generator, dense = _hybrid_generator(index, index_path, depth=depth, encoder=encoder, progress=progress)
+    sg_store = _sg_store(index, index_path, progress=progress) if model.uses_sg else None
     scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store),
-                           config=cfg, require_agreement=bool(require_agreement), out_of_fold=out_of_fold)
-    if isinstance(generator, HybridGenerator):  # the query's SG parse overlaps the searches and agreement checks
+                           config=config, require_agreement=require_agreement)
+    if index_path is not None:  # HybridGenerator: the query's SG parse overlaps the searches and agreement checks
         generator.prefetch = (scorer.extractor.prefetch,)
     _warm_up(dense=dense, use_sg=model.uses_sg)
     return generator, scorer
+
+
+def _hybrid_generator(index: AnswerIndex, index_path: str | Path | None, *, depth: int, encoder, progress: bool):
+    """Return ``(generator, dense signals)``: vectors beside a SQLite file, or inside an Elasticsearch index."""
+    from dtdialog.ranking.dense_signals import DenseSignals
+    from dtdialog.ranking.hybrid_generator import HybridGenerator
+    from index.dense import DenseEncoder
+
+    if index_path is None:  # vectors, hubness and term statistics live in Elasticsearch: one request per step
+        from dtdialog.ranking.es_dense import ElasticHybridGenerator, es_dense_signals
+
+        dense = es_dense_signals(index, encoder=encoder or DenseEncoder())
+        return ElasticHybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth), dense
+    store = _store_for(index, Path(index_path), encoder=encoder, progress=progress)
+    dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
+    return HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth), dense
+
+
+def _sg_store(index: AnswerIndex, index_path: str | Path | None, *, progress: bool):
+    """Return the answers' SG phrases parsed at index time (no answer is spaCy-parsed per turn), or None."""
+    if index_path is not None:
+        from index.sg_store import sg_store_for
+
+        return sg_store_for(index, Path(index_path), progress=progress)
+    if (_es_dense_info(index) or {}).get("sg"):  # phrases stored in the Elasticsearch documents
+        from index.sg_store import ElasticSGPhrases
+
+        return ElasticSGPhrases(index=index)
+    return None
 
 
 def _warm_up(*, dense, use_sg: bool) -> None:
     """Load the lazily loaded query encoder and spaCy pipeline now, not in the first user's turn.
 
     A process serving turns then freezes what is loaded (``dtdialog.gc_tuning.freeze_loaded``,
-    called by ``load_runtime`` and the benchmarks: a process-wide setting is the caller's choice).
+    called by the serving commands and the benchmarks: a process-wide setting is the caller's choice).
     """
     try:
         dense.query_vector("warm up")

@@ -20,7 +20,6 @@ the logit); for any other model the drop in logit when the feature is set to its
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -39,35 +38,21 @@ from parsers.errors import ConfigError, ModelNotAvailableError
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "ranker-v1.joblib"
-
-
-def question_key(question: str) -> str:
-    """Return the key a question's text is recorded under in ``RankerModel.held_out``."""
-    return hashlib.sha1(" ".join(question.split()).encode("utf-8", errors="replace")).hexdigest()[:16]
+#: The version stamped into saved model files; ``RankerModel.load`` refuses a newer one.
+MODEL_FORMAT = 2
 
 
 @dataclass
 class RankerModel:
     """A fitted scikit-learn classifier (``decision_function`` or ``predict_proba``) over ``feature_names``.
 
-    ``fold_estimators`` and ``held_out`` (question key -> fold) are the cross-validation models of
-    the training run: ``for_question`` returns the model that never saw a training question, so an
-    evaluation on the training pool is out-of-fold instead of in-sample.
+    It holds only what serving needs; the cross-validation models of a training run are the evaluation's
+    (``eval.out_of_fold``).
     """
 
     estimator: Any
     feature_names: tuple[str, ...]
     manifest: dict[str, Any] = field(default_factory=dict)
-    fold_estimators: tuple[Any, ...] = ()
-    held_out: dict[str, int] = field(default_factory=dict)
-
-    def for_question(self, question: str) -> RankerModel:
-        """Return the fold model that held ``question`` out in training, or this model for any other question."""
-        fold = self.held_out.get(question_key(question)) if self.held_out else None
-        if fold is None or not 0 <= fold < len(self.fold_estimators):
-            return self
-        return RankerModel(estimator=self.fold_estimators[fold], feature_names=self.feature_names,
-                           manifest=self.manifest)
 
     def __post_init__(self) -> None:
         known = set(FEATURE_SETS["hybrid+dt"])
@@ -118,13 +103,13 @@ class RankerModel:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        joblib.dump({"estimator": self.estimator, "feature_names": list(self.feature_names),
-                     "manifest": self.manifest, "fold_estimators": list(self.fold_estimators),
-                     "held_out": dict(self.held_out)}, tmp, compress=3)
+        joblib.dump({"format": MODEL_FORMAT, "estimator": self.estimator, "feature_names": list(self.feature_names),
+                     "manifest": self.manifest}, tmp, compress=3)
         tmp.replace(path)
         manifest_path = path.with_suffix(".json")
         tmp_manifest = manifest_path.with_suffix(".json.tmp")
-        tmp_manifest.write_text(json.dumps({**self.manifest, "feature_names": list(self.feature_names)}, indent=2)
+        tmp_manifest.write_text(json.dumps({**self.manifest, "feature_names": list(self.feature_names),
+                                            "format": MODEL_FORMAT}, indent=2)
                                 + "\n", encoding="utf-8")
         tmp_manifest.replace(manifest_path)
         return path
@@ -139,10 +124,11 @@ class RankerModel:
             raise ModelNotAvailableError(f"no ranker model at {path}; train one with python -m eval.train_ranker")
         try:
             data = joblib.load(path)
+            version = data.get("format", 1)  # format 1 also carried the evaluation's fold models: not read
+            if not isinstance(version, int) or version > MODEL_FORMAT:
+                raise ValueError(f"format {version!r} is newer than this dtdialog reads ({MODEL_FORMAT})")
             return cls(estimator=data["estimator"], feature_names=tuple(data["feature_names"]),
-                       manifest=dict(data.get("manifest") or {}),
-                       fold_estimators=tuple(data.get("fold_estimators") or ()),
-                       held_out={str(k): int(v) for k, v in (data.get("held_out") or {}).items()})
+                       manifest=dict(data.get("manifest") or {}))
         except (OSError, KeyError, TypeError, ValueError, EOFError) as exc:
             raise ModelNotAvailableError(f"cannot read ranker model {path}: {exc}") from None
 
@@ -177,7 +163,7 @@ class LearnedScorer:
     """``CandidateScorer`` that ranks with a ``RankerModel`` (see the module docstring)."""
 
     def __init__(self, *, model: RankerModel, extractor: SignalExtractor, config: EngineConfig | None = None,
-                 require_agreement: bool = False, out_of_fold: bool = False) -> None:
+                 require_agreement: bool = False) -> None:
         if model.uses_dense and extractor.dense is None:
             raise ConfigError("this ranker model needs dense vectors; use the 'hybrid' lexical model or "
                               "build the index with --dense")
@@ -186,8 +172,10 @@ class LearnedScorer:
         self.config = config or EngineConfig()
         # the paper's hard rule (an answer must agree) on top of the model, as the engine's config asks
         self.require_agreement = require_agreement
-        # evaluation only: score a question the model was trained on with the fold model that held it out
-        self.out_of_fold = out_of_fold
+
+    def model_for(self, plan: QuestionPlan) -> RankerModel:
+        """Return the model that scores ``plan``'s candidates: ``self.model`` (an evaluation may choose per question)."""
+        return self.model
 
     def features(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
                  candidates: Sequence[RankedCandidate]) -> list[dict[str, float]]:
@@ -202,7 +190,7 @@ class LearnedScorer:
             return []
         cfg = self.config
         rows = self.features(plan=plan, part_index=part_index, followups=followups, candidates=candidates)
-        model = self.model.for_question(plan.question) if self.out_of_fold else self.model
+        model = self.model_for(plan)
         X = feature_matrix(rows, model.feature_names)
         logits = model.logits(X)
         kept: list[RankedCandidate] = []

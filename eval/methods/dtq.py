@@ -66,40 +66,32 @@ class DTQMethod(RankingMethod):
             self.label = "DT-Q without continuation context"
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
+        from dtdialog.assembly import EngineSpec, build_engine
         from dtdialog.engine_config import EngineConfig
-        from dtdialog.selector import AnswerSelector
-        from eval.methods.pool_index import pool_index
+        from eval.methods.pool_index import pool_index, seed_dense_store, training_pool_note
+        from eval.out_of_fold import folds_for, out_of_fold
         from index.registry import open_index
         from parsers.base import get_parser
 
         self.close()
         parser = get_parser(self.parser_name)
         path, self.build_report = pool_index(pool, parser=parser, progress=self.progress)
-        self._index = open_index(backend="sqlite", path=path)
-        config = EngineConfig()
-        if self.candidates is not None:
-            from dataclasses import replace
-
-            config = replace(config, candidates=self.candidates)
-        from dtdialog.ranking.factory import build_ranking, resolve_ranker
-        from eval.methods.pool_index import seed_dense_store
-
-        if resolve_ranker(self.ranker) != "rules":
-            seed_dense_store(self._index, path, progress=self.progress)
-
-        generator, scorer = build_ranking(index=self._index, index_path=path, config=config, ranker=self.ranker,
-                                          model_path=self.ranker_model, progress=self.progress,
-                                          require_agreement=self.require_agreement, out_of_fold=True)
-        self._selector = AnswerSelector(index=self._index, parser=parser, config=config, generator=generator,
-                                        scorer=scorer)
+        config = EngineConfig() if self.candidates is None else EngineConfig(candidates=self.candidates)
+        spec = EngineSpec(ranker=self.ranker, ranker_model=self.ranker_model, config=config,
+                          learned_require_agreement=bool(self.require_agreement))
+        # a question of the ranker's training pool is scored by the fold model that held it out
+        engine = build_engine(spec, progress=self.progress, parser=parser,
+                              index=open_index(backend="sqlite", path=path), index_path=path,
+                              seed_vectors=lambda index, p: seed_dense_store(index, p, progress=self.progress),
+                              wrap_scorer=out_of_fold(self.ranker_model))
+        self._index, self._selector = engine.index, engine.selector
         # Reports must say which ranker the engine resolved to (rules, or the learned hybrid ranker).
-        self.resolved_ranker = "rules" if scorer is None else "learned"
+        self.resolved_ranker = engine.ranker
         base = "DT-Q" if self.use_context else "DT-Q without continuation context"
         self.label = f"{base} (engine, {self.resolved_ranker} ranker)"
-        if scorer is not None and hasattr(scorer, "model"):
-            from eval.methods.pool_index import training_pool_note
-
-            self.label += training_pool_note(scorer.model, pool)
+        if engine.ranker == "learned":
+            self.label += training_pool_note(engine.scorer.model, pool, folds_for(engine.scorer.model,
+                                                                                  self.ranker_model))
         self._plans = {}
 
     def _plan(self, question: str):

@@ -6,9 +6,9 @@ the shipped model: ``ranker-v1-hybrid.joblib`` (retrieval features) or ``ranker-
 (retrieval + rhetorical-agreement, rr_edu, entity, compatibility and SG features).
 
 The shipped models are fitted on all of mechanics_qa_dev. On that pool each question is scored by
-the cross-validation model that held it out (shipped with the model, see
-``RankerModel.for_question``), so the mechanics figures are out-of-fold, as in
-``python -m eval.train_ranker``; a model without fold models is labelled in-sample there.
+the cross-validation model that held it out (kept by the evaluation, see ``eval.out_of_fold``), so the
+mechanics figures are out-of-fold, as in ``python -m eval.train_ranker``; a model without fold models
+is labelled in-sample there.
 """
 
 from __future__ import annotations
@@ -48,12 +48,13 @@ class HybridMethod(DTQMethod):
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
         from dtdialog.ranking.learned_scorer import RankerModel
+        from eval.out_of_fold import folds_for
 
         model = RankerModel.load(self.model_path)
         self.ranker_model = str(self.model_path)
         super().fit(pool=pool)
         self.label = self._label  # DTQMethod.fit names the engine's ranker; this method is always the learned one
-        self.label += training_pool_note(model, pool)
+        self.label += training_pool_note(model, pool, folds_for(model, self.model_path))
 
 
 

@@ -29,12 +29,15 @@ def pool_digest(pool: Sequence[PoolAnswer]) -> str:
     return hashlib.sha1("\n".join(f"{a.id}\t{a.text}" for a in pool).encode()).hexdigest()[:12]
 
 
-def training_pool_note(model, pool: Sequence[PoolAnswer]) -> str:
-    """Return what a label must add when ``model`` was trained on ``pool`` ("" otherwise)."""
+def training_pool_note(model, pool: Sequence[PoolAnswer], folds=None) -> str:
+    """Return what a label must add when ``model`` was trained on ``pool`` ("" otherwise).
+
+    ``folds``: the model's ``eval.out_of_fold.FoldModels`` (None when it has none).
+    """
     if model.manifest.get("pool_digest") != pool_digest(pool):
         return ""
-    if model.fold_estimators and model.held_out:
-        return f" [out-of-fold: {len(model.fold_estimators)}-fold CV models]"
+    if folds is not None and folds.fold_estimators and folds.held_out:
+        return f" [out-of-fold: {len(folds.fold_estimators)}-fold CV models]"
     return " [in-sample: trained on this pool, see eval.train_ranker CV]"
 
 
@@ -75,8 +78,9 @@ def clear() -> None:
 def seed_dense_store(index, path: Path, *, progress: bool = False) -> None:
     """Write the dense store beside the pool index at ``path`` from the cross-run vector cache, if it is missing.
 
-    ``build_ranking`` would otherwise encode the whole pool again for each index; with the store in
-    step with the index (same generation) it just loads it.
+    The learned ranker (``dtdialog.assembly.build_engine`` calls this as its ``seed_vectors``) would otherwise
+    encode the whole pool again for each index; with the store in step with the index (same generation) it
+    just loads it.
     """
     from eval.methods.vector_cache import encode_cached
     from index.dense import DenseEncoder, dense_available

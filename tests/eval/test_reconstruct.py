@@ -80,7 +80,34 @@ def test_dtdialog_eval_forwards(tmp_path):
     assert dtdialog_main(["eval", "--dataset", "builtin", "--methods", "keyword", "--limit", "3", "--out", str(out),
                           "--bootstrap", "20", "--no-progress"]) == 0
     assert (out / "results.md").is_file()
+    assert "dtdialog eval --dataset builtin" in (out / "results.md").read_text()  # the command line as typed
     assert dtdialog_main(["eval", "--methods", "bogus", "--out", str(out)]) == 2
+
+
+def test_dtdialog_eval_help_is_the_evaluations_own(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        dtdialog_main(["eval", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: dtdialog eval") and "--methods" in out and "--bootstrap" in out
+
+
+def test_other_commands_still_refuse_unknown_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        dtdialog_main(["parse", "some text", "--no-such-option"])
+    assert exit_info.value.code == 2 and "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
+def test_only_the_eval_command_links_the_product_to_eval():
+    """``dtdialog`` imports ``eval`` in one place (the delegation) and ``eval`` never imports ``dtdialog.commands``."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    up = [p.relative_to(root).as_posix() for p in (root / "dtdialog").rglob("*.py")
+          if re.search(r"^\s*(from|import) eval\b", p.read_text(encoding="utf-8"), re.M)]
+    assert up == ["dtdialog/commands/eval.py"]
+    assert not [p for p in (root / "eval").rglob("*.py") if "dtdialog.commands" in p.read_text(encoding="utf-8")]
 
 
 def test_registered_method_runs_through_the_cli(tmp_path):

@@ -7,7 +7,8 @@ import logging
 import pytest
 
 import dtdialog.ranking.factory as factory
-from dtdialog.ranking.factory import build_ranking, resolve_ranker
+from dtdialog.assembly import EngineSpec, build_engine
+from dtdialog.ranking.factory import resolve_ranker
 from dtdialog.ranking.learned_scorer import DEFAULT_MODEL, LearnedScorer
 from parsers.errors import ConfigError, ModelNotAvailableError
 
@@ -22,8 +23,27 @@ def test_resolve_ranker(monkeypatch):
         resolve_ranker("neural")
 
 
+class _NoIndex:
+    """Stands in for an index the ranking never reads (the rules, or a fallback before any search)."""
+
+    backend = "sqlite"
+
+    def close(self) -> None:
+        pass
+
+
+def _engine(ranker: str, **spec):
+    from parsers.base import get_parser
+
+    return build_engine(EngineSpec(ranker=ranker, **spec), progress=False, parser=get_parser("rules"),
+                        index=_NoIndex(), index_path="x.sqlite")
+
+
 def test_rules_ranker_keeps_the_defaults():
-    assert build_ranking(index=None, index_path=None, ranker="rules") == (None, None)
+    from dtdialog.scoring import RuleScorer
+
+    engine = _engine("rules")
+    assert engine.ranker == "rules" and isinstance(engine.scorer, RuleScorer)
 
 
 def test_auto_falls_back_once_without_the_extra(monkeypatch, caplog):
@@ -32,12 +52,12 @@ def test_auto_falls_back_once_without_the_extra(monkeypatch, caplog):
     monkeypatch.setattr(index.dense, "dense_available", lambda: False)
     monkeypatch.setattr(factory, "_warned", False)
     with caplog.at_level(logging.WARNING, logger="dtdialog.ranking"):
-        assert build_ranking(index=None, index_path="x.sqlite", ranker="auto") == (None, None)
-        assert build_ranking(index=None, index_path="x.sqlite", ranker="auto") == (None, None)
+        assert _engine("auto").ranker == "rules"
+        assert _engine("auto").ranker == "rules"
     warnings = [r for r in caplog.records if "lexically" in r.getMessage()]
     assert len(warnings) == 1
     with pytest.raises(ModelNotAvailableError, match="dense"):
-        build_ranking(index=None, index_path="x.sqlite", ranker="learned")
+        _engine("learned")
 
 
 @pytest.mark.dense
@@ -45,22 +65,33 @@ def test_missing_model_auto_vs_learned(dense_index, tmp_path, monkeypatch):
     from index.registry import open_index
 
     monkeypatch.setattr(factory, "_warned", False)
-    with open_index(backend="sqlite", path=dense_index) as index:
-        assert build_ranking(index=index, index_path=dense_index, ranker="auto",
-                             model_path=tmp_path / "none.joblib") == (None, None)
-        with pytest.raises(ModelNotAvailableError):
-            build_ranking(index=index, index_path=dense_index, ranker="learned", model_path=tmp_path / "none.joblib")
+    spec = EngineSpec(ranker="auto", ranker_model=str(tmp_path / "none.joblib"))
+    with pytest.raises(ConfigError, match="ranker_model has no effect under the rule scorer"):
+        build_engine(spec, progress=False, index=open_index(backend="sqlite", path=dense_index),
+                     index_path=dense_index)  # auto fell back to the rules, where a model file means nothing
+    with pytest.raises(ModelNotAvailableError):
+        build_engine(EngineSpec(ranker="learned", ranker_model=str(tmp_path / "none.joblib")), progress=False,
+                     index=open_index(backend="sqlite", path=dense_index), index_path=dense_index)
+
+
+@pytest.mark.dense
+def test_rule_scorer_options_are_refused_under_the_learned_ranker(dense_index):
+    from dtdialog.engine_config import EngineConfig
+    from index.registry import open_index
+
+    spec = EngineSpec(ranker="learned", config=EngineConfig(agreement_weight=0.7))
+    with pytest.raises(ConfigError, match="agreement_weight has no effect under the learned ranker"):
+        build_engine(spec, progress=False, index=open_index(backend="sqlite", path=dense_index),
+                     index_path=dense_index)
 
 
 @pytest.mark.dense
 def test_engine_trace_shows_feature_contributions(dense_index):
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
-    from dtdialog.runtime import load_runtime
-
-    runtime = load_runtime(index_path=dense_index, ranker="learned", progress=False)
+    runtime = build_engine(EngineSpec(index_path=str(dense_index), ranker="learned"), progress=False)
     try:
-        assert isinstance(runtime.selector.scorer, LearnedScorer)
+        assert isinstance(runtime.selector.scorer, LearnedScorer) and runtime.ranker == "learned"
         outcome = runtime.selector.rank_outcome(question="My car will not start although the battery is new.",
                                                 size=5)
         assert outcome.candidates
@@ -119,18 +150,15 @@ def test_stale_vectors_are_refreshed_not_rebuilt(dense_index, tmp_path):
 def test_chat_explain_prints_the_learned_contributions(dense_index, tmp_path):
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
-    from dtdialog.manager import DialogueManager
-    from dtdialog.runtime import load_runtime
-    from dtdialog.session_store import SessionStore
     from dtdialog.trace import format_trace
 
-    runtime = load_runtime(index_path=dense_index, ranker="learned", progress=False)
+    runtime = build_engine(EngineSpec(index_path=str(dense_index), ranker="learned",
+                                      sessions_path=str(tmp_path / "s.sqlite")), progress=False)
     try:
-        with SessionStore(tmp_path / "s.sqlite") as store:
-            manager = DialogueManager(selector=runtime.selector, store=store)
-            result = manager.handle(session_id=manager.start_session(),
-                                    text="My car will not start although the battery is new.")
-            text = format_trace(result.trace)
+        manager = runtime.manager
+        result = manager.handle(session_id=manager.start_session(),
+                                text="My car will not start although the battery is new.")
+        text = format_trace(result.trace)
         assert "learned ranker logit" in text and "dense" in text.split("learned ranker logit", 1)[1]
     finally:
         runtime.close()

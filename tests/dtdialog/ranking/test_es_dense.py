@@ -184,6 +184,14 @@ def test_an_encoder_of_another_size_is_one_clear_error(world, plan):
 
 
 # --- the factory -------------------------------------------------------------------------------------
+def _engine(es, ranker: str, parser, **hooks):
+    """Return the engine over the open Elasticsearch index ``es`` (no SQLite file: vectors live in the index)."""
+    from dtdialog.assembly import EngineSpec, build_engine
+
+    return build_engine(EngineSpec(backend="elasticsearch", ranker=ranker), progress=False, parser=parser, index=es,
+                        **hooks)
+
+
 def test_factory_falls_back_once_for_an_index_without_vectors(monkeypatch, caplog):
     import index.dense
 
@@ -195,17 +203,16 @@ def test_factory_falls_back_once_for_an_index_without_vectors(monkeypatch, caplo
     es = ElasticsearchIndex("http://fake-es:9200", index_name="plain", client=FakeElasticsearch().client())
     es.rebuild(docs)
     with caplog.at_level(logging.WARNING, logger="dtdialog.ranking"):
-        assert factory.build_ranking(index=es, index_path=None, ranker="auto") == (None, None)
-        assert factory.build_ranking(index=es, index_path=None, ranker="auto") == (None, None)
+        assert _engine(es, "auto", parser).ranker == "rules"
+        assert _engine(es, "auto", parser).ranker == "rules"
     warnings = [r.getMessage() for r in caplog.records if "lexically" in r.getMessage()]
     assert len(warnings) == 1 and "stores no dense vectors" in warnings[0]
     with pytest.raises(ModelNotAvailableError, match="stores no dense vectors"):
-        factory.build_ranking(index=es, index_path=None, ranker="learned")
+        _engine(es, "learned", parser)
 
 
 def test_factory_ranks_an_index_with_vectors_with_the_learned_model(world, monkeypatch):
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL, LearnedScorer
-    from dtdialog.selector import AnswerSelector
 
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
@@ -213,10 +220,10 @@ def test_factory_ranks_an_index_with_vectors_with_the_learned_model(world, monke
 
     monkeypatch.setattr(index.dense, "dense_available", lambda: True)  # the hashing encoder stands in for MiniLM
     server, es, store, encoder, docs = world
-    generator, scorer = factory.build_ranking(index=es, index_path=None, ranker="learned", encoder=encoder)
+    engine = _engine(es, "learned", StandInParser(), encoder=encoder)
+    generator, scorer, selector = engine.generator, engine.scorer, engine.selector
     assert isinstance(generator, ElasticHybridGenerator) and isinstance(scorer, LearnedScorer)
     assert isinstance(generator.dense.store, EsDenseStore) and scorer.extractor.dense is generator.dense
-    selector = AnswerSelector(index=es, parser=StandInParser(), generator=generator, scorer=scorer)
     before = len(server.requests)
     outcome = selector.rank_outcome(question=QUESTION, size=3)
     assert outcome.candidates
@@ -259,7 +266,6 @@ def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch(monkeypatch):
         pytest.skip("the [dense] extra is not installed")
     from dtdialog import syntactic_generalization
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
-    from dtdialog.selector import AnswerSelector
     from dtdialog.syntactic_generalization import sg_score, sg_score_phrases
     from index.sg_store import ElasticSGPhrases, build_sg_store
 
@@ -274,15 +280,14 @@ def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch(monkeypatch):
     server = FakeElasticsearch()
     es = ElasticsearchIndex("http://fake-es:9200", index_name="ranked", client=server.client())
     es.rebuild(docs, dense=store, sg=sg)
-    generator, scorer = factory.build_ranking(index=es, index_path=None, ranker="learned", encoder=encoder,
-                                              progress=False)
-    extractor = scorer.extractor
+    engine = _engine(es, "learned", parser, encoder=encoder)
+    extractor = engine.scorer.extractor
     assert extractor.use_sg and isinstance(extractor.sg_store, ElasticSGPhrases) and extractor.sg_store.index is es
     # The store serves the phrases parsed at index time ...
     assert all(extractor.sg_store.phrases(d.id) == sg.phrases(d.id) for d in docs)
     assert all(sg.phrases(d.id) for d in docs)
     # ... and the ranker's sg feature is scored from them, with the value a parse of the answer gives.
-    selector = AnswerSelector(index=es, parser=StandInParser(), generator=generator, scorer=scorer)
+    selector = engine.selector
 
     def no_answer_parse(query, text):
         raise AssertionError(f"answer parsed per turn: {text[:40]}")

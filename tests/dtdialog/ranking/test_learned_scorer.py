@@ -68,17 +68,18 @@ def test_shipped_model_is_small_and_documented():
     assert DEFAULT_MODEL.with_suffix(".json").is_file()
 
 
-def test_fold_models_score_their_held_out_questions(tmp_path):
-    from dtdialog.ranking.learned_scorer import question_key
+def test_saved_model_holds_only_what_serving_needs(tmp_path):
+    import joblib
+
+    from dtdialog.ranking.learned_scorer import MODEL_FORMAT
 
     X, y = training_data()
-    full = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
-    folds = (make_pipeline(StandardScaler(), LogisticRegression()).fit(X[:150], y[:150]),
-             make_pipeline(StandardScaler(), LogisticRegression()).fit(X[150:], y[150:]))
-    model = RankerModel(estimator=full, feature_names=NAMES, fold_estimators=folds,
-                        held_out={question_key("Why does my  car\nstall?"): 1})
-    again = RankerModel.load(model.save(tmp_path / "m.joblib"))
-    held = again.for_question("Why does my car stall?")  # whitespace does not change the key
-    assert held.estimator is not again.estimator and held.feature_names == NAMES
-    np.testing.assert_allclose(held.logits(X[:5]), folds[1].decision_function(X[:5]))
-    assert again.for_question("A question nobody trained on") is again
+    model = RankerModel(estimator=LogisticRegression().fit(X, y), feature_names=NAMES, manifest={"k": 40})
+    data = joblib.load(model.save(tmp_path / "m.joblib"))
+    assert set(data) == {"format", "estimator", "feature_names", "manifest"} and data["format"] == MODEL_FORMAT
+    for shipped in DEFAULT_MODEL.parent.glob("*.joblib"):  # the evaluation's fold models live in eval/models
+        assert set(joblib.load(shipped)) == {"format", "estimator", "feature_names", "manifest"}
+    data["format"] = MODEL_FORMAT + 1
+    joblib.dump(data, tmp_path / "newer.joblib")
+    with pytest.raises(ModelNotAvailableError, match="newer"):
+        RankerModel.load(tmp_path / "newer.joblib")

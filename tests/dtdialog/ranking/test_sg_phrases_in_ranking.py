@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 import dtdialog.syntactic_generalization as sg_module
-from dtdialog.ranking.factory import build_ranking
+from dtdialog.assembly import EngineSpec, build_engine
 from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
 from dtdialog.ranking.signals import SignalExtractor
-from dtdialog.selector import AnswerSelector
 from index.sg_store import SGPhraseStore
 
 QUESTION = "My car cranks but does not start after I replaced the battery. What should I check?"
@@ -19,17 +18,17 @@ def test_stored_phrases_give_the_same_sg_feature_without_parsing_answers(dense_i
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
     from index.registry import open_index
-    from parsers.base import get_parser
 
     assert SGPhraseStore.exists(dense_index)  # build_index(dense=True) writes them beside the index
     fresh = sg_module.SyntacticGeneralizer()
     monkeypatch.setattr(sg_module, "_DEFAULT", fresh)
-    with open_index(backend="sqlite", path=dense_index) as index:
-        generator, scorer = build_ranking(index=index, index_path=dense_index, ranker="learned", progress=False)
+    engine = build_engine(EngineSpec(ranker="learned"), progress=False,
+                          index=open_index(backend="sqlite", path=dense_index), index_path=dense_index)
+    with engine.index:
+        selector, scorer = engine.selector, engine.scorer
         if not scorer.model.uses_sg:
             pytest.skip("the shipped model does not use the sg feature")
         assert scorer.extractor.sg_store is not None
-        selector = AnswerSelector(index=index, parser=get_parser(), generator=generator, scorer=scorer)
         outcome = selector.rank_outcome(question=QUESTION)
         candidates = outcome.candidates + outcome.rejected
         assert len(candidates) >= 3

@@ -1,0 +1,292 @@
+"""The one place where an engine is put together: ``build_engine(EngineSpec(...))``.
+
+An ``EngineSpec`` is plain data that chooses an engine: the RST parser, where the answer index lives (or the
+corpus it is built from), the ranker and its model, the ``EngineConfig`` and the session store. It is saved
+and loaded as JSON stamped with a format version, so a run can say exactly which engine it measured.
+
+``build_engine`` joins parser, index, candidate generation, scorer, ``AnswerSelector``, session store and
+``DialogueManager`` into an ``Engine``. The chat and serve commands, the API and every evaluation method and
+benchmark call it; the evaluation's needs are explicit keyword hooks (an already open pool index, a scorer
+wrapper, a dense-vector seed, an encoder), never flags that change what a spec means.
+
+With no index location the built-in car-repair corpus is used: its index is built once into
+``dtdialog.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
+corpus or another parser gets a fresh index and an unchanged one is reused.
+
+A setting that has no effect under the ranker the spec resolves to is refused with ``ConfigError``: the
+rule scorer's options under the learned ranker (``EngineConfig.check_ranker``), and the learned ranker's
+options (``ranker_model``, ``learned_require_agreement``, ``candidate_depth``) under the rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from dtdialog.engine_config import EngineConfig
+from dtdialog.selector import AnswerSelector
+from index.base import AnswerIndex
+from index.registry import BACKENDS
+from parsers.base import RSTParser, get_parser
+from parsers.errors import ConfigError, DTDialogError
+
+#: The version written into saved specs; ``EngineSpec.load`` refuses any other.
+SPEC_FORMAT = 1
+CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
+RANKER_CHOICES = (None, "auto", "learned", "rules")
+_PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path")
+
+
+@dataclass
+class EngineSpec:
+    """Everything that chooses an engine; invalid values raise ``ConfigError`` with a one-line message.
+
+    parser: RST parser name (None: ``$DTDIALOG_PARSER`` or the rule parser).
+    backend: ``sqlite`` or ``elasticsearch``; index_url: the Elasticsearch URL (None: ``$ELASTICSEARCH_URL``).
+    index_path: the SQLite index file (built there from ``corpus`` when missing, rebuilt when both are given).
+    corpus, corpus_format: the dialogues to index (None: the built-in corpus).
+    ranker: ``auto``, ``learned`` or ``rules`` (None: ``$DTDIALOG_RANKER`` or ``auto``); ``auto`` is the learned
+        hybrid ranker when the [dense] extra is installed, else the rules (see ``dtdialog.ranking.factory``).
+    ranker_model: learned ranker only - the model file (None: the shipped ``ranker-v1.joblib``).
+    learned_require_agreement: learned ranker only - drop candidates whose agreement verdict is negative.
+    candidate_depth: learned ranker only - each retriever's list depth (None: the model's training depth).
+    sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager).
+    config: the ``EngineConfig``.
+    """
+
+    parser: str | None = None
+    backend: str = "sqlite"
+    index_path: str | None = None
+    index_url: str | None = None
+    corpus: str | None = None
+    corpus_format: str = "builtin"
+    ranker: str | None = None
+    ranker_model: str | None = None
+    learned_require_agreement: bool = False
+    candidate_depth: int | None = None
+    sessions_path: str | None = None
+    config: EngineConfig = field(default_factory=EngineConfig)
+
+    def __post_init__(self) -> None:
+        for name in _PATH_FIELDS:  # paths are kept as strings: the spec is JSON data
+            value = getattr(self, name)
+            if isinstance(value, Path):
+                setattr(self, name, str(value))
+            elif value is not None and not isinstance(value, str):
+                raise ConfigError(f"engine spec: {name} must be a path or null, got {value!r}")
+        for name in ("parser", "index_url"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ConfigError(f"engine spec: {name} must be a string or null")
+        _check_choice("backend", self.backend, BACKENDS)
+        _check_choice("corpus_format", self.corpus_format, CORPUS_FORMATS)
+        _check_choice("ranker", self.ranker, RANKER_CHOICES)
+        if self.corpus is not None and self.corpus_format == "builtin":
+            raise ConfigError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
+        if not isinstance(self.learned_require_agreement, bool):
+            raise ConfigError("engine spec: learned_require_agreement must be true or false")
+        depth = self.candidate_depth
+        if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+            raise ConfigError(f"engine spec: candidate_depth must be an integer >= 1 or null, got {depth!r}")
+        if isinstance(self.config, dict):
+            self.config = EngineConfig.from_dict(self.config)
+        if not isinstance(self.config, EngineConfig):
+            raise ConfigError("engine spec: config must be an engine config object")
+
+    def learned_options(self) -> list[str]:
+        """Return the learned-ranker-only options this spec sets (they have no effect under the rules)."""
+        return [name for name, unset in (("ranker_model", None), ("learned_require_agreement", False),
+                                         ("candidate_depth", None)) if getattr(self, name) != unset]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the spec as a JSON-ready dict stamped with ``format``."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["config"] = self.config.to_dict()
+        return {"format": SPEC_FORMAT, **data}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EngineSpec:
+        """Return the spec in ``data``; a wrong format version or an unknown key raises ``ConfigError``."""
+        if not isinstance(data, dict):
+            raise ConfigError("engine spec: expected an object")
+        data = dict(data)
+        version = data.pop("format", SPEC_FORMAT)
+        if version != SPEC_FORMAT:
+            raise ConfigError(f"engine spec: format {version!r} is not supported (expected {SPEC_FORMAT})")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"engine spec: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the spec as JSON to ``path``; return the path."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> EngineSpec:
+        """Return the spec saved at ``path``; an unreadable file raises ``ConfigError``."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read engine spec {path}: {exc}") from None
+        return cls.from_dict(data)
+
+
+def _check_choice(name: str, value, choices: tuple) -> None:
+    if value not in choices:
+        shown = ", ".join(str(c) for c in choices if c is not None)
+        raise ConfigError(f"engine spec: unknown {name} {value!r}; expected one of {shown}")
+
+
+@dataclass
+class Engine:
+    """A built engine: ``parser``, ``index``, the ``selector`` over them and, with a session store, ``manager``.
+
+    ``ranker`` is the ranker the spec resolved to (``learned`` or ``rules``); ``index_location`` the index file
+    (or ``elasticsearch``); ``built`` whether this build (re)built the index.
+    """
+
+    spec: EngineSpec
+    parser: RSTParser
+    index: AnswerIndex
+    selector: AnswerSelector
+    ranker: str
+    index_path: Path | None = None
+    index_location: str = ""
+    built: bool = False
+    store: Any = None
+    manager: Any = None
+
+    @property
+    def generator(self):
+        """Return the selector's candidate generator."""
+        return self.selector.generator
+
+    @property
+    def scorer(self):
+        """Return the selector's candidate scorer."""
+        return self.selector.scorer
+
+    def refresh(self, *, progress: bool = False) -> None:
+        """Give the engine a new selector (empty caches) after stored answers changed under the same ids.
+
+        The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
+        """
+        self.selector, self.ranker = _selector(self.spec, parser=self.parser, index=self.index,
+                                               index_path=self.index_path, hooks=_Hooks(), progress=progress)
+        if self.manager is not None:
+            self.manager.selector = self.selector
+
+    def close(self) -> None:
+        """Close the session store and the index."""
+        if self.store is not None:
+            self.store.close()
+        self.index.close()
+
+
+@dataclass
+class _Hooks:
+    """What an evaluation hands ``build_engine`` beyond the spec (see ``build_engine``)."""
+
+    encoder: Any = None
+    wrap_scorer: Callable[[Any], Any] | None = None
+    seed_vectors: Callable[[AnswerIndex, Path], None] | None = None
+
+
+def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parser: RSTParser | None = None,
+                 index: AnswerIndex | None = None, index_path: str | Path | None = None, encoder=None,
+                 wrap_scorer: Callable[[Any], Any] | None = None,
+                 seed_vectors: Callable[[AnswerIndex, Path], None] | None = None) -> Engine:
+    """Return the ``Engine`` that ``spec`` describes; the only place where its parts are joined.
+
+    * ``parser``: an already loaded ``RSTParser`` to use instead of loading ``spec.parser``.
+    * ``index`` (with ``index_path``, its SQLite file, where the learned ranker keeps dense vectors): an
+      already open index, e.g. an evaluation's pool index; the spec must then name no index or corpus.
+    * ``encoder``: the dense query encoder (default: a new ``DenseEncoder``).
+    * ``wrap_scorer``: called with the learned ranker's ``LearnedScorer``; what it returns scores instead
+      (the evaluation's out-of-fold scorer and feature recorder).
+    * ``seed_vectors(index, path)``: called before the learned ranker loads the dense vectors beside ``path``
+      (the evaluation writes them from its cross-run vector cache).
+
+    Raises ``ConfigError``/``InputError``/``ModelNotAvailableError`` with one-line messages.
+    """
+    spec = spec or EngineSpec()
+    rst = parser if parser is not None else get_parser(spec.parser)
+    if index is not None:
+        if spec.index_path is not None or spec.corpus is not None:
+            raise ConfigError("build_engine: give an open index or an index location in the spec, not both")
+        path = Path(index_path) if index_path is not None else None
+        location, built = str(path) if path is not None else getattr(index, "backend", ""), False
+    else:
+        from dtdialog.index_location import open_spec_index
+
+        index, path, location, built = open_spec_index(spec, rst, progress=progress)
+    hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors)
+    try:
+        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, hooks=hooks, progress=progress)
+        store, manager = _manager(spec, selector)
+    except BaseException:
+        index.close()
+        raise
+    _warm_parser(rst)
+    return Engine(spec=spec, parser=rst, index=index, selector=selector, ranker=ranker, index_path=path,
+                  index_location=location, built=built, store=store, manager=manager)
+
+
+def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
+              progress: bool) -> tuple[AnswerSelector, str]:
+    """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks."""
+    generator, scorer = _ranking(spec, index=index, index_path=index_path, hooks=hooks, progress=progress)
+    ranker = "rules" if scorer is None else "learned"
+    selector = AnswerSelector(index=index, parser=parser, config=spec.config, generator=generator, scorer=scorer)
+    return selector, ranker
+
+
+def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
+    """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
+    from dtdialog.ranking.factory import learned_ranking, learned_usable, load_model, resolve_ranker
+
+    name = resolve_ranker(spec.ranker)
+    model = None
+    if name != "rules" and learned_usable(name, index=index, index_path=index_path):
+        model = load_model(name, spec.ranker_model)
+    if model is None:
+        if spec.learned_options():
+            raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
+                              "remove it or use --ranker learned")
+        return None, None
+    spec.config.check_ranker("learned")
+    if hooks.seed_vectors is not None and index_path is not None:
+        hooks.seed_vectors(index, index_path)
+    generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
+                                        depth=spec.candidate_depth, encoder=hooks.encoder,
+                                        require_agreement=spec.learned_require_agreement, progress=progress)
+    if hooks.wrap_scorer is not None:
+        scorer = hooks.wrap_scorer(scorer)
+    return generator, scorer
+
+
+def _manager(spec: EngineSpec, selector: AnswerSelector):
+    """Return ``(session store, DialogueManager)`` over ``spec.sessions_path``, or ``(None, None)`` without one."""
+    if spec.sessions_path is None:
+        return None, None
+    from dtdialog.manager import DialogueManager
+    from dtdialog.session_store import SessionStore
+
+    path = Path(spec.sessions_path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store = SessionStore(path)
+    return store, DialogueManager(selector=selector, store=store, config=spec.config)
+
+
+def _warm_parser(parser: RSTParser) -> None:
+    """Load the parser's NLP pipeline now (it loads lazily), not in the first user's turn."""
+    try:
+        parser.parse("The car starts.")
+    except DTDialogError:  # warming is an optimisation; a real problem surfaces, with its message, on the first turn
+        pass
