@@ -89,6 +89,9 @@ class SGPhraseStore:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._raw
 
+    def prime(self, ids: Sequence[str]) -> None:
+        """Do nothing: every answer's phrases are already in memory (``ElasticSGPhrases`` fetches them here)."""
+
     def phrases(self, doc_id: str) -> tuple[PhraseChunk, ...] | None:
         """Return the stored phrases of ``doc_id``, or None when the store does not hold it."""
         with self._lock:

@@ -165,15 +165,13 @@ class ElasticHybridGenerator:
         """Return lexical hits (best lexical score first) then dense-only hits (best cosine first)."""
         lexical_k, dense_k = self.lexical_k or size, self.dense_k or size
         vector = self.dense.query_vector(dense_query_text(plan.question, followups))
-        store = self.dense.store
-        if hasattr(store, "check"):
-            store.check(vector)
+        store: EsDenseStore = self.dense.store  # es_dense_signals: vectors and hubness live in this index
+        store.check(vector)
         if query.is_empty():
             found = self.index.knn_hits(vector, k=dense_k, exclude_ids=list(query.exclude_ids))
         else:
             found = self.index.hybrid_hits(query.with_size(lexical_k), vector, k=dense_k, mode=self.mode)
-        if hasattr(store, "remember"):
-            store.remember(found)
+        store.remember(found)
         # sorted() is stable: equal lexical scores keep the server's order
         lexical = sorted((d for d in found if d.lexical), key=lambda d: -d.hit.score)[:lexical_k]
         hits = [d.hit for d in lexical]

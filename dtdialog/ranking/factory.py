@@ -176,7 +176,7 @@ def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
     """
     from index.dense_store import DenseStore, build_dense_store, refresh_dense_store
 
-    generation = index.generation() if hasattr(index, "generation") else ""
+    generation = index.generation()
     store = None
     if DenseStore.exists(path):
         try:

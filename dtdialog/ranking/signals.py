@@ -96,7 +96,7 @@ class SignalExtractor:
         from dtdialog.syntactic_generalization import sg_score, sg_score_phrases
 
         store = self.sg_store
-        if store is not None and hasattr(store, "prime"):  # a remote store: one request for the whole step
+        if store is not None:  # a remote store fetches the whole step's phrases in one request
             store.prime([c.document.id for c in candidates])
         out = []
         for cand in candidates:
