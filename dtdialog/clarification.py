@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dtdialog.entities import is_content, stem, words_of
 from dtdialog.replies import DEFAULT_REPLIES, Replies
+from index.vocabulary import entity_words, is_entity_word, stem
 from parsers.tree import EDU
 
 NONE_LABEL = "none of these"
@@ -95,14 +95,14 @@ def _phrases(edus: Sequence[EDU]) -> list[str]:
     phrases: list[str] = []
     for edu in edus:
         for ent in edu.entities:
-            words = [w for w in words_of(ent) if _label_word(w)][:MAX_LABEL_WORDS]
+            words = [w for w in entity_words(ent) if _label_word(w)][:MAX_LABEL_WORDS]
             if words and _informative(words):
                 phrases.append(" ".join(words))
     if not phrases:
         # no noun chunks (a parser without them): runs of adjacent specific words ("pad backing plates")
         for edu in edus:
             run: list[str] = []
-            for word in [*words_of(edu.text), ""]:
+            for word in [*entity_words(edu.text), ""]:
                 if word and _label_word(word) and _informative([word]):
                     run.append(word)
                     continue
@@ -114,7 +114,7 @@ def _phrases(edus: Sequence[EDU]) -> list[str]:
 
 def _label_word(word: str) -> bool:
     """Return True for a word a label phrase may keep (content, not a number, modifier or -ly adverb)."""
-    return is_content(word) and not word.isdigit() and word not in MODIFIER_WORDS and not word.endswith("ly")
+    return is_entity_word(word) and not word.isdigit() and word not in MODIFIER_WORDS and not word.endswith("ly")
 
 
 def _informative(words: Sequence[str]) -> bool:
@@ -138,18 +138,18 @@ def _label_phrases(phrases: Sequence[str], *, others: set[str], ignored: frozens
     """
     scored: list[tuple[float, int, str]] = []
     for order, phrase in enumerate(phrases):
-        stems = {stem(w) for w in words_of(phrase) if is_content(w) and _informative([w])}
+        stems = {stem(w) for w in entity_words(phrase) if is_entity_word(w) and _informative([w])}
         distinct = stems - others
         if not distinct:
             continue
         value = sum((0.5 if s in ignored else 1.0) * max(salience[s], 1) for s in distinct)
-        value += 0.5 if len(words_of(phrase)) > 1 else 0.0
+        value += 0.5 if len(entity_words(phrase)) > 1 else 0.0
         scored.append((value, order, phrase))
     scored.sort(key=lambda item: (-item[0], item[1]))
     picked: list[str] = []
     used: set[str] = set()
     for _, _, phrase in scored:
-        stems = {stem(w) for w in words_of(phrase) if is_content(w)}
+        stems = {stem(w) for w in entity_words(phrase) if is_entity_word(w)}
         if stems <= used:  # "fuel" after "fuel supply" adds nothing
             continue
         picked.append(phrase)
@@ -177,10 +177,10 @@ def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer
     for k, (answer_id, edus) in enumerate(chosen):
         others: set[str] = set().union(*(t for j, t in enumerate(term_sets) if j != k)) if len(chosen) > 1 else set()
         phrases = _phrases(edus)
-        salience = Counter(stem(w) for e in edus for w in words_of(e.text) if is_content(w))
+        salience = Counter(stem(w) for e in edus for w in entity_words(e.text) if is_entity_word(w))
         picked = _label_phrases(phrases, others=others, ignored=ignored, salience=salience)
         if not picked:  # nothing unique: the option's most specific words, still never generic ones
-            words = [w for w in words_of(" ".join(e.text for e in edus)) if is_content(w) and _informative([w])]
+            words = [w for w in entity_words(" ".join(e.text for e in edus)) if is_entity_word(w) and _informative([w])]
             distinct = [w for w in dict.fromkeys(words) if stem(w) not in others] or list(dict.fromkeys(words))
             picked = [" ".join(distinct[:MAX_LABEL_WORDS - 2]) or answer_id.split("#")[0].replace("_", " ")]
         label = ", ".join(picked)

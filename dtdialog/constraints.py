@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from dtdialog.entities import EntityNormalizer, is_content, words_of
+from dtdialog.entities import EntityNormalizer
+from index.vocabulary import entity_words, is_entity_word
 
 CANNOT = "cannot"
 LACKS = "lacks"
@@ -62,7 +63,7 @@ class Constraint:
 
 
 def _content(phrase: str) -> tuple[str, ...]:
-    words = [w for w in words_of(phrase) if is_content(w) or w in {"remove", "use", "take", "get", "lift", "buy"}]
+    words = [w for w in entity_words(phrase) if is_entity_word(w) or w in {"remove", "use", "take", "get", "lift", "buy"}]
     return tuple(words[:_MAX_WORDS])
 
 

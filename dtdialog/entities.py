@@ -11,28 +11,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from index.vocabulary import ENTITY_STOP_WORDS, LIGHT_VERBS, is_entity_word, stem
-from index.vocabulary import entity_words as words_of
+# Words, stop words and stems come from ``index.vocabulary`` (its agreement role).
+from index.vocabulary import entity_words, is_entity_word, stem
 from parsers.tree import EDU
 
-#: Words, stop words and stems come from ``index.vocabulary`` (the agreement role); these names keep
-#: the older imports (``from dtdialog.entities import is_content, stem, words_of``) working.
-STOPWORDS = ENTITY_STOP_WORDS
-is_content = is_entity_word
-
-__all__ = ["LIGHT_VERBS", "STOPWORDS", "EntityNormalizer", "is_content", "load_default_synonyms", "short_phrase",
-           "stem", "words_of"]
+__all__ = ["EntityNormalizer", "load_default_synonyms", "short_phrase"]
 
 
 def _synonym_map(synonyms: Mapping[str, Sequence[str]] | None) -> dict[tuple[str, ...], tuple[str, ...]]:
     """Return stem-tuple of every alias (and canonical) -> stem-tuple of its canonical term."""
     mapping: dict[tuple[str, ...], tuple[str, ...]] = {}
     for canonical, aliases in (synonyms or {}).items():
-        target = tuple(stem(w) for w in words_of(canonical))
+        target = tuple(stem(w) for w in entity_words(canonical))
         if not target:
             continue
         for alias in [canonical, *aliases]:
-            key = tuple(stem(w) for w in words_of(alias))
+            key = tuple(stem(w) for w in entity_words(alias))
             if key:
                 mapping.setdefault(key, target)
     return mapping
@@ -75,19 +69,19 @@ class EntityNormalizer:
 
     def terms_of_text(self, text: str) -> frozenset[str]:
         """Return the entity terms of raw text (content words, synonym-normalised)."""
-        return self._terms(tuple(w for w in words_of(text)), ())
+        return self._terms(tuple(w for w in entity_words(text)), ())
 
     def terms_of_edu(self, edu: EDU) -> frozenset[str]:
         """Return the entity terms of one EDU: its lemmas (or words), noun phrases and synonyms."""
-        lemmas = tuple(w for lemma in edu.lemmas for w in words_of(lemma)) if edu.lemmas else tuple(words_of(edu.text))
+        lemmas = tuple(w for lemma in edu.lemmas for w in entity_words(lemma)) if edu.lemmas else tuple(entity_words(edu.text))
         return self._terms(lemmas, tuple(edu.entities))
 
     @lru_cache(maxsize=32768)  # noqa: B019 - instances live as long as the runtime; the cache is the point
     def _terms(self, words: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
-        content = [w for w in words if is_content(w)]
+        content = [w for w in words if is_entity_word(w)]
         terms = self._normalise([stem(w) for w in content])
         for phrase in phrases:
-            stems = [stem(w) for w in words_of(phrase) if is_content(w)]
+            stems = [stem(w) for w in entity_words(phrase) if is_entity_word(w)]
             if len(stems) > 1:
                 terms.add(" ".join(stems))
             terms.update(self._normalise(stems))
@@ -120,7 +114,7 @@ def load_default_synonyms() -> dict[str, list[str]]:
 
 @lru_cache(maxsize=65536)
 def _content_words_of(text: str) -> tuple[str, ...]:
-    return tuple(w for w in words_of(text) if is_content(w))
+    return tuple(w for w in entity_words(text) if is_entity_word(w))
 
 
 def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: int = 4) -> str:

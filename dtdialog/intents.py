@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from dtdialog.constraints import Constraint, extract_constraints
-from dtdialog.entities import is_content, words_of
+from index.vocabulary import entity_words, is_entity_word
 
 #: The engine's limit on one user turn, in characters: longer turns are answered with a prompt, never parsed.
 #: The HTTP API refuses longer turns itself (so it never accepts one the engine refuses); it stays below the
@@ -91,7 +91,7 @@ def sanitize(text: str, *, max_chars: int) -> tuple[str, str | None]:
 
 def content_words(text: str) -> list[str]:
     """Return the words of ``text`` that add information beyond feedback."""
-    return [w for w in words_of(text) if is_content(w) and w not in _FEEDBACK_WORDS and w not in _FILLER_WORDS]
+    return [w for w in entity_words(text) if is_entity_word(w) and w not in _FEEDBACK_WORDS and w not in _FILLER_WORDS]
 
 
 def classify(text: str) -> Intent:
@@ -112,7 +112,7 @@ def classify(text: str) -> Intent:
         return Intent(NONE_OF_THESE, text)
     if _CONCLUDE_SHORT.match(lowered) or (_CONCLUDE_PHRASE.search(lowered) and not _NEGATION.search(lowered)):
         return Intent(CONCLUDE, text)
-    short_still = bool(_STILL.search(lowered)) and len(words_of(lowered)) <= _SHORT_WORDS
+    short_still = bool(_STILL.search(lowered)) and len(entity_words(lowered)) <= _SHORT_WORDS
     if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still:
         return Intent(REJECT, text, constraints=constraints, has_content=has_content)
     if constraints:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dtdialog.subtrees import QuestionPlan
 from index.base import RRTerm, SearchQuery
 from index.documents import edu_words
-from index.terms import content_words
+from index.vocabulary import content_words
 from parsers.relations import is_default
 from parsers.tree import EDU, DiscourseTree, RelationInstance
 
@@ -29,7 +29,7 @@ MAX_QUESTION_KEYWORDS = 120
 def edu_keywords(edus: Iterable[EDU]) -> list[str]:
     """Return the content-word lemmas of ``edus``, deduplicated in order.
 
-    Same vocabulary as the index side (``index.documents.edu_words`` + ``index.terms.content_words``),
+    Same vocabulary as the index side (``index.documents.edu_words`` + ``index.vocabulary.content_words``),
     which is ``rr_terms_of`` restricted to a part.
     """
     return content_words(w for edu in edus for w in edu_words(edu))

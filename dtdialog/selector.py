@@ -18,7 +18,7 @@ from typing import Any
 from dtdialog.agreement import AgreementResult, AgreementTable, AnswerAnalysis, RhetoricalAgreement
 from dtdialog.constraints import Constraint, extract_constraints
 from dtdialog.engine_config import EngineConfig
-from dtdialog.entities import EntityNormalizer, is_content, words_of
+from dtdialog.entities import EntityNormalizer
 from dtdialog.scoring import CandidateScorer, RankedCandidate, RuleScorer
 from dtdialog.stages.agreement_stage import check_agreement
 from dtdialog.stages.candidates import KEYWORDS_PER_SEARCH, CandidateGenerator, LexicalGenerator, gather_candidates
@@ -31,6 +31,7 @@ from dtdialog.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_
 from dtdialog.stages.tools import StageTools
 from dtdialog.subtrees import QuestionPlan, split_question
 from index.base import AnswerDocument, AnswerIndex, SearchQuery
+from index.vocabulary import entity_words, is_entity_word
 from parsers.base import RSTParser
 from parsers.errors import InputError
 from parsers.tree import DiscourseTree
@@ -201,7 +202,7 @@ def _as_constraints(items: Sequence[str | Constraint]) -> list[Constraint]:
             continue
         found = extract_constraints(str(item))
         if not found:
-            words = tuple(w for w in words_of(str(item)) if is_content(w))[:4]
+            words = tuple(w for w in entity_words(str(item)) if is_entity_word(w))[:4]
             found = [Constraint("cannot", str(item), words)] if words else []
         out.extend(found)
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from index.base import AnswerDocument, RRTerm
-from index.terms import content_words, words_of
+from index.vocabulary import content_words, words_of
 from parsers.relations import is_default
 from parsers.tree import EDU, DiscourseTree
 

@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from index.base import AnswerDocument, RRTerm, SearchHit, SearchQuery
-from index.terms import content_words, relation_key, rr_tokens, search_tokens
+from index.terms import relation_key, rr_tokens
+from index.vocabulary import content_words, search_tokens
 from parsers.errors import InputError
 from parsers.relations import canonical
 

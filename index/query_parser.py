@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from index.base import RRTerm, SearchQuery
-from index.terms import content_words, words_of
+from index.vocabulary import content_words, words_of
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
 

@@ -1,20 +1,15 @@
 """RR tokens: how an ``RR [EDU]`` term becomes relation-tagged words a plain full-text index can match.
 
-Words, stop words and stems come from ``index.vocabulary``; the names below that re-export them
-(``words_of``, ``STOP_WORDS``, ``is_content_word``, ``content_words``, ``search_tokens``) keep older
-imports working.
+Words, stop words and stems come from ``index.vocabulary``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from index.vocabulary import RETRIEVAL_STOP_WORDS, content_words, is_content_word, search_tokens, words_of
+from index.vocabulary import is_content_word, search_tokens
 
-#: The retrieval stop list (``index.vocabulary.RETRIEVAL_STOP_WORDS``) under its older name.
-STOP_WORDS = RETRIEVAL_STOP_WORDS
-
-__all__ = ["STOP_WORDS", "content_words", "is_content_word", "relation_key", "rr_tokens", "search_tokens", "words_of"]
+__all__ = ["relation_key", "rr_tokens"]
 
 
 def relation_key(relation: str) -> str:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dtdialog.agreement import AgreementTable
-from dtdialog.entities import is_content, words_of
 from dtdialog.query_builder import rr_term
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
 from dtdialog.ranking.features import CandidateSignals
 from dtdialog.scoring import RankedCandidate
 from dtdialog.subtrees import QuestionPlan
 from index.base import RRTerm
+from index.vocabulary import entity_words, is_entity_word
 from parsers.relations import is_default
 
 
@@ -52,8 +52,8 @@ class SignalExtractor:
         q_relations = [r for r in part.relations if not is_default(r.relation)]
         q_rr = [rr_term(r) for r in q_relations]
         q_rr = [(t.relation, frozenset(w.lower() for w in t.words)) for t in q_rr if t.words]
-        query_words = words_of(query)
-        query_terms = {w for w in query_words if is_content(w)}
+        query_words = entity_words(query)
+        query_terms = {w for w in query_words if is_entity_word(w)}
         ids = [c.document.id for c in candidates]
         cosines = self.dense.cosines(query, ids) if self.dense is not None else None
         hubs = self.dense.store.hub_of(ids) if self.dense is not None else None
@@ -63,7 +63,7 @@ class SignalExtractor:
         out = []
         for i, cand in enumerate(candidates):
             doc = cand.document
-            answer_words = words_of(doc.text)
+            answer_words = entity_words(doc.text)
             doc_rr = [_rr_parts(t) for t in doc.rr_edu]
             rr_matches = sum(1 for rel, words in q_rr if any(rel == d_rel and words & d_words for d_rel, d_words in doc_rr))
             compat = [any(self.table.addresses(r.relation, a) for a in doc.relations) for r in q_relations]

@@ -73,11 +73,17 @@ def test_rr_tokens_tag_content_pieces_with_the_relation_key():
         "contrast_start", "contrast_belt"]
 
 
-def test_older_import_paths_still_name_the_vocabulary():
-    from dtdialog import entities
-    from index import terms
+def test_the_vocabulary_has_one_home():
+    """No module of retrieval or agreement defines its own stop list, stemmer or word tokeniser."""
+    import re
+    from pathlib import Path
 
-    assert terms.STOP_WORDS is v.RETRIEVAL_STOP_WORDS and terms.words_of is v.words_of
-    assert entities.STOPWORDS is v.ENTITY_STOP_WORDS and entities.LIGHT_VERBS is v.LIGHT_VERBS
-    assert entities.words_of is v.entity_words and entities.is_content is v.is_entity_word
-    assert entities.stem is v.stem
+    root = Path(v.__file__).resolve().parents[1]
+    own = re.compile(r"^(\w*STOP_?WORDS\w*)\s*(?::[^=]*)?=|PorterStemmer\(|SnowballStemmer\(|^_WORD\s*=", re.M)
+    offenders = []
+    for package in ("index", "dtdialog"):
+        for path in sorted((root / package).rglob("*.py")):
+            if path.name == "vocabulary.py":
+                continue
+            offenders += [f"{path.relative_to(root)}: {m.group(0)}" for m in own.finditer(path.read_text())]
+    assert offenders == []
