@@ -124,7 +124,10 @@ class EngineSpec:
     def save(self, path: str | Path) -> Path:
         """Write the spec as JSON to ``path``; return the path."""
         path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        try:
+            path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot write engine spec {path}: {exc.strerror or exc}") from None
         return path
 
     @classmethod

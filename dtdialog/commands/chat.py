@@ -49,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an option must also score at least R of the best and cover the question's topic "
                              "at least R as well as the best (0..1; 0 offers every close answer)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar while building the index")
+    parser.add_argument("--engine", type=Path, default=None, metavar="SPEC.json",
+                        help="run the engine a saved spec describes (see --save-engine); not with the options above "
+                             "that choose an engine")
+    parser.add_argument("--save-engine", type=Path, default=None, metavar="SPEC.json",
+                        help="write the engine the other options describe as a JSON spec, then exit")
 
 
 def _read_script(path: Path) -> list[str]:
@@ -82,8 +87,13 @@ def run(args: argparse.Namespace) -> int:
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.manager import GREETING
 
+    spec = engine_spec(args)
+    if args.save_engine is not None:
+        spec.save(args.save_engine)
+        print(f"engine spec written to {args.save_engine}", file=sys.stderr)
+        return 0
     script = _read_script(args.script) if args.script is not None else None
-    engine = build_engine(engine_spec(args), progress=not args.quiet)
+    engine = build_engine(spec, progress=not args.quiet)
     freeze_loaded()  # a chat process serves turns from here on: keep the loaded engine out of full collections
     manager = engine.manager
     out = sys.stdout
@@ -115,11 +125,29 @@ def run(args: argparse.Namespace) -> int:
         engine.close()
 
 
+#: The chat options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
+ENGINE_OPTIONS = {"corpus": None, "fmt": "builtin", "index": None, "backend": "sqlite", "es_url": None, "parser": None,
+                  "ranker": None, "agreement_table": None, "overlap_scope": "relation", "clarify_margin": None,
+                  "clarify_ratio": None}
+
+
 def engine_spec(args: argparse.Namespace):
-    """Return the ``EngineSpec`` the chat options describe."""
+    """Return the ``EngineSpec`` the chat options describe (or the saved one ``--engine`` names)."""
+    from dataclasses import replace
+
     from dtdialog.assembly import EngineSpec
     from dtdialog.engine_config import EngineConfig
     from dtdialog.paths import sessions_path
+
+    if args.engine is not None:
+        given = [name for name, default in ENGINE_OPTIONS.items() if getattr(args, name) != default]
+        if given:
+            names = ", ".join("--" + ("format" if n == "fmt" else n.replace("_", "-")) for n in given)
+            raise InputError(f"--engine {args.engine} describes the whole engine; drop {names} or edit the spec")
+        spec = EngineSpec.load(args.engine)
+        if args.sessions is not None or spec.sessions_path is None:
+            spec = replace(spec, sessions_path=str(args.sessions or sessions_path()))
+        return spec
 
     options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
     if args.clarify_margin is not None:

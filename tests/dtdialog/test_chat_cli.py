@@ -174,3 +174,33 @@ def test_review_script_number_rejection_and_constraint(built, capsys):
     assert record.constraints and record.constraints[0]["words"] == ["remove", "engine"]
     assert record.traces[-1]["intent"] == "constraint" and "user chose option" not in " ".join(
         record.traces[-1]["notes"])
+
+
+def test_a_saved_engine_spec_runs_the_same_engine(built, capsys, tmp_path):
+    index, home = built
+    spec = tmp_path / "engine.json"
+    assert main(["chat", "--index", str(index), "--ranker", "rules", "--save-engine", str(spec)]) == 0
+    saved = json.loads(spec.read_text())
+    assert saved["ranker"] == "rules" and saved["index_path"] == str(index) and saved["format"] == 1
+    script = tmp_path / "turns.txt"
+    script.write_text(PAPER_Q + "\n")
+    capsys.readouterr()
+    common = ["--script", str(script), "--sessions", str(tmp_path / "s.sqlite"), "--quiet"]
+    assert main(["chat", "--index", str(index), "--ranker", "rules", *common]) == 0
+    by_options = capsys.readouterr().out.splitlines()[1:]
+    assert main(["chat", "--engine", str(spec), *common]) == 0
+    by_spec = capsys.readouterr().out.splitlines()[1:]
+    assert by_spec == by_options and any(line.startswith("bot> ") for line in by_spec)
+
+
+def test_an_engine_spec_with_engine_options_is_a_one_line_error(built, capsys, tmp_path):
+    index, _ = built
+    spec = tmp_path / "engine.json"
+    assert main(["chat", "--index", str(index), "--save-engine", str(spec)]) == 0
+    assert main(["chat", "--engine", str(spec), "--ranker", "learned"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: --engine") and "--ranker" in err[-1]
+    assert main(["chat", "--engine", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read engine spec" in capsys.readouterr().err
+    assert main(["chat", "--save-engine", str(tmp_path)]) == 2  # a directory
+    assert "cannot write engine spec" in capsys.readouterr().err
