@@ -95,11 +95,14 @@ class TurnResult:
     state: str = NEW
     answer_id: str | None = None
     trace: dict[str, Any] = field(default_factory=dict)
+    #: the calibrated probability that the delivered answer is right (None when no answer was delivered or
+    #: the engine has no calibration)
+    confidence: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "reply": self.reply, "kind": self.kind,
                 "options": [o.to_dict() for o in self.options], "state": self.state,
-                "answer_id": self.answer_id, "trace": self.trace}
+                "answer_id": self.answer_id, "confidence": self.confidence, "trace": self.trace}
 
 
 Handler = Callable[[SessionRecord, str, intents.Intent, TurnTrace], TurnResult]
