@@ -19,7 +19,8 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step
     AWAITING_CHOICE   conclude       -> conclude_choice    done while options are on offer -> CONCLUDED
-    AWAITING_CHOICE   none_of_these  -> choose_none        skip the offered answers, try the next candidates
+    AWAITING_CHOICE   none_of_these  -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
+    AWAITING_CHOICE   reject         -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   constraint     -> constrain_choice   drop offered answers it rules out; re-offer or deliver
     AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify or re-ask
     AWAITING_DETAIL   conclude       -> conclude           the answer worked -> CONCLUDED
@@ -74,7 +75,7 @@ HANDLERS: dict[str, str] = {
     "next_step": "the reply is follow-up C_i: rank the next dialogue step",
     "add_detail": "more words for the step that had no answer: rank it again",
     "conclude_choice": "done while options are on offer -> CONCLUDED",
-    "choose_none": "skip the offered answers, try the next candidates",
+    "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
     "constrain_choice": "drop offered answers it rules out; re-offer or deliver",
     "choose": "pick an option by number or phrase, else clarify or re-ask",
 }
@@ -93,8 +94,9 @@ TABLE: dict[str, dict[str, str]] = {
     NEW: _IDLE,
     AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.CONSTRAINT: "constrain_answer", intents.FOLLOWUP: "followup",
                         OTHERWISE: "next_step"},
+    # "no", "nope", "didn't help" while options are on offer reject them all: the same as "none of these"
     AWAITING_CHOICE: {intents.CONCLUDE: "conclude_choice", intents.NONE_OF_THESE: "choose_none",
-                      intents.CONSTRAINT: "constrain_choice", OTHERWISE: "choose"},
+                      intents.REJECT: "choose_none", intents.CONSTRAINT: "constrain_choice", OTHERWISE: "choose"},
     # a constraint while detail is asked for is detail too: the fallback row records it and ranks again
     AWAITING_DETAIL: {**_AFTER_REPLY, intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
     CONCLUDED: _IDLE,
