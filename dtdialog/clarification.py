@@ -57,10 +57,13 @@ class PendingChoice:
     #: no option fitted and the bot asked for one missing detail (no options then): if the detail leads
     #: nowhere either, the next step is the hand-off, not another guess
     asked_detail: bool = False
+    #: the first options of this run of "none of these" (ids): the bar every later alternative must reach,
+    #: so repeated "none of these" cannot lower it round by round (empty: these options are the first)
+    yardstick: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"options": [o.to_dict() for o in self.options], "terms": self.terms, "reprompts": self.reprompts,
-                "ignore_terms": self.ignore_terms, "asked_detail": self.asked_detail}
+                "ignore_terms": self.ignore_terms, "asked_detail": self.asked_detail, "yardstick": self.yardstick}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PendingChoice:
@@ -68,7 +71,8 @@ class PendingChoice:
                    terms={k: list(v) for k, v in (data.get("terms") or {}).items()},
                    reprompts=int(data.get("reprompts", 0)),
                    ignore_terms=[str(t) for t in data.get("ignore_terms") or ()],
-                   asked_detail=bool(data.get("asked_detail", False)))
+                   asked_detail=bool(data.get("asked_detail", False)),
+                   yardstick=[str(i) for i in data.get("yardstick") or ()])
 
 
 #: A label is one clause: at most this many characters, cut at a word boundary.

@@ -347,6 +347,13 @@ class DialogueManager:
         return self._deliver(record, trace, ranked[0].document.id, ranked[0].document.text)
 
     # --- clarification people can use (issue 13, item 6) ---------------------
+    def _on_none_fits(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        # "none of these" with an answer on screen: that answer is the one option that did not fit
+        shown = record.delivered[-1:]
+        options = [ClarifyOption(number=1, label="", answer_id=a) for a in shown]
+        pending = PendingChoice(options=[*options, ClarifyOption(number=len(options) + 1, label="", answer_id="")])
+        return self._none_fits(record, pending, text if intent.has_content else None, trace)
+
     def _none_fits(self, record: SessionRecord, pending: PendingChoice, detail: str | None,
                    trace: TurnTrace) -> TurnResult:
         """None of the offered answers fits: offer the other candidates that are as strong and on topic, else
@@ -365,42 +372,54 @@ class DialogueManager:
         if detail:
             record.step_followups = record.step_followups + [detail]
             record.followups.append(detail)
-        outcome = self._rank(record, self._plan(record), record.step_followups)
+        first = pending.yardstick or offered
+        # the first options stay in the ranking (same scale as when they were offered) as the bar to reach
+        outcome = self._rank(record, self._plan(record), record.step_followups, keep=first)
         trace.step(outcome, step=record.step)
         record.skipped.extend(offered)
-        others = _strong_others(outcome.candidates, offered, self.config)
+        others = _strong_others(outcome.candidates, [*first, *offered], first, self.config)
         trace.note(f"none of the offered answers fits; {len(others)} other candidate(s) as strong and on topic")
-        if len(others) >= 2:
-            return self._offer(record, trace, [c.document for c in others[: self.config.max_options]],
-                               head=self.replies.none_fit_others)
         if others:
-            return self._deliver(record, trace, others[0].document.id, others[0].document.text)
+            return self._offer_others(record, trace, others, first)
         record.state = AWAITING_DETAIL
-        record.pending = PendingChoice(options=[], asked_detail=True,
+        record.pending = PendingChoice(options=[], asked_detail=True, yardstick=list(first),
                                        ignore_terms=sorted(self._said_terms(record))).to_dict()
         trace.decide(FALLBACK, state_after=AWAITING_DETAIL, missing="detail after none of the options fitted")
         return TurnResult(session_id=record.id, reply=self.replies.none_fit_detail, kind=FALLBACK,
                           state=AWAITING_DETAIL)
 
+    def _offer_others(self, record: SessionRecord, trace: TurnTrace, others: list[Any],
+                      first: Sequence[str]) -> TurnResult:
+        """Deliver the one alternative, or offer several, keeping ``first`` as the bar for the next round."""
+        if len(others) == 1:
+            return self._deliver(record, trace, others[0].document.id, others[0].document.text)
+        result = self._offer(record, trace, [c.document for c in others[: self.config.max_options]],
+                             head=self.replies.none_fit_others)
+        record.pending = {**(record.pending or {}), "yardstick": list(first)}
+        return result
+
     def _detail_after_none(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
         """Rank the step again with the detail asked for after "none of these"; hand off when it finds nothing.
 
-        The detail must lead somewhere new: the best candidate has to share a term with it beyond what was
+        An answer found with the detail must clear the same bar as before (``_strong_others`` against the
+        answers that did not fit, ranked with the detail) and share a term with the detail beyond what was
         already said. Words no answer contains ("purple elephants") end in the hand-off, not in a guess.
         """
-        said = frozenset(_pending(record).ignore_terms)
+        pending = _pending(record)
         record.pending = None
         record.step_followups = record.step_followups + [text]
         record.followups.append(text)
-        new_terms = self.selector.terms_of_text(text) - said
-        outcome = self._rank(record, self._plan(record), record.step_followups)
-        top = outcome.candidates[0].document if outcome.candidates else None
-        if top is None or not new_terms & self.selector.terms_of_edus(self.selector.answer_edus(top)):
-            trace.step(outcome, step=record.step)
-            trace.note("the detail asked for after none of these matches no stored answer")
+        new_terms = self.selector.terms_of_text(text) - frozenset(pending.ignore_terms)
+        outcome = self._rank(record, self._plan(record), record.step_followups, keep=pending.yardstick)
+        trace.step(outcome, step=record.step)
+        others = [c for c in _strong_others(outcome.candidates, pending.yardstick, pending.yardstick, self.config)
+                  if new_terms & self.selector.terms_of_edus(self.selector.answer_edus(c.document))]
+        if not others:
+            trace.note("the detail asked for after none of these leads to no answer as strong and on topic")
             record.failures += 1
             return self._hand_off(record, trace, self.replies.handoff_no_detail)
-        return self._select(record, trace)
+        trace.note(f"the detail points to {len(others)} answer(s) as strong and on topic")
+        return self._offer_others(record, trace, others, pending.yardstick)
 
     def _constrain_choice(self, record: SessionRecord, pending: PendingChoice, text: str,
                           found: list[Constraint], trace: TurnTrace) -> TurnResult:
@@ -468,10 +487,15 @@ class DialogueManager:
     def _plan(self, record: SessionRecord) -> QuestionPlan:
         return QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
 
-    def _rank(self, record: SessionRecord, plan: QuestionPlan, followups: list[str]) -> RankOutcome:
-        """Return the ranking of the session's current step with ``followups`` as the step's replies."""
+    def _rank(self, record: SessionRecord, plan: QuestionPlan, followups: list[str],
+              keep: Sequence[str] = ()) -> RankOutcome:
+        """Return the ranking of the session's current step with ``followups`` as the step's replies.
+
+        ``keep``: answers ranked even though they were skipped (a yardstick, not a candidate to deliver).
+        """
         return self.selector.rank_outcome(
-            question=plan, step=record.step, followups=followups, exclude_ids=record.excluded_ids,
+            question=plan, step=record.step, followups=followups,
+            exclude_ids=[i for i in record.excluded_ids if i not in keep],
             constraints=[Constraint.from_dict(c) for c in record.constraints],
             size=self.config.candidates, context_ids=record.context_ids)
 
@@ -579,20 +603,21 @@ def _competes(cand: Any, best: Any, config: EngineConfig) -> bool:
     return cand.features.get("topic_ratio", 1.0) >= config.clarify_ratio
 
 
-def _strong_others(ranked: Sequence[Any], offered: Sequence[str], config: EngineConfig) -> list[Any]:
-    """Return the candidates, not among ``offered``, that could stand beside the offered answers (best first).
+def _strong_others(ranked: Sequence[Any], passed: Sequence[str], yardstick: Sequence[str],
+                   config: EngineConfig) -> list[Any]:
+    """Return the candidates, not among ``passed``, that could stand beside the ``yardstick`` answers (best first).
 
-    The yardstick is the best offered candidate of the same ranking (``_competes``' thresholds): an
-    alternative needs at least ``clarify_ratio`` of its score, of its topical coverage (``topic``) and
-    of the ranking's best coverage (``topic_ratio``). No offered answer in the ranking: no yardstick, none.
+    ``_competes``' thresholds against the best yardstick answer of the same ranking: an alternative needs
+    at least ``clarify_ratio`` of its score, of its topical coverage (``topic``) and of the ranking's best
+    coverage (``topic_ratio``). No yardstick answer in the ranking: no alternative.
     """
-    yardstick = [c for c in ranked if c.document.id in offered]
-    if not yardstick:
+    bar = [c for c in ranked if c.document.id in yardstick]
+    if not bar:
         return []
-    best = max(yardstick, key=lambda c: c.score)
-    topic = max(c.features.get("topic", 0.0) for c in yardstick)
-    floor = config.clarify_ratio * best.score if best.score > 0 else best.score
-    return [c for c in ranked if c.document.id not in offered and c.score >= floor
+    best = max(c.score for c in bar)
+    topic = max(c.features.get("topic", 0.0) for c in bar)
+    floor = config.clarify_ratio * best if best > 0 else best
+    return [c for c in ranked if c.document.id not in passed and c.score >= floor
             and c.features.get("topic", 0.0) >= config.clarify_ratio * topic
             and c.features.get("topic_ratio", 1.0) >= config.clarify_ratio]
 

@@ -57,8 +57,8 @@ class Replies:
     option_line: str = "  {number}) {label}"
     # --- clarification people can use (issue 13, item 6) ---
     #: none of the offered answers fits and no other strong one is on topic: ask for the one missing detail
-    none_fit_detail: str = ("None of those fit, so I am missing a detail. In a few words: what exactly happens (the "
-                            "symptom), and which part or system is involved? Or say 'human' to talk to a person.")
+    none_fit_detail: str = ("Then I am missing a detail to find the right answer. In a few words: what exactly happens "
+                            "(the symptom), and which part or system is involved? Or say 'human' to talk to a person.")
     #: said before other strong candidates are offered after "none of these"
     none_fit_others: str = "OK, not those. "
     handoff_none_fit: str = "none of the suggested answers fit"
