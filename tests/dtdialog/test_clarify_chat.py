@@ -225,6 +225,7 @@ def test_none_of_these_after_an_answer_never_moves_to_another_system(engine):
     result = manager.handle(session_id=sid, text="none of these")
     assert "could not match" not in result.reply
     for answer_id in filter(None, [result.answer_id, *(o.answer_id for o in result.options)]):
+        assert answer_id in ranked, f"{answer_id} is not even a candidate of the question"
         assert ranked[answer_id].features["topic"] >= config.clarify_ratio * bar.features["topic"], answer_id
         assert ranked[answer_id].score >= config.clarify_ratio * bar.score, answer_id
     if result.state == AWAITING_DETAIL:
