@@ -1,25 +1,24 @@
 """Clarification (paper section 3.5): let the user pick among close, agreeing candidates.
 
-Options are labelled by *distinguishing phrases*: noun phrases (or content words) of a
-candidate's EDUs whose terms the other offered candidates do not contain, so the user chooses
-between "fuel pressure gauge" and "crankshaft position sensor", never between relation labels
-or ids. The last option is always "none of these".
+Each option is labelled by one *readable clause* of its answer: the EDU of the answer's discourse
+tree - a nucleus first - whose terms the other offered answers do not contain, trimmed at a word
+boundary. The user chooses between "Test the fuel pressure at the rail" and "Test the crankshaft
+position sensor", never between keyword lists, relation labels or ids. The last option is always
+"none of these".
 """
 
 from __future__ import annotations
 
 import difflib
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dtdialog.replies import DEFAULT_REPLIES, Replies
-from index.vocabulary import entity_words, is_entity_word, stem
-from parsers.tree import EDU
+from index.vocabulary import FUNCTION_WORDS
+from parsers.tree import EDU, SATELLITE, DiscourseTree, Node
 
 NONE_LABEL = "none of these"
-MAX_LABEL_PHRASES = 3
 
 
 class TermSource(Protocol):
@@ -55,135 +54,150 @@ class PendingChoice:
     reprompts: int = 0
     #: terms of the question (and the step's replies): a reply repeating them picks no option
     ignore_terms: list[str] = field(default_factory=list)
+    #: no option fitted and the bot asked for one missing detail (no options then): if the detail leads
+    #: nowhere either, the next step is the hand-off, not another guess
+    asked_detail: bool = False
+    #: the first options of this run of "none of these" (ids): the bar every later alternative must reach,
+    #: so repeated "none of these" cannot lower it round by round (empty: these options are the first)
+    yardstick: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"options": [o.to_dict() for o in self.options], "terms": self.terms, "reprompts": self.reprompts,
-                "ignore_terms": self.ignore_terms}
+                "ignore_terms": self.ignore_terms, "asked_detail": self.asked_detail, "yardstick": self.yardstick}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PendingChoice:
         return cls(options=[ClarifyOption.from_dict(o) for o in data.get("options", [])],
                    terms={k: list(v) for k, v in (data.get("terms") or {}).items()},
                    reprompts=int(data.get("reprompts", 0)),
-                   ignore_terms=[str(t) for t in data.get("ignore_terms") or ()])
+                   ignore_terms=[str(t) for t in data.get("ignore_terms") or ()],
+                   asked_detail=bool(data.get("asked_detail", False)),
+                   yardstick=[str(i) for i in data.get("yardstick") or ()])
 
 
-#: Head words that name no car part, symptom or action: a label made of them ("job", "question") tells nothing.
-GENERIC_WORDS = frozenset("""
-    anything answer bit case cause chance couple day end everything fact fix help idea issue job kind lot matter
-    minute moment nothing one other part person point problem question reason result second side situation
-    someone something sort step stuff thing time tip try way week weekend while work year
-    also can come comes could did do does done get gets got go goes just keep let look make makes may might must
-    need put say see should still take takes want will would
-""".split())
-#: Evaluative or quantity modifiers say nothing about which fix an option is ("most common reason", "cheap and
-#: likely fix", "around 88 to 95 degrees"): they are dropped from label phrases.
-MODIFIER_WORDS = frozenset("""
-    about almost around best better big cheap common easy few first good great hot cold cool high last least less long short
-    little low main many more most much new next normal old other possible quick real same simple small usual weak
-    whole degree degrees inch inches mile miles percent
-""".split())
-MAX_LABEL_WORDS = 6
+#: A label is one clause: at most this many characters, cut at a word boundary.
+MAX_LABEL_CHARS = 72
+#: A clause shorter than this many words ("Is the fluid") is read together with the next EDU of its sentence.
+MIN_CLAUSE_WORDS = 4
+#: Each satellite edge between the root and an EDU divides its worth by (1 + this): the nucleus carries the
+#: answer's point ("test the fuel pressure"), a satellite its circumstance ("if the engine cranks").
+SATELLITE_DISCOUNT = 1.0
+#: Coordinators that join a clause to the one before it: a label starting with them reads as a fragment.
+_JOINERS = frozenset({"and", "but", "or", "so", "then", "also", "yet", "plus"})
+#: Reply words that open a sentence with a comma ("Yes, fluid on the wheel"): no part of what the option says.
+_INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "sure,"})
+#: A clause that continues a sentence on a function word ("are the high-pressure hose", "of starting fluid")
+#: is a fragment, not a name for a fix; its worth is multiplied by this.
+CONTINUATION_FACTOR = 0.6
 
 
-def _phrases(edus: Sequence[EDU]) -> list[str]:
-    """Return candidate label phrases of ``edus`` in text order: noun phrases, else content words.
-
-    Phrases keep their content words only (no determiners) and are cut to ``MAX_LABEL_WORDS``;
-    a phrase whose every word is generic (``GENERIC_WORDS``) is dropped.
-    """
-    phrases: list[str] = []
-    for edu in edus:
-        for ent in edu.entities:
-            words = [w for w in entity_words(ent) if _label_word(w)][:MAX_LABEL_WORDS]
-            if words and _informative(words):
-                phrases.append(" ".join(words))
-    if not phrases:
-        # no noun chunks (a parser without them): runs of adjacent specific words ("pad backing plates")
-        for edu in edus:
-            run: list[str] = []
-            for word in [*entity_words(edu.text), ""]:
-                if word and _label_word(word) and _informative([word]):
-                    run.append(word)
-                    continue
-                if run:
-                    phrases.append(" ".join(run[:MAX_LABEL_WORDS]))
-                run = []
-    return list(dict.fromkeys(phrases))
-
-
-def _label_word(word: str) -> bool:
-    """Return True for a word a label phrase may keep (content, not a number, modifier or -ly adverb)."""
-    return is_entity_word(word) and not word.isdigit() and word not in MODIFIER_WORDS and not word.endswith("ly")
-
-
-def _informative(words: Sequence[str]) -> bool:
-    """Return True when some word is specific: not generic, not a number, at least three letters."""
-    return any(len(w) >= 3 and not w.isdigit() and w not in GENERIC_WORDS and stem(w) not in _GENERIC_STEMS
-               for w in words)
-
-
-_GENERIC_STEMS = frozenset(stem(w) for w in GENERIC_WORDS)
-
-
-def _label_phrases(phrases: Sequence[str], *, others: set[str], ignored: frozenset[str],
-                   salience: Counter[str]) -> list[str]:
-    """Return up to ``MAX_LABEL_PHRASES`` phrases that best tell this option apart, most distinctive first.
-
-    A phrase is worth the salience (occurrences in its own answer) of each specific stem the other
-    options lack - what the answer keeps talking about ("starting fluid", "fuel") beats a passing
-    mention ("short shot"). Question terms count half (the user's words describe the problem, not
-    the fix), and a multi-word entity gets a small bonus; a phrase with no distinctive specific stem
-    is never used.
-    """
-    scored: list[tuple[float, int, str]] = []
-    for order, phrase in enumerate(phrases):
-        stems = {stem(w) for w in entity_words(phrase) if is_entity_word(w) and _informative([w])}
-        distinct = stems - others
-        if not distinct:
+def satellite_depths(tree: DiscourseTree) -> dict[int, int]:
+    """Return, per EDU index, how many satellite edges lie between the root and the EDU (0: a nucleus of the root)."""
+    depths: dict[int, int] = {}
+    stack: list[tuple[Node, int]] = [(tree.root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.is_leaf:
+            for edu in tree.edus_of(node):
+                depths[edu.index] = depth
             continue
-        value = sum((0.5 if s in ignored else 1.0) * max(salience[s], 1) for s in distinct)
-        value += 0.5 if len(entity_words(phrase)) > 1 else 0.0
-        scored.append((value, order, phrase))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    picked: list[str] = []
-    used: set[str] = set()
-    for _, _, phrase in scored:
-        stems = {stem(w) for w in entity_words(phrase) if is_entity_word(w)}
-        if stems <= used:  # "fuel" after "fuel supply" adds nothing
-            continue
-        picked.append(phrase)
-        used |= stems
-        if len(picked) >= MAX_LABEL_PHRASES:
+        for child, mark in zip(node.children, node.nuclearity):
+            stack.append((child, depth + (mark == SATELLITE)))
+    return depths
+
+
+def _clauses(edus: Sequence[EDU]) -> list[tuple[EDU, ...]]:
+    """Return the label candidates of an answer: each EDU, joined with the next EDU of its sentence when short."""
+    out: list[tuple[EDU, ...]] = []
+    for k, edu in enumerate(edus):
+        span: tuple[EDU, ...] = (edu,)
+        nxt = edus[k + 1] if k + 1 < len(edus) else None
+        if len(edu.text.split()) < MIN_CLAUSE_WORDS and nxt is not None and nxt.sentence == edu.sentence:
+            span = (edu, nxt)
+        out.append(span)
+    return out
+
+
+def readable(text: str, *, max_chars: int = MAX_LABEL_CHARS) -> str:
+    """Return ``text`` as a label: leading coordinators and trailing punctuation dropped, cut at a word boundary.
+
+    The words kept are the text's own, in order, so a label is always a piece of its answer; a cut never
+    ends on a function word ("look with a").
+    """
+    words = text.split()
+    while len(words) > 1 and (words[0].lower().strip(",") in _JOINERS or words[0].lower() in _INTERJECTIONS):
+        words = words[1:]
+    kept: list[str] = []
+    for word in words:
+        if len(" ".join([*kept, word])) > max_chars:
+            while len(kept) > 1 and kept[-1].lower().strip(",;:") in FUNCTION_WORDS:
+                kept.pop()
             break
-    return picked
+        kept.append(word)
+    label = " ".join(kept).rstrip(",;:.?! -")
+    return label[:1].upper() + label[1:]
 
 
-def build_options(candidates: Sequence[tuple[str, Sequence[EDU]]], *, normalizer: TermSource,
-                  max_options: int = 3, ignore_terms: Iterable[str] = ()) -> PendingChoice:
-    """Return numbered options for ``candidates`` ((answer id, EDUs) best first) plus "none of these".
+def _fragment(text: str) -> bool:
+    """Return True when ``text`` continues a sentence on a function word (after any coordinators)."""
+    words = [w.lower().strip(",;:") for w in text.split()]
+    while len(words) > 1 and words[0] in _JOINERS:
+        words = words[1:]
+    return text[:1].islower() and bool(words) and words[0] in FUNCTION_WORDS
 
-    Each label is at most ``MAX_LABEL_PHRASES`` informative phrases of 1-``MAX_LABEL_WORDS`` words
-    that the other options do not share (``_label_phrases``); an option with none falls back to its
-    most specific content words. ``ignore_terms`` (the question's terms) never distinguish an option
-    when a reply is matched.
+
+def _clause_worth(terms: frozenset[str], *, others: set[str], ignored: frozenset[str], depth: int,
+                  question_mark: bool, continues: bool) -> float:
+    """Return how well a clause with ``terms`` tells its option apart: its distinctive terms, nuclei first.
+
+    A term the other options lack counts 1 (half when the question said it: the user's words describe the
+    problem, not the fix); shared terms count nothing. A question back to the user ("Do you have a code?")
+    is a poor name for a fix, so it counts a quarter; a clause continuing a sentence counts ``CONTINUATION_FACTOR``.
+    """
+    value = sum(0.5 if t in ignored else 1.0 for t in terms - others)
+    value /= 1.0 + SATELLITE_DISCOUNT * depth
+    return value * (0.25 if question_mark else 1.0) * (CONTINUATION_FACTOR if continues else 1.0)
+
+
+def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str], ignored: frozenset[str],
+                 depths: Mapping[int, int] | None = None) -> str:
+    """Return the clause of an answer that best tells it apart from ``others`` (the other options' terms).
+
+    The clause is an EDU of the answer's DT (with the next one when it is a fragment), chosen by
+    ``_clause_worth``; ties go to the earlier clause, where an answer states its point. ``depths`` are the
+    EDUs' satellite depths (``satellite_depths``); without a tree every EDU counts as a nucleus.
+    """
+    best: tuple[float, int, str] | None = None
+    for order, span in enumerate(_clauses(edus)):
+        text = " ".join(e.text for e in span)
+        depth = min((depths or {}).get(e.index, 0) for e in span)
+        worth = _clause_worth(normalizer.terms_of_edus(span), others=others, ignored=ignored, depth=depth,
+                              question_mark=text.rstrip().endswith("?"), continues=_fragment(text))
+        if readable(text) and (best is None or worth > best[0]):
+            best = (worth, order, text)
+    return readable(best[2]) if best else ""
+
+
+def build_options(candidates: Sequence[tuple[str, Sequence[EDU]] | tuple[str, Sequence[EDU], DiscourseTree]], *,
+                  normalizer: TermSource, max_options: int = 3, ignore_terms: Iterable[str] = ()) -> PendingChoice:
+    """Return numbered options for ``candidates`` ((answer id, EDUs[, DT]) best first) plus "none of these".
+
+    Each label is one readable clause of its answer (``option_label``): the nucleus EDU whose terms the
+    other options lack, never a list of keywords. ``ignore_terms`` (the question's terms) count half
+    when labels are chosen and never distinguish an option when a reply is matched.
     """
     chosen = list(candidates)[:max_options]
     ignored = frozenset(ignore_terms)
-    term_sets = [normalizer.terms_of_edus(edus) for _, edus in chosen]
+    term_sets = [normalizer.terms_of_edus(c[1]) for c in chosen]
     options: list[ClarifyOption] = []
     terms: dict[str, list[str]] = {}
     labels: set[str] = set()
-    for k, (answer_id, edus) in enumerate(chosen):
+    for k, cand in enumerate(chosen):
+        answer_id, edus = cand[0], cand[1]
+        depths = satellite_depths(cand[2]) if len(cand) > 2 else None
         others: set[str] = set().union(*(t for j, t in enumerate(term_sets) if j != k)) if len(chosen) > 1 else set()
-        phrases = _phrases(edus)
-        salience = Counter(stem(w) for e in edus for w in entity_words(e.text) if is_entity_word(w))
-        picked = _label_phrases(phrases, others=others, ignored=ignored, salience=salience)
-        if not picked:  # nothing unique: the option's most specific words, still never generic ones
-            words = [w for w in entity_words(" ".join(e.text for e in edus)) if is_entity_word(w) and _informative([w])]
-            distinct = [w for w in dict.fromkeys(words) if stem(w) not in others] or list(dict.fromkeys(words))
-            picked = [" ".join(distinct[:MAX_LABEL_WORDS - 2]) or answer_id.split("#")[0].replace("_", " ")]
-        label = ", ".join(picked)
+        label = option_label(edus, normalizer=normalizer, others=others, ignored=ignored, depths=depths)
+        label = label or answer_id.split("#")[0].replace("_", " ")
         if label in labels:  # two options must never read the same
             label = f"{label} ({k + 1})"
         labels.add(label)

@@ -34,8 +34,11 @@ _HANDOFF = re.compile(r"\b(human|humans|agent|representative|rep|operator|real p
 _RESET = re.compile(r"\b(new question|another question|different question|new problem|different problem|"
                     r"start over|start again|restart|reset|new topic)\b")
 _NUMBER = re.compile(r"^\s*(?:option|number|no\.?|#)?\s*(\d{1,2})\s*[.)!]?\s*$")
-_NONE = re.compile(r"^\s*(?:none|none of (?:these|them|those|the above)|neither|neither of (?:these|them|those)|"
-                   r"nothing of (?:these|that)|not (?:any|one) of (?:these|them))\b")
+# "none of these" in its everyday forms; a leading "no," ("no, neither") says the same. The bare rejections
+# ("no", "nope", "didn't help") are REJECT: while options are on offer the table reads them as none of these too.
+_NONE = re.compile(r"^\s*(?:(?:no|nope|nah)\b[\s,.!-]*)?(?:none|none of (?:these|them|those|the above)|neither|"
+                   r"neither (?:one|option)|neither of (?:these|them|those)|nothing of (?:these|that)|"
+                   r"not (?:any|one) of (?:these|them|those)|nothing (?:fits|matches|applies)|none (?:fit|apply|match))\b")
 _ACK = r"(?:yes|yep|yeah|yup|ok|okay|thanks|thank you|thx|ty|great|perfect|cheers|awesome|excellent|solved|fixed)"
 _CONCLUDE_SHORT = re.compile(rf"^{_ACK}(?:[\s,.!]+(?:{_ACK}|so much|very much|a lot|it works?(?: now)?|"
                              r"that (?:fixed|solved|did) it|that helped|it helped|that worked|it worked))*[\s.!]*$")

@@ -35,7 +35,7 @@ from dtdialog.subtrees import QuestionPlan
 from dtdialog.trace import TurnTrace
 from index.base import AnswerDocument
 from parsers.errors import InputError
-from parsers.tree import EDU
+from parsers.tree import EDU, DiscourseTree
 
 if TYPE_CHECKING:
     from dtdialog.selector import RankOutcome
@@ -48,7 +48,8 @@ CONCLUDED_KIND = "concluded"
 PROMPT = "prompt"
 RESET = "reset"
 
-#: After this many replies that match no option, a descriptive reply is taken as detail instead.
+#: After this many replies that match no option, the options are dropped: the reply is read as "none of these"
+#: (with its words as detail), so "purple elephants" cannot keep the options on screen forever.
 MAX_REPROMPTS = 2
 
 #: The opening line, also printed by ``dtdialog chat`` before the first turn.
@@ -82,6 +83,8 @@ class SelectorPort(Protocol):
     def violates(self, doc: AnswerDocument, constraints: Sequence[Constraint]) -> bool: ...
 
     def answer_edus(self, doc: AnswerDocument) -> Sequence[EDU]: ...
+
+    def answer_tree(self, doc: AnswerDocument) -> DiscourseTree: ...
 
 
 @dataclass
@@ -234,6 +237,8 @@ class DialogueManager:
                        trace: TurnTrace) -> TurnResult:
         # the user adds detail to the step we could not answer: same step, more words
         self._add_constraints(record, intent.constraints, trace)
+        if record.pending and _pending(record).asked_detail:  # clarification: the detail asked after none fitted
+            return self._detail_after_none(record, text, trace)
         record.step_followups = record.step_followups + [text]
         record.followups.append(text)
         return self._select(record, trace)
@@ -247,8 +252,10 @@ class DialogueManager:
     def _on_choose_none(self, record: SessionRecord, text: str, intent: intents.Intent,
                         trace: TurnTrace) -> TurnResult:
         pending = _pending(record)
-        option = pending.options[-1] if pending.options else None
-        return self._settle_choice(record, pending, text, intent, option, trace)
+        if intent.constraints:
+            # "no, I can't remove the engine" rules some options out; it is no verdict on all of them
+            return self._constrain_choice(record, pending, text, intent.constraints, trace)
+        return self._none_fits(record, pending, text if intent.has_content else None, trace)
 
     def _on_constrain_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
                              trace: TurnTrace) -> TurnResult:
@@ -284,14 +291,10 @@ class DialogueManager:
                        option: ClarifyOption | None, trace: TurnTrace) -> TurnResult:
         """Deliver (or skip past) the picked ``option``; with none, take the reply as detail, a clarification,
         or list the options again."""
-        if option is None and pending.reprompts >= MAX_REPROMPTS and intent.has_content:
-            # the user keeps describing instead of choosing: take it as detail for this step
-            record.pending = None
-            record.skipped.extend(o.answer_id for o in pending.options if o.answer_id)
-            record.step_followups = record.step_followups + [text]
-            record.followups.append(text)
-            trace.note("no option matched again; using the reply as detail for the same step")
-            return self._select(record, trace, allow_clarify=False)
+        if option is None and pending.reprompts >= MAX_REPROMPTS:
+            # the user keeps not choosing: drop the options, keep any words as detail, never list them again
+            trace.note("no option matched again; reading the reply as none of these")
+            return self._none_fits(record, pending, text if intent.has_content else None, trace)
         if option is None and intent.has_content and intent.kind != intents.CHOICE:
             clarified = self._clarify_pending(record, pending, text, trace)
             if clarified is not None:
@@ -304,9 +307,7 @@ class DialogueManager:
                                state=AWAITING_CHOICE, options=pending.options)
         record.pending = None
         if not option.answer_id:  # "none of these"
-            record.skipped.extend(o.answer_id for o in pending.options if o.answer_id)
-            trace.note("none of the offered answers fits; trying the next candidates")
-            return self._select(record, trace, allow_clarify=False)
+            return self._none_fits(record, pending, None, trace)
         doc = self.selector.document(option.answer_id)
         if doc is None:
             trace.note(f"chosen answer {option.answer_id} is no longer in the index")
@@ -344,6 +345,81 @@ class DialogueManager:
         record.followups.append(text)
         record.skipped.extend(a for a in offered if a != ranked[0].document.id)
         return self._deliver(record, trace, ranked[0].document.id, ranked[0].document.text)
+
+    # --- clarification people can use (issue 13, item 6) ---------------------
+    def _on_none_fits(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        # "none of these" with an answer on screen: that answer is the one option that did not fit
+        shown = record.delivered[-1:]
+        options = [ClarifyOption(number=1, label="", answer_id=a) for a in shown]
+        pending = PendingChoice(options=[*options, ClarifyOption(number=len(options) + 1, label="", answer_id="")])
+        return self._none_fits(record, pending, text if intent.has_content else None, trace)
+
+    def _none_fits(self, record: SessionRecord, pending: PendingChoice, detail: str | None,
+                   trace: TurnTrace) -> TurnResult:
+        """None of the offered answers fits: offer the other candidates that are as strong and on topic, else
+        ask for the one missing detail. It counts as a failed step, so the hand-off ends any loop.
+
+        The step is ranked with the offered answers still in it: they are the yardstick an alternative must
+        reach (``_strong_others``), so an answer that merely shares a word ("starting fluid" for a leak) is
+        never the consolation prize. ``detail`` (the reply's own words, if any) joins the step's replies.
+        """
+        offered = [o.answer_id for o in pending.options if o.answer_id]
+        record.pending = None
+        record.failures += 1
+        if record.failures >= self.config.max_failures:
+            record.skipped.extend(offered)
+            return self._hand_off(record, trace, self.replies.handoff_none_fit)
+        if detail:
+            record.step_followups = record.step_followups + [detail]
+            record.followups.append(detail)
+        first = pending.yardstick or offered
+        # the first options stay in the ranking (same scale as when they were offered) as the bar to reach
+        outcome = self._rank(record, self._plan(record), record.step_followups, keep=first)
+        trace.step(outcome, step=record.step)
+        record.skipped.extend(offered)
+        others = _strong_others(outcome.candidates, [*first, *offered], first, self.config)
+        trace.note(f"none of the offered answers fits; {len(others)} other candidate(s) as strong and on topic")
+        if others:
+            return self._offer_others(record, trace, others, first)
+        record.state = AWAITING_DETAIL
+        record.pending = PendingChoice(options=[], asked_detail=True, yardstick=list(first),
+                                       ignore_terms=sorted(self._said_terms(record))).to_dict()
+        trace.decide(FALLBACK, state_after=AWAITING_DETAIL, missing="detail after none of the options fitted")
+        return TurnResult(session_id=record.id, reply=self.replies.none_fit_detail, kind=FALLBACK,
+                          state=AWAITING_DETAIL)
+
+    def _offer_others(self, record: SessionRecord, trace: TurnTrace, others: list[Any],
+                      first: Sequence[str]) -> TurnResult:
+        """Deliver the one alternative, or offer several, keeping ``first`` as the bar for the next round."""
+        if len(others) == 1:
+            return self._deliver(record, trace, others[0].document.id, others[0].document.text)
+        result = self._offer(record, trace, [c.document for c in others[: self.config.max_options]],
+                             head=self.replies.none_fit_others)
+        record.pending = {**(record.pending or {}), "yardstick": list(first)}
+        return result
+
+    def _detail_after_none(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
+        """Rank the step again with the detail asked for after "none of these"; hand off when it finds nothing.
+
+        An answer found with the detail must clear the same bar as before (``_strong_others`` against the
+        answers that did not fit, ranked with the detail) and share a term with the detail beyond what was
+        already said. Words no answer contains ("purple elephants") end in the hand-off, not in a guess.
+        """
+        pending = _pending(record)
+        record.pending = None
+        record.step_followups = record.step_followups + [text]
+        record.followups.append(text)
+        new_terms = self.selector.terms_of_text(text) - frozenset(pending.ignore_terms)
+        outcome = self._rank(record, self._plan(record), record.step_followups, keep=pending.yardstick)
+        trace.step(outcome, step=record.step)
+        others = [c for c in _strong_others(outcome.candidates, pending.yardstick, pending.yardstick, self.config)
+                  if new_terms & self.selector.terms_of_edus(self.selector.answer_edus(c.document))]
+        if not others:
+            trace.note("the detail asked for after none of these leads to no answer as strong and on topic")
+            record.failures += 1
+            return self._hand_off(record, trace, self.replies.handoff_no_detail)
+        trace.note(f"the detail points to {len(others)} answer(s) as strong and on topic")
+        return self._offer_others(record, trace, others, pending.yardstick)
 
     def _constrain_choice(self, record: SessionRecord, pending: PendingChoice, text: str,
                           found: list[Constraint], trace: TurnTrace) -> TurnResult:
@@ -411,17 +487,22 @@ class DialogueManager:
     def _plan(self, record: SessionRecord) -> QuestionPlan:
         return QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
 
-    def _rank(self, record: SessionRecord, plan: QuestionPlan, followups: list[str]) -> RankOutcome:
-        """Return the ranking of the session's current step with ``followups`` as the step's replies."""
+    def _rank(self, record: SessionRecord, plan: QuestionPlan, followups: list[str],
+              keep: Sequence[str] = ()) -> RankOutcome:
+        """Return the ranking of the session's current step with ``followups`` as the step's replies.
+
+        ``keep``: answers ranked even though they were skipped (a yardstick, not a candidate to deliver).
+        """
         return self.selector.rank_outcome(
-            question=plan, step=record.step, followups=followups, exclude_ids=record.excluded_ids,
+            question=plan, step=record.step, followups=followups,
+            exclude_ids=[i for i in record.excluded_ids if i not in keep],
             constraints=[Constraint.from_dict(c) for c in record.constraints],
             size=self.config.candidates, context_ids=record.context_ids)
 
     def _offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
                head: str = "") -> TurnResult:
         """Return a clarification over ``docs`` (best first); ``head`` is said before the options."""
-        pending = build_options([(d.id, self.selector.answer_edus(d)) for d in docs],
+        pending = build_options([(d.id, self.selector.answer_edus(d), self.selector.answer_tree(d)) for d in docs],
                                 normalizer=self.selector, max_options=self.config.max_options,
                                 ignore_terms=self._said_terms(record))
         record.pending = pending.to_dict()
@@ -436,6 +517,7 @@ class DialogueManager:
 
     def _deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str) -> TurnResult:
         record.delivered.append(answer_id)
+        record.pending = None  # an answer on screen: no options, and no detail request, are pending any more
         record.state = AWAITING_FEEDBACK
         trace.decide(ANSWER, state_after=AWAITING_FEEDBACK, answer_id=answer_id)
         return TurnResult(session_id=record.id, reply=text, kind=ANSWER, state=AWAITING_FEEDBACK, answer_id=answer_id)
@@ -519,6 +601,25 @@ def _competes(cand: Any, best: Any, config: EngineConfig) -> bool:
     if best.score > 0 and cand.score < config.clarify_ratio * best.score:
         return False
     return cand.features.get("topic_ratio", 1.0) >= config.clarify_ratio
+
+
+def _strong_others(ranked: Sequence[Any], passed: Sequence[str], yardstick: Sequence[str],
+                   config: EngineConfig) -> list[Any]:
+    """Return the candidates, not among ``passed``, that could stand beside the ``yardstick`` answers (best first).
+
+    ``_competes``' thresholds against the best yardstick answer of the same ranking: an alternative needs
+    at least ``clarify_ratio`` of its score, of its topical coverage (``topic``) and of the ranking's best
+    coverage (``topic_ratio``). No yardstick answer in the ranking: no alternative.
+    """
+    bar = [c for c in ranked if c.document.id in yardstick]
+    if not bar:
+        return []
+    best = max(c.score for c in bar)
+    topic = max(c.features.get("topic", 0.0) for c in bar)
+    floor = config.clarify_ratio * best if best > 0 else best
+    return [c for c in ranked if c.document.id not in passed and c.score >= floor
+            and c.features.get("topic", 0.0) >= config.clarify_ratio * topic
+            and c.features.get("topic_ratio", 1.0) >= config.clarify_ratio]
 
 
 def _after_reset(text: str) -> str:

@@ -55,6 +55,14 @@ class Replies:
     choose_again: str = ("Sorry, I could not match that to an option. "
                          "Reply with a number, a few words from an option, or 'none of these':")
     option_line: str = "  {number}) {label}"
+    # --- clarification people can use (issue 13, item 6) ---
+    #: none of the offered answers fits and no other strong one is on topic: ask for the one missing detail
+    none_fit_detail: str = ("Then I am missing a detail to find the right answer. In a few words: what exactly happens "
+                            "(the symptom), and which part or system is involved? Or say 'human' to talk to a person.")
+    #: said before other strong candidates are offered after "none of these"
+    none_fit_others: str = "OK, not those. "
+    handoff_none_fit: str = "none of the suggested answers fit"
+    handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
 
     def too_long_text(self, limit: int) -> str:
         return self.too_long.format(limit=limit)

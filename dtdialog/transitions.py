@@ -14,12 +14,13 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_FEEDBACK choice         -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_FEEDBACK reject         -> retry              next candidate of the same step (counts a failure)
-    AWAITING_FEEDBACK none_of_these  -> retry              next candidate of the same step (counts a failure)
+    AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step
     AWAITING_CHOICE   conclude       -> conclude_choice    done while options are on offer -> CONCLUDED
-    AWAITING_CHOICE   none_of_these  -> choose_none        skip the offered answers, try the next candidates
+    AWAITING_CHOICE   none_of_these  -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
+    AWAITING_CHOICE   reject         -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   constraint     -> constrain_choice   drop offered answers it rules out; re-offer or deliver
     AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify or re-ask
     AWAITING_DETAIL   conclude       -> conclude           the answer worked -> CONCLUDED
@@ -74,9 +75,11 @@ HANDLERS: dict[str, str] = {
     "next_step": "the reply is follow-up C_i: rank the next dialogue step",
     "add_detail": "more words for the step that had no answer: rank it again",
     "conclude_choice": "done while options are on offer -> CONCLUDED",
-    "choose_none": "skip the offered answers, try the next candidates",
+    "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
     "constrain_choice": "drop offered answers it rules out; re-offer or deliver",
     "choose": "pick an option by number or phrase, else clarify or re-ask",
+    # clarification people can use (issue 13, item 6)
+    "none_fits": "the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)",
 }
 
 #: Intents that win in every state: asking for a person, or for a new question.
@@ -91,10 +94,12 @@ _AFTER_REPLY = {intents.CONCLUDE: "conclude", intents.CHOICE: "ask_again", inten
 
 TABLE: dict[str, dict[str, str]] = {
     NEW: _IDLE,
-    AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.CONSTRAINT: "constrain_answer", intents.FOLLOWUP: "followup",
-                        OTHERWISE: "next_step"},
+    # "none of these" after an answer: the next answer must be as strong and on topic as the one on screen
+    AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.CONSTRAINT: "constrain_answer",
+                        intents.FOLLOWUP: "followup", OTHERWISE: "next_step"},
+    # "no", "nope", "didn't help" while options are on offer reject them all: the same as "none of these"
     AWAITING_CHOICE: {intents.CONCLUDE: "conclude_choice", intents.NONE_OF_THESE: "choose_none",
-                      intents.CONSTRAINT: "constrain_choice", OTHERWISE: "choose"},
+                      intents.REJECT: "choose_none", intents.CONSTRAINT: "constrain_choice", OTHERWISE: "choose"},
     # a constraint while detail is asked for is detail too: the fallback row records it and ranks again
     AWAITING_DETAIL: {**_AFTER_REPLY, intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
     CONCLUDED: _IDLE,

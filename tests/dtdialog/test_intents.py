@@ -81,3 +81,21 @@ def test_fillers_and_bare_numbers_carry_no_content():
     assert intents.classify("2").kind == intents.CHOICE and not intents.classify("2").has_content
     assert intents.classify("the fan spins").has_content
     assert intents.classify("It did at first but not anymore. What should I do?").has_content
+
+
+# --- clarification people can use (issue 13, item 6) ----------------------------------------------
+@pytest.mark.parametrize("text", ["no", "nope", "No.", "didn't help", "that didn't help", "No, that didn't help",
+                                  "neither", "neither of them", "none of these", "no, none of these", "No, neither",
+                                  "None of them fit", "nothing fits", "neither one"])
+def test_every_way_of_saying_none_fits_reaches_the_none_of_these_row(text):
+    from dtdialog import transitions
+    from dtdialog.session import AWAITING_CHOICE
+
+    intent = intents.classify(text)
+    assert intent.kind in (intents.NONE_OF_THESE, intents.REJECT) and not intent.has_content, text
+    assert transitions.handler_for(AWAITING_CHOICE, intent.kind) == "choose_none", text
+
+
+def test_a_reply_that_names_an_option_is_not_none_of_these():
+    for text in ("the clutch one", "no spark at all", "nothing happens when I turn the key"):
+        assert intents.classify(text).kind not in (intents.NONE_OF_THESE, intents.REJECT), text

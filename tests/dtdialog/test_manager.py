@@ -238,8 +238,12 @@ def test_repeated_unmatched_descriptions_become_detail(tmp_path):
     for _ in range(2):
         assert manager.handle(session_id=sid, text="purple elephants dancing").kind == "clarify"
     result = manager.handle(session_id=sid, text="the squeal happens only on wet mornings")
-    assert result.kind in ("answer", "fallback", "handoff")
-    assert manager.session(sid).pending is None
+    # after MAX_REPROMPTS the options are dropped: the reply is none of these, its words the detail
+    assert result.kind in ("answer", "clarify", "fallback", "handoff")
+    offered = {o.answer_id for o in ask.options if o.answer_id}
+    assert not offered & {o.answer_id for o in result.options} and result.answer_id not in offered
+    pending = manager.session(sid).pending
+    assert pending is None or result.kind == "clarify" or not pending["options"]
 
 
 # --- review defects (issue 4 follow-up) --------------------------------------------------------------

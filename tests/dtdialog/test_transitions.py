@@ -33,9 +33,10 @@ KINDS = {
     "next_step": {"answer", "clarify", "fallback"},
     "add_detail": {"answer", "clarify", "fallback", "handoff"},
     "conclude_choice": {"concluded"},
-    "choose_none": {"answer", "clarify", "fallback"},
+    "choose_none": {"answer", "clarify", "fallback", "handoff"},
     "constrain_choice": {"answer", "clarify", "fallback"},
     "choose": {"answer", "clarify"},
+    "none_fits": {"answer", "clarify", "fallback", "handoff"},
 }
 
 

@@ -1,0 +1,234 @@
+"""Clarification in chat on the built-in corpus (issue 13, item 6): readable labels, "no" understood, no loops.
+
+Each test reproduces a failure a user met: keyword-list options, "No, that didn't help" answered with
+"could not match" again and again, and "none of these" leading to an answer about something never
+mentioned. The engine is the rule-parser build of the built-in corpus, driven through ``DialogueManager``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dtdialog.clarification import MAX_LABEL_CHARS, NONE_LABEL
+from dtdialog.engine_config import EngineConfig
+from dtdialog.manager import MAX_REPROMPTS
+from dtdialog.replies import DEFAULT_REPLIES
+from dtdialog.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
+
+#: Short questions that the built-in corpus answers with a choice between close candidates.
+BROAD = ["My car is leaking fluid.", "The engine overheats.", "The check engine light is on.", "My car won't start.",
+         "The AC blows warm air.", "The heater does not work.", "The engine is misfiring."]
+#: Every way of saying "none of the offered answers fits" the issue lists.
+NONE_REPLIES = ["no", "neither", "none of these", "didn't help", "that didn't help", "No, that didn't help", "nope",
+                "neither of them"]
+
+
+@pytest.fixture(autouse=True)
+def rule_ranking(monkeypatch):
+    """Pin the rule scorer: these tests check the DT-Q engine's own choices, not a trained ranker's."""
+    monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+
+
+@pytest.fixture(scope="module")
+def index_path(tmp_path_factory):
+    """Return the built-in corpus indexed once with the rule parser."""
+    from parsers.base import get_parser
+    from parsers.errors import DTDialogError
+
+    try:
+        parser = get_parser("rules")
+        parser.parse("The car starts.")
+    except DTDialogError as exc:
+        pytest.skip(f"rule parser unavailable: {exc}")
+    from dtdialog.assembly import EngineSpec, build_engine
+
+    home = tmp_path_factory.mktemp("clarify")
+    build_engine(EngineSpec(index_path=home / "answers.sqlite", ranker="rules"), parser=parser, progress=False).close()
+    return home / "answers.sqlite"
+
+
+def _engine(index_path, tmp_path, **config):
+    from dtdialog.assembly import EngineSpec, build_engine
+    from parsers.base import get_parser
+
+    spec = EngineSpec(index_path=index_path, ranker="rules", sessions_path=tmp_path / "sessions.sqlite",
+                      config=EngineConfig(**config))
+    return build_engine(spec, parser=get_parser("rules"), progress=False)
+
+
+@pytest.fixture
+def engine(index_path, tmp_path):
+    eng = _engine(index_path, tmp_path)
+    yield eng
+    eng.close()
+
+
+def _clarified(manager, questions=BROAD):
+    """Yield (session id, question, first turn) for the questions that get options."""
+    for question in questions:
+        sid = manager.start_session()
+        first = manager.handle(session_id=sid, text=question)
+        if first.kind == "clarify":
+            yield sid, question, first
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def test_options_are_clauses_of_their_answers_never_keyword_lists(engine):
+    seen = 0
+    for _, _, first in _clarified(engine.manager):
+        seen += 1
+        labels = [o.label for o in first.options]
+        assert labels[-1] == NONE_LABEL and len(set(labels)) == len(labels)
+        for option in first.options[:-1]:
+            answer = engine.selector.document(option.answer_id).text
+            # a piece of the answer's own text: a list of keywords gathered across it would not be one
+            assert _flat(option.label) in _flat(answer), (option.label, answer)
+            assert 3 <= len(option.label.split()) and len(option.label) <= MAX_LABEL_CHARS
+            assert option.label in first.reply
+    assert seen >= 3, "the broad questions no longer get options: pick others that do"
+
+
+def test_no_that_didnt_help_while_options_are_on_offer_is_none_of_these(engine):
+    manager = engine.manager
+    for reply in NONE_REPLIES:
+        sid, question, first = next(_clarified(manager, ["My car is leaking fluid."]))
+        result = manager.handle(session_id=sid, text=reply)
+        assert "could not match" not in result.reply, (reply, result.reply)
+        assert result.kind in ("clarify", "answer", "fallback", "handoff")
+        offered = {o.answer_id for o in first.options if o.answer_id}
+        assert not offered & {o.answer_id for o in result.options}      # never the same options again
+        assert result.answer_id not in offered
+        assert manager.session(sid).traces[-1]["intent"] in ("reject", "none_of_these")
+
+
+def _first_step(selector, question, size):
+    return {c.document.id: c for c in selector.rank_outcome(question=question, size=size).candidates}
+
+
+@pytest.mark.parametrize("max_failures", [2, 4])
+def test_none_of_these_never_leads_to_an_answer_off_the_topic(index_path, tmp_path, max_failures):
+    eng = _engine(index_path, tmp_path, max_failures=max_failures)
+    config, manager = eng.selector.config, eng.manager
+    try:
+        for sid, question, first in _clarified(manager):
+            ranked = _first_step(eng.selector, question, config.candidates)
+            offered = [ranked[o.answer_id] for o in first.options if o.answer_id]
+            best_score = max(c.score for c in offered)
+            best_topic = max(c.features["topic"] for c in offered)
+            result = first
+            for _ in range(max_failures + 1):
+                result = manager.handle(session_id=sid, text="none of these")
+                new = [o.answer_id for o in result.options if o.answer_id] + [result.answer_id or ""]
+                for answer_id in filter(None, new):
+                    # every later candidate is as strong and as much on the topic as the first options
+                    cand = ranked.get(answer_id)
+                    assert cand is not None, f"{question}: {answer_id} was not a candidate of the question"
+                    assert cand.features["topic"] >= config.clarify_ratio * best_topic, (question, answer_id)
+                    assert cand.score >= config.clarify_ratio * best_score, (question, answer_id)
+                if result.kind != "clarify":
+                    break
+            assert result.kind in ("answer", "fallback", "handoff"), question
+            assert manager.session(sid).failures <= max_failures
+    finally:
+        eng.close()
+
+
+def test_repeated_none_of_these_ends_in_the_hand_off_with_the_transcript(engine):
+    manager = engine.manager
+    sid, _, _ = next(_clarified(manager, ["My car is leaking fluid."]))
+    kinds = []
+    for _ in range(engine.selector.config.max_failures + 1):
+        result = manager.handle(session_id=sid, text="none of these")
+        kinds.append(result.kind)
+        if result.kind == "handoff":
+            break
+    assert kinds[-1] == "handoff" and result.state == HANDED_OFF
+    assert DEFAULT_REPLIES.handoff_none_fit in result.reply
+    decision = manager.session(sid).traces[-1]["decision"]
+    assert decision["transcript"][0]["text"] == "My car is leaking fluid."
+
+
+def test_the_detail_question_then_the_hand_off_when_the_detail_finds_nothing(index_path, tmp_path):
+    eng = _engine(index_path, tmp_path, max_failures=5)
+    manager = eng.manager
+    try:
+        reached = 0
+        for sid, _, _ in _clarified(manager):
+            result = None
+            for _ in range(4):
+                result = manager.handle(session_id=sid, text="neither")
+                if result.kind != "clarify":
+                    break
+            if result.state != AWAITING_DETAIL:
+                continue
+            reached += 1
+            assert result.reply == DEFAULT_REPLIES.none_fit_detail
+            after = manager.handle(session_id=sid, text="purple elephants")
+            assert after.kind == "handoff" and after.state == HANDED_OFF, after.reply
+            assert DEFAULT_REPLIES.handoff_no_detail in after.reply
+        assert reached >= 1, "no broad question reached the detail question: pick others that do"
+    finally:
+        eng.close()
+
+
+def test_a_useful_detail_after_the_detail_question_is_answered(index_path, tmp_path):
+    eng = _engine(index_path, tmp_path, max_failures=5)
+    manager = eng.manager
+    try:
+        sid, _, _ = next(_clarified(manager, ["The engine overheats."]))
+        result = None
+        for _ in range(4):
+            result = manager.handle(session_id=sid, text="none of these")
+            if result.kind != "clarify":
+                break
+        if result.state != AWAITING_DETAIL:
+            pytest.skip("the overheating question no longer reaches the detail question")
+        after = manager.handle(session_id=sid, text="only when I sit in traffic, the fan never comes on")
+        assert after.kind in ("answer", "clarify")
+        shown = after.reply if after.kind == "answer" else " ".join(
+            eng.selector.document(o.answer_id).text for o in after.options if o.answer_id)
+        assert re.search(r"\b(traffic|fan)\b", shown.lower())
+    finally:
+        eng.close()
+
+
+def test_purple_elephants_cannot_keep_the_options_on_screen(engine):
+    manager = engine.manager
+    sid, _, first = next(_clarified(manager, ["The check engine light is on."]))
+    results = [manager.handle(session_id=sid, text="purple elephants") for _ in range(4 * (MAX_REPROMPTS + 1))]
+    unmatched = [r for r in results if "could not match" in r.reply]
+    # at most MAX_REPROMPTS re-listings per set of options, and the loop ends with a person
+    assert len(unmatched) <= MAX_REPROMPTS * engine.selector.config.max_failures
+    assert any(r.kind == "handoff" for r in results)
+    assert results[MAX_REPROMPTS].options != first.options or results[MAX_REPROMPTS].state != AWAITING_CHOICE
+    handed = next(k for k, r in enumerate(results) if r.kind == "handoff")
+    assert all(r.kind != "answer" for r in results[:handed])       # made-up words never got a guess
+
+
+PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
+           "but I still could not start my car.")
+
+
+def test_none_of_these_after_an_answer_never_moves_to_another_system(engine):
+    # the paper's question is answered at once; "none of these" used to bring the HVAC blend-door answer
+    manager, config = engine.manager, engine.selector.config
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=PAPER_Q)
+    assert first.kind == "answer"
+    ranked = _first_step(engine.selector, PAPER_Q, config.candidates)
+    bar = ranked[first.answer_id]
+    result = manager.handle(session_id=sid, text="none of these")
+    assert "could not match" not in result.reply
+    for answer_id in filter(None, [result.answer_id, *(o.answer_id for o in result.options)]):
+        assert answer_id in ranked, f"{answer_id} is not even a candidate of the question"
+        assert ranked[answer_id].features["topic"] >= config.clarify_ratio * bar.features["topic"], answer_id
+        assert ranked[answer_id].score >= config.clarify_ratio * bar.score, answer_id
+    if result.state == AWAITING_DETAIL:
+        assert result.reply == DEFAULT_REPLIES.none_fit_detail
+        # a detail that names nothing in the corpus ends with a person, not a guess
+        assert manager.handle(session_id=sid, text="purple elephants").kind == "handoff"
