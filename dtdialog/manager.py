@@ -33,6 +33,7 @@ from dtdialog.session import (
 from dtdialog.session_store import SessionStore
 from dtdialog.subtrees import QuestionPlan
 from dtdialog.trace import TurnTrace
+from dtdialog.tried import TriedAction, merge_tried, tried_from_dicts
 from index.base import AnswerDocument
 from parsers.errors import InputError
 from parsers.tree import EDU
@@ -71,7 +72,8 @@ class SelectorPort(Protocol):
 
     def rank_outcome(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
                      exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (),
-                     size: int = 10, context_ids: Sequence[str] = ()) -> RankOutcome: ...
+                     size: int = 10, context_ids: Sequence[str] = (),
+                     tried: Sequence[TriedAction] = ()) -> RankOutcome: ...
 
     def document(self, doc_id: str) -> AnswerDocument | None: ...
 
@@ -413,10 +415,24 @@ class DialogueManager:
 
     def _rank(self, record: SessionRecord, plan: QuestionPlan, followups: list[str]) -> RankOutcome:
         """Return the ranking of the session's current step with ``followups`` as the step's replies."""
-        return self.selector.rank_outcome(
+        outcome = self.selector.rank_outcome(
             question=plan, step=record.step, followups=followups, exclude_ids=record.excluded_ids,
             constraints=[Constraint.from_dict(c) for c in record.constraints],
-            size=self.config.candidates, context_ids=record.context_ids)
+            size=self.config.candidates, context_ids=record.context_ids, **self._tried_kwargs(record))
+        self._remember_tried(record, outcome)
+        return outcome
+
+    # already tried (issue 13): the session remembers what the customer reported done, turn after turn
+    @staticmethod
+    def _tried_kwargs(record: SessionRecord) -> dict[str, Any]:
+        """Return ``{"tried": [...]}`` from the session's memory ({} when empty, for selectors without it)."""
+        remembered = tried_from_dicts(record.tried)
+        return {"tried": remembered} if remembered else {}
+
+    @staticmethod
+    def _remember_tried(record: SessionRecord, outcome: RankOutcome) -> None:
+        """Keep what this step's question and reply reported done (the selector read it from their DTs)."""
+        record.tried = [a.to_dict() for a in merge_tried(tried_from_dicts(record.tried), outcome.tried)]
 
     def _offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
                head: str = "") -> TurnResult:

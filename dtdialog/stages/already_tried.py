@@ -1,0 +1,57 @@
+"""Stage 5c: demote an answer whose main recommendation repeats what the customer already tried.
+
+Runs after scoring and before choose, so the learned ranker's features are untouched: it is a post-scoring
+score factor. The actions the customer reported come from DT-Q (``dtdialog.tried.extract_tried``), from the
+step's reply C_i, and from the session's memory of earlier replies (``tried=`` of ``rank_outcome``). An
+answer is demoted only when the first recommendation of its nucleus EDUs repeats one of them: an answer that
+addresses what still fails and mentions the tried part in passing (in a satellite) keeps its score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dtdialog.scoring import RankedCandidate
+from dtdialog.stages.plan import StepPlan
+from dtdialog.stages.record import StepRecord
+from dtdialog.stages.scoring_stage import Scored
+from dtdialog.stages.tools import StageTools
+from dtdialog.tried import TriedAction, extract_tried, main_recommendation, merge_tried, repeated_action
+
+
+def known_tried(step: StepPlan, remembered: Sequence[TriedAction], *, tools: StageTools,
+                record: StepRecord) -> list[TriedAction]:
+    """Return what the customer tried: the session's memory, then DT-Q's reports, then the reply's."""
+    found = merge_tried(remembered, extract_tried(step.plan.tree, tools.normalizer))
+    if step.followup_tree is not None:
+        found = merge_tried(found, extract_tried(step.followup_tree, tools.normalizer))
+    record.tried = [a.to_dict() for a in found]
+    return found
+
+
+def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float, tools: StageTools,
+                 record: StepRecord) -> Scored:
+    """Return ``scored`` with repeating answers' scores multiplied by ``1 - penalty`` and re-sorted (stable)."""
+    if not tried or penalty <= 0 or not scored.kept:
+        return scored
+    why: dict[str, str] = {}
+    for cand in scored.kept:
+        repeated = _repeats(cand, tried, tools)
+        if repeated is not None:
+            cand.score *= 1.0 - penalty
+            cand.features["already_tried"] = 1.0
+            why[cand.document.id] = repeated.explain()
+    record.already_tried = why
+    if not why:
+        return scored
+    order = {c.document.id: i for i, c in enumerate(scored.kept)}
+    kept = sorted(scored.kept, key=lambda c: (-c.score, order[c.document.id]))
+    return Scored(kept=kept, rescued=scored.rescued)
+
+
+def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], tools: StageTools) -> TriedAction | None:
+    analysis = cand.analysis or tools.analyze(cand.document)
+    tree = analysis.tree
+    if tree is None:
+        return None
+    return repeated_action(main_recommendation(tree, tools.normalizer), tried)
