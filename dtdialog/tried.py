@@ -65,7 +65,7 @@ _ADVICE = frozenset({"should", "must", "need", "needs", "try", "recommend", "sug
                      "please", "first", "then", "next", "also", "just", "now", "so", "and", "start", "begin"})
 _HAVE_DONE = frozenset({"have", "get"})
 #: non-object words a clause often carries ("replaced it myself yesterday")
-_NOT_OBJECTS = frozenset(stem(w) for w in ("yesterday", "today", "week", "month", "ago", "already", "also",
+_NOT_OBJECTS = frozenset(stem(w) for w in ("yesterday", "today", "week", "last", "weekend", "month", "ago", "already", "also",
                                            "again", "myself", "twice", "recently", "new", "brand", "everything",
                                            "still", "fine", "good", "okay", "normal", "perfect", "working", "first",
                                            "next", "then", "later", "now", *_VERBS))
@@ -239,19 +239,33 @@ def _objects(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: froze
 
 
 def _heads(objects: frozenset[str]) -> frozenset[str]:
-    """Return the terms that name a thing: a modifier of a multi-word term ("spark" of "spark plug") is not one."""
-    modifiers = {w for term in objects if " " in term for w in term.split()[:-1]}
+    """Return the terms that name the thing acted on, not a modifier of a longer term.
+
+    "spark" and "plug" of "spark plug", or "ignit coil" of "ignit coil connector", are modifiers: checking the
+    coil connectors does not repeat replacing the coils, nor does checking for a spark repeat checking the plugs.
+    """
+    modifiers: set[str] = set()
+    for term in objects:
+        words = term.split()
+        modifiers.update(words[:-1])
+        modifiers.update(" ".join(words[:k]) for k in range(2, len(words)))
     return frozenset(t for t in objects if t not in modifiers)
 
 
 def _done_action(tokens: Sequence[str], i: int, verb_class: str, normalizer: EntityNormalizer,
                  phrases: frozenset[str], relation: str | None) -> TriedAction | None:
-    """Return "replaced the battery" (object after the verb) or "the battery was tested" (object before it)."""
+    """Return "replaced the battery" (object after the verb), "had the alternator tested" (between) or "the battery
+    was tested" (before it)."""
+    start = _clause_start(tokens, i)
+    have = next((k for k in range(i - 2, start - 1, -1) if tokens[k] in _HAVE_DONE | {"had", "got"}), None)
+    if have is not None:
+        between = _objects(tokens[have + 1:i], normalizer, phrases)
+        if between:
+            return TriedAction(verb_class, between, " ".join(tokens[have:i + 1]), relation)
     after = _object_tokens(tokens, i, normalizer)
     objects = _objects(after, normalizer, phrases)
     if objects:
         return TriedAction(verb_class, objects, " ".join([tokens[i], *after]), relation)
-    start = _clause_start(tokens, i)
     before = [t for t in tokens[start:i] if t not in ("and",)]
     objects = _objects(before, normalizer, phrases)
     if not objects:
@@ -365,6 +379,6 @@ def repeated_action(recommendation: Recommendation | None, tried: Sequence[Tried
     if recommendation is None:
         return None
     for action in tried:
-        if recommendation.verb_class in _COVERS.get(action.verb_class, ()) and recommendation.objects & _heads(action.objects):
+        if recommendation.verb_class in _COVERS.get(action.verb_class, ()) and _heads(recommendation.objects) & _heads(action.objects):
             return action
     return None
