@@ -35,8 +35,9 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
     if not tried or penalty <= 0 or not scored.kept:
         return scored
     why: dict[str, str] = {}
+    objects = frozenset().union(*(a.objects for a in tried))
     for cand in scored.kept:
-        repeated = _repeats(cand, tried, tools)
+        repeated = _repeats(cand, tried, objects, tools)
         if repeated is not None:
             cand.score *= 1.0 - penalty
             cand.features["already_tried"] = 1.0
@@ -49,9 +50,11 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
     return Scored(kept=kept, rescued=scored.rescued)
 
 
-def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], tools: StageTools) -> TriedAction | None:
+def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: frozenset[str],
+             tools: StageTools) -> TriedAction | None:
     analysis = cand.analysis or tools.analyze(cand.document)
     tree = analysis.tree
-    if tree is None:
+    # most candidates never name a tried part: skip reading their recommendation (the learned ranker keeps ~100)
+    if tree is None or not analysis.terms & objects:
         return None
     return repeated_action(main_recommendation(tree, tools.normalizer), tried)
