@@ -33,7 +33,7 @@ from dtdialog.session import (
 from dtdialog.session_store import SessionStore
 from dtdialog.subtrees import QuestionPlan
 from dtdialog.trace import TurnTrace
-from dtdialog.tried import TriedAction, merge_tried, tried_from_dicts
+from dtdialog.tried import TriedAction, merge_tried, tried_from_dicts, tried_from_reply
 from index.base import AnswerDocument
 from parsers.errors import InputError
 from parsers.tree import EDU
@@ -210,6 +210,7 @@ class DialogueManager:
 
     def _on_retry(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         self._add_constraints(record, intent.constraints, trace)
+        self._remember_rejected(record, text, trace)  # already tried (issue 13)
         return self._retry(record, text if intent.has_content else None, trace, reason="the answer did not help")
 
     def _on_constrain_answer(self, record: SessionRecord, text: str, intent: intents.Intent,
@@ -428,6 +429,14 @@ class DialogueManager:
         """Return ``{"tried": [...]}`` from the session's memory ({} when empty, for selectors without it)."""
         remembered = tried_from_dicts(record.tried)
         return {"tried": remembered} if remembered else {}
+
+    def _remember_rejected(self, record: SessionRecord, text: str, trace: TurnTrace) -> None:
+        """On "already tried that", remember the rejected answer's recommendation, so no other answer repeats it."""
+        doc = self.selector.document(record.delivered[-1]) if record.delivered else None
+        action = tried_from_reply(text, self.selector.answer_edus(doc), self.selector) if doc is not None else None
+        if action is not None:
+            record.tried = [a.to_dict() for a in merge_tried(tried_from_dicts(record.tried), [action])]
+            trace.note(f"remembered as already tried: {action.text}")
 
     @staticmethod
     def _remember_tried(record: SessionRecord, outcome: RankOutcome) -> None:

@@ -23,9 +23,10 @@ The verb classes are English grammar, not domain vocabulary: the objects come fr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dtdialog.entities import EntityNormalizer
 from index.vocabulary import stem, words_of
@@ -72,6 +73,20 @@ _NOT_OBJECTS = frozenset(stem(w) for w in ("yesterday", "today", "week", "last",
 #: prepositions that end an action's object once it has one ("replaced the battery at the parts store")
 _PREPOSITIONS = frozenset({"at", "in", "on", "with", "for", "from", "near", "by", "under", "behind", "to", "into",
                            "during", "after", "before", "using"})
+
+
+class Vocabulary(Protocol):
+    """What reading a recommendation needs: ``EntityNormalizer``, or the manager's ``SelectorPort``."""
+
+    def terms_of_text(self, text: str) -> frozenset[str]: ...
+
+    def terms_of_edus(self, edus: Iterable[EDU]) -> frozenset[str]: ...
+
+
+#: a reply saying the answer on screen was already done: only a pointer back to it ("tried that", "did it
+#: already"); "I already checked the grounds" names its own object and is read by ``extract_tried`` instead
+_SAID_TRIED = re.compile(r"\b(?:tried|did|done|checked|tested|replaced) (?:that|this|it|those)\b|\bbeen there\b",
+                         re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -223,7 +238,7 @@ def _starts_action(tokens: Sequence[str], j: int) -> bool:
     return any(_VERB_CLASS.get(stem(t)) for t in window) or any(t in _BE or t in ("i", "it", "they") for t in window)
 
 
-def _object_tokens(tokens: Sequence[str], i: int, normalizer: EntityNormalizer) -> Sequence[str]:
+def _object_tokens(tokens: Sequence[str], i: int, normalizer: Vocabulary) -> Sequence[str]:
     """Return the words after the verb at ``i`` up to the clause end or a preposition after the first object word."""
     end = _clause_end(tokens, i)
     for j in range(i + 1, end):
@@ -232,7 +247,7 @@ def _object_tokens(tokens: Sequence[str], i: int, normalizer: EntityNormalizer) 
     return tokens[i + 1:end]
 
 
-def _objects(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: frozenset[str] = frozenset()) -> frozenset[str]:
+def _objects(tokens: Sequence[str], normalizer: Vocabulary, phrases: frozenset[str] = frozenset()) -> frozenset[str]:
     """Return the entity terms of ``tokens``, plus the EDU's multi-word terms ("spark plug") made of them."""
     singles = normalizer.terms_of_text(" ".join(tokens)) - _NOT_OBJECTS
     return frozenset(singles | {p for p in phrases if " " in p and set(p.split()) <= singles})
@@ -335,10 +350,10 @@ def nucleus_chain_edus(tree: DiscourseTree) -> list[EDU]:
     return sorted(out, key=lambda e: e.index)
 
 
-def recommendation_in(edu: EDU, normalizer: EntityNormalizer) -> Recommendation | None:
+def recommendation_in(edu: EDU, normalizer: Vocabulary) -> Recommendation | None:
     """Return the first recommended action of an EDU ("check the grounds", "have the alternator tested")."""
     tokens = words_of(edu.text)
-    phrases = normalizer.terms_of_edu(edu)
+    phrases = normalizer.terms_of_edus([edu])
     for i, token in enumerate(tokens):
         verb_class = _VERB_CLASS.get(stem(token))
         if verb_class is None:
@@ -372,6 +387,25 @@ def _is_advice(head: Sequence[str]) -> bool:
 
 def _is_base(token: str) -> bool:
     return not token.endswith(("ed", "ing", "s"))
+
+
+def first_recommendation(edus: Sequence[EDU], vocabulary: Vocabulary) -> Recommendation | None:
+    """Return the first recommendation among ``edus`` (an answer's EDUs, when its tree is not at hand)."""
+    for edu in edus:
+        found = recommendation_in(edu, vocabulary)
+        if found is not None:
+            return found
+    return None
+
+
+def tried_from_reply(text: str, answer_edus: Sequence[EDU], vocabulary: Vocabulary) -> TriedAction | None:
+    """Return the answer's recommendation as tried when the reply says it was already done ("tried that")."""
+    if not _SAID_TRIED.search(text):
+        return None
+    rec = first_recommendation(answer_edus, vocabulary)
+    if rec is None:
+        return None
+    return TriedAction(rec.verb_class, rec.objects, f'tried "{rec.text}"')
 
 
 def repeated_action(recommendation: Recommendation | None, tried: Sequence[TriedAction]) -> TriedAction | None:

@@ -194,3 +194,38 @@ def test_the_penalty_is_a_validated_setting():
     assert EngineConfig().already_tried_penalty == 0.5
     with pytest.raises(ConfigError):
         EngineConfig(already_tried_penalty=1.5)
+
+
+def test_tried_that_remembers_the_rejected_answers_recommendation(tmp_path):
+    manager = _world(tmp_path, max_failures=5)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=QUESTION)
+    second = manager.handle(session_id=sid, text="already tried that")
+    record = manager.session(sid)
+    remembered = [t for t in record.tried if t["text"].startswith("tried ")]
+    assert remembered and "remembered as already tried" in " ".join(second.trace["notes"])
+    rec_terms = set(remembered[0]["objects"])
+    first_terms = NORMALIZER.terms_of_text(text_of_answer(first.answer_id))
+    assert rec_terms <= first_terms  # it is the rejected answer's own recommendation
+    # "no" carries no such pointer: nothing is remembered from it
+    other = _world(tmp_path / "other", max_failures=5)
+    sid2 = other.start_session()
+    other.handle(session_id=sid2, text=QUESTION)
+    other.handle(session_id=sid2, text="no")
+    assert other.session(sid2).tried == []
+
+
+def test_tried_that_with_a_report_keeps_the_report(tmp_path):
+    manager = _world(tmp_path, max_failures=5)
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=QUESTION)
+    result = manager.handle(session_id=sid, text="tried that, replaced the alternator belt yesterday")
+    tried = manager.session(sid).tried
+    assert any(t["verb_class"] == REPLACED and "belt" in t["objects"] for t in tried)
+    step = result.trace["steps"][-1]
+    assert "belt#1" in {c["id"] for c in step["candidates"]}  # retrieved for the reply's words
+    assert "replaced the alternator belt" in step["already_tried"]["belt#1"] and result.answer_id != "belt#1"
+
+
+def text_of_answer(answer_id: str) -> str:
+    return ANSWERS[answer_id]
