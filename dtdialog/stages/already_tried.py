@@ -9,6 +9,8 @@ addresses what still fails and mentions the tried part in passing (in a satellit
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from dtdialog.scoring import RankedCandidate
@@ -16,7 +18,22 @@ from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import Scored
 from dtdialog.stages.tools import StageTools
-from dtdialog.tried import TriedAction, extract_tried, main_recommendation, merge_tried, repeated_action
+from dtdialog.tried import (
+    Recommendation,
+    TriedAction,
+    extract_tried,
+    main_recommendation,
+    merge_tried,
+    repeated_action,
+)
+from parsers.tree import DiscourseTree
+
+#: answer id -> (the DT it was read from, its main recommendation): a stored answer's recommendation never
+#: changes while its tree is the same object (the selector's analysis cache), and reading it for the ~100
+#: candidates the learned ranker keeps cost ~0.7 ms each per step
+_CACHE_SIZE = 50_000
+_cache: OrderedDict[str, tuple[DiscourseTree, Recommendation | None]] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
 def known_tried(step: StepPlan, remembered: Sequence[TriedAction], *, tools: StageTools,
@@ -57,4 +74,18 @@ def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: froze
     # most candidates never name a tried part: skip reading their recommendation (the learned ranker keeps ~100)
     if tree is None or not analysis.terms & objects:
         return None
-    return repeated_action(main_recommendation(tree, tools.normalizer), tried)
+    return repeated_action(_recommendation(cand.document.id, tree, tools), tried)
+
+
+def _recommendation(doc_id: str, tree: DiscourseTree, tools: StageTools) -> Recommendation | None:
+    with _cache_lock:
+        cached = _cache.get(doc_id)
+        if cached is not None and cached[0] is tree:
+            _cache.move_to_end(doc_id)
+            return cached[1]
+    found = main_recommendation(tree, tools.normalizer)
+    with _cache_lock:
+        _cache[doc_id] = (tree, found)
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return found
