@@ -47,6 +47,9 @@ class EngineConfig:
     max_input_chars: longer user turns are refused with a prompt instead of being processed (default
         ``intents.MAX_TURN_CHARS``; at most the parser's ``MAX_CHARS``).
     max_traces: how many per-turn traces a session keeps.
+    already_tried_penalty: score factor removed from an answer whose main recommendation (the first one in its
+        nucleus EDUs) repeats an action the customer reported done or ruled out ("you already replaced the
+        battery", ``dtdialog.tried``); applied after scoring under either ranker; 0 turns it off.
     whole_question: the first step searches the keywords of the whole question (the part's first) and every
         part's RR terms, not only the first part's; agreement with the part still ranks the candidates.
 
@@ -76,6 +79,8 @@ class EngineConfig:
     max_input_chars: int = MAX_TURN_CHARS
     max_traces: int = 50
     whole_question: bool = True
+    # already tried (issue 13)
+    already_tried_penalty: float = 0.5
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -88,7 +93,8 @@ class EngineConfig:
                   f"{name} must be an integer >= 1, got {value!r}")
         check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
         for name in ("clarify_margin", "agreement_weight", "first_step_agreement_weight", "agreement_ratio", "constraint_penalty",
-                     "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio"):
+                     "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio",
+                     "already_tried_penalty"):
             value = getattr(self, name)
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")

@@ -33,6 +33,7 @@ from dtdialog.session import (
 from dtdialog.session_store import SessionStore
 from dtdialog.subtrees import QuestionPlan
 from dtdialog.trace import TurnTrace
+from dtdialog.tried import TriedAction, merge_tried, tried_from_dicts, tried_from_reply
 from index.base import AnswerDocument
 from parsers.errors import InputError
 from parsers.tree import EDU, DiscourseTree
@@ -72,7 +73,8 @@ class SelectorPort(Protocol):
 
     def rank_outcome(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
                      exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (),
-                     size: int = 10, context_ids: Sequence[str] = ()) -> RankOutcome: ...
+                     size: int = 10, context_ids: Sequence[str] = (),
+                     tried: Sequence[TriedAction] = ()) -> RankOutcome: ...
 
     def document(self, doc_id: str) -> AnswerDocument | None: ...
 
@@ -211,6 +213,7 @@ class DialogueManager:
 
     def _on_retry(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         self._add_constraints(record, intent.constraints, trace)
+        self._remember_rejected(record, text, trace)  # already tried (issue 13)
         return self._retry(record, text if intent.has_content else None, trace, reason="the answer did not help")
 
     def _on_constrain_answer(self, record: SessionRecord, text: str, intent: intents.Intent,
@@ -493,11 +496,33 @@ class DialogueManager:
 
         ``keep``: answers ranked even though they were skipped (a yardstick, not a candidate to deliver).
         """
-        return self.selector.rank_outcome(
+        outcome = self.selector.rank_outcome(
             question=plan, step=record.step, followups=followups,
             exclude_ids=[i for i in record.excluded_ids if i not in keep],
             constraints=[Constraint.from_dict(c) for c in record.constraints],
-            size=self.config.candidates, context_ids=record.context_ids)
+            size=self.config.candidates, context_ids=record.context_ids, **self._tried_kwargs(record))
+        self._remember_tried(record, outcome)
+        return outcome
+
+    # already tried (issue 13): the session remembers what the customer reported done, turn after turn
+    @staticmethod
+    def _tried_kwargs(record: SessionRecord) -> dict[str, Any]:
+        """Return ``{"tried": [...]}`` from the session's memory ({} when empty, for selectors without it)."""
+        remembered = tried_from_dicts(record.tried)
+        return {"tried": remembered} if remembered else {}
+
+    def _remember_rejected(self, record: SessionRecord, text: str, trace: TurnTrace) -> None:
+        """On "already tried that", remember the rejected answer's recommendation, so no other answer repeats it."""
+        doc = self.selector.document(record.delivered[-1]) if record.delivered else None
+        action = tried_from_reply(text, self.selector.answer_edus(doc), self.selector) if doc is not None else None
+        if action is not None:
+            record.tried = [a.to_dict() for a in merge_tried(tried_from_dicts(record.tried), [action])]
+            trace.note(f"remembered as already tried: {action.text}")
+
+    @staticmethod
+    def _remember_tried(record: SessionRecord, outcome: RankOutcome) -> None:
+        """Keep what this step's question and reply reported done (the selector read it from their DTs)."""
+        record.tried = [a.to_dict() for a in merge_tried(tried_from_dicts(record.tried), outcome.tried)]
 
     def _offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
                head: str = "") -> TurnResult:

@@ -21,6 +21,7 @@ from dtdialog.engine_config import EngineConfig
 from dtdialog.entities import EntityNormalizer
 from dtdialog.scoring import CandidateScorer, RankedCandidate, RuleScorer
 from dtdialog.stages.agreement_stage import check_agreement
+from dtdialog.stages.already_tried import demote_tried, known_tried
 from dtdialog.stages.candidates import KEYWORDS_PER_SEARCH, CandidateGenerator, LexicalGenerator, gather_candidates
 from dtdialog.stages.choose import TOPIC_RATIO, choose
 from dtdialog.stages.features_stage import CONTEXT_TERM_WEIGHT, NUCLEUS_WEIGHT, PHRASE_WEIGHT, describe_candidates
@@ -30,6 +31,7 @@ from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_candidates
 from dtdialog.stages.tools import StageTools
 from dtdialog.subtrees import QuestionPlan, split_question
+from dtdialog.tried import TriedAction
 from index.base import AnswerDocument, AnswerIndex, SearchQuery
 from index.vocabulary import entity_words, is_entity_word
 from parsers.base import RSTParser
@@ -61,6 +63,8 @@ class RankOutcome:
     constraints: list[Constraint] = field(default_factory=list)
     followup_tree: DiscourseTree | None = None
     record: StepRecord = field(default_factory=StepRecord)
+    #: what the customer reported done so far (memory + DT-Q + this step's reply), for the session to keep
+    tried: list[TriedAction] = field(default_factory=list)
 
     def to_dict(self, *, limit: int = 10) -> dict[str, Any]:
         """Return the JSON trace of this step (top ``limit`` kept and rejected candidates)."""
@@ -115,11 +119,14 @@ class AnswerSelector:
 
     def rank_outcome(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
                      exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (),
-                     size: int = 10, context_ids: Sequence[str] = ()) -> RankOutcome:
+                     size: int = 10, context_ids: Sequence[str] = (),
+                     tried: Sequence[TriedAction] = ()) -> RankOutcome:
         """Return the full outcome of ``rank`` (query, requirements, kept and rejected candidates, trace record).
 
         Only the last of ``context_ids`` lends the follow-up words to the query, and a candidate's
-        retrieval score counts words only that answer supplied at ``CONTEXT_TERM_WEIGHT``.
+        retrieval score counts words only that answer supplied at ``CONTEXT_TERM_WEIGHT``. ``tried`` is what the
+        customer reported done in earlier replies (the session's memory); DT-Q's and this reply's reports are
+        added, and answers whose main recommendation repeats one are demoted (``already_tried_penalty``).
         """
         plan = question if isinstance(question, QuestionPlan) else self.plan(question)
         tools, record, depth = self._tools(), StepRecord(), self.config.candidates
@@ -132,10 +139,13 @@ class AnswerSelector:
         agreed = check_agreement(step_plan, pool, agreement=self.agreement, record=record)
         candidates = describe_candidates(step_plan, agreed, tools=tools)
         scored = score_candidates(step_plan, candidates, scorer=self.scorer, followups=followups, record=record)
+        done = known_tried(step_plan, tried, tools=tools, record=record)
+        scored = demote_tried(scored, done, penalty=self.config.already_tried_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
         return RankOutcome(plan=plan, part_index=step_plan.part_index, query=query,
                            requirements=list(record.requirements), candidates=choice.kept, rejected=choice.rejected,
-                           constraints=step_plan.constraints, followup_tree=step_plan.followup_tree, record=record)
+                           constraints=step_plan.constraints, followup_tree=step_plan.followup_tree, record=record,
+                           tried=done)
 
     def _tools(self) -> StageTools:
         # built per call from the current attributes, so a replaced normaliser or agreement is used at once

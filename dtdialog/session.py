@@ -59,6 +59,9 @@ class SessionRecord:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     traces: list[dict[str, Any]] = field(default_factory=list)
     turns: int = 0
+    #: already tried (issue 13): what the customer reported done or ruled out (``TriedAction.to_dict``), kept
+    #: across turns so a later "I already checked the grounds" demotes a grounds answer; absent in old records
+    tried: list[dict[str, Any]] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
 
@@ -95,6 +98,7 @@ class SessionRecord:
         self.constraints = []
         self.failures = 0
         self.pending = None
+        self.tried = []
 
     def to_dict(self) -> dict[str, Any]:
         """Return the record as a JSON-ready dict (a shallow view: do not mutate its lists)."""

@@ -108,6 +108,7 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
             why = contribution_summary(feats)
             if why:
                 lines.append(f"      {why}")
+        lines.extend(_tried_lines(step))
         rejected = step.get("rejected", [])
         if rejected:
             lines.append(f"  rejected ({len(rejected)} shown): " + ", ".join(
@@ -118,3 +119,17 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
     for note in trace.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+# already tried (issue 13): what the customer reported done, and the answers demoted for repeating it
+def _tried_lines(step: dict[str, Any]) -> list[str]:
+    """Return the ``--explain`` lines of a step's tried actions and the answers demoted for repeating one."""
+    lines = []
+    tried = step.get("tried") or []
+    if tried:
+        lines.append("  customer already did: " + "; ".join(
+            f"{t['text']} ({t['verb_class']}" + (f", {t['relation']} satellite)" if t.get("relation") else ")")
+            for t in tried))
+    for answer_id, why in (step.get("already_tried") or {}).items():
+        lines.append(f"  demoted {answer_id}: its main recommendation repeats what {why}")
+    return lines

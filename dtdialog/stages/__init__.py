@@ -10,10 +10,13 @@ what it decided into the step's ``StepRecord`` (the trace):
 4. ``agreement_stage.check_agreement`` - rhetorical agreement of every candidate with the requirements;
 5. ``features_stage.describe_candidates`` then ``scoring_stage.score_candidates`` - the features any scorer
    reads, the scorer's choice, and the partial-agreement rescue;
+   ``already_tried.known_tried`` / ``demote_tried`` - what the customer reported done (memory, DT-Q, C_i) and
+   the demotion of answers whose main recommendation repeats it (a post-scoring factor, issue 13);
 6. ``choose.choose`` - the scorer's first choice plus its on-topic alternatives; the rest is rejected.
 """
 
 from dtdialog.stages.agreement_stage import AgreedCandidate, check_agreement
+from dtdialog.stages.already_tried import demote_tried, known_tried
 from dtdialog.stages.candidates import Candidate, CandidateGenerator, CandidatePool, LexicalGenerator, gather_candidates
 from dtdialog.stages.choose import Choice, choose
 from dtdialog.stages.features_stage import describe_candidates
@@ -24,5 +27,5 @@ from dtdialog.stages.scoring_stage import Scored, score_candidates
 from dtdialog.stages.tools import StageTools
 
 __all__ = ["AgreedCandidate", "Candidate", "CandidateGenerator", "CandidatePool", "Choice", "LexicalGenerator",
-           "Scored", "StageTools", "StepPlan", "StepRecord", "check_agreement", "choose", "describe_candidates",
-           "form_query", "gather_candidates", "plan_step", "score_candidates"]
+           "Scored", "StageTools", "StepPlan", "StepRecord", "check_agreement", "choose", "demote_tried", "describe_candidates",
+           "form_query", "gather_candidates", "known_tried", "plan_step", "score_candidates"]

@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; choose: ``candidates``, ``rejected``, ``off_topic``.
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; choose: ``candidates``, ``rejected``, ``off_topic``.
     """
 
     part_index: int = 0
@@ -31,6 +31,9 @@ class StepRecord:
     # candidates are serialised only when a trace is asked for: most rankings (evaluation) never are
     candidates: list[RankedCandidate] = field(default_factory=list)
     rejected: list[RankedCandidate] = field(default_factory=list)
+    # already tried (issue 13): what the customer reported done, and answer id -> why it was demoted
+    tried: list[dict[str, Any]] = field(default_factory=list)
+    already_tried: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self, *, limit: int = 10) -> dict[str, Any]:
         """Return the JSON trace of this step (top ``limit`` kept and rejected candidates)."""
@@ -41,4 +44,5 @@ class StepRecord:
             "rejected": [c.to_dict() for c in self.rejected[:limit]],
             "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
+            "tried": self.tried, "already_tried": self.already_tried,
         }

@@ -1,0 +1,91 @@
+"""Stage 5c: demote an answer whose main recommendation repeats what the customer already tried.
+
+Runs after scoring and before choose, so the learned ranker's features are untouched: it is a post-scoring
+score factor. The actions the customer reported come from DT-Q (``dtdialog.tried.extract_tried``), from the
+step's reply C_i, and from the session's memory of earlier replies (``tried=`` of ``rank_outcome``). An
+answer is demoted only when the first recommendation of its nucleus EDUs repeats one of them: an answer that
+addresses what still fails and mentions the tried part in passing (in a satellite) keeps its score.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from dtdialog.scoring import RankedCandidate
+from dtdialog.stages.plan import StepPlan
+from dtdialog.stages.record import StepRecord
+from dtdialog.stages.scoring_stage import Scored
+from dtdialog.stages.tools import StageTools
+from dtdialog.tried import (
+    Recommendation,
+    TriedAction,
+    extract_tried,
+    main_recommendation,
+    merge_tried,
+    repeated_action,
+)
+from parsers.tree import DiscourseTree
+
+#: answer id -> (the DT it was read from, its main recommendation): a stored answer's recommendation never
+#: changes while its tree is the same object (the selector's analysis cache), and reading it for the ~100
+#: candidates the learned ranker keeps cost ~0.7 ms each per step
+_CACHE_SIZE = 50_000
+_cache: OrderedDict[str, tuple[DiscourseTree, Recommendation | None]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def known_tried(step: StepPlan, remembered: Sequence[TriedAction], *, tools: StageTools,
+                record: StepRecord) -> list[TriedAction]:
+    """Return what the customer tried: the session's memory, then DT-Q's reports, then the reply's."""
+    found = merge_tried(remembered, extract_tried(step.plan.tree, tools.normalizer))
+    if step.followup_tree is not None:
+        found = merge_tried(found, extract_tried(step.followup_tree, tools.normalizer))
+    record.tried = [a.to_dict() for a in found]
+    return found
+
+
+def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float, tools: StageTools,
+                 record: StepRecord) -> Scored:
+    """Return ``scored`` with repeating answers' scores multiplied by ``1 - penalty`` and re-sorted (stable)."""
+    if not tried or penalty <= 0 or not scored.kept:
+        return scored
+    why: dict[str, str] = {}
+    objects = frozenset().union(*(a.objects for a in tried))
+    for cand in scored.kept:
+        repeated = _repeats(cand, tried, objects, tools)
+        if repeated is not None:
+            cand.score *= 1.0 - penalty
+            cand.features["already_tried"] = 1.0
+            why[cand.document.id] = repeated.explain()
+    record.already_tried = why
+    if not why:
+        return scored
+    order = {c.document.id: i for i, c in enumerate(scored.kept)}
+    kept = sorted(scored.kept, key=lambda c: (-c.score, order[c.document.id]))
+    return Scored(kept=kept, rescued=scored.rescued)
+
+
+def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: frozenset[str],
+             tools: StageTools) -> TriedAction | None:
+    analysis = cand.analysis or tools.analyze(cand.document)
+    tree = analysis.tree
+    # most candidates never name a tried part: skip reading their recommendation (the learned ranker keeps ~100)
+    if tree is None or not analysis.terms & objects:
+        return None
+    return repeated_action(_recommendation(cand.document.id, tree, tools), tried)
+
+
+def _recommendation(doc_id: str, tree: DiscourseTree, tools: StageTools) -> Recommendation | None:
+    with _cache_lock:
+        cached = _cache.get(doc_id)
+        if cached is not None and cached[0] is tree:
+            _cache.move_to_end(doc_id)
+            return cached[1]
+    found = main_recommendation(tree, tools.normalizer)
+    with _cache_lock:
+        _cache[doc_id] = (tree, found)
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return found

@@ -1,0 +1,231 @@
+"""What the customer already tried (issue 13, item 5): extraction from DT-Q, memory across turns, demotion and
+its explanation, and the paper's example."""
+
+from __future__ import annotations
+
+import pytest
+from engine_helpers import TableParser, build_tree, make_index
+
+from dtdialog.entities import EntityNormalizer
+from dtdialog.session import SessionRecord
+from dtdialog.trace import format_trace
+from dtdialog.tried import (
+    CHECKED,
+    REPLACED,
+    RULED_OUT,
+    TriedAction,
+    extract_tried,
+    main_recommendation,
+    repeated_action,
+    tried_from_dicts,
+)
+
+NORMALIZER = EntityNormalizer()
+
+
+def _tried(spec) -> list[TriedAction]:
+    return extract_tried(build_tree(spec), NORMALIZER)
+
+
+def _has(actions, verb_class: str, word: str) -> bool:
+    term = NORMALIZER.terms_of_text(word)
+    return any(a.verb_class == verb_class and term <= a.objects for a in actions)
+
+
+# --- extraction -------------------------------------------------------------------------------------
+def test_concession_satellite_of_the_paper_question_lists_every_action():
+    spec = ("Concession", "SN", [("Joint", "NNN", ["I have checked the spark plugs,", "replaced the battery,",
+                                                   "also replaced ignition coils and the solenoid,"]),
+                                 "but I still could not start my car."])
+    actions = _tried(spec)
+    assert _has(actions, CHECKED, "spark plugs") and _has(actions, REPLACED, "battery")
+    assert _has(actions, REPLACED, "ignition coils") and _has(actions, REPLACED, "solenoid")
+    assert {a.relation for a in actions} == {"Concession"}
+    # the Concession's nucleus is the problem, not something done
+    assert not any("start" in a.objects for a in actions)
+
+
+@pytest.mark.parametrize("spec, verb_class, word", [
+    (("Contrast", "SN", ["The fuses are fine,", "but the dash stays dark."]), RULED_OUT, "fuses"),
+    (("Contrast", "SN", ["I already replaced the alternator,", "but the battery light is on."]), REPLACED, "alternator"),
+    (("Joint", "NN", ["The battery was tested", "and is good."]), RULED_OUT, "battery"),
+    (("Joint", "NN", ["The battery was tested", "and is good."]), CHECKED, "battery"),
+    (("Condition", "SN", ["Even after I put in a new battery,", "it still clicks."]), REPLACED, "battery"),
+    ("My battery tested good at the parts store.", RULED_OUT, "battery"),
+    ("I had the alternator tested last week.", CHECKED, "alternator"),
+])
+def test_reports_of_done_or_ruled_out(spec, verb_class, word):
+    assert _has(_tried(spec), verb_class, word)
+
+
+def test_a_condition_satellite_keeps_its_relation():
+    actions = _tried(("Condition", "SN", ["When I replaced the thermostat,", "the gauge still read hot."]))
+    assert _has(actions, REPLACED, "thermostat") and actions[0].relation == "Condition"
+
+
+@pytest.mark.parametrize("text", [
+    "Should I replace the battery?",
+    "I haven't checked the fuses.",
+    "I have not checked the fuses yet but the car is dead.",
+    "If I replace the starter, will it start?",
+    "I need a new battery.",
+    "I never tested the alternator.",
+    "I want to clean the throttle body.",
+])
+def test_what_the_customer_did_not_do_is_not_extracted(text):
+    assert extract_tried(build_tree(text), NORMALIZER) == []
+
+
+def test_a_prepositional_phrase_is_not_part_of_the_object():
+    (action,) = [a for a in _tried("I replaced the battery at the parts store.") if a.verb_class == REPLACED]
+    assert action.objects == NORMALIZER.terms_of_text("battery") and action.explain() == "you already replaced the battery"
+
+
+# --- the answer's main recommendation ---------------------------------------------------------------
+def test_main_recommendation_is_in_the_nucleus_not_the_satellite():
+    tree = build_tree(("Explanation", "SN", ["Since you replaced the battery,", "check the starter relay."]))
+    rec = main_recommendation(tree, NORMALIZER)
+    assert rec is not None and rec.verb_class == CHECKED and NORMALIZER.terms_of_text("relay") <= rec.objects
+    tried = _tried("I replaced the battery.")
+    assert repeated_action(rec, tried) is None  # it mentions the tried part in passing, and is not demoted
+    only_satellite = build_tree(("Condition", "SN", ["If you have not replaced the battery, replace it,",
+                                                     "otherwise the starter motor is the likely fault."]))
+    assert main_recommendation(only_satellite, NORMALIZER) is None
+
+
+@pytest.mark.parametrize("said, answer, repeats", [
+    ("I already replaced the alternator.", "Have the alternator tested at a parts store.", True),
+    ("I checked the grounds and the morning voltage.", "Check the grounds and the morning voltage.", True),
+    ("The fuses are fine.", "Replace the main fuse.", True),
+    ("I measured the battery voltage.", "Test the battery voltage with a meter.", True),
+    ("I have checked the spark plugs.", "Pull one coil and check for a spark while someone cranks it.", False),
+    ("I have checked the spark plugs.", "Replace the spark plugs.", False),  # a check does not settle a replacement
+    ("I cleaned the throttle body.", "Check the throttle position sensor.", False),
+])
+def test_repeats_needs_a_covering_verb_class_on_the_same_thing(said, answer, repeats):
+    rec = main_recommendation(build_tree(answer), NORMALIZER)
+    assert (repeated_action(rec, _tried(said)) is not None) is repeats
+
+
+# --- session memory and demotion through the dialogue manager ---------------------------------------
+QUESTION = "My car struggles to start in the cold morning and the dash lights flicker."
+ANSWERS = {
+    "grounds#1": "Check the engine grounds when the car struggles to start in the cold morning and lights flicker.",
+    "grounds2#1": "Check the battery grounds because flicker and a cold morning start point to the grounds.",
+    "relay#1": "Test the starter relay when the car struggles to start in the morning.",
+    "relay2#1": "Test the ignition switch when the dash lights flicker in the cold.",
+    "fuse#1": "Test the main fuse when the dash lights flicker and the car struggles in the cold.",
+    "belt#1": "Inspect the alternator belt when the lights flicker in the cold morning.",
+}
+
+
+def _world(tmp_path, **config):
+    from dtdialog.engine_config import EngineConfig
+    from dtdialog.manager import DialogueManager
+    from dtdialog.selector import AnswerSelector
+    from dtdialog.session_store import SessionStore
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    index = make_index(tmp_path / "answers.sqlite", ANSWERS)
+    cfg = EngineConfig(clarify_margin=0.0, **config)
+    selector = AnswerSelector(index=index, parser=TableParser(), config=cfg)
+    return DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg)
+
+
+def _two_turns(manager):
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=QUESTION)
+    second = manager.handle(session_id=sid, text="I already checked the grounds, the lights still flicker.")
+    return sid, first, second
+
+
+def test_a_later_reply_is_remembered_and_demotes_a_grounds_answer(tmp_path):
+    off = _world(tmp_path / "off", already_tried_penalty=0.0)
+    sid, _, second = _two_turns(off)
+    assert second.answer_id.startswith("grounds")  # the failure: told to check what was just checked
+    manager = _world(tmp_path / "on")
+    sid, first, second = _two_turns(manager)
+    assert not first.trace["steps"][-1]["already_tried"]  # nothing was said about the grounds yet
+    assert second.kind == "answer" and not second.answer_id.startswith("grounds")
+    record = manager.session(sid)
+    assert any(t["verb_class"] == CHECKED and "ground" in t["objects"] for t in record.tried)
+    why = second.trace["steps"][-1]["already_tried"]
+    assert why and all(k.startswith("grounds") for k in why)
+    assert "you already checked the grounds" in next(iter(why.values()))
+    assert "you already checked the grounds" in format_trace(second.trace)
+    # the memory outlives the turn: a reply that does not say it again still keeps the grounds answers down
+    third = manager.handle(session_id=sid, text="that didn't help, the grounds and dash lights flicker in the cold")
+    assert third.kind == "answer" and not third.answer_id.startswith("grounds")
+    step = third.trace["steps"][-1]
+    scores = {c["id"]: c["score"] for c in step["candidates"]}
+    # without the demotion a grounds answer would have been delivered
+    assert max(scores[i] / 0.5 for i in step["already_tried"] if i in scores) > scores[third.answer_id]
+
+
+def test_the_question_itself_reports_what_was_done(tmp_path):
+    manager = _world(tmp_path)
+    sid = manager.start_session()
+    result = manager.handle(session_id=sid, text="I checked the grounds but my car still struggles to start in "
+                                                 "the cold morning and the dash lights flicker.")
+    assert result.trace["steps"][0]["tried"][0]["text"] == "checked the grounds"
+    assert result.trace["steps"][0]["already_tried"]
+
+
+def test_a_new_question_forgets_what_was_tried(tmp_path):
+    manager = _world(tmp_path)
+    sid, _, _ = _two_turns(manager)
+    manager.handle(session_id=sid, text="new question: my dash lights flicker in the cold")
+    assert manager.session(sid).tried == []
+
+
+def test_old_session_records_without_tried_still_load():
+    data = SessionRecord(id="abc").to_dict()
+    data.pop("tried")
+    assert SessionRecord.from_dict(data).tried == []
+    assert tried_from_dicts([{"verb_class": "replaced"}, "junk", {"verb_class": "checked", "objects": ["fuse"],
+                                                                  "text": "checked the fuses"}]) == [
+        TriedAction(CHECKED, frozenset({"fuse"}), "checked the fuses")]
+
+
+def test_the_penalty_is_a_validated_setting():
+    from dtdialog.engine_config import EngineConfig
+    from parsers.errors import ConfigError
+
+    assert EngineConfig().already_tried_penalty == 0.5
+    with pytest.raises(ConfigError):
+        EngineConfig(already_tried_penalty=1.5)
+
+
+def test_tried_that_remembers_the_rejected_answers_recommendation(tmp_path):
+    manager = _world(tmp_path, max_failures=5)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=QUESTION)
+    second = manager.handle(session_id=sid, text="already tried that")
+    record = manager.session(sid)
+    remembered = [t for t in record.tried if t["text"].startswith("tried ")]
+    assert remembered and "remembered as already tried" in " ".join(second.trace["notes"])
+    rec_terms = set(remembered[0]["objects"])
+    first_terms = NORMALIZER.terms_of_text(text_of_answer(first.answer_id))
+    assert rec_terms <= first_terms  # it is the rejected answer's own recommendation
+    # "no" carries no such pointer: nothing is remembered from it
+    other = _world(tmp_path / "other", max_failures=5)
+    sid2 = other.start_session()
+    other.handle(session_id=sid2, text=QUESTION)
+    other.handle(session_id=sid2, text="no")
+    assert other.session(sid2).tried == []
+
+
+def test_tried_that_with_a_report_keeps_the_report(tmp_path):
+    manager = _world(tmp_path, max_failures=5)
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=QUESTION)
+    result = manager.handle(session_id=sid, text="tried that, replaced the alternator belt yesterday")
+    tried = manager.session(sid).tried
+    assert any(t["verb_class"] == REPLACED and "belt" in t["objects"] for t in tried)
+    step = result.trace["steps"][-1]
+    assert "belt#1" in {c["id"] for c in step["candidates"]}  # retrieved for the reply's words
+    assert "replaced the alternator belt" in step["already_tried"]["belt#1"] and result.answer_id != "belt#1"
+
+
+def text_of_answer(answer_id: str) -> str:
+    return ANSWERS[answer_id]
