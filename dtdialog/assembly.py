@@ -287,7 +287,8 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
     # out-of-scope gate (issue 13, item 3): learns the domain from the selector's own index
     from dtdialog.scope import ScopeGate
 
-    scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold)
+    scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
+                      mass=spec.config.scope_mass)
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope)
 
 

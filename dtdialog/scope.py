@@ -17,6 +17,9 @@ share of its content stems the index knows (a stem the index never saw weighs as
 every dialogue almost nothing), each counted by ``df/(df+1)``. The threshold is derived from the same index:
 each logged question is scored leave-one-dialogue-out, and the threshold is the ``scope_quantile`` of those
 scores (``EngineConfig``), so any team's FAQ index gets its own. ``EngineConfig.scope_threshold`` overrides it.
+A long message is also in scope when its known-stem evidence (``domain_mass``, the numerator of the score)
+reaches ``EngineConfig.scope_mass``: real posts are long and chatty, and every name, typo and aside the index
+never saw lowers their share, while the many domain words they do use are evidence on their own.
 """
 
 from __future__ import annotations
@@ -110,7 +113,7 @@ class DomainProfile:
         """Return ``(domain score, detail)`` of ``text``; ``leave_out`` stems lose one dialogue (their own)."""
         stems = message_stems(text)
         if not stems or self.n < 2:
-            return 0.0, {"terms": 0, "known": 0}
+            return 0.0, {"terms": 0, "known": 0, "domain_mass": 0.0}
         n = self.n - (1 if leave_out else 0)
         rarest = math.log(n + 1)
         total = known_mass = 0.0
@@ -122,7 +125,7 @@ class DomainProfile:
             if df > 0:
                 known += 1
                 known_mass += weight * df / (df + 1)
-        return known_mass / total, {"terms": len(stems), "known": known}
+        return known_mass / total, {"terms": len(stems), "known": known, "domain_mass": round(known_mass, 3)}
 
     def threshold(self, quantile: float) -> float:
         """Return the ``quantile`` of the own questions' leave-one-out scores (0 with no questions)."""
@@ -183,13 +186,15 @@ def _non_latin_share(text: str) -> float:
 class ScopeGate:
     """Decides whether a new question is in scope; the domain profile is learned lazily from ``index``.
 
-    ``threshold`` (None: derived from the index at ``quantile``) and ``quantile`` come from ``EngineConfig``.
+    ``threshold`` (None: derived from the index at ``quantile``), ``quantile`` and ``mass`` (None: the share alone
+    decides) come from ``EngineConfig``.
     The profile is rebuilt when the index's ``generation`` changes (answers added or replaced).
     """
 
-    def __init__(self, index: AnswerIndex | None = None, *, quantile: float = 0.03, threshold: float | None = None,
-                 profile: DomainProfile | None = None) -> None:
+    def __init__(self, index: AnswerIndex | None = None, *, quantile: float = 0.2, threshold: float | None = None,
+                 mass: float | None = None, profile: DomainProfile | None = None) -> None:
         self.index = index
+        self.mass = mass
         self.quantile = quantile
         self.fixed_threshold = threshold
         self._profile = profile
@@ -225,7 +230,8 @@ class ScopeGate:
         rest = " ".join(_SMALL_TALK.sub(" ", text.lower()).split())
         score, detail = profile.score(rest)
         signals.update(detail, domain_score=round(score, 3), threshold=round(self.threshold(), 3))
-        if rest != text.lower().strip() and (not message_stems(rest) or score < signals["threshold"]):
+        in_domain = score >= signals["threshold"] or (self.mass is not None and detail["domain_mass"] >= self.mass)
+        if rest != text.lower().strip() and (not message_stems(rest) or not in_domain):
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
         mashed = sum(1 for w in words if _looks_mashed(w) and not profile.knows(w))
@@ -234,7 +240,7 @@ class ScopeGate:
             return ScopeVerdict(GIBBERISH, signals)
         if signals["mashed_share"] >= 0.5:
             return ScopeVerdict(GIBBERISH, signals)
-        if score < signals["threshold"]:
+        if not in_domain:
             return ScopeVerdict(DOMAIN, signals)
         return ScopeVerdict(None, signals)
 
