@@ -289,6 +289,7 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
 
     scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
                       mass=spec.config.scope_mass)
+    scope.profile()  # learn the domain now (about 1 s on the built-in index), not in the first user's turn
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope)
 
 
