@@ -284,7 +284,13 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
     path = Path(spec.sessions_path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     store = SessionStore(path)
-    return store, DialogueManager(selector=selector, store=store, config=spec.config)
+    # out-of-scope gate (issue 13, item 3): learns the domain from the selector's own index
+    from dtdialog.scope import ScopeGate
+
+    scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
+                      mass=spec.config.scope_mass)
+    scope.profile()  # learn the domain now (about 1 s on the built-in index), not in the first user's turn
+    return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope)
 
 
 def _warm_parser(parser: RSTParser) -> None:

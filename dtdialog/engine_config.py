@@ -52,6 +52,12 @@ class EngineConfig:
         battery", ``dtdialog.tried``); applied after scoring under either ranker; 0 turns it off.
     whole_question: the first step searches the keywords of the whole question (the part's first) and every
         part's RR terms, not only the first part's; agreement with the part still ranks the candidates.
+    scope_quantile: the out-of-scope gate (``dtdialog.scope``) refuses a new question whose domain score is below
+        this quantile of the index's own questions' leave-one-out scores (0 turns the domain check off; fitted
+        by ``python -m eval.out_of_scope``).
+    scope_threshold: a fixed domain-score threshold instead of the derived one (None: derive it from the index).
+    scope_mass: a message whose known-stem evidence (IDF mass, ``dtdialog.scope``) reaches this is in the domain
+        whatever its share (long real posts); None: the share alone decides.
 
     Only the rule scorer (``dtdialog.scoring.RuleScorer``) reads ``RULE_SCORER_ONLY``: ``agreement_weight``,
     ``first_step_agreement_weight``, ``require_agreement``, ``soft_first_step`` and ``topic_weight``. The learned
@@ -81,6 +87,10 @@ class EngineConfig:
     whole_question: bool = True
     # already tried (issue 13)
     already_tried_penalty: float = 0.5
+    # out-of-scope gate (issue 13, item 3)
+    scope_quantile: float = 0.2
+    scope_threshold: float | None = None
+    scope_mass: float | None = 30.0
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -99,6 +109,14 @@ class EngineConfig:
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")
             setattr(self, name, float(value))
+        check(isinstance(self.scope_quantile, (int, float)) and not isinstance(self.scope_quantile, bool)
+              and 0.0 <= self.scope_quantile <= 0.5, f"scope_quantile must be a number in [0, 0.5], got {self.scope_quantile!r}")
+        check(self.scope_threshold is None or (isinstance(self.scope_threshold, (int, float))
+              and not isinstance(self.scope_threshold, bool) and 0.0 <= self.scope_threshold <= 1.0),
+              f"scope_threshold must be null or a number in [0, 1], got {self.scope_threshold!r}")
+        check(self.scope_mass is None or (isinstance(self.scope_mass, (int, float))
+              and not isinstance(self.scope_mass, bool) and self.scope_mass >= 0.0),
+              f"scope_mass must be null or a number >= 0, got {self.scope_mass!r}")
         check(isinstance(self.require_agreement, bool), "require_agreement must be true or false")
         check(isinstance(self.whole_question, bool), "whole_question must be true or false")
         check(isinstance(self.soft_first_step, bool), "soft_first_step must be true or false")

@@ -39,6 +39,7 @@ from parsers.errors import InputError
 from parsers.tree import EDU, DiscourseTree
 
 if TYPE_CHECKING:
+    from dtdialog.scope import ScopeGate
     from dtdialog.selector import RankOutcome
 
 ANSWER = "answer"
@@ -48,6 +49,8 @@ HANDOFF = "handoff"
 CONCLUDED_KIND = "concluded"
 PROMPT = "prompt"
 RESET = "reset"
+#: the out-of-scope gate refused a new question (issue 13, item 3): nothing was retrieved
+OUT_OF_SCOPE = "out_of_scope"
 
 #: After this many replies that match no option, the options are dropped: the reply is read as "none of these"
 #: (with its words as detail), so "purple elephants" cannot keep the options on screen forever.
@@ -116,12 +119,14 @@ Handler = Callable[[SessionRecord, str, intents.Intent, TurnTrace], TurnResult]
 class DialogueManager:
     """Runs sessions over a ``SelectorPort`` and a ``SessionStore``; thread-safe across sessions.
 
-    ``replies`` is the wording (default ``DEFAULT_REPLIES``).
+    ``replies`` is the wording (default ``DEFAULT_REPLIES``). ``scope`` is the out-of-scope gate run before
+    retrieval on every new question (``dtdialog.scope.ScopeGate``, built by ``build_engine``; None: no gate).
     """
 
     def __init__(self, *, selector: SelectorPort, store: SessionStore, config: EngineConfig | None = None,
-                 replies: Replies | None = None) -> None:
+                 replies: Replies | None = None, scope: ScopeGate | None = None) -> None:
         self.selector = selector
+        self.scope = scope
         self.store = store
         self.config = config or selector.config
         self.replies = replies or DEFAULT_REPLIES
@@ -275,12 +280,27 @@ class DialogueManager:
 
     # --- steps shared by the handlers -----------------------------------------
     def _start(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
+        refused = self._out_of_scope(record, question, trace)
+        if refused is not None:
+            return refused
         plan = self.selector.plan(question)
         record.start_question(question, plan.to_dict())
         trace.plan(plan, full=True)
         # constraints stated up front ("... and I can't remove the engine") apply from the first answer
         self._add_constraints(record, extract_constraints(question), trace)
         return self._select(record, trace, plan=plan)
+
+    def _out_of_scope(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult | None:
+        """Return the reply to a new question the scope gate refuses (state unchanged, nothing retrieved), else None."""
+        if self.scope is None:
+            return None
+        verdict = self.scope.check(question)
+        if verdict.in_scope:
+            trace.note(f"in scope: {verdict.signals}")
+            return None
+        reply = self.replies.out_of_scope_text(verdict.reason or "domain", language=verdict.language)
+        trace.decide(OUT_OF_SCOPE, state_after=record.state, reason=verdict.reason, signals=verdict.signals)
+        return TurnResult(session_id=record.id, reply=reply, kind=OUT_OF_SCOPE, state=record.state)
 
     def _next_step(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
         record.followups.append(text)

@@ -63,6 +63,26 @@ class Replies:
     none_fit_others: str = "OK, not those. "
     handoff_none_fit: str = "none of the suggested answers fit"
     handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
+    # --- out-of-scope gate (issue 13, item 3): what the bot says instead of answering from the index ---
+    #: small talk with no question: say what the bot is for and invite the question
+    out_of_scope_greeting: str = ("Hi! I'm the car-repair assistant: I answer questions about car problems from our "
+                                  "support answers. What is going on with your car - what happens, and what have you "
+                                  "already checked or replaced?")
+    #: keyboard mash, random characters
+    out_of_scope_gibberish: str = ("Sorry, I could not make sense of that. Could you rephrase it as a question about your "
+                                   "car - what happens, and when?")
+    #: not English; ``{language}`` is the detected language code (may be empty)
+    out_of_scope_language: str = ("Sorry, I can only understand English. Please describe your car problem in English "
+                                  "(or say 'human' to talk to a person).")
+    #: English, but not about what the index covers
+    out_of_scope_domain: str = ("Sorry, that seems to be outside what I can help with: I only answer car-repair "
+                                "questions. If it is about your car, could you describe the symptom in a few words? "
+                                "Or say 'human' to talk to a person.")
+
+    def out_of_scope_text(self, reason: str, *, language: str | None = None) -> str:
+        """Return the reply to an out-of-scope message for ``reason`` (greeting, gibberish, language, domain)."""
+        template = getattr(self, f"out_of_scope_{reason}", self.out_of_scope_domain)
+        return template.format(language=language or "")
 
     def too_long_text(self, limit: int) -> str:
         return self.too_long.format(limit=limit)

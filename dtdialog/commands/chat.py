@@ -37,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sessions", type=Path, default=None,
                         help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")
     parser.add_argument("--explain", action="store_true", help="print each turn's trace (DT-Q, queries, scores, chains)")
+    # chat --json (issue 13): one JSON object per bot turn, for scripts and tests
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object per bot turn (kind, reply, confidence, state, answer_id, options) "
+                             "instead of the you>/bot> transcript")
     parser.add_argument("--trace-json", type=Path, default=None,
                         help="append every turn's trace as one JSON line to this file")
     parser.add_argument("--agreement-table", default=None, help="JSON compatibility table replacing the built-in one")
@@ -108,12 +112,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             session_id = manager.start_session()
             print(f"session {session_id} (resume with --session {session_id})", file=sys.stderr)
-            print(f"bot> {GREETING}", file=out)
+            if not args.json:
+                print(f"bot> {GREETING}", file=out)
         trace_file = open(args.trace_json, "a", encoding="utf-8") if args.trace_json else None  # noqa: SIM115
         try:
             if script is not None:
                 for line in script:
-                    print(f"you> {_shown(line)}", file=out)
+                    if not args.json:
+                        print(f"you> {_shown(line)}", file=out)
                     _turn(manager, session_id, line, args, out, trace_file)
             else:
                 _interactive(manager, session_id, args, out, trace_file)
@@ -179,10 +185,20 @@ def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
         print(f"bot> Sorry, an internal error occurred ({type(exc).__name__}). Your session is saved; "
               "please rephrase or try again.", file=out)
         return
-    _print_result(result, explain=args.explain, out=out)
+    if args.json:
+        print(json.dumps(_turn_json(result), ensure_ascii=False), file=out, flush=True)
+    else:
+        _print_result(result, explain=args.explain, out=out)
     if trace_file is not None:
         trace_file.write(json.dumps(result.trace, ensure_ascii=False) + "\n")
         trace_file.flush()
+
+
+def _turn_json(result) -> dict:
+    """Return what ``--json`` prints for one bot turn."""
+    return {"kind": result.kind, "reply": result.reply, "confidence": result.confidence, "state": result.state,
+            "answer_id": result.answer_id, "options": [o.to_dict() for o in result.options],
+            "reason": (result.trace.get("decision") or {}).get("reason")}
 
 
 def _interactive(manager, session_id: str, args, out, trace_file) -> None:

@@ -1,0 +1,303 @@
+"""How often the car bot answers what it should not: ``python -m eval.out_of_scope [--data-dir DIR]``.
+
+Issue 13, item 3. The out-of-scope gate (``dtdialog.scope``) of the built-in engine is run over:
+
+* an **out-of-scope set** of text that is not car repair: Twitter customer-care openings, the Fidelity FAQ
+  questions, GUM sentences (all from ``--data-dir``), plus generated keyboard mash, greetings and small talk,
+  and non-English sentences written for this evaluation (seeded);
+* the **built-in corpus's own opening questions** (as indexed, and leave-one-dialogue-out: the question's
+  own dialogue removed from the domain profile, i.e. an unseen question of the same kind);
+* **real car questions**, r/MechanicAdvice and r/CarTalk posts (title + selftext): those refused are wrong.
+
+Each set is split in halves with a seeded coin. The gate's ``scope_quantile`` (``EngineConfig``) is fitted on
+the fit halves - the lowest out-of-scope answer rate plus real-question refusal rate, subject to >= 95% of the
+built-in openings answered - and every rate is reported on the other halves. Writes ``out_of_scope.json`` and
+``out_of_scope.md`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import json
+import random
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.datasets import default_data_dir
+from parsers.errors import DTDialogError
+
+DEFAULT_OUT = Path("runs") / "eval" / "out_of_scope"
+QUANTILES = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2)
+MASSES = (None, 8.0, 10.0, 12.0, 15.0, 20.0, 25.0, 30.0, 40.0)
+TARGET_BUILTIN = 0.95
+GUM_SENTENCES = 400
+
+#: Non-English sentences written for this evaluation (several languages, car and non-car topics).
+NON_ENGLISH = (
+    "Mein Auto springt nicht an, was kann ich tun?", "Die Bremsen quietschen, wenn ich anhalte.",
+    "Wie viel kostet ein neuer Auspuff?", "Ich habe die Batterie gewechselt, aber der Motor startet immer noch nicht.",
+    "Mi coche hace un ruido extraño al frenar.", "¿Por qué se enciende la luz del motor?",
+    "El aire acondicionado no enfría nada.", "¿Dónde puedo cambiar el aceite de mi coche?",
+    "Ma voiture ne démarre plus depuis hier matin.", "Le voyant moteur s'allume quand il fait froid.",
+    "Combien coûte le remplacement des plaquettes de frein ?", "J'ai un bruit bizarre quand je tourne le volant.",
+    "La mia macchina perde olio dal motore.", "Perché la batteria si scarica ogni notte?",
+    "Il freno a mano non funziona più.", "O meu carro não liga de manhã.", "Por que o motor esquenta tanto no trânsito?",
+    "Mijn auto maakt een piepend geluid bij het remmen.", "Waarom gaat het motorlampje branden?",
+    "Min bil startar inte när det är kallt.", "Samochód nie chce odpalić po deszczu.",
+    "Моя машина не заводится утром.", "Почему горит лампочка двигателя?", "Сколько стоит замена тормозных колодок?",
+    "我的车启动不了，怎么办？", "刹车的时候有很大的噪音。", "发动机故障灯亮了是什么意思？",
+    "車のエンジンがかかりません。", "ブレーキを踏むとキーキー音がします。", "제 차가 아침에 시동이 안 걸려요.",
+    "브레이크에서 소리가 나요.", "Arabam sabahları çalışmıyor.", "Araba fren yaparken ses çıkarıyor.",
+    "سيارتي لا تعمل في الصباح", "המכונית שלי לא מתניעה", "मेरी कार स्टार्ट नहीं हो रही है।",
+    "Το αυτοκίνητό μου δεν παίρνει μπροστά.", "Autoni ei käynnisty aamuisin.", "Bilen min starter ikke om morgenen.",
+    "Xe của tôi không nổ máy vào buổi sáng.",
+)
+GREETINGS = ("hello?", "hi there", "hi", "hey", "hello", "good morning", "how are you", "how are you doing today?",
+             "thanks", "thank you!", "who are you", "what can you do?", "are you a bot?", "is anyone there?",
+             "hey, how's it going", "hello, anyone there?", "yo", "good evening!", "nice to meet you", "testing")
+_KEYS = "qwertyuiopasdfghjklzxcvbnm"
+
+
+@dataclass
+class Scored:
+    """One message: its set, the gate's reason with the domain check off, and its domain score."""
+
+    source: str
+    text: str
+    reason: str | None
+    score: float
+    mass: float = 0.0
+    own_score: float | None = None
+    own_mass: float | None = None
+
+    def answered(self, threshold: float, mass: float | None = None, *, own: bool = False) -> bool:
+        score, evidence = (self.own_score, self.own_mass) if own and self.own_score is not None else (self.score, self.mass)
+        return self.reason is None and (score >= threshold or (mass is not None and evidence >= mass))
+
+
+def gibberish(rng: random.Random, n: int) -> list[str]:
+    """Return ``n`` seeded keyboard mashes: key-row runs, random letters, letters with digits and symbols."""
+    out = []
+    for i in range(n):
+        kind = i % 3
+        if kind == 0:
+            row = rng.choice(("qwertyuiop", "asdfghjkl", "zxcvbnm"))
+            start = rng.randrange(0, len(row) - 4)
+            out.append(row[start:start + rng.randint(4, len(row) - start)] * rng.randint(1, 2))
+        elif kind == 1:
+            out.append(" ".join("".join(rng.choice(_KEYS) for _ in range(rng.randint(3, 9)))
+                                for _ in range(rng.randint(1, 4))))
+        else:
+            out.append("".join(rng.choice(_KEYS + "0123456789!?#") for _ in range(rng.randint(5, 16))))
+    return out
+
+
+def gum_sentences(directory: Path, rng: random.Random, n: int) -> list[str]:
+    """Return ``n`` seeded GUM sentences: the .rs4 segments joined up to sentence-final punctuation."""
+    sentences: list[str] = []
+    for path in sorted(directory.glob("*.rs4")):
+        current: list[str] = []
+        for seg in re.findall(r"<segment[^>]*>(.*?)</segment>", path.read_text(encoding="utf-8"), flags=re.S):
+            current.append(html.unescape(seg).strip())
+            if re.search(r"[.?!]['\"]?$", current[-1]):
+                sentence = " ".join(current)
+                current = []
+                if len(sentence.split()) >= 5:
+                    sentences.append(sentence)
+    rng.shuffle(sentences)
+    return sentences[:n]
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    csv.field_size_limit(10**8)
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def out_of_scope_texts(data_dir: Path, rng: random.Random) -> list[tuple[str, str]]:
+    """Return ``(source, text)`` of the out-of-scope set."""
+    from data.loaders import load_corpus
+
+    texts = [("twitter", d.question) for d in load_corpus(
+        data_dir / "support_dialogues" / "twitter_customer_care_dev.json", fmt="twitter", on_error="skip")]
+    texts += [("fidelity_faq", r["QUESTION"]) for r in _csv_rows(data_dir / "faq" / "fidelity_faq_answer_anatomy.csv")
+              if r.get("QUESTION", "").strip()]
+    texts += [("gum", s) for s in gum_sentences(data_dir / "gum_rst" / "rstweb", rng, GUM_SENTENCES)]
+    texts += [("gibberish", s) for s in gibberish(rng, 120)]
+    texts += [("greeting", s) for s in GREETINGS]
+    texts += [("non_english", s) for s in NON_ENGLISH]
+    return texts
+
+
+def reddit_texts(data_dir: Path) -> list[tuple[str, str]]:
+    """Return ``(source, title + selftext)`` of the real car posts."""
+    out = []
+    for path in sorted((data_dir / "car_texts").glob("reddit_*_top.csv")):
+        for row in _csv_rows(path):
+            text = " ".join(f"{row.get('title', '')} {row.get('selftext', '')}".split())[:4000]
+            if text:
+                out.append((path.stem, text))
+    return out
+
+
+def score_all(gate, texts: list[tuple[str, str]]) -> list[Scored]:
+    """Return the gate's verdict on each text with the domain check off, and the text's domain score."""
+    out = []
+    for source, text in texts:
+        verdict = gate.check(text)
+        out.append(Scored(source, text, verdict.reason, float(verdict.signals.get("domain_score", 0.0)),
+                          float(verdict.signals.get("domain_mass", 0.0))))
+    return out
+
+
+def split(items: list[Scored], rng: random.Random) -> tuple[list[Scored], list[Scored]]:
+    """Return (fit, test): a seeded coin per item."""
+    coins = [rng.random() < 0.5 for _ in items]
+    return [x for x, c in zip(items, coins) if c], [x for x, c in zip(items, coins) if not c]
+
+
+def rates(threshold: float, mass: float | None, oos: list[Scored], builtin: list[Scored], reddit: list[Scored]) -> dict:
+    """Return the answer and refusal rates at ``threshold`` and ``mass``."""
+    def share(items, pred):
+        return round(sum(1 for x in items if pred(x)) / len(items), 4) if items else None
+
+    by_source = {s: share([x for x in oos if x.source == s], lambda x: x.answered(threshold, mass))
+                 for s in sorted({x.source for x in oos})}
+    return {"threshold": round(threshold, 4), "mass": mass, "oos_answered": share(oos, lambda x: x.answered(threshold, mass)),
+            "oos_answered_by_source": by_source,
+            "builtin_answered": share(builtin, lambda x: x.answered(threshold, mass)),
+            "builtin_answered_leave_one_out": share(builtin, lambda x: x.answered(threshold, mass, own=True)),
+            "reddit_refused": share(reddit, lambda x: not x.answered(threshold, mass))}
+
+
+def fit(profile, oos: list[Scored], builtin: list[Scored], reddit: list[Scored]) -> tuple[float, float | None, dict]:
+    """Return ``(quantile, mass, rates)`` minimising OOS-answered + reddit-refused with >= 95% of the built-in
+    openings answered leave-one-out (an unseen question of the index's own kind)."""
+    best = None
+    for q in QUANTILES:
+        for mass in MASSES:
+            r = rates(profile.threshold(q), mass, oos, builtin, reddit)
+            if r["builtin_answered_leave_one_out"] is None or r["builtin_answered_leave_one_out"] < TARGET_BUILTIN:
+                continue
+            cost = (r["oos_answered"] or 0.0) + (r["reddit_refused"] or 0.0)
+            if best is None or cost < best[0]:
+                best = (cost, q, mass, r)
+    if best is None:
+        return 0.0, None, rates(0.0, None, oos, builtin, reddit)
+    return best[1], best[2], best[3]
+
+
+def builtin_openings(profile) -> list[tuple[str, float, float]]:
+    """Return each built-in dialogue's opening question with its leave-one-dialogue-out domain score."""
+    from data.builtin import load_builtin_corpus
+    from dtdialog.scope import message_stems
+
+    out = []
+    for d in load_builtin_corpus():
+        stems = frozenset(s for t in [d.question, *(turn.text for _, turn in d.answers())] for s in message_stems(t))
+        score, detail = profile.score(d.question, leave_out=stems)
+        out.append((d.question, score, detail["domain_mass"]))
+    return out
+
+
+def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True) -> dict:
+    """Return the report: fitted quantile and threshold, the fit-half and test-half rates, and the setup."""
+    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.engine_config import EngineConfig
+    from dtdialog.scope import LANGUAGE_ID, ScopeGate
+
+    engine = build_engine(EngineSpec(ranker="rules"), progress=progress)
+    try:
+        gate = ScopeGate(engine.index, threshold=0.0)  # the domain check off: thresholds are applied here
+        profile = gate.profile()
+        rng = random.Random(seed)
+        oos = score_all(gate, out_of_scope_texts(data_dir, rng))
+        openings = builtin_openings(profile)
+        builtin = score_all(gate, [("builtin", q) for q, _, _ in openings])
+        for item, (_, own, own_mass) in zip(builtin, openings):
+            item.own_score, item.own_mass = own, own_mass
+        reddit = score_all(gate, reddit_texts(data_dir))
+    finally:
+        engine.close()
+    halves = [split(items, random.Random(f"{seed}-{name}")) for name, items in
+              (("oos", oos), ("builtin", builtin), ("reddit", reddit))]
+    quantile, mass, fit_rates = fit(profile, *(h[0] for h in halves))
+    threshold = profile.threshold(quantile)
+    test_rates = rates(threshold, mass, *(h[1] for h in halves))
+    default = EngineConfig()
+    return {"seed": seed, "data_dir": str(data_dir), "index_dialogues": profile.n,
+            "language_id": LANGUAGE_ID.missing or "py3langid",
+            "sizes": {"oos": len(oos), "builtin": len(builtin), "reddit": len(reddit)},
+            "fitted_quantile": quantile, "fitted_mass": mass, "fit": fit_rates, "test": test_rates,
+            "default_quantile": default.scope_quantile, "default_mass": default.scope_mass,
+            "default_test": rates(profile.threshold(default.scope_quantile), default.scope_mass,
+                                  *(h[1] for h in halves)),
+            "oos_answered_examples": [f"[{x.source}] {x.text[:120]}" for x in halves[0][1]
+                                      if x.answered(threshold, mass)][:15],
+            "reddit_refused_examples": [f"[{x.reason or 'domain'} {x.score:.2f}/{x.mass:.1f}] {x.text[:120]}"
+                                        for x in halves[2][1] if not x.answered(threshold, mass)][:15]}
+
+
+def markdown(report: dict) -> str:
+    """Return the report as a short markdown page."""
+    def row(name: str, r: dict) -> str:
+        return (f"| {name} | {r['threshold']} | {r['mass']} | {r['oos_answered']:.1%} | {r['builtin_answered']:.1%} | "
+                f"{r['builtin_answered_leave_one_out']:.1%} | {r['reddit_refused']:.1%} |")
+
+    lines = ["# Out-of-scope gate (issue 13, item 3)", "",
+             f"Seed {report['seed']}; data {report['data_dir']}; index of {report['index_dialogues']} dialogues; "
+             f"language id: {report['language_id']}; sizes {report['sizes']}.", "",
+             f"Fitted `scope_quantile` = {report['fitted_quantile']}, `scope_mass` = {report['fitted_mass']} (on the "
+             "fit halves: least out-of-scope answered + real car posts refused with >= 95% of the built-in openings "
+             "answered leave-one-out; issue targets: out-of-scope answered <= 3%, built-in answered >= 95%).", "",
+             "| halves | threshold | mass | out-of-scope answered | built-in answered | built-in answered (leave-one-out) "
+             "| real car posts refused |", "|---|---|---|---|---|---|---|",
+             row("fit", report["fit"]), row("test", report["test"]),
+             row(f"test, defaults q={report['default_quantile']} mass={report['default_mass']}", report["default_test"]),
+             "",
+             "Out-of-scope answered by source (test half): " + ", ".join(
+                 f"{k} {v:.1%}" for k, v in report["test"]["oos_answered_by_source"].items() if v is not None), "",
+             "## Out-of-scope messages answered (test half)", ""]
+    lines += [f"- {x}" for x in report["oos_answered_examples"]] or ["- none"]
+    lines += ["", "## Real car posts refused (test half)", ""]
+    lines += [f"- {x}" for x in report["reddit_refused_examples"]] or ["- none"]
+    return "\n".join(lines) + "\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=None, help="shared data folder (default $DTDIALOG_SHARED_DATA)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    parser.add_argument("--seed", type=int, default=13, help="seed of the split and of the generated texts")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar while building the index")
+
+
+def run(args: argparse.Namespace) -> int:
+    data_dir = args.data_dir or default_data_dir()
+    for part in ("support_dialogues/twitter_customer_care_dev.json", "faq", "gum_rst/rstweb", "car_texts"):
+        if not (data_dir / part).exists():
+            print(f"error: {data_dir / part} not found (give --data-dir)", file=sys.stderr)
+            return 2
+    report = evaluate(data_dir, seed=args.seed, progress=not args.no_progress)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "out_of_scope.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    (args.out / "out_of_scope.md").write_text(markdown(report), encoding="utf-8")
+    print(markdown(report))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.out_of_scope", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    try:
+        return run(parser.parse_args(argv))
+    except DTDialogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

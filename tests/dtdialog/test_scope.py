@@ -1,0 +1,114 @@
+"""The out-of-scope gate's signals, and that its domain is learned from the index it guards."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtdialog.engine_config import EngineConfig
+from dtdialog.scope import DOMAIN, GIBBERISH, GREETING, LANGUAGE, DomainProfile, ScopeGate, message_stems
+from parsers.errors import ConfigError
+
+COOKING = [
+    ("How long should I rest a steak after grilling?", ["Rest a grilled steak for five to ten minutes so the juices "
+                                                        "settle before you slice it against the grain."]),
+    ("Why is my bread dough not rising?", ["Dough that will not rise usually has old yeast or water that was too "
+                                           "hot. Proof the yeast in warm water with a pinch of sugar first."]),
+    ("How do I keep pasta from sticking together?", ["Use plenty of boiling salted water and stir the pasta during "
+                                                     "the first two minutes of cooking."]),
+    ("Can I freeze cooked rice?", ["Yes. Cool cooked rice quickly, freeze it flat in bags and reheat it until "
+                                   "steaming hot."]),
+    ("What oil is best for deep frying?", ["Pick an oil with a high smoke point such as peanut or sunflower oil "
+                                           "and keep the frying temperature steady."]),
+    ("Why did my cake sink in the middle?", ["A cake sinks when the oven door was opened too early or the batter "
+                                             "had too much baking powder. Bake it until a skewer comes out clean."]),
+]
+CARS = [
+    ("My brakes squeal when I stop", ["Squealing brakes usually mean worn brake pads; check the pad wear indicator "
+                                      "and the rotors."]),
+    ("The engine cranks but will not start", ["If the engine cranks but will not start, check the fuel pump, the "
+                                              "spark plugs and the ignition coil."]),
+    ("My battery keeps dying overnight", ["A battery that dies overnight points to a parasitic drain or a failing "
+                                          "alternator; test the charging voltage."]),
+]
+
+
+def _gate(dialogues, **kw) -> ScopeGate:
+    return ScopeGate(profile=DomainProfile.of(dialogues), **kw)
+
+
+def test_stems_come_from_the_retrieval_vocabulary():
+    assert message_stems("The brakes are squealing!") == ["brake", "squeal"]
+
+
+def test_greetings_and_small_talk():
+    gate = _gate(CARS)
+    for text in ("hello?", "hi there", "how are you", "thanks", "who are you"):
+        assert gate.check(text).reason == GREETING, text
+
+
+def test_keyboard_mash_is_gibberish():
+    gate = _gate(CARS)
+    for text in ("asdfghjkl", "qwerty qwerty", "xkcdvbnm zzqpt", "!!!???"):
+        assert gate.check(text).reason == GIBBERISH, text
+
+
+def test_non_english_text_is_recognised_and_short_english_is_not():
+    gate = _gate(CARS)
+    assert gate.check("Mein Auto springt nicht an, was kann ich tun?").reason == LANGUAGE
+    assert gate.check("Ma voiture ne démarre plus depuis hier matin.").reason == LANGUAGE
+    chinese = gate.check("我的车启动不了，怎么办？")
+    assert chinese.reason == LANGUAGE and chinese.signals["non_latin_share"] == 1.0
+    for text in ("brakes squeal", "battery dying", "engine will not start"):
+        assert gate.check(text).in_scope, text
+
+
+def test_the_domain_is_learned_from_the_index_not_a_car_list():
+    cooking, cars = _gate(COOKING, quantile=0.0, threshold=0.5), _gate(CARS, quantile=0.0, threshold=0.5)
+    assert cooking.check("Why is my steak dough not rising in the oven?").in_scope
+    assert cooking.check("My brakes squeal when I stop").reason == DOMAIN
+    assert cars.check("My brakes squeal when I stop").in_scope
+    assert cars.check("Why did my cake sink in the oven?").reason == DOMAIN
+
+
+def test_a_faq_index_refuses_a_car_question_end_to_end(tmp_path):
+    """An index built from a small FAQ of its own: the gate reads the index, not a corpus list."""
+    from index.documents import build_document
+    from index.sqlite_index import SqliteIndex
+    from parsers.base import get_parser
+
+    parser = get_parser("rules")
+    index = SqliteIndex(tmp_path / "faq.sqlite", readonly=False)
+    docs = []
+    for i, (_question, answers) in enumerate(COOKING * 2):
+        for j, text in enumerate(answers, start=1):
+            doc = build_document(doc_id=f"d{i}#{j}", dialogue_id=f"d{i}", position=j, text=text, tree=parser.parse(text))
+            docs.append(doc)
+    index.add(docs)
+    gate = ScopeGate(index, quantile=0.0, threshold=0.5)
+    assert gate.profile().n == len(COOKING) * 2
+    assert gate.check("The engine cranks but the car will not start").reason == DOMAIN
+    assert gate.check("Should I rest a grilled steak before I slice it?").in_scope
+    index.close()
+
+
+def test_the_threshold_is_derived_from_the_index_own_questions():
+    profile = DomainProfile.of(COOKING + CARS)
+    assert len(profile.own_scores) == len(COOKING) + len(CARS)
+    assert profile.own_scores == sorted(profile.own_scores)
+    assert profile.threshold(0.0) == 0.0  # quantile 0 turns the domain check off
+    assert profile.threshold(0.5) == profile.own_scores[len(profile.own_scores) // 2]
+
+
+def test_a_long_post_with_many_domain_words_is_in_scope_by_its_mass():
+    gate = _gate(CARS, threshold=0.99, mass=2.0)
+    verdict = gate.check("Folks, my Fooblatz wagon's brakes squeal and the battery keeps dying, the engine cranks")
+    assert verdict.in_scope and verdict.signals["domain_mass"] >= 2.0
+    assert _gate(CARS, threshold=0.99, mass=None).check(
+        "Folks, my Fooblatz wagon's brakes squeal and the battery keeps dying, the engine cranks").reason == DOMAIN
+
+
+@pytest.mark.parametrize("bad", [{"scope_quantile": 0.9}, {"scope_threshold": 2}, {"scope_mass": -1},
+                                 {"scope_quantile": True}])
+def test_scope_settings_are_validated(bad):
+    with pytest.raises(ConfigError):
+        EngineConfig(**bad)

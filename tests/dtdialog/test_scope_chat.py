@@ -1,0 +1,94 @@
+"""End to end on the built-in corpus: what used to get confident car advice is recognised before retrieval.
+
+Issue 13: gibberish got a key-transponder answer, "hello?" a flooded-engine answer, a German and a Chinese
+question exhaust and alternator answers. Driven through ``dtdialog chat --script --json``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dtdialog.cli import main
+
+
+@pytest.fixture(autouse=True)
+def rule_ranking(monkeypatch):
+    monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Return (index path, tmp dir) of the built-in corpus indexed once with the rule parser."""
+    from parsers.base import get_parser
+    from parsers.errors import DTDialogError
+
+    try:
+        parser = get_parser("rules")
+        parser.parse("The car starts.")
+    except DTDialogError as exc:
+        pytest.skip(f"rule parser unavailable: {exc}")
+    from dtdialog.assembly import EngineSpec, build_engine
+
+    home = tmp_path_factory.mktemp("scope_chat")
+    build_engine(EngineSpec(index_path=home / "answers.sqlite", ranker="rules"), parser=parser, progress=False).close()
+    return home / "answers.sqlite", home
+
+
+def _json_chat(built, capsys, lines: list[str]) -> list[dict]:
+    index, home = built
+    script = home / "script.txt"
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = main(["chat", "--script", str(script), "--index", str(index), "--sessions", str(home / "s.sqlite"),
+                 "--quiet", "--json"])
+    assert code == 0
+    out = capsys.readouterr().out
+    turns = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert len(turns) == len(lines)  # stdout is nothing but one JSON object per bot turn
+    return turns
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("asdfghjkl", "gibberish"),
+    ("hello?", "greeting"),
+    ("Mein Auto springt nicht an, was kann ich tun?", "language"),
+    ("我的车启动不了，怎么办？", "language"),
+    ("How do I roll over my 401k into a Roth IRA?", "domain"),
+])
+def test_out_of_scope_input_gets_its_own_reply_not_an_answer(built, capsys, text, reason):
+    turn = _json_chat(built, capsys, [text])[0]
+    assert turn["kind"] == "out_of_scope"
+    assert turn["reason"] == reason
+    assert turn["answer_id"] is None and turn["confidence"] is None
+    assert turn["state"] == "NEW"  # nothing started: the next message is still a new question
+
+
+def test_each_reason_says_something_different_and_fitting(built, capsys):
+    turns = _json_chat(built, capsys, ["hello?", "asdfghjkl", "Mein Auto springt nicht an, was kann ich tun?"])
+    replies = [t["reply"] for t in turns]
+    assert len(set(replies)) == 3
+    assert "car" in replies[0].lower()  # the greeting says what the bot is for
+    assert "rephrase" in replies[1].lower()
+    assert "english" in replies[2].lower()
+
+
+def test_a_car_question_after_small_talk_is_still_answered(built, capsys):
+    turns = _json_chat(built, capsys, ["hi there", "My brakes squeal when I stop at a light."])
+    assert turns[0]["kind"] == "out_of_scope"
+    assert turns[1]["kind"] in ("answer", "clarify")
+    assert turns[1]["state"] in ("AWAITING_FEEDBACK", "AWAITING_CHOICE")
+
+
+def test_the_trace_shows_the_gate_signals_and_nothing_was_retrieved(built, capsys, tmp_path):
+    index, home = built
+    script = home / "trace_script.txt"
+    script.write_text("asdfgh qwerty zxcvb\n", encoding="utf-8")
+    traces = tmp_path / "t.jsonl"
+    assert main(["chat", "--script", str(script), "--index", str(index), "--sessions", str(home / "s.sqlite"),
+                 "--quiet", "--trace-json", str(traces)]) == 0
+    capsys.readouterr()
+    trace = json.loads(traces.read_text(encoding="utf-8").splitlines()[0])
+    assert trace["decision"]["kind"] == "out_of_scope" and trace["decision"]["reason"] == "gibberish"
+    assert "english_share" in trace["decision"]["signals"]
+    assert trace.get("steps", []) == [] and trace.get("candidates", []) == [] and "question" not in trace
