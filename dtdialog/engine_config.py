@@ -49,6 +49,12 @@ class EngineConfig:
     max_traces: how many per-turn traces a session keeps.
     whole_question: the first step searches the keywords of the whole question (the part's first) and every
         part's RR terms, not only the first part's; agreement with the part still ranks the candidates.
+    step1_position: dialogue position on the first step (``dtdialog.stages.position_stage``): ``standalone``
+        moves answers whose opening points back to earlier turns ("Then ...", "That confirms ...") behind every
+        answer that can stand alone within ``opening_margin`` of the best score; ``opening`` does so for every
+        answer that was a follow-up in its source dialogue; ``off`` keeps the scorer's order.
+    opening_margin: how far (in score, both scorers give 0..1) below the best candidate an answer that can
+        open a dialogue may be and still go first; with none that close the scorer's order stands.
 
     Only the rule scorer (``dtdialog.scoring.RuleScorer``) reads ``RULE_SCORER_ONLY``: ``agreement_weight``,
     ``first_step_agreement_weight``, ``require_agreement``, ``soft_first_step`` and ``topic_weight``. The learned
@@ -76,6 +82,9 @@ class EngineConfig:
     max_input_chars: int = MAX_TURN_CHARS
     max_traces: int = 50
     whole_question: bool = True
+    # dialogue position (issue 13, item 4)
+    step1_position: str = "opening"
+    opening_margin: float = 0.2
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -88,7 +97,8 @@ class EngineConfig:
                   f"{name} must be an integer >= 1, got {value!r}")
         check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
         for name in ("clarify_margin", "agreement_weight", "first_step_agreement_weight", "agreement_ratio", "constraint_penalty",
-                     "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio"):
+                     "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio",
+                     "opening_margin"):
             value = getattr(self, name)
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")
@@ -98,6 +108,8 @@ class EngineConfig:
         check(isinstance(self.soft_first_step, bool), "soft_first_step must be true or false")
         check(self.overlap_scope in ("relation", "answer"), f"overlap_scope must be 'relation' or 'answer', "
               f"got {self.overlap_scope!r}")
+        check(self.step1_position in ("off", "standalone", "opening"),
+              f"step1_position must be 'off', 'standalone' or 'opening', got {self.step1_position!r}")
         check(self.agreement_table is None or isinstance(self.agreement_table, str),
               "agreement_table must be a path or null")
 
