@@ -15,6 +15,10 @@ from index.vocabulary import content_words, words_of
 from parsers.relations import is_default
 from parsers.tree import EDU, DiscourseTree
 
+#: What a built document holds; part of the cached built-in index's fingerprint, so a cache built by older code
+#: is rebuilt rather than mixed with new documents. 2: ``meta`` carries the dialogue position (``index.position``).
+DOCUMENT_VERSION = 2
+
 #: At most this many words of an EDU phrase are kept for display (``meta["rr_phrases"]``).
 PHRASE_WORDS = 40
 

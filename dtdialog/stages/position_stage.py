@@ -14,6 +14,8 @@ follow-up that fits beats an opening that does not. Later steps are left alone: 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dtdialog.scoring import RankedCandidate
 from dtdialog.stages.choose import Choice
 from dtdialog.stages.record import StepRecord
@@ -35,21 +37,24 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
 
     ``first_step``: the question alone, no follow-up yet (later steps keep the scorer's order).
     A confident opener is a candidate that can open and scores within ``margin`` of the best kept candidate.
-    Under ``opening`` the follow-ups within the margin that read as standalone come next, before the ones that
-    point back. The demoted ids (those that lost their place) and why go to ``record.position``.
+    Every candidate that cannot open gets its score capped at the lowest confident opener's minus ``margin``
+    (the scorer's value stays in ``features["score_before_position"]``), so the list stays sorted by score and a
+    demoted follow-up never competes with an opening in a clarification. Among the capped ones, under
+    ``opening``, those that read as standalone come first. The demoted ids and why go to ``record.position``.
     """
     if mode == "off" or not first_step or len(choice.kept) < 2:
         return choice
     best = choice.kept[0].score
-    close = [c for c in choice.kept if best - c.score <= margin]
-    openers = [c for c in close if can_open(c, mode)]
+    openers = [c for c in choice.kept if best - c.score <= margin and can_open(c, mode)]
     if not openers:
         return choice
-    if mode == "opening":  # second tier: follow-ups that read as standalone
-        openers += [c for c in close if c not in openers and position_of(c.document).stands_alone]
-    opener_ids = {c.document.id for c in openers}
-    kept = openers + [c for c in choice.kept if c.document.id not in opener_ids]
-    demoted = [c for i, c in enumerate(choice.kept) if kept.index(c) > i]
+    cap, opener_ids = openers[-1].score - margin, {c.document.id for c in openers}
+    rest = [c if can_open(c, mode) else _capped(c, cap) for c in choice.kept if c.document.id not in opener_ids]
+    # a stable sort: equal capped scores keep standalone follow-ups first, then the scorer's order
+    rest.sort(key=lambda c: (-c.score, not position_of(c.document).stands_alone))
+    kept = openers + rest
+    old_place = {c.document.id: i for i, c in enumerate(choice.kept)}
+    demoted = [c for i, c in enumerate(kept) if i > old_place[c.document.id]]
     if not demoted:
         return choice
     record.position = {"mode": mode, "demoted": [c.document.id for c in demoted],
@@ -58,8 +63,16 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
     return Choice(kept=kept, rejected=choice.rejected, off_topic=choice.off_topic)
 
 
+def _capped(cand: RankedCandidate, cap: float) -> RankedCandidate:
+    if cand.score <= cap:
+        return cand
+    return replace(cand, score=cap, features=cand.features | {"score_before_position": cand.score})
+
+
 def _why(cand: RankedCandidate) -> str:
     position = position_of(cand.document)
     if not position.stands_alone:
         return position.reason
-    return "a follow-up in its source dialogue"
+    if position.role != OPENING:
+        return "a follow-up in its source dialogue"
+    return "ranked behind the answers that can open a dialogue"

@@ -32,6 +32,10 @@ def test_a_back_pointing_followup_goes_behind_an_opening_within_the_margin():
     assert ids == ["open#1", "then#3"]
     assert record.position["demoted"] == ["then#3"] and record.position["reasons"]["then#3"] == "opener: then"
     assert [c.id for c in record.candidates] == ids
+    # the demoted answer's score is capped below the opening's by the margin, so it cannot compete in a clarification
+    scores = [c.score for c in record.candidates]
+    assert scores == sorted(scores, reverse=True) and scores[0] - scores[1] >= 0.2 - 1e-9
+    assert record.candidates[1].features["score_before_position"] == 0.9
 
 
 def test_without_a_confident_opening_the_scorer_order_stands():
