@@ -53,8 +53,9 @@ class EngineConfig:
         moves answers whose opening points back to earlier turns ("Then ...", "That confirms ...") behind every
         answer that can stand alone within ``opening_margin`` of the best score; ``opening`` does so for every
         answer that was a follow-up in its source dialogue; ``off`` keeps the scorer's order.
-    opening_margin: how far (in score, both scorers give 0..1) below the best candidate an answer that can
-        open a dialogue may be and still go first; with none that close the scorer's order stands.
+    opening_margin: how far below the best candidate's score (the learned ranker's probability, or the rule
+        scorer's weighted sum, about 0..2) an answer that can open a dialogue may be and still go first; with
+        none that close the scorer's order stands.
 
     Only the rule scorer (``dtdialog.scoring.RuleScorer``) reads ``RULE_SCORER_ONLY``: ``agreement_weight``,
     ``first_step_agreement_weight``, ``require_agreement``, ``soft_first_step`` and ``topic_weight``. The learned
