@@ -46,8 +46,8 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
         return choice
     best = choice.kept[0].score
     openers = [c for c in choice.kept if best - c.score <= margin and can_open(c, mode)]
-    if not openers:
-        return choice
+    if not openers or all(can_open(c, mode) for c in choice.kept):
+        return choice  # nothing to demote: a single-answer FAQ index (every answer an opening) is never reordered
     cap, opener_ids = openers[-1].score - margin, {c.document.id for c in openers}
     rest = [c if can_open(c, mode) else _capped(c, cap) for c in choice.kept if c.document.id not in opener_ids]
     # a stable sort: equal capped scores keep standalone follow-ups first, then the scorer's order

@@ -67,3 +67,10 @@ def test_record_serialises_the_position_decision():
 def test_the_settings_are_validated(bad):
     with pytest.raises(ConfigError):
         EngineConfig(**bad)
+
+
+def test_an_index_of_openings_only_is_never_reordered():
+    # scores out of order (a rescued candidate) and a standalone difference: still nothing moves
+    kept = [_cand("a#1", 0.5), _cand("b#1", 0.9), _cand("c#1", 0.7, alone=False)]
+    ids, record = _order(kept)
+    assert ids == ["a#1", "b#1", "c#1"] and record.position == {}
