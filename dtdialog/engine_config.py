@@ -58,6 +58,13 @@ class EngineConfig:
     scope_threshold: a fixed domain-score threshold instead of the derived one (None: derive it from the index).
     scope_mass: a message whose known-stem evidence (IDF mass, ``dtdialog.scope``) reaches this is in the domain
         whatever its share (long real posts); None: the share alone decides.
+    step1_position: dialogue position on the first step (``dtdialog.stages.position_stage``): ``standalone``
+        moves answers whose opening points back to earlier turns ("Then ...", "That confirms ...") behind every
+        answer that can stand alone within ``opening_margin`` of the best score; ``opening`` does so for every
+        answer that was a follow-up in its source dialogue; ``off`` keeps the scorer's order.
+    opening_margin: how far below the best candidate's score (the learned ranker's probability, or the rule
+        scorer's weighted sum, about 0..2) an answer that can open a dialogue may be and still go first; with
+        none that close the scorer's order stands.
 
     Only the rule scorer (``dtdialog.scoring.RuleScorer``) reads ``RULE_SCORER_ONLY``: ``agreement_weight``,
     ``first_step_agreement_weight``, ``require_agreement``, ``soft_first_step`` and ``topic_weight``. The learned
@@ -91,6 +98,9 @@ class EngineConfig:
     scope_quantile: float = 0.2
     scope_threshold: float | None = None
     scope_mass: float | None = 30.0
+    # dialogue position (issue 13, item 4)
+    step1_position: str = "opening"
+    opening_margin: float = 0.2
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -104,7 +114,7 @@ class EngineConfig:
         check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
         for name in ("clarify_margin", "agreement_weight", "first_step_agreement_weight", "agreement_ratio", "constraint_penalty",
                      "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio",
-                     "already_tried_penalty"):
+                     "already_tried_penalty", "opening_margin"):
             value = getattr(self, name)
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")
@@ -122,6 +132,8 @@ class EngineConfig:
         check(isinstance(self.soft_first_step, bool), "soft_first_step must be true or false")
         check(self.overlap_scope in ("relation", "answer"), f"overlap_scope must be 'relation' or 'answer', "
               f"got {self.overlap_scope!r}")
+        check(self.step1_position in ("off", "standalone", "opening"),
+              f"step1_position must be 'off', 'standalone' or 'opening', got {self.step1_position!r}")
         check(self.agreement_table is None or isinstance(self.agreement_table, str),
               "agreement_table must be a path or null")
 

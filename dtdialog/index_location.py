@@ -30,8 +30,11 @@ def load_dialogues(corpus: str | Path | None, corpus_format: str):
 
 
 def corpus_fingerprint(dialogues, parser_name: str) -> str:
-    """Return a short hash of the parser name and every dialogue's content."""
+    """Return a short hash of the parser name, the document format version and every dialogue's content."""
+    from index.documents import DOCUMENT_VERSION
+
     digest = hashlib.sha256(parser_name.encode())
+    digest.update(f"documents-v{DOCUMENT_VERSION}".encode())
     for d in dialogues:
         digest.update(json.dumps(d.to_dict(), sort_keys=True, ensure_ascii=False).encode())
     return digest.hexdigest()[:16]

@@ -26,6 +26,7 @@ from dtdialog.stages.candidates import KEYWORDS_PER_SEARCH, CandidateGenerator, 
 from dtdialog.stages.choose import TOPIC_RATIO, choose
 from dtdialog.stages.features_stage import CONTEXT_TERM_WEIGHT, NUCLEUS_WEIGHT, PHRASE_WEIGHT, describe_candidates
 from dtdialog.stages.plan import plan_step
+from dtdialog.stages.position_stage import order_by_position
 from dtdialog.stages.query import form_query
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_candidates
@@ -142,6 +143,8 @@ class AnswerSelector:
         done = known_tried(step_plan, tried, tools=tools, record=record)
         scored = demote_tried(scored, done, penalty=self.config.already_tried_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
+        choice = order_by_position(choice, first_step=not step_plan.is_followup, mode=self.config.step1_position,
+                                   margin=self.config.opening_margin, record=record)
         return RankOutcome(plan=plan, part_index=step_plan.part_index, query=query,
                            requirements=list(record.requirements), candidates=choice.kept, rejected=choice.rejected,
                            constraints=step_plan.constraints, followup_tree=step_plan.followup_tree, record=record,

@@ -19,6 +19,7 @@ from typing import Any
 from data.model import Dialogue, Turn
 from index.base import AnswerDocument
 from index.documents import build_document
+from index.position import source_role
 from index.registry import BACKENDS, DEFAULT_INDEX_NAME, es_url
 from parsers.base import RSTParser
 from parsers.errors import ConfigError, InputError
@@ -107,8 +108,9 @@ def parse_documents(
 
     def document(item: tuple[Dialogue, int, str], tree) -> AnswerDocument:
         dialogue, position, text = item
+        first = min(p for p, _ in dialogue.answers())
         return build_document(doc_id=dialogue.answer_id(position), dialogue_id=dialogue.id, position=position,
-                              text=text, tree=tree, meta=_doc_meta(dialogue))
+                              text=text, tree=tree, meta=_doc_meta(dialogue), role=source_role(position, first))
 
     done = 0
     try:

@@ -10,9 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from index.base import AnswerDocument, RRTerm
+from index.position import detect_position, source_role
 from index.vocabulary import content_words, words_of
 from parsers.relations import is_default
 from parsers.tree import EDU, DiscourseTree
+
+#: What a built document holds; part of the cached built-in index's fingerprint, so a cache built by older code
+#: is rebuilt rather than mixed with new documents. 2: ``meta`` carries the dialogue position (``index.position``).
+DOCUMENT_VERSION = 2
 
 #: At most this many words of an EDU phrase are kept for display (``meta["rr_phrases"]``).
 PHRASE_WORDS = 40
@@ -76,14 +81,18 @@ def build_document(
     text: str,
     tree: DiscourseTree,
     meta: dict[str, Any] | None = None,
+    role: str | None = None,
 ) -> AnswerDocument:
     """Return the index document of one answer utterance, with its DT stored as JSON-ready dict.
 
     ``rr_edu`` holds the ``RRTerm`` of every non-default relation node; ``meta["rr_phrases"]``
-    holds the matching EDU texts, used to show which part of the answer matched.
+    holds the matching EDU texts, used to show which part of the answer matched. ``meta`` also gets the
+    answer's dialogue position (``index.position``): ``role`` (``opening``/``followup``; given by the builder,
+    which sees the dialogue, else inferred from ``position``), ``stands_alone`` and ``position_reason``.
     """
     full_meta = dict(meta or {})
     full_meta["rr_phrases"] = rr_phrases_of(tree)
+    full_meta.update(detect_position(tree, role=role or source_role(position, 1)).to_meta())
     return AnswerDocument(
         id=doc_id,
         dialogue_id=dialogue_id,

@@ -14,7 +14,9 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; choose: ``candidates``, ``rejected``, ``off_topic``.
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; choose: ``candidates``, ``rejected``,
+    ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
+    when nothing moved).
     """
 
     part_index: int = 0
@@ -28,6 +30,7 @@ class StepRecord:
     agreeing: int = 0
     rescued: list[str] = field(default_factory=list)
     off_topic: list[str] = field(default_factory=list)
+    position: dict[str, Any] = field(default_factory=dict)
     # candidates are serialised only when a trace is asked for: most rankings (evaluation) never are
     candidates: list[RankedCandidate] = field(default_factory=list)
     rejected: list[RankedCandidate] = field(default_factory=list)
@@ -45,4 +48,5 @@ class StepRecord:
             "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
             "tried": self.tried, "already_tried": self.already_tried,
+            "position": self.position,
         }

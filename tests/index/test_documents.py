@@ -38,7 +38,8 @@ def test_build_document_fields_and_round_trip() -> None:
     assert doc.relations == ("Contrast",)
     assert doc.rr_edu == (RRTerm("Contrast", ("replace", "battery", "car", "start")),)
     assert doc.to_dict()["rr_edu"] == ["Contrast [replace battery car start]"]  # stored as text, as before
-    assert doc.meta == {"source": "x", "rr_phrases": ["Contrast [I replaced the battery but the car still won't start.]"]}
+    assert doc.meta == {"source": "x", "rr_phrases": ["Contrast [I replaced the battery but the car still won't start.]"],
+                        "role": "opening", "stands_alone": True, "position_reason": ""}  # the dialogue position
     assert DiscourseTree.from_dict(doc.tree) == t
     assert AnswerDocument.from_dict(doc.to_dict()) == doc
 

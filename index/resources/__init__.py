@@ -1,0 +1,1 @@
+"""Data files of the index layer (shipped with the package)."""

@@ -1,0 +1,76 @@
+"""Stage 7, dialogue position: on the first step, answers that cannot open a dialogue go behind confident openers."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtdialog.agreement import AgreementResult
+from dtdialog.engine_config import EngineConfig
+from dtdialog.scoring import RankedCandidate
+from dtdialog.stages import Choice, StepRecord
+from dtdialog.stages.position_stage import order_by_position
+from index.base import AnswerDocument
+from parsers.errors import ConfigError
+
+
+def _cand(doc_id: str, score: float, *, role: str = "opening", alone: bool = True) -> RankedCandidate:
+    doc = AnswerDocument(id=doc_id, dialogue_id=doc_id.split("#")[0], position=1, text=doc_id,
+                         meta={"role": role, "stands_alone": alone, "position_reason": "" if alone else "opener: then"})
+    return RankedCandidate(document=doc, retrieval_score=1.0, score=score,
+                           agreement=AgreementResult(verdict=True, score=1.0, addressed=1, required=1))
+
+
+def _order(kept, *, first_step=True, mode="opening", margin=0.2):
+    record = StepRecord()
+    choice = order_by_position(Choice(kept=list(kept), rejected=[]), first_step=first_step, mode=mode, margin=margin,
+                               record=record)
+    return [c.id for c in choice.kept], record
+
+
+def test_a_back_pointing_followup_goes_behind_an_opening_within_the_margin():
+    ids, record = _order([_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.8)])
+    assert ids == ["open#1", "then#3"]
+    assert record.position["demoted"] == ["then#3"] and record.position["reasons"]["then#3"] == "opener: then"
+    assert [c.id for c in record.candidates] == ids
+    # the demoted answer's score is capped below the opening's by the margin, so it cannot compete in a clarification
+    scores = [c.score for c in record.candidates]
+    assert scores == sorted(scores, reverse=True) and scores[0] - scores[1] >= 0.2 - 1e-9
+    assert record.candidates[1].features["score_before_position"] == 0.9
+
+
+def test_without_a_confident_opening_the_scorer_order_stands():
+    kept = [_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.5)]
+    ids, record = _order(kept)
+    assert ids == ["then#3", "open#1"] and record.position == {}
+
+
+def test_later_steps_and_off_keep_the_order():
+    kept = [_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.85)]
+    assert _order(kept, first_step=False)[0] == ["then#3", "open#1"]
+    assert _order(kept, mode="off")[0] == ["then#3", "open#1"]
+
+
+def test_opening_mode_puts_standalone_followups_between_openings_and_back_pointing_ones():
+    kept = [_cand("then#3", 0.95, role="followup", alone=False), _cand("plain#3", 0.9, role="followup"),
+            _cand("open#1", 0.8), _cand("far#1", 0.1)]
+    assert _order(kept)[0] == ["open#1", "plain#3", "then#3", "far#1"]
+    # standalone mode only looks at the text: the standalone follow-up counts as an opener
+    assert _order(kept, mode="standalone")[0] == ["plain#3", "open#1", "then#3", "far#1"]
+
+
+def test_record_serialises_the_position_decision():
+    _, record = _order([_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.8)])
+    assert record.to_dict()["position"]["demoted"] == ["then#3"]
+
+
+@pytest.mark.parametrize("bad", [{"step1_position": "first"}, {"opening_margin": 1.5}])
+def test_the_settings_are_validated(bad):
+    with pytest.raises(ConfigError):
+        EngineConfig(**bad)
+
+
+def test_an_index_of_openings_only_is_never_reordered():
+    # scores out of order (a rescued candidate) and a standalone difference: still nothing moves
+    kept = [_cand("a#1", 0.5), _cand("b#1", 0.9), _cand("c#1", 0.7, alone=False)]
+    ids, record = _order(kept)
+    assert ids == ["a#1", "b#1", "c#1"] and record.position == {}
