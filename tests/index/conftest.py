@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from index_helpers import StandInParser, small_corpus
+from index_helpers import BACKEND_PARAMS, StandInParser, loaded_index, small_corpus
 
 from data.model import Dialogue
-from index.base import AnswerDocument, AnswerIndex
+from index.base import AnswerDocument
 from index.documents import build_document
 
 
@@ -25,48 +20,6 @@ def standin_parser() -> StandInParser:
 @pytest.fixture()
 def corpus() -> list[Dialogue]:
     return small_corpus()
-
-
-ES_URL = os.environ.get("ELASTICSEARCH_URL")
-
-BACKEND_PARAMS = [
-    pytest.param("sqlite", id="sqlite"),
-    # the real client against the in-process fake server (``es_fake``): the Elasticsearch code path, always run
-    pytest.param("elasticsearch-fake", id="elasticsearch-fake", marks=pytest.mark.skipif(
-        importlib.util.find_spec("elasticsearch") is None, reason="the elasticsearch client is not installed")),
-    pytest.param("elasticsearch", id="elasticsearch", marks=[
-        pytest.mark.elasticsearch,
-        pytest.mark.skipif(not ES_URL, reason="ELASTICSEARCH_URL is not set: no live Elasticsearch server"),
-    ]),
-]
-
-
-@contextmanager
-def loaded_index(backend: str, documents: list[AnswerDocument], tmp_path: Path) -> Iterator[AnswerIndex]:
-    """Yield an index of ``backend`` holding ``documents``; the Elasticsearch index is deleted afterwards."""
-    if backend == "sqlite":
-        from index.sqlite_index import SqliteIndex
-
-        path = tmp_path / "answers.sqlite"
-        with SqliteIndex(path, readonly=False) as writer:
-            writer.add(documents)
-        with SqliteIndex(path) as reader:
-            yield reader
-        return
-    from index.es_index import ElasticsearchIndex
-
-    if backend == "elasticsearch-fake":
-        from es_fake import FakeElasticsearch
-
-        es = ElasticsearchIndex("http://fake-es:9200", index_name="answers", client=FakeElasticsearch().client())
-    else:
-        es = ElasticsearchIndex(ES_URL or "", index_name=f"dtdialog-test-{uuid.uuid4().hex[:10]}")
-    try:
-        es.rebuild(documents)
-        yield es
-    finally:
-        es.delete_index()
-        es.close()
 
 
 @pytest.fixture()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import BACKEND_PARAMS, loaded_index
+from index_helpers import BACKEND_PARAMS, loaded_index
 
 from data.model import ANSWER, CUSTOMER, QUESTION, Dialogue, Turn
 from index.builder import build_index
