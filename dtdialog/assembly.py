@@ -284,7 +284,19 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
     path = Path(spec.sessions_path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     store = SessionStore(path)
-    return store, DialogueManager(selector=selector, store=store, config=spec.config)
+    return store, DialogueManager(selector=selector, store=store, config=spec.config,
+                                  calibrator=engine_calibrator(spec, selector))
+
+
+# --- calibrated confidence (issue 13): the calibrator that matches the engine's ranker ---
+def engine_calibrator(spec: EngineSpec, selector: AnswerSelector):
+    """Return the ``Calibrator`` fitted for the selector's ranker (and model), or None when there is none."""
+    from dtdialog.confidence import load_calibrator
+
+    model = getattr(selector.scorer, "model", None)
+    if model is None:
+        return load_calibrator("rules")
+    return load_calibrator("learned", model_name=str(model.manifest.get("name", "")), model_path=spec.ranker_model)
 
 
 def _warm_parser(parser: RSTParser) -> None:

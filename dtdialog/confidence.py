@@ -32,7 +32,7 @@ RULES_CALIBRATOR = MODELS_DIR / "calibrator-v1-rules.json"
 #: The step's numbers each ranker's calibrator reads (``step_features``).
 LEARNED_FEATURES = ("logit", "margin", "dense", "dense_gap", "bm25", "term_overlap", "agreement_score",
                     "entity_overlap")
-RULES_FEATURES = ("score", "margin", "retrieval", "agreement", "topic_ratio")
+RULES_FEATURES = ("score", "margin", "agreement", "topic", "topic_ratio", "question_match")
 #: The margin given to a step with a single candidate (nothing competes with it).
 LONE_MARGIN = 5.0
 
@@ -76,22 +76,30 @@ class Calibrator:
     scales: tuple[float, ...]
     model_name: str = ""
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: the range of each number in the fitting data: values outside are clipped to it, so a step unlike any
+    #: seen in fitting (a lone candidate in a tiny index) cannot extrapolate to a certainty
+    lows: tuple[float, ...] = ()
+    highs: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.feature_names)
         if not (len(self.coef) == len(self.means) == len(self.scales) == n) or n == 0:
             raise ModelNotAvailableError("calibrator: features, coefficients, means and scales differ in length")
+        if (self.lows or self.highs) and not len(self.lows) == len(self.highs) == n:
+            raise ModelNotAvailableError("calibrator: the feature ranges differ in length from the features")
         if self.ranker not in ("learned", "rules"):
             raise ModelNotAvailableError(f"calibrator: unknown ranker {self.ranker!r}")
 
     def probability(self, values: dict[str, float]) -> float:
         """Return P(correct) for the step numbers ``values`` (missing ones count as their mean)."""
         z = self.intercept
-        for name, c, m, s in zip(self.feature_names, self.coef, self.means, self.scales):
+        lows = self.lows or (-math.inf,) * len(self.coef)
+        highs = self.highs or (math.inf,) * len(self.coef)
+        for name, c, m, s, lo, hi in zip(self.feature_names, self.coef, self.means, self.scales, lows, highs):
             x = values.get(name, m)
             if not math.isfinite(x):
                 x = m
-            z += c * (x - m) / (s or 1.0)
+            z += c * (min(hi, max(lo, x)) - m) / (s or 1.0)
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def confidence(self, candidates: Sequence[Any]) -> float | None:
@@ -102,7 +110,7 @@ class Calibrator:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.update(feature_names=list(self.feature_names), coef=list(self.coef), means=list(self.means),
-                    scales=list(self.scales))
+                    scales=list(self.scales), lows=list(self.lows), highs=list(self.highs))
         return {"format": CALIBRATOR_FORMAT, **data}
 
     def save(self, path: str | Path) -> Path:
@@ -127,7 +135,9 @@ class Calibrator:
             return cls(ranker=str(data["ranker"]), feature_names=tuple(data["feature_names"]),
                        coef=tuple(float(v) for v in data["coef"]), intercept=float(data["intercept"]),
                        means=tuple(float(v) for v in data["means"]), scales=tuple(float(v) for v in data["scales"]),
-                       model_name=str(data.get("model_name", "")), manifest=dict(data.get("manifest") or {}))
+                       model_name=str(data.get("model_name", "")), manifest=dict(data.get("manifest") or {}),
+                       lows=tuple(float(v) for v in data.get("lows", ())),
+                       highs=tuple(float(v) for v in data.get("highs", ())))
         except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelNotAvailableError(f"cannot read calibrator {path}: {exc}") from None
 

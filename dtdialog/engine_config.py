@@ -76,6 +76,11 @@ class EngineConfig:
     max_input_chars: int = MAX_TURN_CHARS
     max_traces: int = 50
     whole_question: bool = True
+    # --- calibrated confidence and abstention (issue 13) ---
+    #: abstain_below: when the calibrated confidence (``dtdialog.confidence``) of the answer the engine would give
+    #: is below this, the bot asks for a missing detail (then hands off) instead of answering; 0 never abstains.
+    #: The default is read off the open-pool risk-coverage curve (``python -m eval.selective``): see README.
+    abstain_below: float = 0.3
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -93,6 +98,11 @@ class EngineConfig:
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")
             setattr(self, name, float(value))
+        # calibrated confidence and abstention (issue 13)
+        check(isinstance(self.abstain_below, (int, float)) and not isinstance(self.abstain_below, bool)
+              and 0.0 <= float(self.abstain_below) <= 1.0,
+              f"abstain_below must be a number in [0, 1], got {self.abstain_below!r}")
+        self.abstain_below = float(self.abstain_below)
         check(isinstance(self.require_agreement, bool), "require_agreement must be true or false")
         check(isinstance(self.whole_question, bool), "whole_question must be true or false")
         check(isinstance(self.soft_first_step, bool), "soft_first_step must be true or false")

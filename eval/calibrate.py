@@ -18,6 +18,7 @@ import json
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,8 @@ def fit_calibrator(rows: Sequence, *, ranker: str, model_name: str = "", manifes
     model = LogisticRegression(C=C, max_iter=1000).fit((X - means) / scales, y)
     return Calibrator(ranker=ranker, feature_names=tuple(names), coef=tuple(float(c) for c in model.coef_[0]),
                       intercept=float(model.intercept_[0]), means=tuple(float(m) for m in means),
-                      scales=tuple(float(s) for s in scales), model_name=model_name, manifest=dict(manifest or {}))
+                      scales=tuple(float(s) for s in scales), model_name=model_name, manifest=dict(manifest or {}),
+                      lows=tuple(float(v) for v in X.min(axis=0)), highs=tuple(float(v) for v in X.max(axis=0)))
 
 
 def cross_fit(rows: Sequence, folds: Sequence[int], *, ranker: str) -> list[float]:
@@ -134,20 +136,31 @@ def plot_reliability(path: Path, probs: Sequence[float], correct: Sequence[bool]
 
 
 def calibrate_ranker(ranker: str, eval_set, *, seed: int, out: Path, models_dir: Path, progress: bool,
-                     command: str) -> dict:
-    """Run the open pool with the engine under ``ranker``; write its calibrator and reliability diagram."""
-    from eval.selective import EngineSystem, open_pool_coin, open_pool_rows
+                     command: str, from_rows: bool = False) -> dict:
+    """Run the open pool with the engine under ``ranker``; write its calibrator and reliability diagram.
 
-    system = EngineSystem(ranker=ranker, progress=progress)
-    try:
-        system.fit(eval_set)
-        removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
-        rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
-    finally:
-        system.close()
-    if system.ranker != ranker:
-        raise InputError(f"the engine resolved to the {system.ranker} ranker, not {ranker} (is [dense] installed?)")
-    folds = [fold_of(r.question, system.folds) for r in rows]
+    The scored rows are kept in ``out/rows_<ranker>.json``; ``from_rows`` refits from them.
+    """
+    from eval.selective import EngineSystem, OpenPoolRow, open_pool_coin, open_pool_rows
+
+    cache = out / f"rows_{ranker}.json"
+    removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
+    if from_rows and cache.is_file():  # refit on the rows a previous run scored (the ranking is the slow part)
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        rows, folds, model_name = [OpenPoolRow(**r) for r in data["rows"]], data["folds"], data["model_name"]
+    else:
+        system = EngineSystem(ranker=ranker, progress=progress)
+        try:
+            system.fit(eval_set)
+            rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
+        finally:
+            system.close()
+        if system.ranker != ranker:
+            raise InputError(f"the engine resolved to the {system.ranker} ranker, not {ranker} (is [dense] installed?)")
+        folds, model_name = [fold_of(r.question, system.folds) for r in rows], system.model_name
+        out.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"model_name": model_name, "folds": folds,
+                                     "rows": [asdict(r) for r in rows]}) + "\n", encoding="utf-8")
     probs = cross_fit(rows, folds, ranker=ranker)
     correct = [r.correct for r in rows]
     held_out_ece = ece(probs, correct)
@@ -156,7 +169,7 @@ def calibrate_ranker(ranker: str, eval_set, *, seed: int, out: Path, models_dir:
     manifest = {"fitted_on": f"{eval_set.name} open pool (seed {seed}, gold removed for {len(removed)} of {len(rows)}),"
                              " out-of-fold ranker scores", "command": command, "n": len(rows),
                 "held_out_ece": round(held_out_ece, 4), "method": "platt (logistic regression)"}
-    calibrator = fit_calibrator(rows, ranker=ranker, model_name=system.model_name, manifest=manifest)
+    calibrator = fit_calibrator(rows, ranker=ranker, model_name=model_name, manifest=manifest)
     name = "calibrator-v1.json" if ranker == "learned" else "calibrator-v1-rules.json"
     path = calibrator.save(models_dir / name)
     return {"ranker": ranker, "calibrator": str(path), "ece_held_out": held_out_ece,
@@ -174,13 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the calibrators go")
     parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (a smoke run)")
+    parser.add_argument("--from-rows", action="store_true",
+                        help="refit from the rows a previous run kept in --out (no ranking)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
     command = "python -m eval.calibrate " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     try:
         eval_set = load_eval_set("mechanics", data_dir=args.data_dir).limited(args.limit)
         report = [calibrate_ranker(r.strip(), eval_set, seed=args.seed, out=args.out, models_dir=args.models_dir,
-                                   progress=not args.no_progress, command=command)
+                                   progress=not args.no_progress, command=command, from_rows=args.from_rows)
                   for r in args.rankers.split(",") if r.strip()]
     except DTDialogError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -125,6 +125,8 @@ class EngineSystem:
         values = step_features(ranked, self.ranker)
         if values is None:
             return None, float("-inf"), {}
+        # keep every number of the top candidate too, so a calibrator over other features can be refitted
+        values = {**{k: float(v) for k, v in ranked[0].features.items() if isinstance(v, (int, float))}, **values}
         return ranked[0].document.id, float(values["logit" if self.ranker == "learned" else "score"]), values
 
     def close(self) -> None:
