@@ -242,18 +242,17 @@ def paired_aurc_ci(a: Sequence[OpenPoolRow], b: Sequence[OpenPoolRow], *, n_resa
 
 # --- the run ----------------------------------------------------------------------------------------------
 
-def calibrate_rows(system: EngineSystem, rows: list[OpenPoolRow], *, dataset: str) -> str:
+def calibrate_rows(system: _EngineInfo, rows: list[OpenPoolRow], *, dataset: str) -> str:
     """Fill ``confidence`` of the engine's rows; return how (cross-fitted, or the shipped calibrator).
 
     On the ranker's training pool the calibrator was fitted on these very questions, so each fold's
     confidence comes from a calibrator fitted on the other folds (``eval.calibrate.cross_fit``).
     """
     from dtdialog.confidence import load_calibrator
-    from eval.calibrate import cross_fit, fold_of
+    from eval.calibrate import cross_fit
 
-    if system.folds is not None or dataset == "mechanics":
-        folds = [fold_of(r.question, system.folds) for r in rows]
-        probs = cross_fit(rows, folds, ranker=system.ranker)
+    if system.has_folds or dataset == "mechanics":
+        probs = cross_fit(rows, system.folds, ranker=system.ranker)
         for r, p in zip(rows, probs):
             r.confidence = float(p)
         return "cross-fitted calibrator (5 folds, the ranker's folds)"
@@ -266,29 +265,72 @@ def calibrate_rows(system: EngineSystem, rows: list[OpenPoolRow], *, dataset: st
 
 
 def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverage: float, n_resamples: int,
-                progress: bool, ranker: str | None) -> dict:
-    """Run the protocol for ``systems`` on ``eval_set``; return the summary and every system's rows."""
+                progress: bool, ranker: str | None, rows_dir: Path | None = None, reuse: bool = False) -> dict:
+    """Run the protocol for ``systems`` on ``eval_set``; return the summary and every system's rows.
+
+    Each system's scored rows are kept in ``rows_dir`` (``rows_<dataset>_<system>.json``); with ``reuse`` a kept
+    file is read instead of ranking again (the confidence is always computed afresh from the rows).
+    """
     removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
     out: dict = {"dataset": eval_set.name, "n": len(eval_set.dialogues), "n_pool": len(eval_set.pool),
                  "unanswerable": len(removed), "systems": {}, "rows": {}}
     for name in systems:
-        system = EngineSystem(ranker=ranker, progress=progress) if name == "dtq" else RankerSystem(name, progress=progress)
         try:
-            system.fit(eval_set)
-            rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
-            how = "top score"
-            if name == "dtq":
-                how = calibrate_rows(system, rows, dataset=eval_set.name)
+            rows, how = _system_rows(name, eval_set, removed=removed, progress=progress, ranker=ranker,
+                                     cache=rows_dir / f"rows_{eval_set.name}_{name}.json" if rows_dir else None,
+                                     reuse=reuse)
         except (ModelNotAvailableError, DTDialogError, ImportError) as exc:
             out["systems"][name] = {"skipped": str(exc)}
             print(f"{eval_set.name}/{name}: skipped: {exc}", file=sys.stderr)
             continue
-        finally:
-            system.close()
         out["rows"][name] = rows
         out["systems"][name] = summarise(rows, coverage=coverage, how=how)
     _compare(out, n_resamples=n_resamples, seed=seed)
     return out
+
+
+def _system_rows(name: str, eval_set: EvalSet, *, removed: frozenset[str], progress: bool, ranker: str | None,
+                 cache: Path | None, reuse: bool) -> tuple[list[OpenPoolRow], str]:
+    """Return one system's rows (ranked now, or read from ``cache`` with ``reuse``) and how its confidence was set."""
+    if reuse and cache is not None and cache.is_file():
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        rows = [OpenPoolRow(**r) for r in data["rows"]]
+        if name != "dtq":
+            return rows, "top score"
+        info = data["engine"]
+        return rows, calibrate_rows(_EngineInfo(**info), rows, dataset=eval_set.name)
+    system = EngineSystem(ranker=ranker, progress=progress) if name == "dtq" else RankerSystem(name, progress=progress)
+    try:
+        system.fit(eval_set)
+        rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
+    finally:
+        system.close()
+    info = {}
+    if name == "dtq":
+        info = {"ranker": system.ranker, "model_name": system.model_name,
+                "has_folds": system.folds is not None, "folds": [fold_of_row(r, system.folds) for r in rows]}
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"engine": info, "rows": [asdict(r) for r in rows]}) + "\n", encoding="utf-8")
+    if name != "dtq":
+        return rows, "top score"
+    return rows, calibrate_rows(_EngineInfo(**info), rows, dataset=eval_set.name)
+
+
+@dataclass
+class _EngineInfo:
+    """What calibrating the engine's rows needs to know about the engine that scored them."""
+
+    ranker: str
+    model_name: str
+    has_folds: bool
+    folds: list[int]
+
+
+def fold_of_row(row: OpenPoolRow, folds) -> int:
+    from eval.calibrate import fold_of
+
+    return fold_of(row.question, folds)
 
 
 def summarise(rows: Sequence[OpenPoolRow], *, coverage: float, how: str) -> dict:
@@ -404,7 +446,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         return 1
     out = args.out or DEFAULT_OUT
     results = [run_dataset(s, systems, seed=args.seed, coverage=args.coverage, n_resamples=args.bootstrap,
-                           progress=not args.no_progress, ranker=args.ranker) for s in sets]
+                           progress=not args.no_progress, ranker=args.ranker, rows_dir=out / "rows",
+                           reuse=args.reuse_rows) for s in sets]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text(markdown(results, command=command, seed=args.seed, coverage=args.coverage),
                                     encoding="utf-8")
@@ -433,6 +476,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT})")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
+    parser.add_argument("--reuse-rows", action="store_true",
+                        help="read each system's scored rows kept in --out/rows by an earlier run instead of ranking")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
