@@ -33,7 +33,8 @@ RULES_CALIBRATOR = MODELS_DIR / "calibrator-v1-rules.json"
 LEARNED_FEATURES = ("logit", "margin", "dense", "dense_gap", "bm25", "term_overlap", "agreement_score",
                     "entity_overlap")
 RULES_FEATURES = ("score", "margin", "agreement", "topic", "topic_ratio", "question_match")
-#: The margin given to a step with a single candidate (nothing competes with it).
+#: The learned ranker's logit margin given to a step with a single candidate (nothing competes with it); the
+#: calibrator clips it to the largest margin it saw in fitting.
 LONE_MARGIN = 5.0
 
 
@@ -51,9 +52,10 @@ def step_features(candidates: Sequence[Any], ranker: str) -> dict[str, float] | 
         second = float(candidates[1].features.get("model_logit", 0.0)) if len(candidates) > 1 else None
         out = {"logit": logit, "margin": min(LONE_MARGIN, logit - second) if second is not None else LONE_MARGIN}
     else:
+        # the rule score's scale moves with the question (bonuses add up), so its margin is relative to it
         score = float(top.score)
-        second = float(candidates[1].score) if len(candidates) > 1 else None
-        out = {"score": score, "margin": min(LONE_MARGIN, score - second) if second is not None else LONE_MARGIN}
+        second = float(candidates[1].score) if len(candidates) > 1 else 0.0
+        out = {"score": score, "margin": max(0.0, min(1.0, (score - second) / score)) if score > 0 else 0.0}
     for name in (LEARNED_FEATURES if ranker == "learned" else RULES_FEATURES):
         if name not in out:
             out[name] = float(top.features.get(name, 0.0))

@@ -36,9 +36,9 @@ def test_step_features_of_each_ranker():
     values = step_features(learned, "learned")
     assert values["logit"] == 2.0 and values["margin"] == 1.5 and values["dense"] == 0.7
     rules = step_features([_Cand(0.8, {"topic": 0.5}), _Cand(0.6)], "rules")
-    assert rules["score"] == 0.8 and rules["margin"] == pytest.approx(0.2) and rules["topic"] == 0.5
+    assert rules["score"] == 0.8 and rules["margin"] == pytest.approx(0.25) and rules["topic"] == 0.5
     assert step_features([], "rules") is None
-    assert step_features([_Cand(0.8)], "rules")["margin"] > 1  # nothing competes with a lone candidate
+    assert step_features([_Cand(0.8)], "rules")["margin"] == 1.0  # nothing competes with a lone candidate
 
 
 def test_confidence_is_a_probability_that_grows_with_the_margin():
