@@ -251,7 +251,7 @@ def calibrate_rows(system: _EngineInfo, rows: list[OpenPoolRow], *, dataset: str
     from dtdialog.confidence import load_calibrator
     from eval.calibrate import cross_fit
 
-    if system.has_folds or dataset == "mechanics":
+    if dataset == "mechanics":  # the ranker's training pool: its calibrator saw these questions
         probs = cross_fit(rows, system.folds, ranker=system.ranker)
         for r, p in zip(rows, probs):
             r.confidence = float(p)
