@@ -83,7 +83,7 @@ class EngineConfig:
     #: cross-fitted, seed 13) for a target precision of about 2/3 of delivered answers right: there 66% of the
     #: answers given are right, 72% of the answerable questions are answered and 23% of the questions with no
     #: right answer in the index get one (at 0.17, the 80%-coverage point: 56%, 80%, 38%).
-    abstain_below: float = 0.3
+    abstain_below: float = 0.17
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:

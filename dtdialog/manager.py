@@ -411,7 +411,8 @@ class DialogueManager:
             return self._offer(record, trace, [c.document for c in close[: self.config.max_options]])
         best = ranked[0]
         confidence = self.calibrator.confidence(ranked) if self.calibrator is not None else None
-        if confidence is not None and confidence < self.config.abstain_below:
+        # the calibrator was fitted on first answers (the question alone): later steps report it, never abstain on it
+        if confidence is not None and record.step == 0 and confidence < self.config.abstain_below:
             return self._abstain(record, outcome, trace, confidence)
         return self._deliver(record, trace, best.document.id, best.document.text, confidence=confidence)
 
