@@ -79,10 +79,11 @@ class EngineConfig:
     # --- calibrated confidence and abstention (issue 13) ---
     #: abstain_below: when the calibrated confidence (``dtdialog.confidence``) of the answer the engine would give
     #: is below this, the bot asks for a missing detail (then hands off) instead of answering; 0 never abstains.
-    #: The default 0.3 is read off the open-pool risk-coverage curve on mechanics (``python -m eval.selective``,
-    #: cross-fitted, seed 13) for a target precision of about 2/3 of delivered answers right: there 66% of the
-    #: answers given are right, 72% of the answerable questions are answered and 23% of the questions with no
-    #: right answer in the index get one (at 0.17, the 80%-coverage point: 56%, 80%, 38%).
+    #: The default 0.17 is read off the open-pool risk-coverage curve on mechanics (``python -m eval.selective``,
+    #: cross-fitted, seed 13): it is the point where 80% of the answerable questions are answered (the issue's
+    #: operating point); there 56% of the answers given are right and 38% of the questions with no right answer
+    #: get one. For a target precision of 2/3, 0.3 answers 72% of the answerable, 23% of the unanswerable.
+    #: Only a question's first answer can be abstained (the calibrator was fitted on first answers).
     abstain_below: float = 0.17
 
     def __post_init__(self) -> None:
