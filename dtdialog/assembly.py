@@ -290,7 +290,19 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
     scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
                       mass=spec.config.scope_mass)
     scope.profile()  # learn the domain now (about 1 s on the built-in index), not in the first user's turn
-    return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope)
+    return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
+                                  calibrator=engine_calibrator(spec, selector))
+
+
+# --- calibrated confidence (issue 13): the calibrator that matches the engine's ranker ---
+def engine_calibrator(spec: EngineSpec, selector: AnswerSelector):
+    """Return the ``Calibrator`` fitted for the selector's ranker (and model), or None when there is none."""
+    from dtdialog.confidence import load_calibrator
+
+    model = getattr(selector.scorer, "model", None)
+    if model is None:
+        return load_calibrator("rules")
+    return load_calibrator("learned", model_name=str(model.manifest.get("name", "")), model_path=spec.ranker_model)
 
 
 def _warm_parser(parser: RSTParser) -> None:

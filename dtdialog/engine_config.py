@@ -101,6 +101,15 @@ class EngineConfig:
     # dialogue position (issue 13, item 4)
     step1_position: str = "opening"
     opening_margin: float = 0.2
+    # --- calibrated confidence and abstention (issue 13) ---
+    #: abstain_below: when the calibrated confidence (``dtdialog.confidence``) of the answer the engine would give
+    #: is below this, the bot asks for a missing detail (then hands off) instead of answering; 0 never abstains.
+    #: The default 0.17 is read off the open-pool risk-coverage curve on mechanics (``python -m eval.selective``,
+    #: cross-fitted, seed 13): it is the point where 80% of the answerable questions are answered (the issue's
+    #: operating point); there 56% of the answers given are right and 38% of the questions with no right answer
+    #: get one. For a target precision of 2/3, 0.3 answers 72% of the answerable, 23% of the unanswerable.
+    #: Only a question's first answer can be abstained (the calibrator was fitted on first answers).
+    abstain_below: float = 0.17
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -127,6 +136,11 @@ class EngineConfig:
         check(self.scope_mass is None or (isinstance(self.scope_mass, (int, float))
               and not isinstance(self.scope_mass, bool) and self.scope_mass >= 0.0),
               f"scope_mass must be null or a number >= 0, got {self.scope_mass!r}")
+        # calibrated confidence and abstention (issue 13)
+        check(isinstance(self.abstain_below, (int, float)) and not isinstance(self.abstain_below, bool)
+              and 0.0 <= float(self.abstain_below) <= 1.0,
+              f"abstain_below must be a number in [0, 1], got {self.abstain_below!r}")
+        self.abstain_below = float(self.abstain_below)
         check(isinstance(self.require_agreement, bool), "require_agreement must be true or false")
         check(isinstance(self.whole_question, bool), "whole_question must be true or false")
         check(isinstance(self.soft_first_step, bool), "soft_first_step must be true or false")

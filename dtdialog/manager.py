@@ -51,6 +51,8 @@ PROMPT = "prompt"
 RESET = "reset"
 #: the out-of-scope gate refused a new question (issue 13, item 3): nothing was retrieved
 OUT_OF_SCOPE = "out_of_scope"
+# calibrated confidence (issue 13): not answering when the engine is unsure
+ABSTAIN = "abstain"
 
 #: After this many replies that match no option, the options are dropped: the reply is read as "none of these"
 #: (with its words as detail), so "purple elephants" cannot keep the options on screen forever.
@@ -124,9 +126,11 @@ class DialogueManager:
     """
 
     def __init__(self, *, selector: SelectorPort, store: SessionStore, config: EngineConfig | None = None,
-                 replies: Replies | None = None, scope: ScopeGate | None = None) -> None:
+                 replies: Replies | None = None, scope: ScopeGate | None = None, calibrator: Any = None) -> None:
         self.selector = selector
         self.scope = scope
+        # calibrated confidence (issue 13): a ``dtdialog.confidence.Calibrator``; None reports no confidence
+        self.calibrator = calibrator
         self.store = store
         self.config = config or selector.config
         self.replies = replies or DEFAULT_REPLIES
@@ -505,7 +509,11 @@ class DialogueManager:
         if allow_clarify and len(close) >= 2:
             return self._offer(record, trace, [c.document for c in close[: self.config.max_options]])
         best = ranked[0]
-        return self._deliver(record, trace, best.document.id, best.document.text)
+        confidence = self.calibrator.confidence(ranked) if self.calibrator is not None else None
+        # the calibrator was fitted on first answers (the question alone): later steps report it, never abstain on it
+        if confidence is not None and record.step == 0 and confidence < self.config.abstain_below:
+            return self._abstain(record, outcome, trace, confidence)
+        return self._deliver(record, trace, best.document.id, best.document.text, confidence=confidence)
 
     def _plan(self, record: SessionRecord) -> QuestionPlan:
         return QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
@@ -560,12 +568,15 @@ class DialogueManager:
         """Return the terms of the question and the step's replies (they cannot pick one option over another)."""
         return self.selector.terms_of_text(" ".join([record.question, *record.step_followups]))
 
-    def _deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str) -> TurnResult:
+    def _deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str, *,
+                 confidence: float | None = None) -> TurnResult:
         record.delivered.append(answer_id)
         record.pending = None  # an answer on screen: no options, and no detail request, are pending any more
         record.state = AWAITING_FEEDBACK
-        trace.decide(ANSWER, state_after=AWAITING_FEEDBACK, answer_id=answer_id)
-        return TurnResult(session_id=record.id, reply=text, kind=ANSWER, state=AWAITING_FEEDBACK, answer_id=answer_id)
+        trace.decide(ANSWER, state_after=AWAITING_FEEDBACK, answer_id=answer_id,
+                     **({"confidence": confidence} if confidence is not None else {}))
+        return TurnResult(session_id=record.id, reply=text, kind=ANSWER, state=AWAITING_FEEDBACK, answer_id=answer_id,
+                          confidence=confidence)
 
     def _fallback(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace) -> TurnResult:
         record.failures += 1
@@ -584,6 +595,33 @@ class DialogueManager:
         trace.decide(HANDOFF, state_after=HANDED_OFF, reason=reason, transcript=transcript)
         reply = self.replies.handoff_text(reason, len(transcript))
         return TurnResult(session_id=record.id, reply=reply, kind=HANDOFF, state=HANDED_OFF)
+
+    # --- calibrated confidence: abstention instead of a wrong answer (issue 13) ---
+    def _abstain(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace, confidence: float) -> TurnResult:
+        """Ask for the missing detail instead of an answer the engine is unsure of; the second time, hand off.
+
+        Counts as a failed step like a fallback, so a step that stays unsure ends with the hand-off (and its
+        transcript) after ``max_failures``.
+        """
+        record.failures += 1
+        trace.note(f"confidence {confidence:.2f} is below {self.config.abstain_below:.2f}: not answering")
+        if record.failures >= self.config.max_failures:
+            return self._hand_off(record, trace, self.replies.handoff_unsure)
+        detail = self._missing_detail(outcome)
+        record.state = AWAITING_DETAIL
+        trace.decide(ABSTAIN, state_after=AWAITING_DETAIL, confidence=confidence, missing_detail=detail,
+                     best_id=outcome.candidates[0].document.id)
+        return TurnResult(session_id=record.id, reply=self.replies.abstain_text(detail), kind=ABSTAIN,
+                          state=AWAITING_DETAIL, confidence=confidence)
+
+    def _missing_detail(self, outcome: RankOutcome) -> str:
+        """Return which detail the question lacks (``dtdialog.abstention``), against the offered answers' terms."""
+        from dtdialog.abstention import missing_detail
+
+        terms: set[str] = set()
+        for cand in outcome.candidates[:5]:
+            terms |= self.selector.terms_of_edus(self.selector.answer_edus(cand.document))
+        return missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=self.selector)
 
     def _bad_input(self, record: SessionRecord, problem: str, trace: TurnTrace) -> TurnResult:
         trace.intent(problem)

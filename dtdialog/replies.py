@@ -83,6 +83,18 @@ class Replies:
         """Return the reply to an out-of-scope message for ``reason`` (greeting, gibberish, language, domain)."""
         template = getattr(self, f"out_of_scope_{reason}", self.out_of_scope_domain)
         return template.format(language=language or "")
+    # --- abstention instead of a wrong answer (issue 13, calibrated confidence) ---
+    #: said when the engine is not confident enough to answer; {question} is the detail question below
+    abstain: str = ("I'm not sure I have the right answer for this yet. {question} "
+                    "Or say 'human' and I'll pass our conversation to a person.")
+    #: the detail question when the question names no part or system the stored answers know
+    abstain_part: str = "Which part or system is it about (for example the brakes, the battery, the engine)?"
+    #: ... when it names a part but not what happens
+    abstain_symptom: str = "What exactly happens - a noise, a warning light, it won't start, a leak?"
+    #: ... when both are there
+    abstain_context: str = "When does it happen, and what have you already checked or replaced?"
+    #: the hand-off reason after an abstention did not lead to a confident answer
+    handoff_unsure: str = "I could not find an answer I'm confident about"
 
     def too_long_text(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -107,6 +119,12 @@ class Replies:
         """Return the question that lists ``options`` (``again`` for a reply that matched none)."""
         head = self.choose_again if again else self.choose
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
+
+    # abstention instead of a wrong answer (issue 13)
+    def abstain_text(self, detail: str) -> str:
+        """Return the abstention for the missing ``detail`` (``part``, ``symptom`` or ``context``)."""
+        question = {"part": self.abstain_part, "symptom": self.abstain_symptom}.get(detail, self.abstain_context)
+        return self.abstain.format(question=question)
 
 
 DEFAULT_REPLIES = Replies()

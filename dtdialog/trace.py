@@ -115,7 +115,8 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
                 f"{c['id']}" + (f" missing {'; '.join(c['agreement']['missing'])}" if c['agreement'].get('missing') else
                                 " (constraint)") for c in rejected[:max_candidates]))
     decision = trace.get("decision") or {}
-    lines.append(f"decision: {decision.get('kind')}" + (f" {decision['answer_id']}" if decision.get("answer_id") else ""))
+    lines.append(f"decision: {decision.get('kind')}" + (f" {decision['answer_id']}" if decision.get("answer_id") else "")
+                 + _confidence_text(decision))
     for note in trace.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
@@ -133,3 +134,15 @@ def _tried_lines(step: dict[str, Any]) -> list[str]:
     for answer_id, why in (step.get("already_tried") or {}).items():
         lines.append(f"  demoted {answer_id}: its main recommendation repeats what {why}")
     return lines
+
+
+# --- calibrated confidence (issue 13) ---
+def _confidence_text(decision: dict[str, Any]) -> str:
+    """Return " (confidence 0.82: I'm fairly sure (82%))" for a decision that carries a confidence, else ""."""
+    from dtdialog.confidence import confidence_words
+
+    value = decision.get("confidence")
+    if not isinstance(value, (int, float)):
+        return ""
+    detail = f", missing detail: {decision['missing_detail']}" if decision.get("missing_detail") else ""
+    return f" (confidence {value:.2f}: {confidence_words(value)}{detail})"

@@ -163,8 +163,15 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstru
     """Parse ``argv`` and run the evaluation; return the exit code (2: a one-line error, 130: interrupted).
 
     ``dtdialog eval`` calls this with its own ``prog`` and ``command`` (the command line the report records).
+    ``selective`` as the first argument runs ``eval.selective`` instead (``dtdialog eval selective --help``).
     """
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    # the open-pool selective evaluation (issue 13) is reached through this entry point too
+    if argv and argv[0] == "selective":
+        from eval.selective import main as selective_main
+
+        return selective_main(argv[1:], prog=f"{prog} selective", command=command)
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0],
+                                     epilog="'selective' as the first argument: the open-pool selective evaluation")
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:

@@ -40,6 +40,7 @@ def turn_out(result: Any) -> TurnResponse:
     return TurnResponse(
         session_id=result.session_id, reply=result.reply, kind=str(result.kind), state=str(result.state),
         answer_id=result.answer_id, trace=_jsonable(result.trace or {}),
+        confidence=getattr(result, "confidence", None),  # calibrated confidence (issue 13)
         options=[TurnOption(number=int(o.number), label=str(o.label), answer_id=getattr(o, "answer_id", None))
                  for o in result.options or ()],
     )

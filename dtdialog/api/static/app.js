@@ -38,6 +38,25 @@ function setBusy(on, text) {
   $("status").textContent = text || "";
 }
 
+// Calibrated confidence (issue 13): how sure the bot is, in words a customer understands.
+function confidenceWords(confidence, kind) {
+  if (typeof confidence !== "number") return "";
+  const pct = Math.round(confidence * 100);
+  if (kind === "abstain") return `I'm not sure enough to answer yet (${pct}%).`;
+  if (confidence >= 0.8) return `I'm fairly sure this is right (${pct}%).`;
+  if (confidence >= 0.5) return `I think this fits, but I'm not certain (${pct}%).`;
+  return `I'm not sure about this one (${pct}%) - tell me if it doesn't fit.`;
+}
+
+function addConfidence(li, turn) {
+  const words = confidenceWords(turn.confidence, turn.kind);
+  if (!li || !words) return;
+  const c = document.createElement("span");
+  c.className = "confidence";
+  c.textContent = words;
+  li.appendChild(c);
+}
+
 function addMessage(role, text, kind) {
   const li = document.createElement("li");
   li.className = "msg " + (role === "user" ? "user" : "bot") + (kind === "handoff" ? " handoff" : "");
@@ -137,7 +156,8 @@ async function send(text, shown) {
       await ensureSession();
       turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages?explain=true`, { text });
     }
-    addMessage("bot", turn.reply, turn.kind);
+    const li = addMessage("bot", turn.reply, turn.kind);
+    addConfidence(li, turn);
     renderOptions(turn.options);
     renderExplain(turn.explain, turn);
     setBusy(false, turn.kind === "handoff" ? "You are being handed over to a human agent." : "");

@@ -1,0 +1,212 @@
+"""Fit the engine's confidence calibrators: ``python -m eval.calibrate``.
+
+The calibrator (``dtdialog.confidence.Calibrator``) maps the deciding step's numbers to P(the chosen answer
+is right). It is fitted on mechanics, the learned ranker's training pool, scored out-of-fold (each question
+by the fold model that never saw it), in the open-pool protocol of ``eval.selective`` (a seeded coin removes
+the gold answer for half of the questions), so "the right answer is not in the pool" is in the data.
+
+Writes ``calibrator-v1.json`` (learned ranker ``ranker-v1``) and ``calibrator-v1-rules.json`` (rule scorer)
+to ``dtdialog/ranking/models/`` (or ``--models-dir``), and to ``--out`` the reliability diagrams
+(``reliability_<ranker>.png``) and ECE of a 5-fold cross-fit: each question's confidence comes from a
+calibrator fitted on the other folds, so the diagram shows held-out calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from dtdialog.confidence import LEARNED_FEATURES, MODELS_DIR, RULES_FEATURES, Calibrator
+from parsers.errors import DTDialogError, InputError
+
+N_FOLDS = 5
+DEFAULT_OUT = Path("runs") / "calibration"
+
+
+def fold_of(question: str, folds=None) -> int:
+    """Return the cross-validation fold of ``question``: the ranker's fold when it has one, else a stable hash."""
+    from eval.out_of_fold import question_key
+
+    key = question_key(question)
+    if folds is not None and key in folds.held_out:
+        return int(folds.held_out[key])
+    return int(key, 16) % N_FOLDS
+
+
+def _matrix(rows: Sequence, names: Sequence[str]) -> np.ndarray:
+    return np.array([[float(r.values.get(n, 0.0)) for n in names] for r in rows], dtype=float).reshape(len(rows),
+                                                                                                       len(names))
+
+
+def fit_calibrator(rows: Sequence, *, ranker: str, model_name: str = "", manifest: dict | None = None,
+                   C: float = 1.0) -> Calibrator:
+    """Return a ``Calibrator`` fitted (Platt: logistic regression on standardised numbers) to ``rows``.
+
+    ``rows`` carry ``values`` (``dtdialog.confidence.step_features``) and ``correct``; a row without values
+    (the system had no candidate) is left out: it never answers.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    names = LEARNED_FEATURES if ranker == "learned" else RULES_FEATURES
+    rows = [r for r in rows if r.values]
+    y = np.array([bool(r.correct) for r in rows])
+    if len(rows) < 4 or y.all() or not y.any():
+        raise InputError("calibration needs both right and wrong answers (at least 4 rows)")
+    X = _matrix(rows, names)
+    means, scales = X.mean(axis=0), X.std(axis=0)
+    scales[scales == 0] = 1.0
+    model = LogisticRegression(C=C, max_iter=1000).fit((X - means) / scales, y)
+    return Calibrator(ranker=ranker, feature_names=tuple(names), coef=tuple(float(c) for c in model.coef_[0]),
+                      intercept=float(model.intercept_[0]), means=tuple(float(m) for m in means),
+                      scales=tuple(float(s) for s in scales), model_name=model_name, manifest=dict(manifest or {}),
+                      lows=tuple(float(v) for v in X.min(axis=0)), highs=tuple(float(v) for v in X.max(axis=0)))
+
+
+def cross_fit(rows: Sequence, folds: Sequence[int], *, ranker: str) -> list[float]:
+    """Return each row's confidence from a calibrator fitted on the rows of the other folds (0 without values)."""
+    out = [0.0] * len(rows)
+    for fold in sorted(set(folds)):
+        train = [r for r, f in zip(rows, folds) if f != fold]
+        calibrator = fit_calibrator(train, ranker=ranker)
+        for i, (r, f) in enumerate(zip(rows, folds)):
+            if f == fold and r.values:
+                out[i] = calibrator.probability(r.values)
+    return out
+
+
+def reliability(probs: Sequence[float], correct: Sequence[bool], *, bins: int = 10) -> list[dict]:
+    """Return the reliability table: per equal-width bin, its count, mean confidence and accuracy."""
+    p = np.asarray(probs, dtype=float)
+    y = np.asarray(correct, dtype=float)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    idx = np.clip(np.digitize(p, edges[1:-1], right=False), 0, bins - 1)
+    table = []
+    for b in range(bins):
+        mask = idx == b
+        if mask.any():
+            table.append({"lo": float(edges[b]), "hi": float(edges[b + 1]), "n": int(mask.sum()),
+                          "confidence": float(p[mask].mean()), "accuracy": float(y[mask].mean())})
+    return table
+
+
+def ece(probs: Sequence[float], correct: Sequence[bool], *, bins: int = 10) -> float:
+    """Return the expected calibration error: sum over bins of (bin share) x |accuracy - mean confidence|."""
+    n = len(probs)
+    if n == 0:
+        return float("nan")
+    return float(sum(b["n"] / n * abs(b["accuracy"] - b["confidence"]) for b in reliability(probs, correct, bins=bins)))
+
+
+def plot_reliability(path: Path, probs: Sequence[float], correct: Sequence[bool], *, title: str) -> Path | None:
+    """Draw the reliability diagram (accuracy per confidence bin against the diagonal); return the path."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    table = reliability(probs, correct)
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect calibration")
+    ax.bar([(b["lo"] + b["hi"]) / 2 for b in table], [b["accuracy"] for b in table], width=0.09, alpha=0.6,
+           label="accuracy in bin")
+    ax.plot([b["confidence"] for b in table], [b["accuracy"] for b in table], "o-", color="C3",
+            label="mean confidence vs accuracy")
+    for b in table:
+        ax.annotate(str(b["n"]), ((b["lo"] + b["hi"]) / 2, b["accuracy"]), ha="center", va="bottom", fontsize=7)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted P(answer is right)")
+    ax.set_ylabel("observed share right")
+    ax.set_title(f"{title}\nECE {ece(probs, correct):.3f}")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def calibrate_ranker(ranker: str, eval_set, *, seed: int, out: Path, models_dir: Path, progress: bool,
+                     command: str, from_rows: bool = False) -> dict:
+    """Run the open pool with the engine under ``ranker``; write its calibrator and reliability diagram.
+
+    The scored rows are kept in ``out/rows_<ranker>.json``; ``from_rows`` refits from them.
+    """
+    from eval.selective import EngineSystem, OpenPoolRow, open_pool_coin, open_pool_rows
+
+    cache = out / f"rows_{ranker}.json"
+    removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
+    if from_rows and cache.is_file():  # refit on the rows a previous run scored (the ranking is the slow part)
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        rows, folds, model_name = [OpenPoolRow(**r) for r in data["rows"]], data["folds"], data["model_name"]
+    else:
+        system = EngineSystem(ranker=ranker, progress=progress)
+        try:
+            system.fit(eval_set)
+            rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
+        finally:
+            system.close()
+        if system.ranker != ranker:
+            raise InputError(f"the engine resolved to the {system.ranker} ranker, not {ranker} (is [dense] installed?)")
+        folds, model_name = [fold_of(r.question, system.folds) for r in rows], system.model_name
+        out.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"model_name": model_name, "folds": folds,
+                                     "rows": [asdict(r) for r in rows]}) + "\n", encoding="utf-8")
+    probs = cross_fit(rows, folds, ranker=ranker)
+    correct = [r.correct for r in rows]
+    held_out_ece = ece(probs, correct)
+    png = plot_reliability(out / f"reliability_{ranker}.png", probs, correct,
+                           title=f"{ranker} ranker, {eval_set.name} open pool, {N_FOLDS}-fold held out")
+    manifest = {"fitted_on": f"{eval_set.name} open pool (seed {seed}, gold removed for {len(removed)} of {len(rows)}),"
+                             " out-of-fold ranker scores", "command": command, "n": len(rows),
+                "held_out_ece": round(held_out_ece, 4), "method": "platt (logistic regression)"}
+    calibrator = fit_calibrator(rows, ranker=ranker, model_name=model_name, manifest=manifest)
+    name = "calibrator-v1.json" if ranker == "learned" else "calibrator-v1-rules.json"
+    path = calibrator.save(models_dir / name)
+    return {"ranker": ranker, "calibrator": str(path), "ece_held_out": held_out_ece,
+            "reliability": reliability(probs, correct), "png": str(png) if png else None, "n": len(rows),
+            "accuracy": float(np.mean(correct))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from eval.datasets import load_eval_set
+
+    parser = argparse.ArgumentParser(prog="python -m eval.calibrate", description=__doc__.split("\n")[0])
+    parser.add_argument("--rankers", default="learned,rules", help="comma-separated: learned, rules")
+    parser.add_argument("--seed", type=int, default=13, help="seed of the open-pool coin")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the reliability diagrams go")
+    parser.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the calibrators go")
+    parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions (a smoke run)")
+    parser.add_argument("--from-rows", action="store_true",
+                        help="refit from the rows a previous run kept in --out (no ranking)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    command = "python -m eval.calibrate " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    try:
+        eval_set = load_eval_set("mechanics", data_dir=args.data_dir).limited(args.limit)
+        report = [calibrate_ranker(r.strip(), eval_set, seed=args.seed, out=args.out, models_dir=args.models_dir,
+                                   progress=not args.no_progress, command=command, from_rows=args.from_rows)
+                  for r in args.rankers.split(",") if r.strip()]
+    except DTDialogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "calibration.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for r in report:
+        print(f"{r['ranker']}: {r['calibrator']}  held-out ECE {r['ece_held_out']:.3f}  accuracy {r['accuracy']:.3f}"
+              f"  n {r['n']}  {r['png']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,501 @@
+"""Selective answering in the open-pool protocol: ``python -m eval.selective --dataset mechanics``.
+
+Every reconstruction benchmark puts the right answer in the pool, so a wrong answer where no right one
+exists is invisible there. Here a seeded coin removes the gold first answer from the pool for half of
+the questions (``open_pool_coin``); each system answers with its top candidate and a confidence, and
+answers only when the confidence reaches a threshold. Reported per dataset and system:
+
+* answered-right, answered-wrong and abstained at the operating threshold (the one where >= 80% of the
+  answerable questions are answered; ``--coverage``), and the false-answer rate on the questions with no
+  right answer there;
+* the risk-coverage curve (``risk_coverage.png``) and its area (AURC; lower is better), with a paired
+  bootstrap CI of the difference to each anchor; AUROC of the confidence for answerable vs not.
+
+Systems: ``dtq`` (the engine with its calibrated confidence, ``dtdialog.confidence``; on mechanics, the
+ranker's training pool, scores are out-of-fold and the calibrator is cross-fitted over the same folds),
+and the anchors in the same run: ``dense`` (MiniLM cosine of the top answer as its score) and ``bm25``
+(the top BM25 score), their thresholds fitted the same way. Only the first answer of each dialogue is
+asked for (the question alone).
+
+A team's own logs: ``--data FILE --format mechanics|twitter|irc|jsonl|csv`` (the whole file is both the
+questions and the pool; a question whose dialogue has no answer is skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, build_eval_set, load_eval_set
+from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
+
+DEFAULT_OUT = Path("runs") / "selective"
+SYSTEMS = ("dtq", "dense", "bm25")
+ANCHORS = ("dense", "bm25")
+FILE_FORMATS = ("mechanics", "twitter", "irc", "jsonl", "csv")
+
+
+# --- the protocol ---------------------------------------------------------------------------------------
+
+def open_pool_coin(dialogue_ids: Sequence[str], *, seed: int) -> frozenset[str]:
+    """Return the dialogues whose gold answer the seeded coin removes from the pool (about half).
+
+    The coin of a dialogue depends only on the seed and the dialogue's id, so every system of a run, and
+    every run with the same seed, faces the same questions without their answer.
+    """
+    removed = set()
+    for did in dialogue_ids:
+        if random.Random(f"{seed}:{did}").random() < 0.5:
+            removed.add(did)
+    return frozenset(removed)
+
+
+@dataclass
+class OpenPoolRow:
+    """One question under the protocol: whether its answer was in the pool, what the system put on top."""
+
+    dialogue_id: str
+    question: str
+    answerable: bool
+    correct: bool
+    top_id: str | None
+    score: float
+    values: dict[str, float] = field(default_factory=dict)
+    confidence: float = 0.0
+
+
+def open_pool_rows(system, eval_set: EvalSet, *, removed: frozenset[str], progress: bool) -> list[OpenPoolRow]:
+    """Return one row per dialogue: ``system.top(question, exclude_ids)`` -> ``(top id, score, values)``."""
+    from tqdm import tqdm
+
+    rows = []
+    for d in tqdm(eval_set.dialogues, desc=f"{eval_set.name}/{system.name}", unit="question", file=sys.stderr,
+                  disable=not progress, dynamic_ncols=True):
+        gold = d.answer_ids[0]
+        answerable = d.id not in removed
+        top_id, score, values = system.top(d.question, () if answerable else (gold,))
+        rows.append(OpenPoolRow(dialogue_id=d.id, question=d.question, answerable=answerable, correct=answerable and top_id == gold,
+                                top_id=top_id, score=score, values=values, confidence=score))
+    return rows
+
+
+# --- the systems ------------------------------------------------------------------------------------------
+
+class EngineSystem:
+    """``dtq``: the engine's top answer and the step numbers its calibrator reads (``step_features``)."""
+
+    name = "dtq"
+
+    def __init__(self, *, ranker: str | None = None, progress: bool = False) -> None:
+        from eval.methods.dtq import DTQMethod
+
+        self.method = DTQMethod(ranker=ranker, progress=progress)
+        self.ranker = "rules"
+        self.folds = None
+
+    def fit(self, eval_set: EvalSet) -> None:
+        from eval.out_of_fold import folds_for
+
+        self.method.fit(pool=eval_set.pool)
+        self.ranker = self.method.resolved_ranker
+        scorer = self.method._selector.scorer
+        if self.ranker == "learned":
+            self.folds = folds_for(scorer.model, self.method.ranker_model)
+        self.model_name = scorer.model.manifest.get("name", "") if self.ranker == "learned" else ""
+
+    def candidates(self, question: str, exclude: Sequence[str]):
+        try:
+            plan = self.method._plan(question)
+        except InputError:
+            return []
+        return self.method._selector.rank(question=plan, step=0, followups=[], exclude_ids=list(exclude), size=100)
+
+    def top(self, question: str, exclude: Sequence[str]) -> tuple[str | None, float, dict[str, float]]:
+        from dtdialog.confidence import step_features
+
+        ranked = self.candidates(question, exclude)
+        values = step_features(ranked, self.ranker)
+        if values is None:
+            return None, float("-inf"), {}
+        # keep every number of the top candidate too, so a calibrator over other features can be refitted
+        values = {**{k: float(v) for k, v in ranked[0].features.items() if isinstance(v, (int, float))}, **values}
+        return ranked[0].document.id, float(values["logit" if self.ranker == "learned" else "score"]), values
+
+    def close(self) -> None:
+        self.method.close()
+
+
+class RankerSystem:
+    """An anchor: a reconstruction method's top answer, its score as the confidence."""
+
+    def __init__(self, name: str, *, progress: bool = False) -> None:
+        from eval.methods import get_method
+
+        self.name = name
+        self.method = get_method("dense" if name == "dense" else "keyword")
+        if hasattr(self.method, "progress"):
+            self.method.progress = progress
+
+    def fit(self, eval_set: EvalSet) -> None:
+        self.method.fit(pool=eval_set.pool)
+        self.method.prepare(dialogues=eval_set.dialogues)
+
+    def top(self, question: str, exclude: Sequence[str]) -> tuple[str | None, float, dict[str, float]]:
+        ranked = self.method.rank(question=question, followups=(), step=0, exclude_ids=tuple(exclude), k=5)
+        if not ranked:
+            return None, float("-inf"), {}
+        return ranked[0][0], float(ranked[0][1]), {}
+
+    def close(self) -> None:
+        self.method.close()
+
+
+# --- the measures -----------------------------------------------------------------------------------------
+
+def risk_coverage(confidence: Sequence[float], correct: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(coverage, risk)``: answering the k most confident questions, k = 1..n, and the share wrong.
+
+    Ties are broken pessimistically (wrong answers first), so a constant confidence earns no credit.
+    """
+    conf = np.asarray(confidence, dtype=float)
+    ok = np.asarray(correct, dtype=bool)
+    n = len(conf)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.lexsort((ok, -conf))  # by confidence descending, wrong before right on ties
+    wrong = np.cumsum(~ok[order])
+    k = np.arange(1, n + 1)
+    return k / n, wrong / k
+
+
+def aurc(confidence: Sequence[float], correct: Sequence[bool]) -> float:
+    """Return the area under the risk-coverage curve (the mean risk over k = 1..n answered)."""
+    _, risk = risk_coverage(confidence, correct)
+    return float(risk.mean()) if len(risk) else float("nan")
+
+
+def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float:
+    """Return the probability that a random positive outscores a random negative (ties count half)."""
+    s = np.asarray(scores, dtype=float)
+    p = np.asarray(positive, dtype=bool)
+    pos, neg = s[p], s[~p]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def coverage_threshold(rows: Sequence[OpenPoolRow], coverage: float) -> float:
+    """Return the highest threshold at which at least ``coverage`` of the answerable questions are answered."""
+    conf = np.sort([r.confidence for r in rows if r.answerable])[::-1]
+    if not len(conf):
+        return float("-inf")
+    k = max(1, int(np.ceil(coverage * len(conf))))
+    return float(conf[k - 1])
+
+
+@dataclass
+class Operating:
+    """What a user meets at one threshold."""
+
+    threshold: float
+    answered_right: int
+    answered_wrong: int
+    abstained: int
+    answerable_coverage: float
+    false_answer_rate: float
+
+    @classmethod
+    def at(cls, rows: Sequence[OpenPoolRow], threshold: float) -> Operating:
+        answered = [r for r in rows if r.confidence >= threshold and r.top_id is not None]
+        answerable = [r for r in rows if r.answerable]
+        unanswerable = [r for r in rows if not r.answerable]
+        return cls(threshold=threshold, answered_right=sum(r.correct for r in answered),
+                   answered_wrong=sum(not r.correct for r in answered), abstained=len(rows) - len(answered),
+                   answerable_coverage=sum(r.answerable for r in answered) / max(1, len(answerable)),
+                   false_answer_rate=sum(not r.answerable for r in answered) / max(1, len(unanswerable)))
+
+
+def paired_aurc_ci(a: Sequence[OpenPoolRow], b: Sequence[OpenPoolRow], *, n_resamples: int,
+                   seed: int) -> tuple[float, float, float]:
+    """Return ``(AURC(a) - AURC(b), lo, hi)``: a paired bootstrap over questions (95% percentile CI)."""
+    ca, oka = np.array([r.confidence for r in a]), np.array([r.correct for r in a])
+    cb, okb = np.array([r.confidence for r in b]), np.array([r.correct for r in b])
+    diff = aurc(ca, oka) - aurc(cb, okb)
+    rng = np.random.default_rng(seed)
+    n = len(a)
+    boots = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        boots.append(aurc(ca[idx], oka[idx]) - aurc(cb[idx], okb[idx]))
+    lo, hi = np.percentile(boots, [2.5, 97.5]) if boots else (diff, diff)
+    return float(diff), float(lo), float(hi)
+
+
+# --- the run ----------------------------------------------------------------------------------------------
+
+def calibrate_rows(system: _EngineInfo, rows: list[OpenPoolRow], *, dataset: str) -> str:
+    """Fill ``confidence`` of the engine's rows; return how (cross-fitted, or the shipped calibrator).
+
+    On the ranker's training pool the calibrator was fitted on these very questions, so each fold's
+    confidence comes from a calibrator fitted on the other folds (``eval.calibrate.cross_fit``).
+    """
+    from dtdialog.confidence import load_calibrator
+    from eval.calibrate import cross_fit
+
+    if dataset == "mechanics":  # the ranker's training pool: its calibrator saw these questions
+        probs = cross_fit(rows, system.folds, ranker=system.ranker)
+        for r, p in zip(rows, probs):
+            r.confidence = float(p)
+        return "cross-fitted calibrator (5 folds, the ranker's folds)"
+    calibrator = load_calibrator(system.ranker, model_name=system.model_name)
+    if calibrator is None:
+        return "no calibrator: raw top score"
+    for r in rows:
+        r.confidence = calibrator.probability(r.values) if r.values else 0.0
+    return f"shipped calibrator ({system.ranker})"
+
+
+def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverage: float, n_resamples: int,
+                progress: bool, ranker: str | None, rows_dir: Path | None = None, reuse: bool = False) -> dict:
+    """Run the protocol for ``systems`` on ``eval_set``; return the summary and every system's rows.
+
+    Each system's scored rows are kept in ``rows_dir`` (``rows_<dataset>_<system>.json``); with ``reuse`` a kept
+    file is read instead of ranking again (the confidence is always computed afresh from the rows).
+    """
+    removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
+    out: dict = {"dataset": eval_set.name, "n": len(eval_set.dialogues), "n_pool": len(eval_set.pool),
+                 "unanswerable": len(removed), "systems": {}, "rows": {}}
+    for name in systems:
+        try:
+            rows, how = _system_rows(name, eval_set, removed=removed, progress=progress, ranker=ranker,
+                                     cache=rows_dir / f"rows_{eval_set.name}_{name}.json" if rows_dir else None,
+                                     reuse=reuse)
+        except (ModelNotAvailableError, DTDialogError, ImportError) as exc:
+            out["systems"][name] = {"skipped": str(exc)}
+            print(f"{eval_set.name}/{name}: skipped: {exc}", file=sys.stderr)
+            continue
+        out["rows"][name] = rows
+        out["systems"][name] = summarise(rows, coverage=coverage, how=how)
+    _compare(out, n_resamples=n_resamples, seed=seed)
+    return out
+
+
+def _system_rows(name: str, eval_set: EvalSet, *, removed: frozenset[str], progress: bool, ranker: str | None,
+                 cache: Path | None, reuse: bool) -> tuple[list[OpenPoolRow], str]:
+    """Return one system's rows (ranked now, or read from ``cache`` with ``reuse``) and how its confidence was set."""
+    if reuse and cache is not None and cache.is_file():
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        rows = [OpenPoolRow(**r) for r in data["rows"]]
+        if name != "dtq":
+            return rows, "top score"
+        info = data["engine"]
+        return rows, calibrate_rows(_EngineInfo(**info), rows, dataset=eval_set.name)
+    system = EngineSystem(ranker=ranker, progress=progress) if name == "dtq" else RankerSystem(name, progress=progress)
+    try:
+        system.fit(eval_set)
+        rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
+    finally:
+        system.close()
+    info = {}
+    if name == "dtq":
+        info = {"ranker": system.ranker, "model_name": system.model_name,
+                "has_folds": system.folds is not None, "folds": [fold_of_row(r, system.folds) for r in rows]}
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"engine": info, "rows": [asdict(r) for r in rows]}) + "\n", encoding="utf-8")
+    if name != "dtq":
+        return rows, "top score"
+    return rows, calibrate_rows(_EngineInfo(**info), rows, dataset=eval_set.name)
+
+
+@dataclass
+class _EngineInfo:
+    """What calibrating the engine's rows needs to know about the engine that scored them."""
+
+    ranker: str
+    model_name: str
+    has_folds: bool
+    folds: list[int]
+
+
+def fold_of_row(row: OpenPoolRow, folds) -> int:
+    from eval.calibrate import fold_of
+
+    return fold_of(row.question, folds)
+
+
+def summarise(rows: Sequence[OpenPoolRow], *, coverage: float, how: str) -> dict:
+    conf = [r.confidence for r in rows]
+    op = Operating.at(rows, coverage_threshold(rows, coverage))
+    return {"confidence": how, "aurc": aurc(conf, [r.correct for r in rows]),
+            "auroc_answerable": auroc(conf, [r.answerable for r in rows]),
+            "accuracy_answerable": sum(r.correct for r in rows) / max(1, sum(r.answerable for r in rows)),
+            "operating": asdict(op)}
+
+
+def _compare(out: dict, *, n_resamples: int, seed: int) -> None:
+    rows = out["rows"]
+    if "dtq" not in rows:
+        return
+    for anchor in ANCHORS:
+        if anchor in rows:
+            diff, lo, hi = paired_aurc_ci(rows["dtq"], rows[anchor], n_resamples=n_resamples, seed=seed)
+            ratio = out["systems"]["dtq"]["aurc"] / max(1e-12, out["systems"][anchor]["aurc"])
+            out["systems"]["dtq"][f"vs_{anchor}"] = {"diff": diff, "lo": lo, "hi": hi, "ratio": ratio}
+
+
+def plot_risk_coverage(path: Path, result: dict) -> Path | None:
+    """Draw every system's risk-coverage curve of one dataset; return the path (None without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for name, rows in result["rows"].items():
+        cov, risk = risk_coverage([r.confidence for r in rows], [r.correct for r in rows])
+        ax.plot(cov, risk, label=f"{name} (AURC {result['systems'][name]['aurc']:.3f})")
+    ax.set_xlabel("coverage (share of questions answered)")
+    ax.set_ylabel("risk (share of answers that are wrong)")
+    ax.set_title(f"{result['dataset']}: open pool, gold removed for {result['unanswerable']}/{result['n']}")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def markdown(results: Sequence[dict], *, command: str, seed: int, coverage: float) -> str:
+    lines = ["# Selective answering (open-pool protocol)", "", f"Command: `{command}`", "",
+             f"A seeded coin (seed {seed}) removes the gold first answer from the pool for about half of the "
+             f"questions. Operating threshold: the highest at which >= {coverage:.0%} of the answerable questions "
+             "are answered. AURC: area under the risk-coverage curve (lower is better); CI: paired bootstrap "
+             "of dtq - anchor.", ""]
+    for res in results:
+        if res.get("skipped"):
+            lines += [f"## {res['dataset']}", "", f"skipped: {res['skipped']}", ""]
+            continue
+        lines += [f"## {res['dataset']}", "", f"{res['n']} questions, {res['n_pool']} pool answers, gold removed "
+                  f"for {res['unanswerable']}.", "",
+                  "| system | confidence | AURC | AUROC (answerable?) | acc. answerable | threshold | answered right "
+                  "| answered wrong | abstained | coverage (answerable) | false-answer rate (no right answer) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for name, s in res["systems"].items():
+            if "skipped" in s:
+                lines.append(f"| {name} | skipped: {s['skipped']} |" + " |" * 9)
+                continue
+            op = s["operating"]
+            lines.append(f"| {name} | {s['confidence']} | {s['aurc']:.3f} | {s['auroc_answerable']:.3f} | "
+                         f"{s['accuracy_answerable']:.1%} | {op['threshold']:.3f} | {op['answered_right']} | "
+                         f"{op['answered_wrong']} | {op['abstained']} | {op['answerable_coverage']:.1%} | "
+                         f"{op['false_answer_rate']:.1%} |")
+        for anchor in ANCHORS:
+            cmp_ = res["systems"].get("dtq", {}).get(f"vs_{anchor}")
+            if cmp_:
+                lines.append(f"\nAURC dtq - {anchor}: {cmp_['diff']:+.3f} [{cmp_['lo']:+.3f}, {cmp_['hi']:+.3f}], "
+                             f"ratio {cmp_['ratio']:.2f}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def load_sets(args: argparse.Namespace) -> list[EvalSet]:
+    """Return the evaluation sets the options name (a dataset, all, or one data file)."""
+    if args.data is not None:
+        if args.format not in FILE_FORMATS:
+            raise InputError(f"--data needs --format, one of {', '.join(FILE_FORMATS)}")
+        from data.loaders import load_corpus
+
+        return [build_eval_set(Path(args.data).stem, load_corpus(args.data, fmt=args.format), own_data=True,
+                               description=f"{args.data} ({args.format})")]
+    names = ["mechanics", "twitter", "irc"] if args.dataset == "all" else [args.dataset]
+    for name in names:
+        if name not in DATASETS:
+            raise InputError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or all")
+    sets = []
+    for name in names:
+        try:
+            sets.append(load_eval_set(name, data_dir=args.data_dir).limited(args.limit))
+        except DatasetUnavailable as exc:
+            print(f"{name}: skipped: {exc}", file=sys.stderr)
+    return sets
+
+
+def run(args: argparse.Namespace, *, command: str) -> int:
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown or not systems:
+        raise InputError(f"unknown system(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(SYSTEMS)}")
+    if not 0 < args.coverage <= 1 or args.bootstrap < 1 or (args.limit is not None and args.limit < 1):
+        raise ConfigError("--coverage must be in (0, 1], --bootstrap and --limit at least 1")
+    sets = load_sets(args)
+    if not sets:
+        return 1
+    out = args.out or DEFAULT_OUT
+    results = [run_dataset(s, systems, seed=args.seed, coverage=args.coverage, n_resamples=args.bootstrap,
+                           progress=not args.no_progress, ranker=args.ranker, rows_dir=out / "rows",
+                           reuse=args.reuse_rows) for s in sets]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.md").write_text(markdown(results, command=command, seed=args.seed, coverage=args.coverage),
+                                    encoding="utf-8")
+    print(out / "results.md")
+    summary = [{k: v for k, v in r.items() if k != "rows"} for r in results]
+    (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(out / "results.json")
+    for res in results:
+        png = plot_risk_coverage(out / f"risk_coverage_{res['dataset']}.png", res)
+        if png:
+            print(png)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
+    parser.add_argument("--data", type=Path, default=None, help="one data file of your own (with --format)")
+    parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(FILE_FORMATS)}")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: dtq, dense, bm25")
+    parser.add_argument("--ranker", default=None, help="the engine's ranker for dtq: auto, learned or rules")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--coverage", type=float, default=0.8,
+                        help="share of answerable questions the operating threshold answers (default 0.8)")
+    parser.add_argument("--seed", type=int, default=13, help="seed of the coin and the bootstrap")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the paired CI")
+    parser.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT})")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
+    parser.add_argument("--reuse-rows", action="store_true",
+                        help="read each system's scored rows kept in --out/rows by an earlier run instead of ranking")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def main(argv: list[str] | None = None, *, prog: str = "python -m eval.selective", command: str | None = None) -> int:
+    """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    command = command or "python -m eval.selective " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    try:
+        return run(args, command=command)
+    except DTDialogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Calibrated confidence and abstention end to end: through ``DialogueManager``, ``dtdialog chat`` and the API.
+
+The failure reproduced: every question got a confident answer, even when the index held nothing about it.
+With the shipped calibrator the engine reports how sure it is and, below ``abstain_below``, asks for the
+missing detail and then hands off instead of answering.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from engine_helpers import (
+    ANSWERS,
+    BRAKE_Q,
+    CONSTRAINT_Q,
+    PAPER_C1,
+    PAPER_Q,
+    TableParser,
+    make_index,
+    text_of,
+)
+
+from dtdialog.abstention import CONTEXT, PART, SYMPTOM, missing_detail
+from dtdialog.confidence import load_calibrator
+from dtdialog.engine_config import EngineConfig
+from dtdialog.manager import ABSTAIN, ANSWER, HANDOFF, DialogueManager
+from dtdialog.selector import AnswerSelector
+from dtdialog.session import AWAITING_DETAIL, HANDED_OFF
+from dtdialog.session_store import SessionStore
+from parsers.tree import EDU
+
+
+def _world(tmp_path: Path, answers: dict, **config) -> DialogueManager:
+    parser = TableParser([PAPER_Q, PAPER_C1, BRAKE_Q, CONSTRAINT_Q])
+    cfg = EngineConfig(**config)
+    selector = AnswerSelector(index=make_index(tmp_path / "answers.sqlite", answers), parser=parser, config=cfg)
+    return DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg,
+                           calibrator=load_calibrator("rules"))
+
+
+def test_answer_turns_carry_a_confidence_in_0_1(tmp_path):
+    manager = _world(tmp_path, ANSWERS, abstain_below=0.0)
+    sid = manager.start_session()
+    result = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert result.kind == ANSWER
+    assert result.confidence is not None and 0.0 <= result.confidence <= 1.0
+    assert result.trace["decision"]["confidence"] == result.confidence
+    assert result.to_dict()["confidence"] == result.confidence
+
+
+def test_an_unsure_step_asks_for_a_detail_offers_a_person_then_hands_off_with_the_transcript(tmp_path):
+    # abstain_below=1 makes every ranked answer "too unsure": the mechanism, independent of today's calibrator
+    manager = _world(tmp_path, ANSWERS, abstain_below=1.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
+    assert first.kind == ABSTAIN, first.reply
+    assert first.answer_id is None and first.state == AWAITING_DETAIL
+    assert 0.0 <= first.confidence < 1.0
+    assert first.trace["decision"]["missing_detail"] in (PART, SYMPTOM, CONTEXT)
+    assert "human" in first.reply and "?" in first.reply  # a detail question and the offer of a person
+    second = manager.handle(session_id=sid, text="It happens every morning when I back out of the garage")
+    assert second.kind == HANDOFF and second.state == HANDED_OFF
+    transcript = second.trace["decision"]["transcript"]
+    assert transcript[0]["text"] == text_of(BRAKE_Q) and any(m["text"] == first.reply for m in transcript)
+
+
+def test_without_a_calibrator_the_engine_never_abstains(tmp_path):
+    without_brakes = {k: v for k, v in ANSWERS.items() if not k.startswith("brakes")}
+    manager = _world(tmp_path, without_brakes)
+    manager.calibrator = None
+    result = manager.handle(session_id=manager.start_session(), text=text_of(BRAKE_Q))
+    assert result.kind != ABSTAIN and result.confidence is None
+
+
+class _Terms:
+    @staticmethod
+    def terms_of_text(text: str) -> frozenset[str]:
+        return frozenset(w.strip(".,").lower() for w in text.split() if len(w) > 2)
+
+
+def _edu(text, lemmas, entities):
+    return EDU(index=0, text=text, start=0, end=len(text), sentence=0, lemmas=tuple(lemmas), entities=tuple(entities))
+
+
+def test_missing_detail_is_derived_from_the_question_and_the_offered_answers():
+    known = {"brakes", "squeal", "battery"}
+    # a thing the answers never mention -> which part or system
+    assert missing_detail([_edu("my flux capacitor hums", ["flux", "capacitor", "hum"], ["my flux capacitor"])],
+                          answer_terms=known, normalizer=_Terms) == PART
+    # a known part and nothing about what it does -> what happens
+    assert missing_detail([_edu("the brakes", ["brakes"], ["the brakes"])], answer_terms=known,
+                          normalizer=_Terms) == SYMPTOM
+    # both there -> when, and what was tried
+    assert missing_detail([_edu("the brakes squeal", ["brakes", "squeal"], ["the brakes"])], answer_terms=known,
+                          normalizer=_Terms) == CONTEXT
+
+
+@pytest.fixture
+def corpus_without_brakes(tmp_path):
+    from data.builtin import builtin_corpus_dir
+
+    out = tmp_path / "corpus"
+    out.mkdir()
+    for path in Path(builtin_corpus_dir()).glob("*.jsonl"):
+        if path.name != "brakes.jsonl":
+            shutil.copy(path, out / path.name)
+    return out
+
+
+@pytest.mark.slow
+def test_chat_abstains_on_a_brake_question_when_no_brake_answer_is_indexed(corpus_without_brakes, tmp_path, capsys,
+                                                                           monkeypatch):
+    from dtdialog.cli import main
+
+    monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+    script = tmp_path / "script.txt"
+    script.write_text("My brakes squeal loudly every time I stop at a light, and the pedal feels soft.\n"
+                      "It started after the pads were replaced last week.\n", encoding="utf-8")
+    traces = tmp_path / "traces.jsonl"
+    code = main(["chat", "--script", str(script), "--corpus", str(corpus_without_brakes), "--format", "jsonl",
+                 "--index", str(tmp_path / "answers.sqlite"), "--sessions", str(tmp_path / "s.sqlite"),
+                 "--trace-json", str(traces), "--explain", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    decisions = [json.loads(line)["decision"] for line in traces.read_text().splitlines()]
+    assert decisions[0]["kind"] == ABSTAIN, out
+    assert decisions[0]["confidence"] < EngineConfig().abstain_below
+    assert "confidence" in out and "I'm not sure" in out and "human" in out
+    # the added detail does not turn the missing answer into a confident wrong one
+    assert decisions[1]["kind"] != ANSWER, out
