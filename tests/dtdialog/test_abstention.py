@@ -113,9 +113,13 @@ def corpus_without_brakes(tmp_path):
 @pytest.mark.slow
 def test_chat_abstains_on_a_brake_question_when_no_brake_answer_is_indexed(corpus_without_brakes, tmp_path, capsys,
                                                                            monkeypatch):
+    import dtdialog.scope
     from dtdialog.cli import main
 
     monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+    # the calibrator's path alone: with no brake answer indexed, the out-of-scope gate (learned from this index)
+    # would refuse the brake question before ranking (test below), and nothing would be left to abstain on
+    monkeypatch.setattr(dtdialog.scope.ScopeGate, "check", lambda self, text: dtdialog.scope.ScopeVerdict(None))
     script = tmp_path / "script.txt"
     script.write_text("My brakes squeal loudly every time I stop at a light, and the pedal feels soft.\n"
                       "It started after the pads were replaced last week.\n", encoding="utf-8")
@@ -131,3 +135,20 @@ def test_chat_abstains_on_a_brake_question_when_no_brake_answer_is_indexed(corpu
     assert "confidence" in out and "I'm not sure" in out and "human" in out
     # the added detail does not turn the missing answer into a confident wrong one
     assert decisions[1]["kind"] != ANSWER, out
+
+
+@pytest.mark.slow
+def test_the_scope_gate_refuses_a_question_about_what_the_index_does_not_cover(corpus_without_brakes, tmp_path,
+                                                                              monkeypatch):
+    """The gate learns its domain from the index: without any brake answer, a brake question is off-domain."""
+    from dtdialog.cli import main
+
+    monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+    script = tmp_path / "script.txt"
+    script.write_text("My brakes squeal loudly every time I stop at a light, and the pedal feels soft.\n", encoding="utf-8")
+    traces = tmp_path / "traces.jsonl"
+    assert main(["chat", "--script", str(script), "--corpus", str(corpus_without_brakes), "--format", "jsonl",
+                 "--index", str(tmp_path / "answers.sqlite"), "--sessions", str(tmp_path / "s.sqlite"),
+                 "--trace-json", str(traces), "--quiet"]) == 0
+    decision = json.loads(traces.read_text().splitlines()[0])["decision"]
+    assert decision["kind"] == "out_of_scope" and decision["reason"] == "domain"
