@@ -10,7 +10,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     NEW               reject         -> greet_or_start     greet when the reply has no content, else start a question
     NEW               choice         -> greet_or_start     greet when the reply has no content, else start a question
     NEW               none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
-    NEW               *              -> start              plan the text as a new question; answer, clarify or fall back
+    NEW               *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
     AWAITING_FEEDBACK conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_FEEDBACK choice         -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_FEEDBACK reject         -> retry              next candidate of the same step (counts a failure)
@@ -33,12 +33,12 @@ rendered by ``render()`` (a test keeps this copy current)::
     CONCLUDED         reject         -> greet_or_start     greet when the reply has no content, else start a question
     CONCLUDED         choice         -> greet_or_start     greet when the reply has no content, else start a question
     CONCLUDED         none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
-    CONCLUDED         *              -> start              plan the text as a new question; answer, clarify or fall back
+    CONCLUDED         *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
     HANDED_OFF        conclude       -> greet_or_start     greet when the reply has no content, else start a question
     HANDED_OFF        reject         -> greet_or_start     greet when the reply has no content, else start a question
     HANDED_OFF        choice         -> greet_or_start     greet when the reply has no content, else start a question
     HANDED_OFF        none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
-    HANDED_OFF        *              -> start              plan the text as a new question; answer, clarify or fall back
+    HANDED_OFF        *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
 
 Turns that are empty or too long never reach the table (``intents.sanitize``): they get a prompt.
 """
@@ -66,7 +66,7 @@ HANDLERS: dict[str, str] = {
     "handoff": "hand off to a person -> HANDED_OFF",
     "reset": "drop the question, or start the one after the reset phrase",
     "greet_or_start": "greet when the reply has no content, else start a question",
-    "start": "plan the text as a new question; answer, clarify or fall back",
+    "start": "out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back",
     "conclude": "the answer worked -> CONCLUDED",
     "ask_again": "nothing to search with: ask for feedback or detail again",
     "retry": "next candidate of the same step (counts a failure)",
