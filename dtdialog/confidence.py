@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers.errors import ModelNotAvailableError
+from parsers.files import atomic_write
 
 #: The version written into calibrator files; ``Calibrator.load`` refuses any other.
 CALIBRATOR_FORMAT = 1
@@ -117,12 +118,8 @@ class Calibrator:
 
     def save(self, path: str | Path) -> Path:
         """Write the calibrator as JSON (atomically); return the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        return path
+        text = json.dumps(self.to_dict(), indent=2) + "\n"
+        return atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:

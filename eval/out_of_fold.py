@@ -21,6 +21,7 @@ from typing import Any
 
 from dtdialog.ranking.learned_scorer import MODELS_DIR, LearnedScorer, RankerModel
 from parsers.errors import ModelNotAvailableError
+from parsers.files import atomic_write
 
 FOLDS_DIR = Path(__file__).resolve().parent / "models"
 #: The version stamped into fold files; ``FoldModels.load`` refuses any other.
@@ -68,13 +69,9 @@ class FoldModels:
         """Write the folds (joblib) atomically; return the path."""
         import joblib
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        joblib.dump({"format": FOLDS_FORMAT, "model_name": self.model_name, "feature_names": list(self.feature_names),
-                     "fold_estimators": list(self.fold_estimators), "held_out": dict(self.held_out)}, tmp, compress=3)
-        tmp.replace(path)
-        return path
+        data = {"format": FOLDS_FORMAT, "model_name": self.model_name, "feature_names": list(self.feature_names),
+                "fold_estimators": list(self.fold_estimators), "held_out": dict(self.held_out)}
+        return atomic_write(path, lambda fh: joblib.dump(data, fh, compress=3))
 
     @classmethod
     def load(cls, path: str | Path) -> FoldModels:

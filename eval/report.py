@@ -9,13 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.metrics import DIALOGUE_TYPES, MetricReport, MetricValue
+from parsers.files import atomic_write
 
 # The paper's Table 1 (car repair, 2carpros.com, their own data): percent, ± as printed.
 PAPER_TABLE1 = {
@@ -137,22 +136,6 @@ def csv_rows(run: DatasetRun) -> list[dict]:
     return rows
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; reports are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_markdown(path: Path, runs: Sequence[DatasetRun], *, title: str = "Dialogue reconstruction") -> None:
     """Write the Markdown report of ``runs`` (with the command and the paper's table) to ``path``."""
     text = f"# {title}\n\n"
@@ -160,7 +143,7 @@ def write_markdown(path: Path, runs: Sequence[DatasetRun], *, title: str = "Dial
     if commands:
         text += "Command: `" + "`, `".join(commands) + "`\n\n"
     text += "".join(markdown(r) for r in runs) + paper_markdown()
-    _atomic_write(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+    atomic_write(Path(path), lambda fh: fh.write(text.encode("utf-8")))
 
 
 def write_csv(path: Path, runs: Sequence[DatasetRun]) -> None:
@@ -171,7 +154,7 @@ def write_csv(path: Path, runs: Sequence[DatasetRun]) -> None:
     writer.writeheader()
     for run in runs:
         writer.writerows(csv_rows(run))
-    _atomic_write(Path(path), lambda fh: fh.write(buf.getvalue().encode("utf-8")))
+    atomic_write(Path(path), lambda fh: fh.write(buf.getvalue().encode("utf-8")))
 
 
 def plot_accuracy(path: Path, run: DatasetRun) -> bool:
@@ -207,6 +190,6 @@ def plot_accuracy(path: Path, run: DatasetRun) -> bool:
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    _atomic_write(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=120))
+    atomic_write(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=120))
     plt.close(fig)
     return True

@@ -26,9 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ import numpy as np
 
 from index.vocabulary import bm25_tokens
 from parsers.errors import InputError, ModelNotAvailableError
+from parsers.files import atomic_write
 
 HUB_K = 10
 _BLOCK = 1024
@@ -181,8 +180,8 @@ class DenseStore:
                 "hub": [round(float(h), 6) for h in self.hub], "hub_k": HUB_K,
                 "terms": self.terms.to_dict() if self.terms is not None else None,
                 "digests": self.digests, "generation": self.generation}
-        _atomic_write(matrix_path, lambda f: np.save(f, np.ascontiguousarray(self.vectors, dtype=np.float32)))
-        _atomic_write(ids_path, lambda f: f.write(json.dumps(meta).encode("utf-8")))
+        atomic_write(matrix_path, lambda f: np.save(f, np.ascontiguousarray(self.vectors, dtype=np.float32)))
+        atomic_write(ids_path, lambda f: f.write(json.dumps(meta).encode("utf-8")))
         return matrix_path, ids_path
 
     @classmethod
@@ -280,17 +279,3 @@ def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = Tr
     store.generation = generation
     store.save(index_path)
     return store
-
-
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the store from other readers
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

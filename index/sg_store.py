@@ -148,12 +148,12 @@ class SGPhraseStore:
 
     def save(self, index_path: str | Path) -> Path:
         """Write the store beside ``index_path`` atomically; return the file path."""
-        from index.dense_store import _atomic_write
+        from parsers.files import atomic_write
 
         path = sg_path(index_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps(self.to_dict(), separators=(",", ":")).encode("utf-8")
-        _atomic_write(path, lambda f: f.write(payload))
+        atomic_write(path, lambda f: f.write(payload))
         return path
 
     @classmethod
