@@ -330,24 +330,11 @@ def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
 # --- the answer side ----------------------------------------------------------------------------------------
 def main_recommendation(tree: DiscourseTree, normalizer: EntityNormalizer) -> Recommendation | None:
     """Return the first recommendation in the answer's nucleus EDUs (its main clause), or None."""
-    for edu in nucleus_chain_edus(tree):
+    for edu in tree.nucleus_chain_edus():
         found = recommendation_in(edu, normalizer)
         if found is not None:
             return found
     return None
-
-
-def nucleus_chain_edus(tree: DiscourseTree) -> list[EDU]:
-    """Return the EDUs reached from the root through nuclei only, in text order."""
-    out: list[EDU] = []
-    stack = [tree.root]
-    while stack:
-        node = stack.pop()
-        if node.is_leaf:
-            out.extend(tree.edus_of(node))
-            continue
-        stack.extend(node.nuclei() or node.children)
-    return sorted(out, key=lambda e: e.index)
 
 
 def recommendation_in(edu: EDU, normalizer: Vocabulary) -> Recommendation | None:

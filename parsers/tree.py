@@ -189,6 +189,18 @@ class DiscourseTree:
         rel = canonical(relation)
         return [n for n in self.relation_nodes() if n.relation == rel]
 
+    def nucleus_chain_edus(self) -> list[EDU]:
+        """Return the EDUs reached from the root through nuclei only (the main clause), in text order."""
+        out: list[EDU] = []
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            if node.is_leaf:
+                out.extend(self.edus_of(node))
+                continue
+            stack.extend(node.nuclei() or node.children)
+        return sorted(out, key=lambda e: e.index)
+
     def non_default_nodes(self) -> list[Node]:
         """Return the nodes whose relation is not a default one, pre-order."""
         return [n for n in self.relation_nodes() if not is_default(n.relation or "")]

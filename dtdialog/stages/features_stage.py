@@ -65,7 +65,7 @@ def topic_terms(tree: DiscourseTree | None, edus, tools: StageTools) -> dict[str
     ``tree`` (the whole DT-Q, for a one-part question) marks its nucleus-chain EDUs as the main
     clause; a multi-part question's part is weighted flat, since its own nucleus is a sub-tree.
     """
-    main = {e.index for e in nucleus_edus(tree)} if tree is not None else set()
+    main = {e.index for e in tree.nucleus_chain_edus()} if tree is not None else set()
     weights: dict[str, float] = {}
     for edu in edus:
         factor = NUCLEUS_WEIGHT if edu.index in main else 1.0
@@ -73,19 +73,6 @@ def topic_terms(tree: DiscourseTree | None, edus, tools: StageTools) -> dict[str
             weight = factor * (PHRASE_WEIGHT if " " in term else 1.0)
             weights[term] = max(weights.get(term, 0.0), weight)
     return weights
-
-
-def nucleus_edus(tree: DiscourseTree) -> list:
-    """Return the EDUs reached from the root through nuclei only (the question's main clause)."""
-    out = []
-    stack = [tree.root]
-    while stack:
-        node = stack.pop()
-        if node.is_leaf:
-            out.extend(tree.edus_of(node))
-            continue
-        stack.extend(node.nuclei() or node.children)
-    return out
 
 
 def add_topic_features(candidates: list[RankedCandidate], weights: dict[str, float],

@@ -232,3 +232,17 @@ def test_sentences_join_by_continuation_and_narrative_tense(parser):
     # ... and past-tense main clauses in a row narrate a sequence.
     tree = parser.parse("The engine stalled on the highway. I called a tow truck. The mechanic replaced the pump.")
     assert tree.nodes_with_relation("Temporal"), tree.to_compact()
+
+
+def test_the_nucleus_chain_is_the_main_clause_in_text_order():
+    from dataclasses import replace
+
+    from tree_helpers import concession_tree
+
+    from parsers.tree import Node
+
+    tree = concession_tree(["I checked the plugs", "and replaced the battery,", "but it still will not start."])
+    assert [e.index for e in tree.nucleus_chain_edus()] == [2]
+    # the satellite as the nucleus instead: the multinuclear Joint's two EDUs, in text order
+    flipped = replace(tree, root=Node.relate("Concession", list(tree.root.children), "NS"))
+    assert [e.index for e in flipped.nucleus_chain_edus()] == [0, 1]
