@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, load_eval_set
+from eval.entry import one_line_errors
 from eval.methods import available_methods, get_method
 from eval.methods.base import MethodUnavailable, RankingMethod
 from eval.metrics import DialogueResult, StepResult, compute_metrics
 from eval.report import DatasetRun, MethodRun, plot_accuracy, write_csv, write_markdown
-from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
+from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 
 DEFAULT_OUT = Path("runs") / "eval"
 
@@ -174,14 +175,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstru
                                      epilog="'selective' as the first argument: the open-pool selective evaluation")
     add_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        return run(args, command=command)
-    except DTDialogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return one_line_errors(lambda: run(args, command=command))
 
 
 if __name__ == "__main__":

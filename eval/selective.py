@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, build_eval_set, load_eval_set
+from eval.entry import one_line_errors
 from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
 
 DEFAULT_OUT = Path("runs") / "selective"
@@ -487,14 +488,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.selective
     add_arguments(parser)
     args = parser.parse_args(argv)
     command = command or "python -m eval.selective " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    try:
-        return run(args, command=command)
-    except DTDialogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return one_line_errors(lambda: run(args, command=command))
 
 
 if __name__ == "__main__":
