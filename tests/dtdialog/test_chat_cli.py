@@ -22,21 +22,9 @@ def rule_ranking(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """Return (index path, tmp dir) of the built-in corpus indexed once with the rule parser."""
-    from parsers.base import get_parser
-    from parsers.errors import DTDialogError
-
-    try:
-        parser = get_parser("rules")
-        parser.parse("The car starts.")
-    except DTDialogError as exc:
-        pytest.skip(f"rule parser unavailable: {exc}")
-    from dtdialog.assembly import EngineSpec, build_engine
-
-    home = tmp_path_factory.mktemp("chat")
-    build_engine(EngineSpec(index_path=home / "answers.sqlite", ranker="rules"), parser=parser, progress=False).close()
-    return home / "answers.sqlite", home
+def built(builtin_rules_index, tmp_path_factory):
+    """Return (index path, tmp dir): the built-in corpus indexed with the rule parser, and a folder for scripts."""
+    return builtin_rules_index, tmp_path_factory.mktemp("chat")
 
 
 def _chat(built, capsys, lines, *extra):

@@ -32,21 +32,9 @@ def rule_ranking(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def index_path(tmp_path_factory):
+def index_path(builtin_rules_index):
     """Return the built-in corpus indexed once with the rule parser."""
-    from parsers.base import get_parser
-    from parsers.errors import DTDialogError
-
-    try:
-        parser = get_parser("rules")
-        parser.parse("The car starts.")
-    except DTDialogError as exc:
-        pytest.skip(f"rule parser unavailable: {exc}")
-    from dtdialog.assembly import EngineSpec, build_engine
-
-    home = tmp_path_factory.mktemp("clarify")
-    build_engine(EngineSpec(index_path=home / "answers.sqlite", ranker="rules"), parser=parser, progress=False).close()
-    return home / "answers.sqlite"
+    return builtin_rules_index
 
 
 def _engine(index_path, tmp_path, **config):

@@ -27,21 +27,12 @@ def rule_ranking(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory):
+def engine(builtin_rules_index, tmp_path_factory):
     """Return (engine, tmp dir) over the built-in corpus indexed once with the rule parser."""
-    from parsers.base import get_parser
-    from parsers.errors import DTDialogError
-
-    try:
-        parser = get_parser("rules")
-        parser.parse("The car starts.")
-    except DTDialogError as exc:
-        pytest.skip(f"rule parser unavailable: {exc}")
     from dtdialog.assembly import EngineSpec, build_engine
 
-    home = tmp_path_factory.mktemp("position")
-    built = build_engine(EngineSpec(index_path=home / "answers.sqlite", ranker="rules"), parser=parser, progress=False)
-    yield built, home
+    built = build_engine(EngineSpec(index_path=builtin_rules_index, ranker="rules"), progress=False)
+    yield built, tmp_path_factory.mktemp("position")
     built.close()
 
 
@@ -65,7 +56,7 @@ def test_chat_opens_with_an_answer_that_can_stand_alone(engine, capsys, message)
     built, home = engine
     script = home / "script.txt"
     script.write_text(message + "\n", encoding="utf-8")
-    code = main(["chat", "--script", str(script), "--index", str(home / "answers.sqlite"),
+    code = main(["chat", "--script", str(script), "--index", str(built.index_path),
                  "--sessions", str(home / "s.sqlite"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 0 and "error" not in err
