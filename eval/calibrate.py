@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from dtdialog.confidence import LEARNED_FEATURES, MODELS_DIR, RULES_FEATURES, Calibrator
-from parsers.errors import DTDialogError, InputError
+from eval.entry import one_line_errors
+from parsers.errors import InputError
 
 N_FOLDS = 5
 DEFAULT_OUT = Path("runs") / "calibration"
@@ -177,10 +178,9 @@ def calibrate_ranker(ranker: str, eval_set, *, seed: int, out: Path, models_dir:
             "accuracy": float(np.mean(correct))}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from eval.datasets import load_eval_set
-
-    parser = argparse.ArgumentParser(prog="python -m eval.calibrate", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate", command: str | None = None) -> int:
+    """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--rankers", default="learned,rules", help="comma-separated: learned, rules")
     parser.add_argument("--seed", type=int, default=13, help="seed of the open-pool coin")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the reliability diagrams go")
@@ -191,15 +191,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="refit from the rows a previous run kept in --out (no ranking)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
-    command = "python -m eval.calibrate " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    try:
-        eval_set = load_eval_set("mechanics", data_dir=args.data_dir).limited(args.limit)
-        report = [calibrate_ranker(r.strip(), eval_set, seed=args.seed, out=args.out, models_dir=args.models_dir,
-                                   progress=not args.no_progress, command=command, from_rows=args.from_rows)
-                  for r in args.rankers.split(",") if r.strip()]
-    except DTDialogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    command = command or "python -m eval.calibrate " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    return one_line_errors(lambda: run(args, command=command))
+
+
+def run(args: argparse.Namespace, *, command: str) -> int:
+    from eval.datasets import load_eval_set
+
+    eval_set = load_eval_set("mechanics", data_dir=args.data_dir).limited(args.limit)
+    report = [calibrate_ranker(r.strip(), eval_set, seed=args.seed, out=args.out, models_dir=args.models_dir,
+                               progress=not args.no_progress, command=command, from_rows=args.from_rows)
+              for r in args.rankers.split(",") if r.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "calibration.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for r in report:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.datasets import default_data_dir
-from parsers.errors import DTDialogError
+from eval.entry import one_line_errors
 
 DEFAULT_OUT = Path("runs") / "eval" / "out_of_scope"
 QUANTILES = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2)
@@ -289,14 +289,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eval.out_of_scope", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, *, prog: str = "python -m eval.out_of_scope", command: str | None = None) -> int:
+    """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     add_arguments(parser)
-    try:
-        return run(parser.parse_args(argv))
-    except DTDialogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    args = parser.parse_args(argv)
+    return one_line_errors(lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from eval.datasets import DatasetUnavailable, EvalSet, PoolAnswer, load_eval_set
+from eval.entry import one_line_errors
 from parsers.errors import ConfigError, InputError
 
 DATASETS = ("builtin", "twitter", "irc")
@@ -182,8 +183,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eval.position", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, *, prog: str = "python -m eval.position", command: str | None = None) -> int:
+    """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=",".join(DATASETS), help="comma-separated: builtin, twitter, irc")
     parser.add_argument("--modes", default=",".join(MODES), help="step1_position modes to compare")
     parser.add_argument("--ranker", default=None, help="auto (default), learned or rules")
@@ -192,11 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="directory for position.md and position.json")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)
     args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except (ConfigError, InputError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return one_line_errors(lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -160,19 +160,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
+#: The other evaluations of the issue-13 work, reached through this entry point by their name as the first
+#: argument (``dtdialog eval selective --help``): name -> module with a ``main(argv, prog=, command=)``.
+SUBCOMMANDS = {"selective": "eval.selective", "out-of-scope": "eval.out_of_scope", "position": "eval.position",
+               "calibrate": "eval.calibrate"}
+
+
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstruct", command: str | None = None) -> int:
     """Parse ``argv`` and run the evaluation; return the exit code (2: a one-line error, 130: interrupted).
 
     ``dtdialog eval`` calls this with its own ``prog`` and ``command`` (the command line the report records).
-    ``selective`` as the first argument runs ``eval.selective`` instead (``dtdialog eval selective --help``).
+    A name of ``SUBCOMMANDS`` as the first argument runs that evaluation instead.
     """
-    # the open-pool selective evaluation (issue 13) is reached through this entry point too
-    if argv and argv[0] == "selective":
-        from eval.selective import main as selective_main
+    if argv and argv[0] in SUBCOMMANDS:
+        import importlib
 
-        return selective_main(argv[1:], prog=f"{prog} selective", command=command)
+        sub = importlib.import_module(SUBCOMMANDS[argv[0]])
+        return sub.main(argv[1:], prog=f"{prog} {argv[0]}", command=command)
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0],
-                                     epilog="'selective' as the first argument: the open-pool selective evaluation")
+                                     epilog="A first argument of " + ", ".join(SUBCOMMANDS) + " runs that "
+                                     "evaluation instead (selective: open-pool answering; out-of-scope: the "
+                                     "out-of-scope gate; position: follow-ups at step 1; calibrate: refit the "
+                                     "confidence calibrators)")
     add_arguments(parser)
     args = parser.parse_args(argv)
     return one_line_errors(lambda: run(args, command=command))

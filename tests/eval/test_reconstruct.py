@@ -115,3 +115,22 @@ def test_registered_method_runs_through_the_cli(tmp_path):
     assert main(["--dataset", "builtin", "--methods", "scripted-test", "--limit", "2", "--out", str(tmp_path),
                  "--bootstrap", "10", "--no-progress"]) == 0
     assert "0.0 [0.0, 0.0]" in (tmp_path / "results.md").read_text()
+
+
+@pytest.mark.parametrize("sub, bad_option, usage_option", [
+    ("selective", ["--systems", "nope"], "--coverage"),
+    ("out-of-scope", ["--data-dir", "/nonexistent-dtdialog-data"], "--seed"),
+    ("position", ["--dataset", "nope"], "--modes"),
+    ("calibrate", ["--rankers", "nope", "--data-dir", "/nonexistent-dtdialog-data"], "--from-rows"),
+])
+def test_dtdialog_eval_reaches_every_issue13_evaluation(sub, bad_option, usage_option, capsys):
+    """Each sub-evaluation answers ``dtdialog eval NAME --help`` with its own options under the ``dtdialog eval``
+    name, and a bad option or missing data gives exit 2 and one line, never a traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        dtdialog_main(["eval", sub, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: dtdialog eval {sub}") and usage_option in out
+    assert dtdialog_main(["eval", sub, *bad_option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "\n" not in err and "Traceback" not in err
