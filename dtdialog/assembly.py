@@ -288,10 +288,26 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
     from dtdialog.scope import ScopeGate
 
     scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
-                      mass=spec.config.scope_mass)
+                      mass=spec.config.scope_mass, dense=_nearest_answer_cosine(selector),
+                      dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
     scope.profile()  # learn the domain now (about 1 s on the built-in index), not in the first user's turn
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
                                   calibrator=engine_calibrator(spec, selector))
+
+
+def _nearest_answer_cosine(selector: AnswerSelector):
+    """Return ``text -> largest cosine to a stored answer`` from the learned ranker's dense signals, or None."""
+    from dtdialog.ranking.learned_scorer import LearnedScorer
+
+    if not isinstance(selector.scorer, LearnedScorer) or selector.scorer.extractor.dense is None:
+        return None
+    dense = selector.scorer.extractor.dense
+
+    def nearest(text: str) -> float:
+        hits = dense.search(text, k=1)
+        return float(hits[0][1]) if hits else 0.0
+
+    return nearest
 
 
 # --- calibrated confidence (issue 13): the calibrator that matches the engine's ranker ---

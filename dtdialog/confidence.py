@@ -1,7 +1,8 @@
 """Calibrated confidence: the probability that the answer a ranking step chose is right.
 
 A ``Calibrator`` is a Platt-style logistic model over a few numbers of the deciding step: for the learned
-ranker its top logit, the margin to the runner-up and some of the top candidate's features; for the rule
+ranker its top logit, the margin to the runner-up and some of the top candidate's features (how close it is to
+the question in MiniLM space, and how far above the answers around it: ``dense_csls_gap``); for the rule
 scorer its normalised score, the margin and the top candidate's retrieval, agreement and topic features
 (``step_features``). It is fitted by ``python -m eval.calibrate`` on out-of-fold data of the open-pool
 protocol (half of the questions have no right answer in the pool), so a low value means "the right answer
@@ -32,7 +33,7 @@ RULES_CALIBRATOR = MODELS_DIR / "calibrator-v1-rules.json"
 
 #: The step's numbers each ranker's calibrator reads (``step_features``).
 LEARNED_FEATURES = ("logit", "margin", "dense", "dense_gap", "bm25", "term_overlap", "agreement_score",
-                    "entity_overlap")
+                    "entity_overlap", "dense_rr", "dense_z", "dense_csls", "dense_csls_gap")
 RULES_FEATURES = ("score", "margin", "agreement", "topic", "topic_ratio", "question_match")
 #: The learned ranker's logit margin given to a step with a single candidate (nothing competes with it); the
 #: calibrator clips it to the largest margin it saw in fitting.

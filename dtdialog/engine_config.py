@@ -58,6 +58,9 @@ class EngineConfig:
     scope_threshold: a fixed domain-score threshold instead of the derived one (None: derive it from the index).
     scope_mass: a message whose known-stem evidence (IDF mass, ``dtdialog.scope``) reaches this is in the domain
         whatever its share (long real posts); None: the share alone decides.
+    scope_dense_floor, scope_dense_sure: with a dense encoder (the learned ranker's), a message is in the domain
+        when its largest cosine to a stored answer reaches ``scope_dense_sure``, or when the vocabulary says so
+        and the cosine reaches ``scope_dense_floor`` (``dtdialog.scope``; fitted by ``python -m eval.out_of_scope``).
     step1_position: dialogue position on the first step (``dtdialog.stages.position_stage``): ``standalone``
         moves answers whose opening points back to earlier turns ("Then ...", "That confirms ...") behind every
         answer that can stand alone within ``opening_margin`` of the best score; ``opening`` does so for every
@@ -98,18 +101,20 @@ class EngineConfig:
     scope_quantile: float = 0.2
     scope_threshold: float | None = None
     scope_mass: float | None = 30.0
+    scope_dense_floor: float = 0.28
+    scope_dense_sure: float = 0.38
     # dialogue position (issue 13, item 4)
     step1_position: str = "opening"
     opening_margin: float = 0.2
     # --- calibrated confidence and abstention (issue 13) ---
     #: abstain_below: when the calibrated confidence (``dtdialog.confidence``) of the answer the engine would give
     #: is below this, the bot asks for a missing detail (then hands off) instead of answering; 0 never abstains.
-    #: The default 0.17 is read off the open-pool risk-coverage curve on mechanics (``python -m eval.selective``,
+    #: The default 0.18 is read off the open-pool risk-coverage curve on mechanics (``python -m eval.selective``,
     #: cross-fitted, seed 13): it is the point where 80% of the answerable questions are answered (the issue's
-    #: operating point); there 56% of the answers given are right and 38% of the questions with no right answer
-    #: get one. For a target precision of 2/3, 0.3 answers 72% of the answerable, 23% of the unanswerable.
+    #: operating point); there 60% of the answers given are right and 32% of the questions with no right answer
+    #: get one. For a target precision of 2/3, 0.3 answers 71% of the answerable, 18% of the unanswerable.
     #: Only a question's first answer can be abstained (the calibrator was fitted on first answers).
-    abstain_below: float = 0.17
+    abstain_below: float = 0.18
 
     def __post_init__(self) -> None:
         def check(ok: bool, message: str) -> None:
@@ -133,6 +138,9 @@ class EngineConfig:
         check(self.scope_threshold is None or (isinstance(self.scope_threshold, (int, float))
               and not isinstance(self.scope_threshold, bool) and 0.0 <= self.scope_threshold <= 1.0),
               f"scope_threshold must be null or a number in [0, 1], got {self.scope_threshold!r}")
+        check(all(isinstance(v, (int, float)) and not isinstance(v, bool) and -1.0 <= v <= 1.0
+                  for v in (self.scope_dense_floor, self.scope_dense_sure)),
+              "scope_dense_floor and scope_dense_sure must be cosines in [-1, 1]")
         check(self.scope_mass is None or (isinstance(self.scope_mass, (int, float))
               and not isinstance(self.scope_mass, bool) and self.scope_mass >= 0.0),
               f"scope_mass must be null or a number >= 0, got {self.scope_mass!r}")

@@ -35,11 +35,12 @@ from dtdialog.subtrees import QuestionPlan
 from dtdialog.trace import TurnTrace
 from dtdialog.tried import TriedAction, merge_tried, tried_from_dicts, tried_from_reply
 from index.base import AnswerDocument
+from index.vocabulary import words_of
 from parsers.errors import InputError
 from parsers.tree import EDU, DiscourseTree
 
 if TYPE_CHECKING:
-    from dtdialog.scope import ScopeGate
+    from dtdialog.scope import ScopeGate, ScopeVerdict
     from dtdialog.selector import RankOutcome
 
 ANSWER = "answer"
@@ -49,6 +50,9 @@ HANDOFF = "handoff"
 CONCLUDED_KIND = "concluded"
 PROMPT = "prompt"
 RESET = "reset"
+#: a new question shorter than this (in words) right after an off-domain refusal completes the refused message
+#: ("it's my car's headlight"); a longer one is a question of its own
+HELD_JOIN_WORDS = 8
 #: the out-of-scope gate refused a new question (issue 13, item 3): nothing was retrieved
 OUT_OF_SCOPE = "out_of_scope"
 # calibrated confidence (issue 13): not answering when the engine is unsure
@@ -193,6 +197,7 @@ class DialogueManager:
         return self._hand_off(record, trace, self.replies.handoff_asked)
 
     def _on_reset(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        record.held_text = ""
         rest = _after_reset(text)
         if rest:
             trace.note("reset with a new question in the same message")
@@ -284,9 +289,24 @@ class DialogueManager:
 
     # --- steps shared by the handlers -----------------------------------------
     def _start(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
-        refused = self._out_of_scope(record, question, trace)
-        if refused is not None:
-            return refused
+        held, record.held_text = record.held_text, ""
+        if held and len(words_of(question)) < HELD_JOIN_WORDS:
+            # a short reply to "could you describe the symptom?" completes the message refused before it; the
+            # refused words may still sink the joined text's domain share, so the reply alone may vouch for it
+            joined = f"{held} {question}"[-intents.MAX_TURN_CHARS:]
+            trace.note("joined to the message refused as off-domain before it")
+            verdict = self._scope_verdict(joined, trace)
+            if verdict is not None and not verdict.in_scope:
+                verdict = self._scope_verdict(question, trace)
+            if verdict is None or verdict.in_scope:
+                return self._plan_and_select(record, joined, trace)
+            return self._refuse(record, question, verdict, trace)
+        verdict = self._scope_verdict(question, trace)
+        if verdict is not None and not verdict.in_scope:
+            return self._refuse(record, question, verdict, trace)
+        return self._plan_and_select(record, question, trace)
+
+    def _plan_and_select(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
         plan = self.selector.plan(question)
         record.start_question(question, plan.to_dict())
         trace.plan(plan, full=True)
@@ -294,15 +314,20 @@ class DialogueManager:
         self._add_constraints(record, extract_constraints(question), trace)
         return self._select(record, trace, plan=plan)
 
-    def _out_of_scope(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult | None:
-        """Return the reply to a new question the scope gate refuses (state unchanged, nothing retrieved), else None."""
+    def _scope_verdict(self, text: str, trace: TurnTrace) -> ScopeVerdict | None:
+        """Return the scope gate's verdict on a message that would start a question (None without a gate)."""
         if self.scope is None:
             return None
-        verdict = self.scope.check(question)
+        verdict = self.scope.check(text)
         if verdict.in_scope:
             trace.note(f"in scope: {verdict.signals}")
-            return None
+        return verdict
+
+    def _refuse(self, record: SessionRecord, question: str, verdict: ScopeVerdict, trace: TurnTrace) -> TurnResult:
+        """Return the reply to a new question the scope gate refused (state unchanged, nothing retrieved)."""
         reply = self.replies.out_of_scope_text(verdict.reason or "domain", language=verdict.language)
+        # only an off-domain question is worth keeping: greetings, gibberish and other languages add no words
+        record.held_text = question if verdict.reason == "domain" else ""
         trace.decide(OUT_OF_SCOPE, state_after=record.state, reason=verdict.reason, signals=verdict.signals)
         return TurnResult(session_id=record.id, reply=reply, kind=OUT_OF_SCOPE, state=record.state)
 

@@ -20,6 +20,14 @@ scores (``EngineConfig``), so any team's FAQ index gets its own. ``EngineConfig.
 A long message is also in scope when its known-stem evidence (``domain_mass``, the numerator of the score)
 reaches ``EngineConfig.scope_mass``: real posts are long and chatty, and every name, typo and aside the index
 never saw lowers their share, while the many domain words they do use are evidence on their own.
+
+With the engine's dense encoder at hand (the learned ranker's), the gate also reads ``dense``: the message's
+largest cosine to any stored answer. A vocabulary cannot tell "it makes a weird noise when I turn" (one word
+the index never saw, so a low share) from "the printer jams every time I print" (most words known); the
+encoder can. The message is then in the domain when ``dense >= scope_dense_sure``, or when the vocabulary says so
+and ``dense >= scope_dense_floor``. The encoding is the one the first ranking step needs anyway (cached), so an
+in-scope question pays nothing for it. Fitted by ``python -m eval.out_of_scope`` (MiniLM cosines: unrelated text
+rarely reaches 0.3 against any answer, an unseen question of the index's own kind rarely falls below 0.4).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,15 +194,21 @@ def _non_latin_share(text: str) -> float:
 class ScopeGate:
     """Decides whether a new question is in scope; the domain profile is learned lazily from ``index``.
 
-    ``threshold`` (None: derived from the index at ``quantile``), ``quantile`` and ``mass`` (None: the share alone
-    decides) come from ``EngineConfig``.
+    ``threshold`` (None: derived from the index at ``quantile``), ``quantile``, ``mass`` (None: the share alone
+    decides), ``dense_floor`` and ``dense_sure`` come from ``EngineConfig``. ``dense`` maps a message to its
+    largest cosine to a stored answer (None: no encoder, the vocabulary alone decides).
     The profile is rebuilt when the index's ``generation`` changes (answers added or replaced).
     """
 
     def __init__(self, index: AnswerIndex | None = None, *, quantile: float = 0.2, threshold: float | None = None,
-                 mass: float | None = None, profile: DomainProfile | None = None) -> None:
+                 mass: float | None = None, profile: DomainProfile | None = None,
+                 dense: Callable[[str], float] | None = None, dense_floor: float = 0.28,
+                 dense_sure: float = 0.38) -> None:
         self.index = index
         self.mass = mass
+        self.dense = dense
+        self.dense_floor = dense_floor
+        self.dense_sure = dense_sure
         self.quantile = quantile
         self.fixed_threshold = threshold
         self._profile = profile
@@ -227,22 +241,35 @@ class ScopeGate:
         language = self._language(text, signals)
         if language is not None:
             return ScopeVerdict(LANGUAGE, signals, language=language)
-        rest = " ".join(_SMALL_TALK.sub(" ", text.lower()).split())
-        score, detail = profile.score(rest)
-        signals.update(detail, domain_score=round(score, 3), threshold=round(self.threshold(), 3))
-        in_domain = score >= signals["threshold"] or (self.mass is not None and detail["domain_mass"] >= self.mass)
-        if rest != text.lower().strip() and (not message_stems(rest) or not in_domain):
-            signals["small_talk"] = True
-            return ScopeVerdict(GREETING, signals)
         mashed = sum(1 for w in words if _looks_mashed(w) and not profile.knows(w))
         signals["mashed_share"] = round(mashed / len(words), 3)
-        if signals["english_share"] == 0.0 and (mashed or len(words) <= 2):
-            return ScopeVerdict(GIBBERISH, signals)
-        if signals["mashed_share"] >= 0.5:
-            return ScopeVerdict(GIBBERISH, signals)
+        rest = " ".join(_SMALL_TALK.sub(" ", text.lower()).split())
+        small_talk = rest != text.lower().strip()
+        if not small_talk and ((signals["english_share"] == 0.0 and (mashed or len(words) <= 2))
+                               or signals["mashed_share"] >= 0.5):
+            return ScopeVerdict(GIBBERISH, signals)  # before the domain check: mash is never worth an encoding
+        score, detail = profile.score(rest)
+        signals.update(detail, domain_score=round(score, 3), threshold=round(self.threshold(), 3))
+        if small_talk and not message_stems(rest):
+            signals["small_talk"] = True
+            return ScopeVerdict(GREETING, signals)
+        # the unaltered message shares its encoding with the first ranking step (the encoder's cache)
+        in_domain = self._in_domain(rest if small_talk else text, score, detail, signals)
+        if small_talk and not in_domain:
+            signals["small_talk"] = True
+            return ScopeVerdict(GREETING, signals)
         if not in_domain:
             return ScopeVerdict(DOMAIN, signals)
         return ScopeVerdict(None, signals)
+
+    def _in_domain(self, text: str, score: float, detail: dict[str, Any], signals: dict[str, Any]) -> bool:
+        """Return whether ``text`` is about the index's domain: by its vocabulary, and its cosine when there is one."""
+        lexical = score >= signals["threshold"] or (self.mass is not None and detail["domain_mass"] >= self.mass)
+        if self.dense is None or not message_stems(text):
+            return lexical
+        cosine = float(self.dense(text))
+        signals["dense"] = round(cosine, 3)
+        return cosine >= self.dense_sure or (lexical and cosine >= self.dense_floor)
 
     def _language(self, text: str, signals: dict[str, Any]) -> str | None:
         """Return the detected language of a text that is not English, else None."""

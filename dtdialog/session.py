@@ -62,6 +62,9 @@ class SessionRecord:
     #: already tried (issue 13): what the customer reported done or ruled out (``TriedAction.to_dict``), kept
     #: across turns so a later "I already checked the grounds" demotes a grounds answer; absent in old records
     tried: list[dict[str, Any]] = field(default_factory=list)
+    #: a new question the scope gate refused as outside the index's domain: the customer's next message adds
+    #: to it ("it's the car's headlight") instead of replacing it; cleared when a question starts
+    held_text: str = ""
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
 

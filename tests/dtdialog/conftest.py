@@ -23,3 +23,24 @@ def builtin_rules_index(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("builtin-rules") / "answers.sqlite"
     build_engine(EngineSpec(index_path=path, ranker="rules"), parser=parser, progress=False).close()
     return path
+
+
+@pytest.fixture(scope="session")
+def builtin_learned_index(tmp_path_factory) -> tuple[Path, object]:
+    """Return ``(index path, rule parser)``: the whole built-in corpus indexed once per test run with MiniLM vectors
+    for the learned ranker (built by ``build_engine``, as a user's first chat would); skip without them."""
+    from index.dense import dense_available
+
+    if not dense_available():
+        pytest.skip("the [dense] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
+    from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+
+    if not DEFAULT_MODEL.is_file():
+        pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
+    from dtdialog.assembly import EngineSpec, build_engine
+    from parsers.base import get_parser
+
+    parser = get_parser("rules")
+    path = tmp_path_factory.mktemp("builtin-learned") / "answers.sqlite"
+    build_engine(EngineSpec(index_path=str(path), ranker="learned"), parser=parser, progress=False).close()
+    return path, parser

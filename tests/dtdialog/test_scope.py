@@ -107,8 +107,53 @@ def test_a_long_post_with_many_domain_words_is_in_scope_by_its_mass():
         "Folks, my Fooblatz wagon's brakes squeal and the battery keeps dying, the engine cranks").reason == DOMAIN
 
 
+def test_the_dense_cosine_rescues_a_close_message_and_refuses_a_far_one():
+    """An unseen word sinks the vocabulary's share ("weird"); the encoder's cosine to the answers decides then."""
+    calls: list[str] = []
+
+    def cosine(value: float):
+        def nearest(text: str) -> float:
+            calls.append(text)
+            return value
+        return nearest
+
+    strict = {"threshold": 0.99, "mass": None, "dense_floor": 0.3, "dense_sure": 0.4}
+    text = "It makes a weird noise when the battery cranks"
+    assert _gate(CARS, **strict).check(text).reason == DOMAIN  # the vocabulary alone refuses it
+    verdict = _gate(CARS, **strict, dense=cosine(0.45)).check(text)
+    assert verdict.in_scope and verdict.signals["dense"] == 0.45
+    loose = {"threshold": 0.0, "mass": None, "dense_floor": 0.3, "dense_sure": 0.4}
+    assert _gate(CARS, **loose, dense=cosine(0.1)).check("My brakes squeal when I stop").reason == DOMAIN
+    assert _gate(CARS, **loose, dense=cosine(0.35)).check("My brakes squeal when I stop").in_scope  # vocabulary yes
+    assert _gate(CARS, **strict, dense=cosine(0.35)).check(text).reason == DOMAIN  # ... and no
+    calls.clear()
+    for other in ("asdfghjkl", "hello?", "Mein Auto springt nicht an, was kann ich tun?"):
+        assert not _gate(CARS, **loose, dense=cosine(0.9)).check(other).in_scope
+    assert calls == []  # greetings, mash and other languages are refused before the encoder is asked
+
+
+@pytest.mark.slow
+@pytest.mark.dense
+def test_the_learned_engine_gate_reads_the_cosine(builtin_learned_index, tmp_path):
+    """End to end with the default (learned) engine on the built-in corpus: a car question with words the index
+    never saw is answered; an English question about printers, most of whose words the index knows, is not."""
+    from dtdialog.assembly import EngineSpec, build_engine
+
+    path, parser = builtin_learned_index
+    engine = build_engine(EngineSpec(index_path=str(path), ranker="learned", sessions_path=str(tmp_path / "s.sqlite")),
+                          parser=parser, progress=False)
+    try:
+        gate = engine.manager.scope
+        noise = gate.check("It makes a weird noise when I turn.")
+        assert noise.in_scope and noise.signals["dense"] >= EngineConfig().scope_dense_sure
+        printer = gate.check("The printer jams every time I print a page.")
+        assert printer.reason == DOMAIN and printer.signals["dense"] < EngineConfig().scope_dense_sure
+    finally:
+        engine.close()
+
+
 @pytest.mark.parametrize("bad", [{"scope_quantile": 0.9}, {"scope_threshold": 2}, {"scope_mass": -1},
-                                 {"scope_quantile": True}])
+                                 {"scope_quantile": True}, {"scope_dense_floor": 2.0}, {"scope_dense_sure": "high"}])
 def test_scope_settings_are_validated(bad):
     with pytest.raises(ConfigError):
         EngineConfig(**bad)

@@ -80,3 +80,22 @@ def test_the_trace_shows_the_gate_signals_and_nothing_was_retrieved(built, capsy
     assert trace["decision"]["kind"] == "out_of_scope" and trace["decision"]["reason"] == "gibberish"
     assert "english_share" in trace["decision"]["signals"]
     assert trace.get("steps", []) == [] and trace.get("candidates", []) == [] and "question" not in trace
+
+
+def test_a_short_reply_after_an_off_domain_refusal_completes_the_refused_message(built, capsys, tmp_path):
+    """The refusal asks "could you describe the symptom?": the short answer to it is joined to the refused
+    message (its "in the mornings" is context), not taken as a question of its own, and a reset forgets it."""
+    refused = "It does a weird thing in the mornings."
+    turns = _json_chat(built, capsys, [refused, "the battery is dead"])
+    assert turns[0]["kind"] == "out_of_scope" and turns[0]["reason"] == "domain"
+    assert turns[1]["kind"] in ("answer", "clarify", "abstain")  # a question started: searched, not refused
+    index, home = built
+    from dtdialog.session_store import SessionStore
+
+    with SessionStore(home / "s.sqlite") as store:
+        assert store.load(store.ids()[0]).question == f"{refused} the battery is dead"
+    # "start over" forgets the refused message
+    turns = _json_chat(built, capsys, [refused, "start over", "the battery is dead"])
+    assert turns[2]["kind"] in ("answer", "clarify", "abstain")
+    with SessionStore(home / "s.sqlite") as store:
+        assert store.load(store.ids()[0]).question == "the battery is dead"

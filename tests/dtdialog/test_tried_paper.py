@@ -13,23 +13,9 @@ PAPER_C1 = "It did at first but not anymore. What should I do?"
 
 
 @pytest.fixture(scope="module")
-def paper_index(tmp_path_factory):
+def paper_index(builtin_learned_index):
     """Return (index path, parser): the built-in corpus indexed once with the rule parser and dense vectors."""
-    from index.dense import dense_available
-
-    if not dense_available():
-        pytest.skip("the [dense] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
-    from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
-
-    if not DEFAULT_MODEL.is_file():
-        pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
-    from dtdialog.assembly import EngineSpec, build_engine
-    from parsers.base import get_parser
-
-    parser = get_parser("rules")
-    path = tmp_path_factory.mktemp("paper") / "answers.sqlite"
-    build_engine(EngineSpec(index_path=str(path), ranker="learned"), parser=parser, progress=False).close()
-    return path, parser
+    return builtin_learned_index
 
 
 @pytest.mark.slow
