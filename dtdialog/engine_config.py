@@ -67,7 +67,7 @@ class EngineConfig:
         answer that was a follow-up in its source dialogue; ``off`` keeps the scorer's order.
     opening_margin: how far below the best candidate's score (the learned ranker's probability, or the rule
         scorer's weighted sum, about 0..2) an answer that can open a dialogue may be and still go first; with
-        none that close the scorer's order stands.
+        none that close the scorer's order stands. 2 or more: any opening goes before every follow-up.
 
     Only the rule scorer (``dtdialog.scoring.RuleScorer``) reads ``RULE_SCORER_ONLY``: ``agreement_weight``,
     ``first_step_agreement_weight``, ``require_agreement``, ``soft_first_step`` and ``topic_weight``. The learned
@@ -100,9 +100,9 @@ class EngineConfig:
     # out-of-scope gate (issue 13, item 3)
     scope_quantile: float = 0.2
     scope_threshold: float | None = None
-    scope_mass: float | None = 30.0
-    scope_dense_floor: float = 0.28
-    scope_dense_sure: float = 0.38
+    scope_mass: float | None = 40.0
+    scope_dense_floor: float = 0.24
+    scope_dense_sure: float = 0.36
     # dialogue position (issue 13, item 4)
     step1_position: str = "opening"
     opening_margin: float = 0.2
@@ -128,11 +128,13 @@ class EngineConfig:
         check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
         for name in ("clarify_margin", "agreement_weight", "first_step_agreement_weight", "agreement_ratio", "constraint_penalty",
                      "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio",
-                     "already_tried_penalty", "opening_margin"):
+                     "already_tried_penalty"):
             value = getattr(self, name)
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")
             setattr(self, name, float(value))
+        check(isinstance(self.opening_margin, (int, float)) and not isinstance(self.opening_margin, bool)
+              and self.opening_margin >= 0.0, f"opening_margin must be a number >= 0, got {self.opening_margin!r}")
         check(isinstance(self.scope_quantile, (int, float)) and not isinstance(self.scope_quantile, bool)
               and 0.0 <= self.scope_quantile <= 0.5, f"scope_quantile must be a number in [0, 0.5], got {self.scope_quantile!r}")
         check(self.scope_threshold is None or (isinstance(self.scope_threshold, (int, float))

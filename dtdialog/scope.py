@@ -202,8 +202,8 @@ class ScopeGate:
 
     def __init__(self, index: AnswerIndex | None = None, *, quantile: float = 0.2, threshold: float | None = None,
                  mass: float | None = None, profile: DomainProfile | None = None,
-                 dense: Callable[[str], float] | None = None, dense_floor: float = 0.28,
-                 dense_sure: float = 0.38) -> None:
+                 dense: Callable[[str], float] | None = None, dense_floor: float = 0.24,
+                 dense_sure: float = 0.36) -> None:
         self.index = index
         self.mass = mass
         self.dense = dense

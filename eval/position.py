@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -52,11 +53,14 @@ class StepOne:
     """What step 1 delivered under one mode: counts over the test dialogues with a delivered answer."""
 
     mode: str
+    margin: float = 0.0
     delivered: int = 0
     followups: int = 0
     not_standalone: int = 0
     correct: int = 0
     demoted_steps: int = 0
+    #: delivered a follow-up although an opening scored within the margin of the best (the issue's target: 0)
+    followups_with_opener: int = 0
 
 
 @dataclass
@@ -78,8 +82,10 @@ def true_roles(pool: Sequence[PoolAnswer]) -> dict[str, str]:
     return {a.id: "opening" if a.position == first[a.dialogue_id] else "followup" for a in pool}
 
 
-def measure(eval_set: EvalSet, *, ranker: str | None, modes: Sequence[str], progress: bool) -> DatasetPosition:
-    """Return the detector's accuracy and the step-1 position figures of ``eval_set`` under each mode."""
+def measure(eval_set: EvalSet, *, ranker: str | None, modes: Sequence[str], progress: bool,
+            margins: Sequence[float] = ()) -> DatasetPosition:
+    """Return the detector's accuracy and the step-1 position figures of ``eval_set`` under each mode and
+    ``opening_margin`` (``margins``; default the engine's)."""
     from eval.methods.dtq import DTQMethod
     from index.position import position_of
 
@@ -99,8 +105,9 @@ def measure(eval_set: EvalSet, *, ranker: str | None, modes: Sequence[str], prog
             _count(out.detector, was=role == "followup", reads=not stands[doc_id])
         base = selector.config
         for mode in modes:
-            selector.config = replace(base, step1_position=mode)
-            out.steps.append(_step_one(eval_set, selector, mode, roles, stands))
+            for margin in (margins or (base.opening_margin,)) if mode != "off" else (base.opening_margin,):
+                selector.config = replace(base, step1_position=mode, opening_margin=margin)
+                out.steps.append(_step_one(eval_set, selector, mode, roles, stands, margin=margin))
         selector.config = base
     finally:
         method.close()
@@ -114,8 +121,9 @@ def _count(det: Detector, *, was: bool, reads: bool) -> None:
     det.tn += not was and not reads
 
 
-def _step_one(eval_set: EvalSet, selector, mode: str, roles: dict[str, str], stands: dict[str, bool]) -> StepOne:
-    res = StepOne(mode=mode)
+def _step_one(eval_set: EvalSet, selector, mode: str, roles: dict[str, str], stands: dict[str, bool], *,
+              margin: float) -> StepOne:
+    res = StepOne(mode=mode, margin=margin)
     for d in eval_set.dialogues:
         try:
             outcome = selector.rank_outcome(question=d.question, step=0, size=10)
@@ -129,6 +137,10 @@ def _step_one(eval_set: EvalSet, selector, mode: str, roles: dict[str, str], sta
         res.not_standalone += not stands.get(top, True)
         res.correct += top == d.answer_ids[0]
         res.demoted_steps += bool(outcome.record.position)
+        if roles.get(top) == "followup":
+            best = max(c.features.get("score_before_position", c.score) for c in outcome.candidates)
+            res.followups_with_opener += any(roles.get(c.document.id) == "opening" and best - c.score <= margin
+                                             for c in outcome.candidates)
     return res
 
 
@@ -146,23 +158,30 @@ def render(results: Sequence[DatasetPosition], command: str) -> str:
         lines.append(f"| {r.dataset} | {r.n_pool} | {d.tp + d.fn} | {100 * d.precision:.1f} | {100 * d.recall:.1f} |")
     lines += ["", "Step 1 (the question alone), top-1 answer of the engine's `dtq` ranking over the pool; percent of "
               "delivered answers.", "",
-              "| dataset | ranker | mode | delivered | was a follow-up | reads as a follow-up | step-1 acc | "
-              "steps reordered |", "|---|---|---|---|---|---|---|---|"]
+              "| dataset | ranker | mode | opening margin | delivered | was a follow-up | ... although an opening was "
+              "within the margin | reads as a follow-up | step-1 acc | steps reordered |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for s in r.steps:
             n = max(s.delivered, 1)
-            lines.append(f"| {r.dataset} | {r.ranker} | {s.mode} | {s.delivered} | {100 * s.followups / n:.1f} | "
-                         f"{100 * s.not_standalone / n:.1f} | {100 * s.correct / n:.1f} | {s.demoted_steps} |")
+            margin = "-" if s.mode == "off" else f"{s.margin:g}"
+            lines.append(f"| {r.dataset} | {r.ranker} | {s.mode} | {margin} | {s.delivered} | "
+                         f"{100 * s.followups / n:.1f} | {s.followups_with_opener} | {100 * s.not_standalone / n:.1f} | "
+                         f"{100 * s.correct / n:.1f} | {s.demoted_steps} |")
     return "\n".join(lines) + "\n"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, command: str) -> int:
     names = [n.strip() for n in args.dataset.split(",") if n.strip()]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [n for n in names if n not in DATASETS] + [m for m in modes if m not in MODES]
     if bad or not names or not modes:
         raise ConfigError(f"unknown dataset or mode {', '.join(bad) or '(none given)'}; datasets: "
                           f"{', '.join(DATASETS)}; modes: {', '.join(MODES)}")
+    try:
+        margins = [float(m) for m in args.margins.split(",") if m.strip()] if args.margins else []
+    except ValueError:
+        raise ConfigError(f"--margins must be comma-separated numbers, got {args.margins!r}") from None
     results = []
     for name in names:
         try:
@@ -170,8 +189,7 @@ def run(args: argparse.Namespace) -> int:
         except DatasetUnavailable as exc:
             results.append(DatasetPosition(dataset=name, skipped=str(exc)))
             continue
-        results.append(measure(eval_set, ranker=args.ranker, modes=modes, progress=args.progress))
-    command = "python -m eval.position " + " ".join(sys.argv[1:])
+        results.append(measure(eval_set, ranker=args.ranker, modes=modes, progress=args.progress, margins=margins))
     report = render(results, command)
     print(report)
     if args.out:
@@ -188,13 +206,16 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.position"
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=",".join(DATASETS), help="comma-separated: builtin, twitter, irc")
     parser.add_argument("--modes", default=",".join(MODES), help="step1_position modes to compare")
+    parser.add_argument("--margins", default=None,
+                        help="comma-separated opening_margin values to compare (default: the engine's)")
     parser.add_argument("--ranker", default=None, help="auto (default), learned or rules")
     parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
     parser.add_argument("--limit", type=int, default=None, help="only the first N test dialogues per dataset")
     parser.add_argument("--out", default=None, help="directory for position.md and position.json")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)
     args = parser.parse_args(argv)
-    return one_line_errors(lambda: run(args))
+    command = command or "python -m eval.position " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    return one_line_errors(lambda: run(args, command=command))
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def test_record_serialises_the_position_decision():
     assert record.to_dict()["position"]["demoted"] == ["then#3"]
 
 
-@pytest.mark.parametrize("bad", [{"step1_position": "first"}, {"opening_margin": 1.5}])
+@pytest.mark.parametrize("bad", [{"step1_position": "first"}, {"opening_margin": -0.1}, {"opening_margin": True}])
 def test_the_settings_are_validated(bad):
     with pytest.raises(ConfigError):
         EngineConfig(**bad)

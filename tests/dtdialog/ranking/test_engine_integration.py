@@ -156,8 +156,9 @@ def test_chat_explain_prints_the_learned_contributions(dense_index, tmp_path):
                                       sessions_path=str(tmp_path / "s.sqlite")), progress=False)
     try:
         manager = runtime.manager
+        # the index holds 12 brake dialogues: a question about brakes (a starting question is out of its domain)
         result = manager.handle(session_id=manager.start_session(),
-                                text="My car will not start although the battery is new.")
+                                text="My brakes squeal although the pads are new.")
         text = format_trace(result.trace)
         assert "learned ranker logit" in text and "dense" in text.split("learned ranker logit", 1)[1]
     finally:
