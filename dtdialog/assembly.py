@@ -246,7 +246,8 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks."""
     generator, scorer = _ranking(spec, index=index, index_path=index_path, hooks=hooks, progress=progress)
     ranker = "rules" if scorer is None else "learned"
-    selector = AnswerSelector(index=index, parser=parser, config=spec.config, generator=generator, scorer=scorer)
+    selector = AnswerSelector(index=index, parser=parser, config=spec.config, generator=generator, scorer=scorer,
+                              calibrator=engine_calibrator(spec, scorer))
     return selector, ranker
 
 
@@ -292,7 +293,7 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
                       dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
     scope.profile()  # learn the domain now (about 1 s on the built-in index), not in the first user's turn
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
-                                  calibrator=engine_calibrator(spec, selector))
+                                  calibrator=selector.calibrator)
 
 
 def _nearest_answer_cosine(selector: AnswerSelector):
@@ -311,11 +312,11 @@ def _nearest_answer_cosine(selector: AnswerSelector):
 
 
 # --- calibrated confidence (issue 13): the calibrator that matches the engine's ranker ---
-def engine_calibrator(spec: EngineSpec, selector: AnswerSelector):
-    """Return the ``Calibrator`` fitted for the selector's ranker (and model), or None when there is none."""
+def engine_calibrator(spec: EngineSpec, scorer):
+    """Return the ``Calibrator`` fitted for the ranker (``scorer`` None: the rule scorer), or None when there is none."""
     from dtdialog.confidence import load_calibrator
 
-    model = getattr(selector.scorer, "model", None)
+    model = getattr(scorer, "model", None)
     if model is None:
         return load_calibrator("rules")
     return load_calibrator("learned", model_name=str(model.manifest.get("name", "")), model_path=spec.ranker_model)

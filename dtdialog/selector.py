@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dtdialog.agreement import AgreementResult, AgreementTable, AnswerAnalysis, RhetoricalAgreement
+from dtdialog.confidence import Calibrator
 from dtdialog.constraints import Constraint, extract_constraints
 from dtdialog.engine_config import EngineConfig
 from dtdialog.entities import EntityNormalizer
@@ -77,8 +78,11 @@ class AnswerSelector:
 
     def __init__(self, *, index: AnswerIndex, parser: RSTParser, config: EngineConfig | None = None,
                  generator: CandidateGenerator | None = None, scorer: CandidateScorer | None = None,
-                 normalizer: EntityNormalizer | None = None) -> None:
+                 normalizer: EntityNormalizer | None = None, calibrator: Calibrator | None = None) -> None:
         self.index = index
+        #: P(right) of a ranking's top answer (``dtdialog.confidence``); the position stage asks whether an
+        #: opening would be confident, the manager whether to abstain. None: no confidence, never abstain.
+        self.calibrator = calibrator
         self.parser = parser
         self.config = config or EngineConfig()
         self.generator = generator or LexicalGenerator(index=index)
@@ -144,7 +148,9 @@ class AnswerSelector:
         scored = demote_tried(scored, done, penalty=self.config.already_tried_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
         choice = order_by_position(choice, first_step=not step_plan.is_followup, mode=self.config.step1_position,
-                                   margin=self.config.opening_margin, record=record)
+                                   margin=self.config.opening_margin, record=record,
+                                   confidence=self.calibrator.confidence if self.calibrator is not None else None,
+                                   confident_at=self.config.abstain_below)
         return RankOutcome(plan=plan, part_index=step_plan.part_index, query=query,
                            requirements=list(record.requirements), candidates=choice.kept, rejected=choice.rejected,
                            constraints=step_plan.constraints, followup_tree=step_plan.followup_tree, record=record,

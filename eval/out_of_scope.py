@@ -325,8 +325,8 @@ def markdown(report: dict) -> str:
              f"{report['language_id']}; sizes {report['sizes']}.", "",
              f"Fitted `scope_quantile` = {report['fitted_quantile']}, `scope_mass` = {fitted['mass']}, "
              f"`scope_dense_floor` = {fitted['dense_floor']}, `scope_dense_sure` = {fitted['dense_sure']} (on the fit "
-             "halves: least out-of-scope answered + real car posts refused with >= 95% of the built-in openings "
-             "answered leave-one-out; issue targets: out-of-scope answered <= 3%, built-in answered >= 95%).", "",
+             "halves: fewest real car posts refused with >= 95% of the built-in openings answered leave-one-out "
+             f"and <= {FIT_OOS:.0%} of the out-of-scope messages answered; issue targets: out-of-scope answered <= 3%, built-in answered >= 95%).", "",
              "| halves | threshold | mass | dense floor | dense sure | out-of-scope answered | built-in answered "
              "| built-in answered (leave-one-out) | real car posts refused |", "|---|---|---|---|---|---|---|---|---|",
              row("fit", report["fit"]), row("test", report["test"]),

@@ -61,6 +61,8 @@ class StepOne:
     demoted_steps: int = 0
     #: delivered a follow-up although an opening scored within the margin of the best (the issue's target: 0)
     followups_with_opener: int = 0
+    #: delivered a follow-up although the best opening, put first, was confident (calibrated P >= abstain_below)
+    followups_with_confident_opener: int = 0
 
 
 @dataclass
@@ -141,7 +143,17 @@ def _step_one(eval_set: EvalSet, selector, mode: str, roles: dict[str, str], sta
             best = max(c.features.get("score_before_position", c.score) for c in outcome.candidates)
             res.followups_with_opener += any(roles.get(c.document.id) == "opening" and best - c.score <= margin
                                              for c in outcome.candidates)
+            res.followups_with_confident_opener += _confident_opening(selector, outcome.candidates, roles)
     return res
+
+
+def _confident_opening(selector, ranked, roles: dict[str, str]) -> bool:
+    """Return True when the best opening of ``ranked``, put first, reaches the engine's abstention threshold."""
+    opener = next((c for c in ranked if roles.get(c.document.id) == "opening"), None)
+    if opener is None or selector.calibrator is None:
+        return False
+    value = selector.calibrator.confidence([opener, *(c for c in ranked if c is not opener)])
+    return value is not None and value >= selector.config.abstain_below
 
 
 def render(results: Sequence[DatasetPosition], command: str) -> str:
@@ -159,14 +171,15 @@ def render(results: Sequence[DatasetPosition], command: str) -> str:
     lines += ["", "Step 1 (the question alone), top-1 answer of the engine's `dtq` ranking over the pool; percent of "
               "delivered answers.", "",
               "| dataset | ranker | mode | opening margin | delivered | was a follow-up | ... although an opening was "
-              "within the margin | reads as a follow-up | step-1 acc | steps reordered |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "within the margin | ... although an opening was confident | reads as a follow-up | step-1 acc | "
+              "steps reordered |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for s in r.steps:
             n = max(s.delivered, 1)
             margin = "-" if s.mode == "off" else f"{s.margin:g}"
             lines.append(f"| {r.dataset} | {r.ranker} | {s.mode} | {margin} | {s.delivered} | "
-                         f"{100 * s.followups / n:.1f} | {s.followups_with_opener} | {100 * s.not_standalone / n:.1f} | "
+                         f"{100 * s.followups / n:.1f} | {s.followups_with_opener} | {s.followups_with_confident_opener} | "
+                         f"{100 * s.not_standalone / n:.1f} | "
                          f"{100 * s.correct / n:.1f} | {s.demoted_steps} |")
     return "\n".join(lines) + "\n"
 

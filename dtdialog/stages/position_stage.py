@@ -3,8 +3,10 @@
 A stored answer that points back to earlier turns ("Then focus on the range switch", "That confirms ...") reads
 as nonsense when it is the first thing a customer sees. On the first step (the question alone, no follow-up yet)
 such candidates are moved behind every candidate that can open a dialogue and scores within ``margin`` of the
-best one; when no such opener is confident (none within the margin) the scorer's order stands, since a
-follow-up that fits beats an opening that does not. Later steps are left alone: the ``continuation`` and
+best opening, when that opening is confident: its calibrated probability of being right, were it delivered,
+reaches ``EngineConfig.abstain_below`` (the confidence at which the engine would answer at all). Without a
+calibrator, or when the best opening is not confident, the margin is counted from the best candidate: a
+follow-up far ahead of every opening stands, since a follow-up that fits beats an opening that does not. Later steps are left alone: the ``continuation`` and
 ``step_match`` features already prefer the follow-up that came after the answer just given.
 
 ``mode`` (``EngineConfig.step1_position``): ``off``; ``standalone`` demotes answers whose opening points back
@@ -14,6 +16,7 @@ follow-up that fits beats an opening that does not. Later steps are left alone: 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from dtdialog.scoring import RankedCandidate
@@ -32,11 +35,15 @@ def can_open(cand: RankedCandidate, mode: str) -> bool:
     return position.stands_alone
 
 
-def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: float, record: StepRecord) -> Choice:
+def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: float, record: StepRecord,
+                      confidence: Callable[[Sequence[RankedCandidate]], float | None] | None = None,
+                      confident_at: float = 0.0) -> Choice:
     """Return ``choice`` with first-step candidates that cannot open a dialogue behind the confident openers.
 
     ``first_step``: the question alone, no follow-up yet (later steps keep the scorer's order).
-    A confident opener is a candidate that can open and scores within ``margin`` of the best kept candidate.
+    The reference score is the best opening's when ``confidence`` (the calibrator: a ranked list -> P(its top is
+    right)) gives that opening, put first, at least ``confident_at``; else the best candidate's. A confident
+    opener is a candidate that can open and scores within ``margin`` of the reference.
     Every candidate that cannot open gets its score capped at the lowest confident opener's minus ``margin``
     (the scorer's value stays in ``features["score_before_position"]``), so the list stays sorted by score and a
     demoted follow-up never competes with an opening in a clarification. Among the capped ones, under
@@ -44,10 +51,12 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
     """
     if mode == "off" or not first_step or len(choice.kept) < 2:
         return choice
-    best = choice.kept[0].score
-    openers = [c for c in choice.kept if best - c.score <= margin and can_open(c, mode)]
-    if not openers or all(can_open(c, mode) for c in choice.kept):
+    if all(can_open(c, mode) for c in choice.kept):
         return choice  # nothing to demote: a single-answer FAQ index (every answer an opening) is never reordered
+    best, opening_confidence = _reference_score(choice.kept, mode, confidence, confident_at)
+    openers = [c for c in choice.kept if best - c.score <= margin and can_open(c, mode)]
+    if not openers:
+        return choice
     cap, opener_ids = openers[-1].score - margin, {c.document.id for c in openers}
     rest = [c if can_open(c, mode) else _capped(c, cap) for c in choice.kept if c.document.id not in opener_ids]
     # a stable sort: equal capped scores keep standalone follow-ups first, then the scorer's order
@@ -59,8 +68,21 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
         return choice
     record.position = {"mode": mode, "demoted": [c.document.id for c in demoted],
                        "reasons": {c.document.id: _why(c) for c in demoted}}
+    if opening_confidence is not None:
+        record.position["opening_confidence"] = opening_confidence
     record.candidates = kept
     return Choice(kept=kept, rejected=choice.rejected, off_topic=choice.off_topic)
+
+
+def _reference_score(kept: list[RankedCandidate], mode: str, confidence, confident_at: float) -> tuple[float, float | None]:
+    """Return ``(the score the margin counts from, the best opening's confidence or None)``."""
+    first_opener = next((c for c in kept if can_open(c, mode)), None)
+    if confidence is None or first_opener is None:
+        return kept[0].score, None
+    value = confidence([first_opener, *(c for c in kept if c is not first_opener)])
+    if value is not None and value >= confident_at:
+        return first_opener.score, value
+    return kept[0].score, value
 
 
 def _capped(cand: RankedCandidate, cap: float) -> RankedCandidate:

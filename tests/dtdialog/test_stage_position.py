@@ -20,10 +20,10 @@ def _cand(doc_id: str, score: float, *, role: str = "opening", alone: bool = Tru
                            agreement=AgreementResult(verdict=True, score=1.0, addressed=1, required=1))
 
 
-def _order(kept, *, first_step=True, mode="opening", margin=0.2):
+def _order(kept, *, first_step=True, mode="opening", margin=0.2, confidence=None, confident_at=0.18):
     record = StepRecord()
     choice = order_by_position(Choice(kept=list(kept), rejected=[]), first_step=first_step, mode=mode, margin=margin,
-                               record=record)
+                               record=record, confidence=confidence, confident_at=confident_at)
     return [c.id for c in choice.kept], record
 
 
@@ -42,6 +42,25 @@ def test_without_a_confident_opening_the_scorer_order_stands():
     kept = [_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.5)]
     ids, record = _order(kept)
     assert ids == ["then#3", "open#1"] and record.position == {}
+
+
+def test_a_confident_opening_goes_first_however_far_behind_the_followup():
+    """"Openings only, unless no opening is confident": the calibrator is asked about the best opening as if it
+    were delivered, and when it would be answered (>= abstain_below) no follow-up goes before it."""
+    kept = [_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.5), _cand("open#2", 0.45)]
+    asked = []
+
+    def confidence(ranked):
+        asked.append([c.id for c in ranked])
+        return 0.4 if ranked[0].id == "open#1" else 0.9
+
+    ids, record = _order(kept, confidence=confidence)
+    assert ids == ["open#1", "open#2", "then#3"]
+    assert asked == [["open#1", "then#3", "open#2"]]  # the opening put first, the others in the scorer's order
+    assert record.position["opening_confidence"] == 0.4
+    # not confident: the margin counts from the best candidate again, and the follow-up stands
+    ids, record = _order(kept, confidence=lambda ranked: 0.1)
+    assert ids == ["then#3", "open#1", "open#2"] and record.position == {}
 
 
 def test_later_steps_and_off_keep_the_order():

@@ -37,6 +37,7 @@ def test_step_one_never_delivers_a_follow_up_beside_a_confident_opening(tmp_path
     assert data["detector"]["tp"] > 0  # the stored detector finds real follow-ups in the built-in corpus
     for key in (("opening", 0.2), ("opening", 2.0)):
         assert steps[key]["delivered"] > 100 and steps[key]["followups_with_opener"] == 0
+        assert steps[key]["followups_with_confident_opener"] == 0
     assert steps[("opening", 2.0)]["followups"] == 0
     assert steps[("opening", 0.2)]["followups"] <= steps[("off", 0.2)]["followups"]
-    assert "although an opening was within the margin" in (tmp_path / "position.md").read_text(encoding="utf-8")
+    assert "although an opening was confident" in (tmp_path / "position.md").read_text(encoding="utf-8")
