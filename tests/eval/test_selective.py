@@ -69,3 +69,38 @@ def test_paired_ci_of_identical_systems_is_zero_and_of_a_better_one_excludes_zer
     assert paired_aurc_ci(good, good, n_resamples=50, seed=1) == (0.0, 0.0, 0.0)
     diff, lo, hi = paired_aurc_ci(good, bad, n_resamples=200, seed=1)
     assert diff < 0 and hi < 0
+
+
+@pytest.mark.slow
+def test_a_team_runs_it_on_its_own_dialogue_file(tmp_path, capsys):
+    """``--data FILE --format jsonl``: the file is both the questions and the pool; the report, its JSON and the
+    risk-coverage picture are written, and the coin removed about half of the gold answers."""
+    import json
+
+    from data.builtin import load_builtin_corpus
+    from eval.selective import main
+
+    own = tmp_path / "our_logs.jsonl"
+    own.write_text("".join(json.dumps(d.to_dict()) + "\n" for d in load_builtin_corpus()[:40]), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["--data", str(own), "--format", "jsonl", "--systems", "dtq,bm25", "--ranker", "rules",
+                 "--bootstrap", "50", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    [result] = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert result["dataset"] == "our_logs" and result["n"] == 40 and 10 <= result["unanswerable"] <= 30
+    dtq = result["systems"]["dtq"]
+    assert 0.0 <= dtq["aurc"] <= 1.0 and "vs_bm25" in dtq
+    op = dtq["operating"]
+    assert op["answered_right"] + op["answered_wrong"] + op["abstained"] == 40
+    assert op["answerable_coverage"] >= 0.8
+    assert (out / "risk_coverage_our_logs.png").stat().st_size > 1000
+    assert "our_logs" in (out / "results.md").read_text(encoding="utf-8")
+
+
+def test_data_without_format_is_a_one_line_error(tmp_path, capsys):
+    from eval.selective import main
+
+    (tmp_path / "x.jsonl").write_text("", encoding="utf-8")
+    assert main(["--data", str(tmp_path / "x.jsonl"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "--format" in err
