@@ -25,6 +25,7 @@ from dtdialog.stages.agreement_stage import check_agreement
 from dtdialog.stages.already_tried import demote_tried, known_tried
 from dtdialog.stages.candidates import KEYWORDS_PER_SEARCH, CandidateGenerator, LexicalGenerator, gather_candidates
 from dtdialog.stages.choose import TOPIC_RATIO, choose
+from dtdialog.stages.condition_clash import demote_clashes
 from dtdialog.stages.features_stage import CONTEXT_TERM_WEIGHT, NUCLEUS_WEIGHT, PHRASE_WEIGHT, describe_candidates
 from dtdialog.stages.plan import plan_step
 from dtdialog.stages.position_stage import order_by_position
@@ -146,6 +147,8 @@ class AnswerSelector:
         scored = score_candidates(step_plan, candidates, scorer=self.scorer, followups=followups, record=record)
         done = known_tried(step_plan, tried, tools=tools, record=record)
         scored = demote_tried(scored, done, penalty=self.config.already_tried_penalty, tools=tools, record=record)
+        scored = demote_clashes(scored, [plan.question, *followups], penalty=self.config.condition_clash_penalty,
+                                record=record)
         choice = choose(candidates, scored, record=record)
         choice = order_by_position(choice, first_step=not step_plan.is_followup, mode=self.config.step1_position,
                                    margin=self.config.opening_margin, record=record,

@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; choose: ``candidates``, ``rejected``,
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; condition clash: ``condition_clash``; choose: ``candidates``, ``rejected``,
     ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
@@ -37,6 +37,8 @@ class StepRecord:
     # already tried (issue 13): what the customer reported done, and answer id -> why it was demoted
     tried: list[dict[str, Any]] = field(default_factory=list)
     already_tried: dict[str, str] = field(default_factory=dict)
+    # condition clash (issue 13): answer id -> why it was demoted (it stops when the customer says it happens)
+    condition_clash: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self, *, limit: int = 10) -> dict[str, Any]:
         """Return the JSON trace of this step (top ``limit`` kept and rejected candidates)."""
@@ -47,6 +49,6 @@ class StepRecord:
             "rejected": [c.to_dict() for c in self.rejected[:limit]],
             "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
-            "tried": self.tried, "already_tried": self.already_tried,
+            "tried": self.tried, "already_tried": self.already_tried, "condition_clash": self.condition_clash,
             "position": self.position,
         }
