@@ -89,9 +89,21 @@ def _clause(text: str, words: int = 8) -> str:
     return " ".join(_CLAUSE_END.split(text, maxsplit=1)[0].split()[:words])
 
 
+@lru_cache(maxsize=1)
+def _symptom_verbs() -> frozenset[str]:
+    raw = json.loads(CONCEPTS_PATH.read_text(encoding="utf-8"))
+    return frozenset(stem(w) for w in raw.get("_symptom_verbs", ()))
+
+
+def _ceases_an_action(match: re.Match) -> bool:
+    """Return True for "stops turning when ...": a gerund after the verb of ceasing that is not a symptom's."""
+    after = match.group(0).split()[1:2] if match.group(0).split()[0].lower().startswith("stop") else []
+    return bool(after) and after[0].lower().endswith("ing") and stem(after[0].lower()) not in _symptom_verbs()
+
+
 def cessation_clauses(text: str) -> list[str]:
-    """Return the clauses of ``text`` that say when a symptom stops ("when you press the brakes")."""
-    return [_clause(m.group(0)) for m in _CEASES.finditer(text)]
+    """Return the clauses of ``text`` that say when a symptom stops ("stops when you press the brakes")."""
+    return [_clause(m.group(0)) for m in _CEASES.finditer(text) if not _ceases_an_action(m)]
 
 
 def occurrence_clauses(text: str) -> list[str]:

@@ -24,6 +24,10 @@ def test_occurrence_and_cessation_clauses():
     assert cessation_clauses(WEAR_TAB) == ["stops when you press the brakes"]
     assert cessation_clauses("The noise disappears completely once the engine warms up.") == [
         "disappears completely once the engine warms up"]
+    # "stops" + a gerund ceases an action, unless the gerund is a symptom's (a mechanics question was misread so)
+    assert cessation_clauses("The engine stops turning when the wheels stop turning.") == []
+    assert cessation_clauses("It stops squealing when you press the brakes.") == [
+        "stops squealing when you press the brakes"]
 
 
 def test_situations_are_matched_by_stem_and_phrase():
