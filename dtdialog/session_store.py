@@ -15,8 +15,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from dtdialog.session import SessionNotFoundError, SessionRecord
+from parsers import storage
 from parsers.errors import InputError
-from parsers.storage import BUSY_TIMEOUT_S, storage_errors
+from parsers.storage import storage_errors
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS sessions (
@@ -64,7 +65,7 @@ class SessionStore:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             # every wait for another process's lock is bounded: after BUSY_TIMEOUT_S the call fails, never hangs
-            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            conn = sqlite3.connect(str(self.path), timeout=storage.BUSY_TIMEOUT_S, check_same_thread=False)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")

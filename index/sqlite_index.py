@@ -48,10 +48,10 @@ from urllib.parse import quote
 from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery
 from index.terms import relation_key, rr_tokens
 from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
+from parsers import storage
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
 from parsers.storage import (
-    BUSY_TIMEOUT_S,
     CANNOT_OPEN_CODES,
     is_not_a_database,
     sqlite_code,
@@ -184,7 +184,7 @@ class SqliteIndex(AnswerIndex):
 
     def _open_writer(self) -> sqlite3.Connection:
         with self._storage("opening"):
-            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            conn = sqlite3.connect(str(self.path), timeout=storage.BUSY_TIMEOUT_S, check_same_thread=False)
             conn.execute("PRAGMA synchronous=NORMAL")
         return conn
 
@@ -197,7 +197,7 @@ class SqliteIndex(AnswerIndex):
         """
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
         with self._storage("opening"):
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            conn = sqlite3.connect(uri, uri=True, timeout=storage.BUSY_TIMEOUT_S, check_same_thread=False)
             try:
                 conn.execute("PRAGMA schema_version").fetchone()  # the first read opens the WAL index
             except sqlite3.OperationalError as exc:
@@ -205,7 +205,7 @@ class SqliteIndex(AnswerIndex):
                     conn.close()
                     raise
                 conn.close()
-                conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S,
+                conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=storage.BUSY_TIMEOUT_S,
                                        check_same_thread=False)
             conn.execute("PRAGMA query_only=ON")
         return conn
