@@ -44,6 +44,15 @@ def check_text(text: str, settings: ApiSettings, *, field: str = "text", limit: 
     return cleaned
 
 
+def message_limit(service: EngineService) -> int:
+    """Return the limit of a customer's message (a turn, a search): the engine's ``max_input_chars``, never above
+    ``max_text_chars``, so the API accepts no message the engine would only answer with "too long".
+
+    Loads the engine: call it on the engine thread.
+    """
+    return min(service.settings.max_text_chars, service.manager().config.max_input_chars)
+
+
 def refuse_surrogates(text: str, *, field: str) -> None:
     """Raise 422 ``invalid_unicode`` when ``text`` holds a lone UTF-16 surrogate (JSON allows "\\ud800"; UTF-8 cannot store it)."""
     bad = next((ch for ch in text if "\ud800" <= ch <= "\udfff"), None)
