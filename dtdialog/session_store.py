@@ -8,6 +8,7 @@ being processed; a new ``DialogueManager`` on the same file continues every sess
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -16,8 +17,8 @@ from pathlib import Path
 
 from dtdialog.session import SessionNotFoundError, SessionRecord
 from parsers import storage
-from parsers.errors import InputError
-from parsers.storage import storage_errors
+from parsers.errors import InputError, StorageReadOnlyError
+from parsers.storage import storage_error, storage_errors
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS sessions (
@@ -47,7 +48,12 @@ class SessionStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InputError(f"cannot create session store folder {self.path.parent}: {exc.strerror}") from None
+            raise storage_error(exc, what=f"cannot create session store folder {self.path.parent}") or InputError(
+                f"cannot create session store folder {self.path.parent}: {exc.strerror}") from None
+        if not os.access(self.path.parent, os.W_OK):
+            # SQLite needs the folder for its journal files even to read a WAL database: say so, not "unable to open"
+            raise StorageReadOnlyError(f"the session store folder {self.path.parent} is read-only; give --sessions "
+                                       "a writable path")
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

@@ -3,7 +3,8 @@
 Every SQLite connection of the project waits at most ``BUSY_TIMEOUT_S`` for another process's write lock
 (``connect(timeout=...)`` installs SQLite's busy handler); after that the operation fails with
 ``StorageBusyError`` instead of waiting longer. ``storage_error`` turns an ``sqlite3.Error`` or an ``OSError``
-into the matching class: disk full (``ENOSPC``, ``EFBIG`` under a file-size limit, ``EDQUOT``, ``SQLITE_FULL``),
+into the matching class: disk full (``ENOSPC``, ``EFBIG`` under a file-size limit, ``EDQUOT``, ``SQLITE_FULL``, and
+``SQLITE_IOERR_WRITE``, what SQLite reports for a write refused for another reason than ``ENOSPC``),
 read-only (``EROFS``, ``EACCES``, ``SQLITE_READONLY``), busy (``SQLITE_BUSY``/``SQLITE_LOCKED``) or another I/O
 failure. Errors that are not about storage (a bug, bad SQL) are left alone.
 """
@@ -28,6 +29,7 @@ BUSY_TIMEOUT_S = 5.0
 # primary SQLite result codes (the low byte of an extended code)
 _SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
 _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 10, 11, 13, 14, 26
+_SQLITE_IOERR_WRITE = _SQLITE_IOERR | (3 << 8)  # an extended code
 #: Python 3.10 has no ``sqlite_errorcode``: the message SQLite gives for each code, for the fallback
 _MESSAGES = {
     "database is locked": _SQLITE_BUSY, "database table is locked": _SQLITE_LOCKED,
@@ -66,6 +68,10 @@ def storage_error(exc: BaseException, *, what: str) -> StorageError | None:
         code = sqlite_code(exc)
         if code == _SQLITE_FULL:
             return StorageFullError(f"{what}: the disk is full ({exc})")
+        if getattr(exc, "sqlite_errorcode", None) == _SQLITE_IOERR_WRITE:
+            # SQLite says "full" only for ENOSPC; a write refused otherwise (a file-size limit, a quota) is this
+            return StorageFullError(f"{what}: a write was refused (disk I/O error: the disk may be full, or the file "
+                                    "over its size limit)")
         if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
             return StorageBusyError(f"{what}: the database is locked by another process; "
                                     f"gave up after {BUSY_TIMEOUT_S:g} s, try again")
@@ -75,7 +81,7 @@ def storage_error(exc: BaseException, *, what: str) -> StorageError | None:
             return StorageError(f"{what}: {exc}")
         return None
     if isinstance(exc, OSError) and exc.errno is not None:
-        reason = exc.strerror or str(exc)
+        reason = (exc.strerror or str(exc)) + (f": {exc.filename}" if exc.filename else "")
         if exc.errno in _FULL_ERRNOS:
             return StorageFullError(f"{what}: the disk is full ({reason})")
         if exc.errno in _READ_ONLY_ERRNOS:

@@ -341,6 +341,8 @@ class DiscourseTree:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed discourse tree JSON: {exc}") from None
+        except RecursionError:
+            raise InputError("malformed discourse tree JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise InputError("malformed discourse tree JSON: expected an object")
         return cls.from_dict(data)
