@@ -8,6 +8,7 @@ also written to the server log next to the traceback.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -178,6 +179,11 @@ class CatchAllMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
+        except asyncio.CancelledError:
+            # shutdown's grace period is over (uvicorn cancels what is still running): say so, not a bare 500
+            if not started:
+                await _send_json(send, 503, error_body("shutting_down", "the server is shutting down; try again"))
+            raise
         except Exception:
             error_id = uuid.uuid4().hex[:12]
             log.exception("unhandled error %s on %s %s", error_id, scope.get("method"), scope.get("path"))

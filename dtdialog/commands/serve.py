@@ -11,7 +11,7 @@ from parsers.errors import ConfigError
 NAME = "serve"
 #: On SIGTERM/Ctrl-C, seconds uvicorn lets requests in flight finish before cancelling them; the engine
 #: then gets ``EngineService.close``'s few seconds: the process is gone within 10 s, even with a turn running.
-SHUTDOWN_GRACE_S = 5
+SHUTDOWN_GRACE_S = 4
 HELP = "Run the search API and the web chat page (FastAPI + uvicorn)."
 
 
