@@ -4,7 +4,7 @@ Every SQLite connection of the project waits at most ``BUSY_TIMEOUT_S`` for anot
 (``connect(timeout=...)`` installs SQLite's busy handler); after that the operation fails with
 ``StorageBusyError`` instead of waiting longer. ``storage_error`` turns an ``sqlite3.Error`` or an ``OSError``
 into the matching class: disk full (``ENOSPC``, ``EFBIG`` under a file-size limit, ``EDQUOT``, ``SQLITE_FULL``, and
-``SQLITE_IOERR_WRITE``, what SQLite reports for a write refused for another reason than ``ENOSPC``),
+``SQLITE_IOERR_WRITE``/``SQLITE_IOERR_SHMSIZE``: a write refused without ``ENOSPC``, no room for the ``-shm`` file),
 read-only (``EROFS``, ``EACCES``, ``SQLITE_READONLY``), busy (``SQLITE_BUSY``/``SQLITE_LOCKED``) or another I/O
 failure. Errors that are not about storage (a bug, bad SQL) are left alone.
 """
@@ -29,7 +29,9 @@ BUSY_TIMEOUT_S = 5.0
 # primary SQLite result codes (the low byte of an extended code)
 _SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
 _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 10, 11, 13, 14, 26
-_SQLITE_IOERR_WRITE = _SQLITE_IOERR | (3 << 8)  # an extended code
+#: extended codes of a write the file system refused without ENOSPC (a file-size limit) or of a ``-shm`` file it had no
+#: room to size: both mean no space to store, as far as the caller can act on it
+_NO_ROOM_IOERRS = frozenset({_SQLITE_IOERR | (3 << 8), _SQLITE_IOERR | (19 << 8)})  # IOERR_WRITE, IOERR_SHMSIZE
 #: Python 3.10 has no ``sqlite_errorcode``: the message SQLite gives for each code, for the fallback
 _MESSAGES = {
     "database is locked": _SQLITE_BUSY, "database table is locked": _SQLITE_LOCKED,
@@ -68,9 +70,9 @@ def storage_error(exc: BaseException, *, what: str) -> StorageError | None:
         code = sqlite_code(exc)
         if code == _SQLITE_FULL:
             return StorageFullError(f"{what}: the disk is full ({exc})")
-        if getattr(exc, "sqlite_errorcode", None) == _SQLITE_IOERR_WRITE:
-            # SQLite says "full" only for ENOSPC; a write refused otherwise (a file-size limit, a quota) is this
-            return StorageFullError(f"{what}: a write was refused (disk I/O error: the disk may be full, or the file "
+        if getattr(exc, "sqlite_errorcode", None) in _NO_ROOM_IOERRS:
+            # SQLite says "full" only for ENOSPC while writing pages; a file-size limit or a -shm file with no room is this
+            return StorageFullError(f"{what}: a write was refused (disk I/O error: the disk may be full, or a file "
                                     "over its size limit)")
         if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
             return StorageBusyError(f"{what}: the database is locked by another process; "
