@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -48,20 +49,11 @@ def index_copy(small_index: Path, tmp_path: Path) -> Path:
 @pytest.fixture
 def make_client(small_index: Path, tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
     """Return a factory of started TestClients over the small index (sessions in this test's tmp dir)."""
-    clients: list[TestClient] = []
-
-    def make(**overrides: Any) -> TestClient:
-        values: dict[str, Any] = {"index_path": small_index, "sessions_path": tmp_path / "sessions.sqlite",
-                                  "api_key": None, "ranker": "rules"}
-        values.update(overrides)
-        client = TestClient(create_app(ApiSettings(**values)), raise_server_exceptions=False)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for c in clients:
-        c.__exit__(None, None, None)
+    defaults: dict[str, Any] = {"index_path": small_index, "sessions_path": tmp_path / "sessions.sqlite",
+                                "api_key": None, "ranker": "rules"}
+    with ExitStack() as started:  # every client is shut down (its engine closed) at teardown
+        yield lambda **overrides: started.enter_context(
+            TestClient(create_app(ApiSettings(**{**defaults, **overrides})), raise_server_exceptions=False))
 
 
 def python_env() -> dict[str, str]:
