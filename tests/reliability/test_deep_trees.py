@@ -142,3 +142,19 @@ def test_two_thousand_sentences_within_the_limits(parser_name):
         tree: dict
 
     assert Holder(tree=tree.to_dict()).model_dump_json()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_two_thousand_sentences_through_the_api(make_client, index_copy):
+    """The longest text the API takes outside a turn, parsed, drawn, stored as an answer and retrieved."""
+    client = make_client(index_path=index_copy)
+    text = sentences(2_000)
+    parsed = client.post("/parse", params={"svg": "true"}, json={"text": text})
+    assert parsed.status_code == 200, parsed.text[:500]
+    assert len(parsed.json()["edus"]) >= 2_000 and nested_depth(parsed.json()) < 12
+    added = client.post("/index/documents", json={"answers": [{"id": "long-1#1", "text": text}]})
+    assert added.status_code == 200, added.text[:500]
+    found = client.post("/search", json={"query": "The horn failed on day 007.", "size": 50})
+    assert found.status_code == 200, found.text[:500]
+    assert "long-1#1" in [hit["id"] for hit in found.json()["hits"]]
