@@ -19,6 +19,8 @@ from fastapi.testclient import TestClient
 from dtdialog.api import ApiSettings, create_app
 
 REPO = Path(__file__).resolve().parents[2]
+#: the clients hold the key: these tests probe faults, not access control
+API_KEY = "reliability-probe-key-0123"
 #: every STRIDE-th built-in dialogue goes into the small index: one or two per topic, quick to build
 STRIDE = 15
 
@@ -50,10 +52,11 @@ def index_copy(small_index: Path, tmp_path: Path) -> Path:
 def make_client(small_index: Path, tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
     """Return a factory of started TestClients over the small index (sessions in this test's tmp dir)."""
     defaults: dict[str, Any] = {"index_path": small_index, "sessions_path": tmp_path / "sessions.sqlite",
-                                "api_key": None, "ranker": "rules"}
+                                "api_key": API_KEY, "ranker": "rules"}
     with ExitStack() as started:  # every client is shut down (its engine closed) at teardown
         yield lambda **overrides: started.enter_context(
-            TestClient(create_app(ApiSettings(**{**defaults, **overrides})), raise_server_exceptions=False))
+            TestClient(create_app(ApiSettings(**{**defaults, **overrides})), raise_server_exceptions=False,
+                       headers={"X-API-Key": API_KEY}))
 
 
 def python_env() -> dict[str, str]:
