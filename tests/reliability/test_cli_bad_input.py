@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import assert_one_line_error, dtdialog_command, python_env
+from reliability_helpers import assert_one_line_error, dtdialog_command, python_env
 
 DEEP = 100_000
 

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import dtdialog_command, python_env
+from reliability_helpers import dtdialog_command, python_env
 
 from dtdialog.api.service import EngineService
 from dtdialog.api.settings import ApiSettings

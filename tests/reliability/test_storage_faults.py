@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import (
+from reliability_helpers import (
     assert_one_line_error,
     dtdialog_command,
+    namespaces_work,
     python_env,
     readonly_setup,
     run_with_mounts,
@@ -117,9 +118,7 @@ def run_readonly(folder: Path, command: list[str]) -> subprocess.CompletedProces
         finally:
             for p, mode in modes.items():
                 p.chmod(mode)
-    from conftest import _namespaces_work
-
-    reason = _namespaces_work()
+    reason = namespaces_work()
     if reason is not None:
         pytest.skip(f"running as root, chmod cannot make a folder read-only, and {reason}")
     return run_with_mounts(readonly_setup(folder), command)
