@@ -118,6 +118,10 @@ def decode_legacy(data: bytes) -> str:
     return best
 
 
+#: what a record nested deeper than the JSON decoder can follow is reported as (no real dialogue nests like that)
+NESTED_TOO_DEEP = "not valid JSON for a dialogue (nested too deeply)"
+
+
 def iter_jsonl(path: Path, errors: RecordErrors) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for every non-blank line of a JSONL file.
 
@@ -130,6 +134,9 @@ def iter_jsonl(path: Path, errors: RecordErrors) -> Iterator[tuple[int, dict[str
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             errors.report(path, lineno, f"not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except RecursionError:  # the decoder recurses per nesting level: '[[[[...' 100,000 deep
+            errors.report(path, lineno, NESTED_TOO_DEEP)
             continue
         if not isinstance(record, dict):
             errors.report(path, lineno, f"expected a JSON object, got {type(record).__name__}")
@@ -160,6 +167,8 @@ def iter_json_records(path: Path, errors: RecordErrors) -> Iterator[tuple[int, d
         except json.JSONDecodeError as exc:
             # The array itself is broken: nothing after this point can be located reliably.
             raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        except RecursionError:  # where this element ends is unknown too
+            raise InputError(f"{path}:{line}: {NESTED_TOO_DEEP}") from None
         if isinstance(element, dict):
             yield line, element
         else:

@@ -188,6 +188,13 @@ class AnswerIndex(ABC):
         """
         return None
 
+    def lock_free(self, timeout: float) -> bool:
+        """Return True when the index's own lock can be taken within ``timeout`` seconds (a readiness probe).
+
+        The default is True: a backend without a client-side lock is never stuck on one.
+        """
+        return True
+
     @abstractmethod
     def close(self) -> None:
         """Release the backend's resources."""

@@ -31,7 +31,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if settings.preload:
+        if settings.preload and not service.loaded:  # `dtdialog serve --preload` loads it before listening
             await service.call(service.warm_up)
         try:
             yield

@@ -35,12 +35,29 @@ def check_text(text: str, settings: ApiSettings, *, field: str = "text", limit: 
     limit = settings.max_text_chars if limit is None else limit
     if len(text) > limit:
         raise ApiError(413, "text_too_long", f"{field} has {len(text)} characters; the limit is {limit}")
+    refuse_surrogates(text, field=field)
     from parsers.text_input import clean_text
 
     cleaned = clean_text(text, max_chars=limit)
     if not cleaned.strip():
         raise ApiError(422, "empty_text", f"{field} is empty")
     return cleaned
+
+
+def message_limit(service: EngineService) -> int:
+    """Return the limit of a customer's message (a turn, a search): the engine's ``max_input_chars``, never above
+    ``max_text_chars``, so the API accepts no message the engine would only answer with "too long".
+
+    Loads the engine: call it on the engine thread.
+    """
+    return min(service.settings.max_text_chars, service.manager().config.max_input_chars)
+
+
+def refuse_surrogates(text: str, *, field: str) -> None:
+    """Raise 422 ``invalid_unicode`` when ``text`` holds a lone UTF-16 surrogate (JSON allows "\\ud800"; UTF-8 cannot store it)."""
+    bad = next((ch for ch in text if "\ud800" <= ch <= "\udfff"), None)
+    if bad is not None:
+        raise ApiError(422, "invalid_unicode", f"{field} contains a lone surrogate U+{ord(bad):04X}; send valid Unicode text")
 
 
 def require_api_key(request: Request) -> None:

@@ -6,6 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dtdialog.intents import MAX_TURN_CHARS
+from parsers.text_input import MAX_CHARS
+
 #: Hard upper bound of hits per search request, whatever the settings say.
 MAX_SEARCH_SIZE = 50
 
@@ -27,13 +30,15 @@ class ErrorResponse(BaseModel):
 
 
 class ParseRequest(_Strict):
-    text: str = Field(min_length=1, description="The text to parse; at most the server's max_text_chars.",
+    text: str = Field(min_length=1, description="The text to parse; at most the server's max_text_chars "
+                                                f"(default {MAX_CHARS:,} characters, the parser's limit; 413 above it).",
                       examples=["I replaced the battery, but the car still does not start."])
 
 
 class ParseResponse(BaseModel):
     parser: str
-    tree: dict[str, Any] = Field(description="DiscourseTree.to_dict(): text, edus, root.")
+    tree: dict[str, Any] = Field(description="DiscourseTree.to_dict() (schema 2): text, edus, and nodes - a flat "
+                                             "list, the root first, each inner node naming its children by position.")
     compact: str = Field(description="One-line bracketed form, e.g. 'Contrast(N: ..., S: ...)'.")
     relations: list[str]
     edus: list[str]
@@ -41,7 +46,8 @@ class ParseResponse(BaseModel):
 
 
 class SearchRequest(_Strict):
-    query: str = Field(min_length=1, description="A customer question, or a query string in 'query' mode.",
+    query: str = Field(min_length=1, description="A customer question, or a query string in 'query' mode; a customer "
+                                                 f"message's limit: {MAX_TURN_CHARS:,} characters (413 above it).",
                        examples=["My car does not start although I replaced the battery."])
     size: int = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
     mode: Literal["question", "query"] = Field(
@@ -90,7 +96,8 @@ class SessionCreated(BaseModel):
 
 
 class MessageRequest(_Strict):
-    text: str = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option number.",
+    text: str = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option number; "
+                                                f"at most {MAX_TURN_CHARS:,} characters, the engine's turn limit (413 above it).",
                       examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
                                 "and the solenoid, but I still could not start my car."])
 
@@ -155,11 +162,12 @@ class IndexStats(BaseModel):
 
 
 class NewAnswer(_Strict):
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, description=f"The answer; at most the server's max_text_chars (default {MAX_CHARS:,}).")
     id: str | None = Field(default=None, max_length=200, description="Defaults to '{dialogue_id}#{position}'.")
     dialogue_id: str | None = Field(default=None, max_length=200, description="Defaults to 'api-<hash of text>'.")
     position: int = Field(default=1, ge=0, le=10_000)
-    question: str | None = Field(default=None, description="The question this answer replies to, kept in meta.")
+    question: str | None = Field(default=None, description="The question this answer replies to, kept in meta; "
+                                                           "at most max_text_chars (413 above it, never cut).")
 
 
 class AddDocumentsRequest(_Strict):

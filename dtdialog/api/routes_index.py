@@ -54,17 +54,20 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
         raise ApiError(413, "too_many_documents",
                        f"{len(body.answers)} answers in one request; the limit is {settings.max_documents_per_request}")
     texts = [check_text(a.text, settings, field=f"answers[{i}].text") for i, a in enumerate(body.answers)]
+    # the question is checked like any other text (limit, valid Unicode), never cut short silently
+    questions = [check_text(a.question, settings, field=f"answers[{i}].question") if a.question and a.question.strip()
+                 else None for i, a in enumerate(body.answers)]
 
     def work() -> AddDocumentsResponse:
         from index.documents import build_document
 
         parser = service.parser()
         docs = []
-        for answer, text in zip(body.answers, texts):
+        for answer, text, question in zip(body.answers, texts, questions):
             dialogue_id = answer.dialogue_id or "api-" + hashlib.sha1(text.encode()).hexdigest()[:10]
             meta = {"source": "api"}
-            if answer.question:
-                meta["question"] = answer.question[: settings.max_text_chars]
+            if question:
+                meta["question"] = question
             docs.append(build_document(doc_id=answer.id or f"{dialogue_id}#{answer.position}", dialogue_id=dialogue_id,
                                        position=answer.position, text=text, tree=parser.parse(text), meta=meta))
         runtime = service.runtime()

@@ -6,8 +6,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from dtdialog.api.deps import check_text, get_service
+from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.models import MAX_SEARCH_SIZE, Agreement, ErrorResponse, SearchHitOut, SearchRequest, SearchResponse
+from dtdialog.intents import MAX_TURN_CHARS
 
 router = APIRouter(tags=["search"])
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422)}
@@ -36,7 +37,8 @@ def _hit_out(document: Any, *, score: float, retrieval_score: float | None, matc
 
 
 def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchResponse:
-    """Return the response of a search (call on the engine thread)."""
+    """Return the response of a search (call on the engine thread); the query has a customer message's limit."""
+    query = check_text(query, service.settings, field="query", limit=message_limit(service))
     runtime = service.runtime()
     if mode == "query":
         from index.query_parser import parse_query_string
@@ -59,14 +61,15 @@ def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchRespo
 
 async def _search(request: Request, *, query: str, size: int, mode: str) -> SearchResponse:
     service = get_service(request)
-    text = check_text(query, service.settings, field="query")
-    return await service.call(run_search, service=service, query=text, size=size, mode=mode)
+    check_text(query, service.settings, field="query")  # refused before queueing when over every limit
+    return await service.call(run_search, service=service, query=query, size=size, mode=mode)
 
 
 @router.get("/search", response_model=SearchResponse, responses=_ERRORS)
 async def search_get(
     request: Request,
-    q: str = Query(min_length=1, description="The question, or a query string in 'query' mode."),
+    q: str = Query(min_length=1, description="The question, or a query string in 'query' mode; at most "
+                                             f"{MAX_TURN_CHARS:,} characters, a customer message's limit."),
     size: int = Query(10, ge=1, le=MAX_SEARCH_SIZE),
     mode: Literal["question", "query"] = Query("question"),
 ) -> SearchResponse:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 
-from dtdialog.api.deps import check_text, get_service
+from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.explain_turn import explain_turn
+from dtdialog.api.jsonable import jsonable
 from dtdialog.api.models import (
     ErrorResponse,
     MessageRequest,
@@ -22,24 +23,11 @@ SessionId = Path(min_length=1, max_length=128, description="The id returned by P
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 404, 413, 422)}
 
 
-def _jsonable(value: Any) -> Any:
-    # Traces are plain dicts by contract; this guards against a stray tuple or dataclass.
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if hasattr(value, "to_dict"):
-        return _jsonable(value.to_dict())
-    return str(value)
-
-
 def turn_out(result: Any) -> TurnResponse:
     """Return the API view of an engine ``TurnResult``."""
     return TurnResponse(
         session_id=result.session_id, reply=result.reply, kind=str(result.kind), state=str(result.state),
-        answer_id=result.answer_id, trace=_jsonable(result.trace or {}),
+        answer_id=result.answer_id, trace=jsonable(result.trace or {}),
         confidence=getattr(result, "confidence", None),  # calibrated confidence (issue 13)
         options=[TurnOption(number=int(o.number), label=str(o.label), answer_id=getattr(o, "answer_id", None))
                  for o in result.options or ()],
@@ -60,24 +48,27 @@ async def post_message(
     request: Request,
     session_id: str = SessionId,
     explain: bool = Query(False, description="Add both discourse trees and the matched chains as pictures."),
-) -> TurnResponse:
+) -> Response:
     """Handle one customer turn: return the reply, any clarification options, the session state and the trace."""
     service = get_service(request)
 
-    def work() -> TurnResponse:
+    def work() -> Response:
         manager = service.manager()
-        # a turn has the engine's limit (never above the API's text limit): the API never accepts a turn the
-        # engine would only answer with "too long"
-        limit = min(service.settings.max_text_chars, manager.config.max_input_chars)
-        text = check_text(body.text, service.settings, limit=limit)
+        text = check_text(body.text, service.settings, limit=message_limit(service))
         manager.session(session_id, traces=False)  # 404 before any work on an unknown id (no trace parsing)
-        result = manager.handle(session_id=session_id, text=text)
-        out = turn_out(result)
-        if explain:
-            record = manager.session(session_id)
-            out.explain = explain_turn(service, result=result, user_text=text, session_question=record.question or "",
-                                       history=list(record.traces[:-1]))
-        return out
+        payload: list[str] = []
+
+        def respond(result: Any, record: Any) -> None:
+            # the response is built and serialised before the session is written: if this fails, the turn is not saved
+            out = turn_out(result)
+            if explain:
+                history = manager.session(session_id).traces  # the stored turns: this one is not saved yet
+                out.explain = explain_turn(service, result=result, user_text=text,
+                                           session_question=record.question or "", history=history)
+            payload.append(out.model_dump_json())
+
+        manager.handle(session_id=session_id, text=text, before_save=respond)
+        return Response(content=payload[0], media_type="application/json")
 
     return await service.call(work)
 
@@ -87,6 +78,6 @@ async def get_session(request: Request, session_id: str = SessionId) -> SessionO
     """Return the session's transcript and per-turn traces."""
     service = get_service(request)
     record = await service.call(lambda: service.manager().session(session_id))
-    data = _jsonable(record.to_dict())
+    data = jsonable(record.to_dict())
     data["session_id"] = data.get("session_id") or data.get("id") or session_id
     return SessionOut(**data)

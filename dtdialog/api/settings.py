@@ -49,6 +49,8 @@ class ApiSettings:
     max_documents_per_request: int = 200
     rebuild_roots: tuple[Path, ...] = ()
     preload: bool = False
+    #: ``/healthz`` answers 503 once one engine call has run for longer than this (the engine is hung or stalled)
+    health_stall_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         self.index_path = Path(self.index_path) if self.index_path is not None else None
@@ -69,6 +71,9 @@ class ApiSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        stall = self.health_stall_seconds
+        if isinstance(stall, bool) or not isinstance(stall, (int, float)) or not 0 < stall < float("inf"):
+            raise ConfigError(f"health_stall_seconds must be a positive number of seconds, got {stall!r}")
         if self.max_text_chars > MAX_CHARS:
             raise ConfigError(f"max_text_chars must be at most the parser's limit of {MAX_CHARS} characters, "
                               f"got {self.max_text_chars}")

@@ -9,6 +9,9 @@ from pathlib import Path
 from parsers.errors import ConfigError
 
 NAME = "serve"
+#: On SIGTERM/Ctrl-C, seconds uvicorn lets requests in flight finish before cancelling them; the engine
+#: then gets ``EngineService.close``'s few seconds: the process is gone within 10 s, even with a turn running.
+SHUTDOWN_GRACE_S = 4
 HELP = "Run the search API and the web chat page (FastAPI + uvicorn)."
 
 
@@ -54,5 +57,15 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_key:
         logging.getLogger("dtdialog.api").warning(
             "serving on %s without DTDIALOG_API_KEY: the index-management endpoints are open", args.host)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    app = create_app(settings)
+    service = app.state.service
+    if settings.preload:
+        # loaded before listening: a file that is not an index is one `error:` line (exit 2), not a start-up traceback
+        try:
+            service.submit(service.warm_up).result()
+        except BaseException:
+            service.close()
+            raise
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     return 0
