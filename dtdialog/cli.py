@@ -15,7 +15,7 @@ import sys
 
 from parsers.errors import DTDialogError
 
-COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve")
+COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve", "sessions")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ Tables
     ``fts_vocab``      fts5vocab over ``fts``: per-column document frequencies (computed by a scan)
     ``term_df``        the same frequencies stored by ``optimize()``, read by query pruning
     ``index_meta``     schema version and build information
+    ``doc_history``    earlier versions of replaced answers (``index.history``), so an overwrite can be undone
 
 Queries are built from ``SearchQuery`` terms only: every term is split into alphanumeric tokens and
 double-quoted, so FTS5 syntax (``" * : ( ) NEAR AND OR -``) in user text is searched as words, never
@@ -37,12 +38,13 @@ import json
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery
+from index import history
+from index.base import AnswerDocument, AnswerIndex, AnswerVersion, RRTerm, SearchHit, SearchQuery
 from index.terms import relation_key, rr_tokens
 from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers.errors import ConfigError, InputError
@@ -81,7 +83,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'col');
 CREATE TABLE IF NOT EXISTS term_df(term TEXT NOT NULL, col TEXT NOT NULL, df INTEGER NOT NULL,
     PRIMARY KEY(term, col)) WITHOUT ROWID;
 INSERT OR IGNORE INTO index_meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), ('kind', 'dtdialog-answers');
-"""
+""" + history.SCHEMA  # added without a schema bump: a file without it just has no history yet
 
 
 def quote_term(token: str) -> str:
@@ -121,6 +123,7 @@ class SqliteIndex(AnswerIndex):
     """An FTS5 answer index in one SQLite file; ``readonly=False`` creates the file if needed."""
 
     backend = "sqlite"
+    supports_history = True
 
     def __init__(self, path: str | Path, *, readonly: bool = True) -> None:
         self.path = Path(path)
@@ -182,19 +185,25 @@ class SqliteIndex(AnswerIndex):
 
     # --- writing --------------------------------------------------------------
     def add(self, documents: Iterable[AnswerDocument]) -> int:
-        """Add documents, replacing any with the same id; return how many were added. One transaction."""
+        """Add documents, replacing any with the same id; return how many were added. One transaction.
+
+        A replaced document that differs from its replacement is kept in ``doc_history`` (same transaction).
+        """
         if self.readonly:
             raise ConfigError(f"the index at {self.path} was opened read-only")
         conn = self._conn()
         added = 0
         with self._lock, conn:
             for doc in documents:
-                old = conn.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
+                blob = encode_doc(doc)
+                old = conn.execute("SELECT rowid, doc FROM docs WHERE id = ?", (doc.id,)).fetchone()
                 if old:
+                    if bytes(old[1]) != blob:
+                        history.record(conn, doc.id, bytes(old[1]))
                     self._delete_rowid(conn, old[0])
                 cur = conn.execute(
                     "INSERT INTO docs(id, dialogue_id, position, doc) VALUES (?, ?, ?, ?)",
-                    (doc.id, doc.dialogue_id, doc.position, encode_doc(doc)),
+                    (doc.id, doc.dialogue_id, doc.position, blob),
                 )
                 rowid = cur.lastrowid
                 conn.execute("INSERT INTO fts(rowid, keywords, rr_edu, text) VALUES (?, ?, ?, ?)",
@@ -214,6 +223,31 @@ class SqliteIndex(AnswerIndex):
         conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
         conn.execute("DELETE FROM doc_relations WHERE doc = ?", (rowid,))
         conn.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+
+    def history(self, doc_id: str) -> list[AnswerVersion]:
+        """Return the earlier versions of answer ``doc_id``, newest first (``[]`` when it was never replaced)."""
+        return [AnswerVersion(version=v.version, replaced=v.replaced, document=decode_doc(v.blob))
+                for v in history.versions(self._conn(), doc_id)]
+
+    def keep_version(self, doc: AnswerDocument) -> int:
+        """Store ``doc`` as the newest earlier version of its id (an answer about to be dropped); return the version."""
+        if self.readonly:
+            raise ConfigError(f"the index at {self.path} was opened read-only")
+        conn = self._conn()
+        with self._lock, conn:
+            return history.record(conn, doc.id, encode_doc(doc))
+
+    def export_history(self) -> list[history.StoredVersion]:
+        """Return the whole version history, for ``import_history`` into a rebuilt index."""
+        return history.dump(self._conn())
+
+    def import_history(self, entries: Iterable[history.StoredVersion]) -> int:
+        """Append versions exported from another index of the same answers; return how many were stored."""
+        if self.readonly:
+            raise ConfigError(f"the index at {self.path} was opened read-only")
+        conn = self._conn()
+        with self._lock, conn:
+            return history.load(conn, entries)
 
     def set_info(self, **info: Any) -> None:
         """Store build information (parser, corpus, counts) in the index."""
@@ -451,6 +485,11 @@ class SqliteIndex(AnswerIndex):
     def ids(self) -> list[str]:
         """Return every document id, in insertion order."""
         return [r[0] for r in self._conn().execute("SELECT id FROM docs ORDER BY rowid")]
+
+    def documents(self) -> Iterator[AnswerDocument]:
+        """Yield every document, in insertion order, read in one query."""
+        for (blob,) in self._conn().execute("SELECT doc FROM docs ORDER BY rowid").fetchall():
+            yield decode_doc(blob)
 
     def answer_texts(self) -> tuple[list[str], list[str]]:
         """Return ``(ids, texts)`` of every document, in insertion order, read in one query.

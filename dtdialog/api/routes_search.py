@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from dtdialog.api.deps import check_text, get_service
 from dtdialog.api.models import MAX_SEARCH_SIZE, Agreement, ErrorResponse, SearchHitOut, SearchRequest, SearchResponse
+from dtdialog.api.quotas import get_quotas, rate_limit
 
 router = APIRouter(tags=["search"])
-_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422)}
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422, 429, 503)}
 
 
 def agreement_out(agreement: Any) -> Agreement | None:
@@ -59,11 +60,20 @@ def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchRespo
 
 async def _search(request: Request, *, query: str, size: int, mode: str) -> SearchResponse:
     service = get_service(request)
-    text = check_text(query, service.settings, field="query")
-    return await service.call(run_search, service=service, query=text, size=size, mode=mode)
+    check_text(query, service.settings, field="query")
+
+    def work() -> SearchResponse:
+        # A question is ranked as a turn would be, so it has the turn's limit: this bounds what one search
+        # costs the engine (a 100,000-character question took seconds; a turn-sized one takes a turn's time).
+        limit = None if mode == "query" else min(service.settings.max_text_chars,
+                                                 service.manager().config.max_input_chars)
+        text = check_text(query, service.settings, field="query", limit=limit)
+        return run_search(service, query=text, size=size, mode=mode)
+
+    return await get_quotas(request).run(request, work)
 
 
-@router.get("/search", response_model=SearchResponse, responses=_ERRORS)
+@router.get("/search", response_model=SearchResponse, responses=_ERRORS, dependencies=[Depends(rate_limit("search"))])
 async def search_get(
     request: Request,
     q: str = Query(min_length=1, description="The question, or a query string in 'query' mode."),
@@ -74,7 +84,7 @@ async def search_get(
     return await _search(request, query=q, size=size, mode=mode)
 
 
-@router.post("/search", response_model=SearchResponse, responses=_ERRORS)
+@router.post("/search", response_model=SearchResponse, responses=_ERRORS, dependencies=[Depends(rate_limit("search"))])
 async def search_post(body: SearchRequest, request: Request) -> SearchResponse:
     """Same as ``GET /search`` with the query in a JSON body (for long questions)."""
     return await _search(request, query=body.query, size=body.size, mode=body.mode)

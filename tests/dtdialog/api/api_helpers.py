@@ -11,6 +11,8 @@ from data.model import Dialogue, Turn
 SPARK_PLUG_QUESTION = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the "
                        "solenoid, but I still could not start my car.")
 API_KEY = "test-key-0123456789"
+#: Base URL of the test clients: a Host the server answers by default.
+LOCAL_URL = "http://localhost"
 
 _DIALOGUES = [
     ("t-nostart-1", [

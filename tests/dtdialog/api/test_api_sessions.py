@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from api_helpers import SPARK_PLUG_QUESTION, assert_error
+from api_helpers import LOCAL_URL, SPARK_PLUG_QUESTION, assert_error
 from fastapi.testclient import TestClient
 
 from dtdialog.api import ApiSettings, create_app
@@ -16,11 +16,11 @@ from parsers.text_input import MAX_CHARS
 
 def test_a_session_continues_on_a_new_app_over_the_same_database(make_settings):
     settings = make_settings()
-    with TestClient(create_app(settings)) as first:
+    with TestClient(create_app(settings), base_url=LOCAL_URL) as first:
         sid = first.post("/sessions").json()["session_id"]
         one = first.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION}).json()
     # The first app is shut down (its engine thread and SQLite connections closed).
-    with TestClient(create_app(make_settings())) as second:
+    with TestClient(create_app(make_settings()), base_url=LOCAL_URL) as second:
         before = second.get(f"/sessions/{sid}")
         assert before.status_code == 200
         assert [m["text"] for m in before.json()["transcript"]] == [SPARK_PLUG_QUESTION, one["reply"]]
