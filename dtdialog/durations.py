@@ -26,11 +26,3 @@ def parse_duration(text: str | float | int, *, what: str = "duration") -> float:
         raise ConfigError(f"{what} must be a finite duration of at least 0, got {text!r}")
     return seconds
 
-
-def format_duration(seconds: float) -> str:
-    """Return ``seconds`` in the largest unit that divides it (``604800`` -> ``7d``), for messages."""
-    for unit in ("w", "d", "h", "m"):
-        size = _UNITS[unit]
-        if seconds >= size and float(seconds / size).is_integer():
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"

@@ -190,8 +190,14 @@ class Quotas:
     def charge(self, client: str, seconds: float) -> None:
         """Count ``seconds`` of engine time against ``client``'s budget and its place in the fair order."""
         self.gate.record(client, seconds)
-        if self._budget is not None and not client.startswith("key:"):
-            self._budget.hit(self._budget_item, "engine", client, cost=max(1, math.ceil(seconds / BUDGET_UNIT)))
+        if self._budget is None or client.startswith("key:"):
+            return
+        # ``limits`` refuses (and does not count) a hit larger than what is left: charge at most that, which
+        # leaves the client at its limit until the window moves on
+        left = self._budget.get_window_stats(self._budget_item, "engine", client).remaining
+        cost = min(left, max(1, math.ceil(seconds / BUDGET_UNIT)))
+        if cost > 0:
+            self._budget.hit(self._budget_item, "engine", client, cost=cost)
 
     async def run(self, request: Request, fn: Callable[[], T]) -> T:
         """Return ``fn()`` computed on the engine thread, within ``request``'s client's budget and fair turn."""

@@ -70,7 +70,7 @@ class ApiSettings:
     #: engine seconds one client may use per minute (429 ``engine_budget_exceeded`` beyond); 0: no budget
     engine_seconds: float = 10.0
     #: engine calls one client may have waiting at once (429 ``too_many_pending`` beyond)
-    max_pending: int = 4
+    max_pending: int = 8
     #: seconds a request may wait for the engine before it gets 503 ``engine_busy``
     engine_wait: float = 30.0
 

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     quotas.add_argument("--engine-seconds", type=float, default=None,
                         help="engine seconds per client per minute (default 10; 0: no budget)")
     quotas.add_argument("--max-pending", type=int, default=None,
-                        help="requests of one client waiting for the engine at once (default 4)")
+                        help="requests of one client waiting for the engine at once (default 8)")
     quotas.add_argument("--engine-wait", type=float, default=None,
                         help="seconds a request may wait for the engine before 503 engine_busy (default 30)")
 

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Purge (or count) the idle sessions and print one line; return 0."""
-    from dtdialog.durations import format_duration, parse_duration
+    from dtdialog.durations import parse_duration
     from dtdialog.paths import sessions_path
     from dtdialog.session_store import SessionStore
 
@@ -43,9 +43,9 @@ def run(args: argparse.Namespace) -> int:
         total = store.count()
         if args.dry_run:
             gone = total - store.count(updated_since=cutoff)
-            print(f"would purge {gone} of {total} sessions idle for more than {format_duration(idle)} from {path}")
+            print(f"would purge {gone} of {total} sessions idle for more than {args.older_than} from {path}")
         else:
             gone = store.purge(updated_before=cutoff)
-            print(f"purged {gone} of {total} sessions idle for more than {format_duration(idle)} from {path}; "
+            print(f"purged {gone} of {total} sessions idle for more than {args.older_than} from {path}; "
                   f"{total - gone} left")
     return 0

@@ -32,8 +32,10 @@ def test_a_session_continues_on_a_new_app_over_the_same_database(make_settings):
     assert record["traces"][1]["state_before"] == one["state"]  # the state machine picked up where it stopped
 
 
-def test_concurrent_turns_on_different_sessions_never_mix(client):
+def test_concurrent_turns_on_different_sessions_never_mix(make_client):
     n_sessions, n_turns = 8, 3
+    # the 8 customers share the test client's address: let all of them wait for the engine at once
+    client = make_client(max_pending=n_sessions)
     ids = [client.post("/sessions").json()["session_id"] for _ in range(n_sessions)]
     problems = ["my brakes squeal with new pads", "the battery keeps dying overnight", SPARK_PLUG_QUESTION,
                 "the engine overheats in traffic"]
