@@ -54,6 +54,23 @@ def client_id(request: Request, settings: ApiSettings) -> str:
     return "addr:" + (request.client.host if request.client else "unknown")
 
 
+def is_operator(client: str) -> bool:
+    """Return True for a client identified by the right API key."""
+    return client.startswith("key:")
+
+
+def bulk_text_limit(request: Request, settings: ApiSettings) -> int | None:
+    """Return the text limit of a request that may be long (``/parse``): the turn limit for anonymous clients,
+    None (``max_text_chars``) for operators.
+
+    The engine runs one call at a time and a call cannot be interrupted, so what an anonymous client may
+    make it do in one request is bounded to a turn's worth (a 100,000-character parse holds it for seconds).
+    """
+    from dtdialog.intents import MAX_TURN_CHARS
+
+    return None if is_operator(client_id(request, settings)) else min(settings.max_text_chars, MAX_TURN_CHARS)
+
+
 def _retry_after(reset_time: float) -> dict[str, str]:
     return {"Retry-After": str(max(1, math.ceil(reset_time - time.time())))}
 
@@ -180,7 +197,7 @@ class Quotas:
 
     def check_budget(self, client: str) -> None:
         """429 ``engine_budget_exceeded`` when ``client`` used up its engine seconds of the last minute."""
-        if self._budget is None or client.startswith("key:"):
+        if self._budget is None or is_operator(client):
             return
         if not self._budget.test(self._budget_item, "engine", client):
             stats = self._budget.get_window_stats(self._budget_item, "engine", client)
@@ -190,7 +207,7 @@ class Quotas:
     def charge(self, client: str, seconds: float) -> None:
         """Count ``seconds`` of engine time against ``client``'s budget and its place in the fair order."""
         self.gate.record(client, seconds)
-        if self._budget is None or client.startswith("key:"):
+        if self._budget is None or is_operator(client):
             return
         # ``limits`` refuses (and does not count) a hit larger than what is left: charge at most that, which
         # leaves the client at its limit until the window moves on

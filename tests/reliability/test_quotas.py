@@ -12,6 +12,7 @@ import sqlite3
 
 import pytest
 from protection_helpers import (  # noqa: F401  (the fixtures are used by name)
+    API_KEY,
     app_client_fixture,
     assert_error,
     index_file_fixture,
@@ -80,6 +81,14 @@ def test_a_search_question_has_the_turn_limit(app_client):
     assert_error(client.post("/search", json={"query": long_question}), 413, "text_too_long")
     # the query-string mode only retrieves (no parse): it keeps the general text limit
     assert client.post("/search", json={"query": long_question, "mode": "query"}).status_code == 200
+
+
+def test_a_long_parse_needs_the_key(app_client):
+    client = app_client(api_key=API_KEY)
+    text = "My car will not start although I replaced the battery. " * 100  # 5,600 characters, over a turn
+    refused = assert_error(client.post("/parse", json={"text": text}), 413, "text_too_long")
+    assert "API key" in refused["message"]
+    assert client.post("/parse", json={"text": text}, headers={"X-API-Key": API_KEY}).status_code == 200
 
 
 def _age(sessions_path, session_ids, seconds):
