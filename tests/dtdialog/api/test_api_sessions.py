@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from api_helpers import LOCAL_URL, SPARK_PLUG_QUESTION, assert_error
+from api_helpers import API_KEY, LOCAL_URL, SPARK_PLUG_QUESTION, assert_error
 from fastapi.testclient import TestClient
 
 from dtdialog.api import ApiSettings, create_app
@@ -90,10 +90,14 @@ def test_the_api_refuses_exactly_the_turns_the_engine_refuses(client):
     assert at.json()["kind"] != "prompt" and at.json()["trace"]["user_text"] == SPARK_PLUG_QUESTION
 
 
-def test_texts_that_are_not_turns_keep_the_parser_limit(client):
+def test_texts_that_are_not_turns_keep_the_parser_limit_for_key_holders(make_client):
+    client = make_client(api_key=API_KEY)
     assert client.app.state.service.settings.max_text_chars == MAX_CHARS
-    parsed = client.post("/parse", json={"text": _padded("The car will not start.", MAX_TURN_CHARS + 1)})
+    text = _padded("The car will not start.", MAX_TURN_CHARS + 1)
+    parsed = client.post("/parse", json={"text": text}, headers={"X-API-Key": API_KEY})
     assert parsed.status_code == 200, parsed.text
+    # an anonymous client may make the single engine thread parse a turn's worth at most (issue 14, quotas)
+    assert_error(client.post("/parse", json={"text": text}), 413, "text_too_long")
 
 
 @pytest.mark.parametrize("value", [MAX_CHARS + 1, 0])
