@@ -18,7 +18,7 @@ import sys
 from parsers.errors import DTDialogError
 from parsers.storage import storage_error
 
-COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve")
+COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve", "sessions")
 
 
 def build_parser() -> argparse.ArgumentParser:

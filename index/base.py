@@ -7,9 +7,11 @@ return new queries, and each backend turns it into its own request.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from parsers.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -116,10 +118,21 @@ class SearchHit:
     matched: dict[str, list[str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class AnswerVersion:
+    """An earlier version of a stored answer: its number (higher = newer), when it was replaced (epoch s), the document."""
+
+    version: int
+    replaced: float
+    document: AnswerDocument
+
+
 class AnswerIndex(ABC):
     """What every index backend offers. Use as a context manager to close it."""
 
     backend: str = "base"
+    #: True when ``add`` keeps the replaced version of an answer and ``history`` returns it
+    supports_history: bool = False
 
     @abstractmethod
     def add(self, documents: Iterable[AnswerDocument]) -> int:
@@ -156,6 +169,17 @@ class AnswerIndex(ABC):
     @abstractmethod
     def ids(self) -> list[str]:
         """Return the id of every document, each once (SQLite: insertion order; Elasticsearch: id order)."""
+
+    def documents(self) -> Iterator[AnswerDocument]:
+        """Yield every document; the default reads them one ``get`` at a time."""
+        for doc_id in self.ids():
+            doc = self.get(doc_id)
+            if doc is not None:
+                yield doc
+
+    def history(self, doc_id: str) -> list[AnswerVersion]:
+        """Return the earlier versions of ``doc_id``, newest first; a backend without history raises ``ConfigError``."""
+        raise ConfigError(f"the {self.backend} index backend keeps no answer history")
 
     def answer_texts(self) -> tuple[list[str], list[str]]:
         """Return ``(ids, texts)`` of every document, aligned: what stores derived from the answers are built from.

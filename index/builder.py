@@ -11,7 +11,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,7 @@ def build_index(
     index_name: str = DEFAULT_INDEX_NAME,
     dense: bool = False,
     encoder: Any = None,
+    finish: Callable[[Any], None] | None = None,
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
@@ -165,8 +166,13 @@ def build_index(
     ``dense=True`` (elasticsearch) writes each answer's vector and hubness with its document and the
     term statistics beside the index (``ElasticsearchIndex.rebuild(..., dense=store)``).
     ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
+    ``finish`` (sqlite only): called with the new, still writable ``SqliteIndex`` once the corpus answers are in
+    and before it replaces the old file, so what must survive a rebuild (answers added through the API, the
+    answers' version history) lands in the same atomic swap.
     """
     _check_options(backend, batch_size=batch_size, n_process=n_process)
+    if finish is not None and backend != "sqlite":
+        raise ConfigError("a finish step is only supported by the sqlite backend")
     t0 = time.perf_counter()
     dialogue_list = list(dialogues)
     answers = list(iter_answers(dialogue_list))
@@ -177,7 +183,7 @@ def build_index(
     documents = parse_documents(answers, parser=parser, batch_size=batch_size, n_process=n_process,
                                 progress=progress, skipped=report.skipped)
     if backend == "sqlite":
-        _write_sqlite(out, documents, report, dense=dense, encoder=encoder, progress=progress)
+        _write_sqlite(out, documents, report, dense=dense, encoder=encoder, progress=progress, finish=finish)
     else:
         _write_es(url, index_name, documents, report, dense=dense, encoder=encoder, progress=progress)
     report.seconds = time.perf_counter() - t0
@@ -193,12 +199,12 @@ def _check_options(backend: str, *, batch_size: int, n_process: int) -> None:
 
 
 def _write_sqlite(out: str | Path | None, documents: Iterable[AnswerDocument], report: BuildReport, *,
-                  dense: bool, encoder: Any, progress: bool) -> None:
+                  dense: bool, encoder: Any, progress: bool, finish: Callable[[Any], None] | None = None) -> None:
     """Write the SQLite index at ``out`` (and, with ``dense``, its vectors and SG phrases beside it)."""
     if out is None:
         raise ConfigError("the sqlite backend needs an output path (--out)")
     report.location = str(out)
-    report.indexed = _build_sqlite(Path(out), documents, report)
+    report.indexed = _build_sqlite(Path(out), documents, report, finish=finish)
     if dense:
         # answer embeddings beside the index (``index.dense_store``); needs the [dense] extra
         from index.dense_store import build_for_index
@@ -248,7 +254,8 @@ def _rebuild_es_dense(es, documents: Iterable[AnswerDocument], *, encoder, progr
     return es.rebuild(docs, dense=store, sg=sg)
 
 
-def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport) -> int:
+def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport, *,
+                  finish: Callable[[Any], None] | None = None) -> int:
     from index.sqlite_index import SqliteIndex
 
     if out.is_dir():
@@ -273,6 +280,8 @@ def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildR
             if added == 0:
                 raise InputError("no answer could be parsed; nothing to index "
                                  f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
+            if finish is not None:
+                finish(index)
             index.set_info(parser=report.parser, dialogues=report.dialogues, answers=report.answers,
                            indexed=added, skipped=len(report.skipped), built=time.strftime("%Y-%m-%dT%H:%M:%S"))
             index.optimize()

@@ -10,6 +10,7 @@ Tables
     ``fts_vocab``      fts5vocab over ``fts``: per-column document frequencies (computed by a scan)
     ``term_df``        the same frequencies stored by ``optimize()``, read by query pruning
     ``index_meta``     schema version and build information
+    ``doc_history``    earlier versions of replaced answers (``index.history``), so an overwrite can be undone
 
 Queries are built from ``SearchQuery`` terms only: every term is split into alphanumeric tokens and
 double-quoted, so FTS5 syntax (``" * : ( ) NEAR AND OR -``) in user text is searched as words, never
@@ -45,7 +46,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery
+from index import history
+from index.base import AnswerDocument, AnswerIndex, AnswerVersion, RRTerm, SearchHit, SearchQuery
 from index.terms import relation_key, rr_tokens
 from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers import storage
@@ -92,7 +94,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'col');
 CREATE TABLE IF NOT EXISTS term_df(term TEXT NOT NULL, col TEXT NOT NULL, df INTEGER NOT NULL,
     PRIMARY KEY(term, col)) WITHOUT ROWID;
 INSERT OR IGNORE INTO index_meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), ('kind', 'dtdialog-answers');
-"""
+""" + history.SCHEMA  # added without a schema bump: a file without it just has no history yet
 
 
 def quote_term(token: str) -> str:
@@ -146,6 +148,7 @@ class SqliteIndex(AnswerIndex):
     """An FTS5 answer index in one SQLite file; ``readonly=False`` creates the file if needed."""
 
     backend = "sqlite"
+    supports_history = True
 
     def __init__(self, path: str | Path, *, readonly: bool = True) -> None:
         self.path = Path(path)
@@ -165,6 +168,8 @@ class SqliteIndex(AnswerIndex):
             if not readonly:
                 self._create_schema(conn)
             self._check_schema(conn)
+            if not readonly:
+                self._add_history_table(conn)
         except BaseException:
             # never under self._lock: close() takes it (a second acquire of the same lock would hang forever)
             self.close()
@@ -231,6 +236,13 @@ class SqliteIndex(AnswerIndex):
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.executescript(_SCHEMA)
 
+    def _add_history_table(self, conn: sqlite3.Connection) -> None:
+        """Give an index written before the answer history its ``doc_history`` table (the only write on opening,
+        once per such file; a file that has the table is not written)."""
+        with self._storage("upgrading"):
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'doc_history'").fetchone() is None:
+                conn.executescript(history.SCHEMA)
+
     def _check_schema(self, conn: sqlite3.Connection) -> None:
         with self._storage("reading"):
             try:
@@ -254,19 +266,25 @@ class SqliteIndex(AnswerIndex):
     # --- writing --------------------------------------------------------------
     @_storage_op("writing")
     def add(self, documents: Iterable[AnswerDocument]) -> int:
-        """Add documents, replacing any with the same id; return how many were added. One transaction."""
+        """Add documents, replacing any with the same id; return how many were added. One transaction.
+
+        A replaced document that differs from its replacement is kept in ``doc_history`` (same transaction).
+        """
         if self.readonly:
             raise ConfigError(f"the index at {self.path} was opened read-only")
         conn = self._conn()
         added = 0
         with self._lock, conn:
             for doc in documents:
-                old = conn.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
+                blob = encode_doc(doc)
+                old = conn.execute("SELECT rowid, doc FROM docs WHERE id = ?", (doc.id,)).fetchone()
                 if old:
+                    if bytes(old[1]) != blob:
+                        history.record(conn, doc.id, bytes(old[1]))
                     self._delete_rowid(conn, old[0])
                 cur = conn.execute(
                     "INSERT INTO docs(id, dialogue_id, position, doc) VALUES (?, ?, ?, ?)",
-                    (doc.id, doc.dialogue_id, doc.position, encode_doc(doc)),
+                    (doc.id, doc.dialogue_id, doc.position, blob),
                 )
                 rowid = cur.lastrowid
                 conn.execute("INSERT INTO fts(rowid, keywords, rr_edu, text) VALUES (?, ?, ?, ?)",
@@ -286,6 +304,35 @@ class SqliteIndex(AnswerIndex):
         conn.execute("DELETE FROM fts WHERE rowid = ?", (rowid,))
         conn.execute("DELETE FROM doc_relations WHERE doc = ?", (rowid,))
         conn.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+
+    @_storage_op("reading")
+    def history(self, doc_id: str) -> list[AnswerVersion]:
+        """Return the earlier versions of answer ``doc_id``, newest first (``[]`` when it was never replaced)."""
+        return [AnswerVersion(version=v.version, replaced=v.replaced, document=decode_doc(v.blob))
+                for v in history.versions(self._conn(), doc_id)]
+
+    @_storage_op("writing")
+    def keep_version(self, doc: AnswerDocument) -> int:
+        """Store ``doc`` as the newest earlier version of its id (an answer about to be dropped); return the version."""
+        if self.readonly:
+            raise ConfigError(f"the index at {self.path} was opened read-only")
+        conn = self._conn()
+        with self._lock, conn:
+            return history.record(conn, doc.id, encode_doc(doc))
+
+    @_storage_op("reading")
+    def export_history(self) -> list[history.StoredVersion]:
+        """Return the whole version history, for ``import_history`` into a rebuilt index."""
+        return history.dump(self._conn())
+
+    @_storage_op("writing")
+    def import_history(self, entries: Iterable[history.StoredVersion]) -> int:
+        """Append versions exported from another index of the same answers; return how many were stored."""
+        if self.readonly:
+            raise ConfigError(f"the index at {self.path} was opened read-only")
+        conn = self._conn()
+        with self._lock, conn:
+            return history.load(conn, entries)
 
     @_storage_op("writing")
     def set_info(self, **info: Any) -> None:
@@ -535,6 +582,16 @@ class SqliteIndex(AnswerIndex):
     def ids(self) -> list[str]:
         """Return every document id, in insertion order."""
         return [r[0] for r in self._conn().execute("SELECT id FROM docs ORDER BY rowid")]
+
+    def documents(self) -> Iterator[AnswerDocument]:
+        """Yield every document, in insertion order, read in one query."""
+        for blob in self._document_blobs():
+            yield decode_doc(blob)
+
+    @_storage_op("reading")
+    def _document_blobs(self) -> list[bytes]:
+        # read before the first document is yielded, so a storage fault is raised (as one line) right away
+        return [blob for (blob,) in self._conn().execute("SELECT doc FROM docs ORDER BY rowid").fetchall()]
 
     @_storage_op("reading")
     def answer_texts(self) -> tuple[list[str], list[str]]:

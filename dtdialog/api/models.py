@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from dtdialog.intents import MAX_TURN_CHARS
 from parsers.text_input import MAX_CHARS
@@ -31,7 +31,8 @@ class ErrorResponse(BaseModel):
 
 class ParseRequest(_Strict):
     text: str = Field(min_length=1, description="The text to parse; at most the server's max_text_chars "
-                                                f"(default {MAX_CHARS:,} characters, the parser's limit; 413 above it).",
+                                                f"(default {MAX_CHARS:,} characters, the parser's limit) with the API "
+                                                f"key, a turn's {MAX_TURN_CHARS:,} without it (413 above it).",
                       examples=["I replaced the battery, but the car still does not start."])
 
 
@@ -46,8 +47,9 @@ class ParseResponse(BaseModel):
 
 
 class SearchRequest(_Strict):
-    query: str = Field(min_length=1, description="A customer question, or a query string in 'query' mode; a customer "
-                                                 f"message's limit: {MAX_TURN_CHARS:,} characters (413 above it).",
+    query: str = Field(min_length=1, description="A customer question, at most a customer message's "
+                                                 f"{MAX_TURN_CHARS:,} characters (413 above it), or a query string in "
+                                                 "'query' mode (the general text limit, max_text_chars).",
                        examples=["My car does not start although I replaced the battery."])
     size: int = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
     mode: Literal["question", "query"] = Field(
@@ -178,11 +180,16 @@ class AddDocumentsResponse(BaseModel):
     added: int
     ids: list[str]
     documents: int
+    replaced: list[str] = Field(default_factory=list, description="Ids whose earlier version went to the history "
+                                "(GET /index/documents/{id}/history, POST .../restore).")
 
 
 class RebuildRequest(_Strict):
     source: Literal["builtin", "path"] = "builtin"
     path: str | None = Field(default=None, description="With source='path': a corpus file under a configured rebuild root.")
+    drop_api_answers: StrictBool = Field(default=False, description="Drop the answers added through the API instead "
+                                         "of carrying them into the rebuilt index (their last versions stay in the "
+                                         "history, so they can be restored).")
 
 
 class RebuildResponse(BaseModel):
@@ -191,3 +198,32 @@ class RebuildResponse(BaseModel):
     skipped: int = Field(default=0, description="Answers the parser could not use.")
     seconds: float
     backend: str
+    kept_api_answers: int = Field(default=0, description="Answers added through the API, carried into the new index.")
+    dropped_api_answers: int = Field(default=0, description="Answers added through the API, dropped on request.")
+
+
+class AnswerVersionOut(BaseModel):
+    version: int | None = Field(description="History version (higher = newer); null for the current answer.")
+    replaced_at: str | None = Field(default=None, description="When this version was replaced (UTC, ISO 8601).")
+    id: str
+    dialogue_id: str
+    position: int
+    text: str
+    source: str | None = Field(default=None, description="'api' for an answer added through the API.")
+
+
+class AnswerHistory(BaseModel):
+    id: str
+    current: AnswerVersionOut | None = Field(description="The answer served now; null when it is not in the index.")
+    versions: list[AnswerVersionOut] = Field(description="Earlier versions, newest first.")
+
+
+class RestoreRequest(_Strict):
+    version: StrictInt | None = Field(default=None, ge=1, description="The history version to bring back "
+                                      "(default: the newest earlier version).")
+
+
+class RestoreResponse(BaseModel):
+    id: str
+    restored_version: int
+    documents: int

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from protection_helpers import LOCAL_URL, NO_QUOTAS
 from reliability_helpers import API_KEY, namespaces_work
 
 from dtdialog.api import ApiSettings, create_app
@@ -44,13 +45,16 @@ def index_copy(small_index: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def make_client(small_index: Path, tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
-    """Return a factory of started TestClients over the small index (sessions in this test's tmp dir)."""
+    """Return a factory of started TestClients over the small index (sessions in this test's tmp dir).
+
+    The clients send a Host the server answers and the API key, and the quotas are off: these tests probe faults,
+    not access control or quotas (``test_index_protection``, ``test_quotas``)."""
     defaults: dict[str, Any] = {"index_path": small_index, "sessions_path": tmp_path / "sessions.sqlite",
-                                "api_key": API_KEY, "ranker": "rules"}
+                                "api_key": API_KEY, "ranker": "rules", **NO_QUOTAS}
     with ExitStack() as started:  # every client is shut down (its engine closed) at teardown
         yield lambda **overrides: started.enter_context(
-            TestClient(create_app(ApiSettings(**{**defaults, **overrides})), raise_server_exceptions=False,
-                       headers={"X-API-Key": API_KEY}))
+            TestClient(create_app(ApiSettings(**{**defaults, **overrides})), base_url=LOCAL_URL,
+                       raise_server_exceptions=False, headers={"X-API-Key": API_KEY}))
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ from dtdialog.api import ApiSettings, create_app
 index, sessions = sys.argv[1], sys.argv[2]
 out = {}
 with TestClient(create_app(ApiSettings(index_path=index, sessions_path=sessions, ranker="rules")),
-                raise_server_exceptions=False) as client:
+                base_url="http://localhost", raise_server_exceptions=False) as client:
     sid = client.post("/sessions").json()["session_id"]
     client.post(f"/sessions/{sid}/messages", json={"text": "My battery dies overnight although it is new."})
     out["before"] = client.get(f"/sessions/{sid}").json()
@@ -161,12 +161,12 @@ from dtdialog.api import ApiSettings, create_app
 readonly_index, writable, readonly_sessions = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {}
 with TestClient(create_app(ApiSettings(index_path=readonly_index, sessions_path=writable, ranker="rules")),
-                raise_server_exceptions=False) as client:
+                base_url="http://localhost", raise_server_exceptions=False) as client:
     sid = client.post("/sessions").json()["session_id"]
     turn = client.post(f"/sessions/{sid}/messages", json={"text": "My battery dies overnight although it is new."})
     out["turn_over_readonly_index"] = turn.status_code
 with TestClient(create_app(ApiSettings(index_path=readonly_index, sessions_path=readonly_sessions, ranker="rules")),
-                raise_server_exceptions=False) as client:
+                base_url="http://localhost", raise_server_exceptions=False) as client:
     refused = client.post("/sessions")
     out["sessions_on_readonly_folder"] = [refused.status_code, refused.json()]
 print(json.dumps(out))
