@@ -153,18 +153,18 @@ class SessionStore:
 
     def count(self, *, updated_since: float | None = None) -> int:
         """Return how many sessions are stored (only those updated at or after ``updated_since`` when given)."""
-        if updated_since is None:
-            return int(self._conn().execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
-        return int(self._conn().execute("SELECT COUNT(*) FROM sessions WHERE updated >= ?",
-                                        (float(updated_since),)).fetchone()[0])
+        with self._storage("reading"):
+            if updated_since is None:
+                return int(self._conn().execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+            return int(self._conn().execute("SELECT COUNT(*) FROM sessions WHERE updated >= ?",
+                                            (float(updated_since),)).fetchone()[0])
 
     def purge(self, *, updated_before: float) -> int:
         """Delete every session (and its traces) last updated before ``updated_before`` (epoch s); return how many.
 
         One transaction: a session is removed whole or not at all.
         """
-        conn = self._conn()
-        with conn:
+        with self._storage("writing"), self._conn() as conn:
             conn.execute("DELETE FROM traces WHERE session_id IN (SELECT id FROM sessions WHERE updated < ?)",
                          (float(updated_before),))
             return conn.execute("DELETE FROM sessions WHERE updated < ?", (float(updated_before),)).rowcount

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from index.sqlite_index import SqliteIndex
+from index.history import StoredVersion
+from index.sqlite_index import SqliteIndex, encode_doc
 from parsers import storage
 from parsers.errors import InputError, StorageBusyError
 
@@ -89,6 +90,34 @@ def test_a_locked_index_can_still_be_opened_and_read(index_copy):
                 writer.set_info(probe=True)
         with SqliteIndex(index_copy) as reader:
             assert reader.count() > 0 and reader.lock_free(0.1)
+
+
+@pytest.mark.timeout(60)
+def test_history_writes_on_a_locked_index_are_a_storage_error(index_copy):
+    with SqliteIndex(index_copy, readonly=False) as writer:
+        answer = writer.get(writer.ids()[0])
+        with write_lock_held_elsewhere(index_copy):
+            with pytest.raises(StorageBusyError, match="locked by another process"):
+                writer.keep_version(answer)
+            assert writer.export_history() == []  # reading the history is not blocked (WAL)
+            with pytest.raises(StorageBusyError):
+                writer.import_history([StoredVersion(answer.id, 1, 0.0, encode_doc(answer))])
+        assert writer.history(answer.id) == []  # the refused writes left nothing behind
+
+
+@pytest.mark.timeout(60)
+def test_counting_and_purging_a_locked_session_store_is_a_storage_error(tmp_path):
+    from dtdialog.session import SessionRecord
+    from dtdialog.session_store import SessionStore
+
+    path = tmp_path / "sessions.sqlite"
+    with SessionStore(path) as store:
+        store.save(SessionRecord(id="idle-1"))
+        with write_lock_held_elsewhere(path):
+            assert store.count() == 1  # reading is not blocked by another process's write lock (WAL)
+            with pytest.raises(StorageBusyError, match="session store"):
+                store.purge(updated_before=float("inf"))  # the quotas' purge: a 503, never a raw sqlite3 error
+        assert store.ids() == ["idle-1"]
 
 
 @pytest.mark.timeout(60)
