@@ -115,7 +115,7 @@ class EngineConfig:
     #: is below this, the bot asks for a missing detail (then hands off) instead of answering; 0 never abstains.
     #: The default 0.18 is read off the open-pool risk-coverage curve on mechanics (``python -m eval.selective``,
     #: cross-fitted, seed 13): it is the point where 80% of the answerable questions are answered (the issue's
-    #: operating point); there 60% of the answers given are right and 32% of the questions with no right answer
+    #: operating point); there 60% of the answers given are right and 31% of the questions with no right answer
     #: get one. For a target precision of 2/3, 0.3 answers 71% of the answerable, 18% of the unanswerable.
     #: Only a question's first answer can be abstained (the calibrator was fitted on first answers).
     abstain_below: float = 0.18
