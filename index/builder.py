@@ -1,7 +1,11 @@
 """Build an answer index from dialogues: clean and parse every answer, make documents, load a backend atomically.
 
 SQLite: the index is written to a temporary file next to ``out`` and renamed over it only when
-complete (``os.replace``), so a crash or error leaves the old index untouched and no temp file.
+complete (``os.replace``), so a crash or error leaves the old index untouched and no temp file. With
+``dense=True`` its vectors and SG phrases are written *before* that rename, under names carrying the new
+index's generation (``index.index_files``): the rename swaps index, vectors and phrases as one unit.
+A build holds a lock file beside ``out`` throughout, refuses an ``out`` that is not a dtdialog index
+(``force`` replaces a regular file), and first removes what killed builds left behind.
 Elasticsearch: documents go into a fresh index, and the alias is switched only when complete.
 """
 
@@ -19,6 +23,7 @@ from typing import Any
 from data.model import Dialogue, Turn
 from index.base import AnswerDocument
 from index.documents import build_document
+from index.index_files import build_lock, check_output, clean_leftovers, prune_side_files, side_files, temp_prefix
 from index.position import source_role
 from index.registry import BACKENDS, DEFAULT_INDEX_NAME, es_url
 from parsers.base import RSTParser
@@ -154,6 +159,8 @@ def build_index(
     index_name: str = DEFAULT_INDEX_NAME,
     dense: bool = False,
     encoder: Any = None,
+    force: bool = False,
+    lock_timeout: float = 0.0,
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
@@ -165,8 +172,15 @@ def build_index(
     ``dense=True`` (elasticsearch) writes each answer's vector and hubness with its document and the
     term statistics beside the index (``ElasticsearchIndex.rebuild(..., dense=store)``).
     ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
+    ``force`` (sqlite): replace ``out`` even when it is a regular file that is not a dtdialog index (devices,
+    directories and links to them are always refused, ``InputError``). ``lock_timeout`` (sqlite): seconds to
+    wait for another build of ``out`` to finish before ``IndexBusyError``.
     """
     _check_options(backend, batch_size=batch_size, n_process=n_process)
+    if backend == "sqlite":
+        if out is None:
+            raise ConfigError("the sqlite backend needs an output path (--out)")
+        check_output(out, force=force)  # before any parsing: a refused path costs nothing
     t0 = time.perf_counter()
     dialogue_list = list(dialogues)
     answers = list(iter_answers(dialogue_list))
@@ -177,7 +191,8 @@ def build_index(
     documents = parse_documents(answers, parser=parser, batch_size=batch_size, n_process=n_process,
                                 progress=progress, skipped=report.skipped)
     if backend == "sqlite":
-        _write_sqlite(out, documents, report, dense=dense, encoder=encoder, progress=progress)
+        _write_sqlite(Path(out), documents, report, dense=dense, encoder=encoder, progress=progress, force=force,
+                      lock_timeout=lock_timeout)
     else:
         _write_es(url, index_name, documents, report, dense=dense, encoder=encoder, progress=progress)
     report.seconds = time.perf_counter() - t0
@@ -192,22 +207,28 @@ def _check_options(backend: str, *, batch_size: int, n_process: int) -> None:
         raise ConfigError("batch_size and n_process must be at least 1")
 
 
-def _write_sqlite(out: str | Path | None, documents: Iterable[AnswerDocument], report: BuildReport, *,
-                  dense: bool, encoder: Any, progress: bool) -> None:
-    """Write the SQLite index at ``out`` (and, with ``dense``, its vectors and SG phrases beside it)."""
-    if out is None:
-        raise ConfigError("the sqlite backend needs an output path (--out)")
+def _write_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport, *,
+                  dense: bool, encoder: Any, progress: bool, force: bool, lock_timeout: float) -> None:
+    """Write the SQLite index at ``out`` (and, with ``dense``, its vectors and SG phrases beside it) under the lock."""
     report.location = str(out)
-    report.indexed = _build_sqlite(Path(out), documents, report)
-    if dense:
-        # answer embeddings beside the index (``index.dense_store``); needs the [dense] extra
-        from index.dense_store import build_for_index
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(out, timeout=lock_timeout):
+        check_output(out, force=force)  # again: another build may have replaced it while this one waited
+        clean_leftovers(out)
+        generation = _build_sqlite(out, documents, report, dense=dense, encoder=encoder, progress=progress)
+        prune_side_files(out, generation, locked=True)
 
-        build_for_index(Path(out), encoder=encoder, progress=progress)
-        # and the answers' SG phrases the learned ranker's ``sg`` feature reads (``index.sg_store``)
-        from index.sg_store import build_for_index as build_sg_for_index
 
-        build_sg_for_index(Path(out), progress=progress)
+def _write_side_files(built: Path, out: Path, *, encoder: Any, progress: bool) -> None:
+    """Write the vectors and SG phrases of the finished index ``built`` beside ``out``, named by its generation."""
+    # answer embeddings (``index.dense_store``; needs the [dense] extra)
+    from index.dense_store import build_for_index
+
+    build_for_index(built, encoder=encoder, progress=progress, beside=out)
+    # and the answers' SG phrases the learned ranker's ``sg`` feature reads (``index.sg_store``)
+    from index.sg_store import build_for_index as build_sg_for_index
+
+    build_sg_for_index(built, progress=progress, beside=out)
 
 
 def _write_es(url: str | None, index_name: str, documents: Iterable[AnswerDocument], report: BuildReport, *,
@@ -248,48 +269,58 @@ def _rebuild_es_dense(es, documents: Iterable[AnswerDocument], *, encoder, progr
     return es.rebuild(docs, dense=store, sg=sg)
 
 
-def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport) -> int:
-    from index.sqlite_index import SqliteIndex
-
-    if out.is_dir():
-        raise InputError(f"{out} is a directory; give an index file path")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport, *,
+                  dense: bool, encoder: Any, progress: bool) -> str:
+    """Write the index (and side files) for ``out`` and rename it into place; return its generation."""
+    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(out), suffix=".tmp", dir=out.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     tmp.unlink()  # SQLite must create the file itself; mkstemp only reserved a unique name
+    generation = ""
     try:
-        index = SqliteIndex(tmp, readonly=False)
-        try:
-            added = 0
-            batch: list[AnswerDocument] = []
-            for doc in documents:
-                batch.append(doc)
-                if len(batch) >= WRITE_BATCH:
-                    added += index.add(batch)
-                    batch = []
-            if batch:
-                added += index.add(batch)
-            if added == 0:
-                raise InputError("no answer could be parsed; nothing to index "
-                                 f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
-            index.set_info(parser=report.parser, dialogues=report.dialogues, answers=report.answers,
-                           indexed=added, skipped=len(report.skipped), built=time.strftime("%Y-%m-%dT%H:%M:%S"))
-            index.optimize()
-        finally:
-            index.close()
+        report.indexed, generation = _fill_sqlite(tmp, documents, report)
+        if dense:
+            _write_side_files(tmp, out, encoder=encoder, progress=progress)
         # Stale -wal/-shm files of the old index must not be replayed against the new file: drop them first.
         # Open readers keep the old files through their handles and see the old snapshot until they reopen.
         for suffix in ("-wal", "-shm"):
             _remove_quietly(Path(f"{out}{suffix}"))
-        os.replace(tmp, out)
+        os.replace(tmp, out)  # the one atomic step: index, vectors and phrases go live together
     except BaseException:
         _remove_quietly(tmp)
+        for path in side_files(out).get(generation, []) if generation else []:
+            _remove_quietly(path)  # side files of an index that never went live
         raise
     finally:
         for suffix in ("-wal", "-shm", "-journal"):
             _remove_quietly(Path(f"{tmp}{suffix}"))
-    return added
+    return generation
+
+
+def _fill_sqlite(tmp: Path, documents: Iterable[AnswerDocument], report: BuildReport) -> tuple[int, str]:
+    """Write every document into the new index file ``tmp``; return ``(documents added, its generation)``."""
+    from index.sqlite_index import SqliteIndex
+
+    index = SqliteIndex(tmp, readonly=False)
+    try:
+        added = 0
+        batch: list[AnswerDocument] = []
+        for doc in documents:
+            batch.append(doc)
+            if len(batch) >= WRITE_BATCH:
+                added += index.add(batch)
+                batch = []
+        if batch:
+            added += index.add(batch)
+        if added == 0:
+            raise InputError("no answer could be parsed; nothing to index "
+                             f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
+        index.set_info(parser=report.parser, dialogues=report.dialogues, answers=report.answers,
+                       indexed=added, skipped=len(report.skipped), built=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        index.optimize()
+        return added, index.generation()
+    finally:
+        index.close()
 
 
 def _remove_quietly(path: Path) -> None:
