@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from data.model import Dialogue, Turn
-from index.base import AnswerDocument
+from index.base import AnswerDocument, check_id
 from index.documents import build_document
 from index.index_files import build_lock, check_output, clean_leftovers, prune_side_files, side_files, temp_prefix
 from index.position import source_role
@@ -100,6 +100,7 @@ def parse_documents(
     ready: list[tuple[Dialogue, int, str]] = []
     for dialogue, position, turn in answers:
         try:
+            check_id(dialogue.answer_id(position))  # an unsafe id skips the answer here, not the whole build later
             text = _clean(turn.text)
         except InputError as exc:
             skipped.append((dialogue.answer_id(position), str(exc)))

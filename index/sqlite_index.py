@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery
+from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery, checked_documents
 from index.terms import relation_key, rr_tokens
 from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers.errors import ConfigError, InputError
@@ -182,7 +182,11 @@ class SqliteIndex(AnswerIndex):
 
     # --- writing --------------------------------------------------------------
     def add(self, documents: Iterable[AnswerDocument]) -> int:
-        """Add documents, replacing any with the same id; return how many were added. One transaction."""
+        """Add documents, replacing any with the same id; return how many were added. One transaction.
+
+        A document whose id is not a safe id (``index.base.check_id``) raises ``InputError`` and nothing is added.
+        """
+        documents = checked_documents(documents)
         if self.readonly:
             raise ConfigError(f"the index at {self.path} was opened read-only")
         conn = self._conn()

@@ -57,6 +57,8 @@ def _status_of_engine_error(exc: DTDialogError) -> tuple[int, str]:
     # does not need the engine to be importable.
     if type(exc).__name__ == "SessionNotFoundError":
         return 404, "session_not_found"
+    if type(exc).__name__ == "IndexBusyError":  # index.index_files: another build holds the index's lock
+        return 409, "index_busy"
     if isinstance(exc, ModelNotAvailableError):
         return 503, "model_not_available"
     if isinstance(exc, InputError):

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from index.base import ID_REGEX
 
 #: Hard upper bound of hits per search request, whatever the settings say.
 MAX_SEARCH_SIZE = 50
 
 
 class _Strict(BaseModel):
-    # Unknown fields are a client bug worth a clear 422 rather than silence.
+    # Unknown fields are a client bug worth a clear 422 rather than silence. Request fields use the Strict*
+    # types: ``{"position": false}`` or ``"1"`` silently became 0 and 1, a different answer slot than meant.
     model_config = ConfigDict(extra="forbid")
 
 
@@ -27,7 +30,7 @@ class ErrorResponse(BaseModel):
 
 
 class ParseRequest(_Strict):
-    text: str = Field(min_length=1, description="The text to parse; at most the server's max_text_chars.",
+    text: StrictStr = Field(min_length=1, description="The text to parse; at most the server's max_text_chars.",
                       examples=["I replaced the battery, but the car still does not start."])
 
 
@@ -41,9 +44,9 @@ class ParseResponse(BaseModel):
 
 
 class SearchRequest(_Strict):
-    query: str = Field(min_length=1, description="A customer question, or a query string in 'query' mode.",
-                       examples=["My car does not start although I replaced the battery."])
-    size: int = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
+    query: StrictStr = Field(min_length=1, description="A customer question, or a query string in 'query' mode.",
+                             examples=["My car does not start although I replaced the battery."])
+    size: StrictInt = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
     mode: Literal["question", "query"] = Field(
         default="question",
         description="'question': parse the text, retrieve and rank by rhetorical agreement with its DT. "
@@ -90,8 +93,8 @@ class SessionCreated(BaseModel):
 
 
 class MessageRequest(_Strict):
-    text: str = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option number.",
-                      examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
+    text: StrictStr = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option number.",
+                            examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
                                 "and the solenoid, but I still could not start my car."])
 
 
@@ -155,11 +158,14 @@ class IndexStats(BaseModel):
 
 
 class NewAnswer(_Strict):
-    text: str = Field(min_length=1)
-    id: str | None = Field(default=None, max_length=200, description="Defaults to '{dialogue_id}#{position}'.")
-    dialogue_id: str | None = Field(default=None, max_length=200, description="Defaults to 'api-<hash of text>'.")
-    position: int = Field(default=1, ge=0, le=10_000)
-    question: str | None = Field(default=None, description="The question this answer replies to, kept in meta.")
+    text: StrictStr = Field(min_length=1)
+    id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
+                                 description="Defaults to '{dialogue_id}#{position}'. Letters, digits and ._:#/@~- only.")
+    dialogue_id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
+                                          description="Defaults to 'api-<hash of text>'. Letters, digits and ._:#/@~- only.")
+    position: StrictInt = Field(default=1, ge=0, le=10_000)
+    question: StrictStr | None = Field(default=None, description="The question this answer replies to, kept in meta "
+                                                                 "(as plain text: markup is removed).")
 
 
 class AddDocumentsRequest(_Strict):
@@ -174,7 +180,8 @@ class AddDocumentsResponse(BaseModel):
 
 class RebuildRequest(_Strict):
     source: Literal["builtin", "path"] = "builtin"
-    path: str | None = Field(default=None, description="With source='path': a corpus file under a configured rebuild root.")
+    path: StrictStr | None = Field(default=None,
+                                   description="With source='path': a corpus file under a configured rebuild root.")
 
 
 class RebuildResponse(BaseModel):
