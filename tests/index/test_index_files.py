@@ -92,7 +92,7 @@ def test_leftovers_of_killed_builds_are_removed_and_nothing_else(built: Path) ->
     ours = [f".{name}.k3x_9abc.tmp", f".{name}.k3x_9abc.tmp-wal", f".{name}.k3x_9abc.tmp-shm",
             f".{name}.dense-{'ab' * 8}.npy.q1w2e3r4.tmp", f"{name}.dense-{'ab' * 8}.npy",
             f"{name}.dense-{'ab' * 8}.ids.json", f"{name}.sg-{'ab' * 8}.json"]
-    kept = [f"{name}-wal", f"{name}-shm", f".other.sqlite.k3x_9abc.tmp", f".{name}.notes.tmp", "notes.txt",
+    kept = [f"{name}-wal", f"{name}-shm", ".other.sqlite.k3x_9abc.tmp", f".{name}.notes.tmp", "notes.txt",
             f"{name}.dense-{live}.npy", f"{name}.dense-{live}.ids.json", f"{name}.sg-{live}.json",
             f".{name}.sg-{live}.json.a1b2c3d4.tmp"]  # a server may be refreshing the live files right now
     for entry in ours + kept:
