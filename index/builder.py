@@ -213,7 +213,8 @@ def _write_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildR
     """Write the SQLite index at ``out`` (and, with ``dense``, its vectors and SG phrases beside it) under the lock."""
     report.location = str(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with build_lock(out, timeout=lock_timeout):
+    notify = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+    with build_lock(out, timeout=lock_timeout, notify=notify):
         check_output(out, force=force)  # again: another build may have replaced it while this one waited
         clean_leftovers(out)
         generation = _build_sqlite(out, documents, report, dense=dense, encoder=encoder, progress=progress)

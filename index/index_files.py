@@ -29,7 +29,7 @@ import re
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -224,15 +224,16 @@ def lock_path(out: str | Path) -> Path:
 
 
 @contextmanager
-def build_lock(out: str | Path, *, timeout: float = 0.0) -> Iterator[Path]:
+def build_lock(out: str | Path, *, timeout: float = 0.0, notify: Callable[[str], None] | None = None) -> Iterator[Path]:
     """Hold the build lock of ``out`` while the block runs; wait at most ``timeout`` seconds for it.
 
+    ``notify`` gets one line when the wait starts, so a bounded wait does not look like a hang.
     Raises ``IndexBusyError`` (naming the holder's pid) when another build keeps it longer, ``InputError`` when
     the lock file cannot be created (e.g. a read-only folder).
     """
     path = lock_path(out)
     deadline = time.monotonic() + max(0.0, timeout)
-    fd = _acquire(path, deadline, out)
+    fd = _acquire(path, deadline, out, notify)
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
@@ -245,7 +246,7 @@ def build_lock(out: str | Path, *, timeout: float = 0.0) -> Iterator[Path]:
             os.close(fd)
 
 
-def _acquire(path: Path, deadline: float, out: Path) -> int:
+def _acquire(path: Path, deadline: float, out: Path, notify: Callable[[str], None] | None) -> int:
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -259,6 +260,9 @@ def _acquire(path: Path, deadline: float, out: Path) -> int:
             if time.monotonic() >= deadline:
                 raise IndexBusyError(f"another build (pid {holder}) is writing {out}; wait for it to finish or "
                                      "give a longer --wait") from None
+            if notify is not None:
+                notify(f"waiting up to {deadline - time.monotonic():.0f}s for another build (pid {holder}) of {out}")
+                notify = None
             time.sleep(_POLL_SECONDS)
             continue
         except BaseException:
