@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from index.index_files import index_generation, newest_generation, side_path
+from index.index_files import has_side_store, index_generation, load_side_store, side_path
 from index.vocabulary import bm25_tokens
-from parsers.errors import InputError, ModelNotAvailableError
+from parsers.errors import InputError
 from parsers.files import atomic_write
 
 HUB_K = 10
@@ -195,19 +195,8 @@ class DenseStore:
     @classmethod
     def exists(cls, index_path: str | Path, *, generation: str | None = None) -> bool:
         """Return True when the store of the index's ``generation`` (default: its current one) is beside it."""
-        if generation is None:
-            generation = index_generation(index_path)
-        if all(p.is_file() for p in dense_paths(index_path, generation)):
-            return True
-        if not generation or not all(p.is_file() for p in dense_paths(index_path, "")):
-            return False
-        try:  # an unversioned store counts when it records this generation
-            cls.load(index_path, generation=generation)
-        except ModelNotAvailableError:
-            return False
-        except InputError:
-            return True  # there, but damaged: loading says so
-        return True
+        return has_side_store(index_path, "dense", ".ids.json", generation=generation,
+                              load=lambda g: cls.load(index_path, generation=g))
 
     @classmethod
     def load(cls, index_path: str | Path, *, generation: str | None = None, latest: bool = False) -> DenseStore:
@@ -217,20 +206,10 @@ class DenseStore:
         generation. ``latest=True`` falls back to the newest store of any generation: what a refresh starts from.
         Raises ``ModelNotAvailableError`` when there is none, ``InputError`` when it is corrupt.
         """
-        if generation is None:
-            generation = index_generation(index_path)
-        tried = [generation, ""] if generation else [""]
-        newest = newest_generation(index_path, "dense", ".ids.json") if latest else None
-        for candidate in [*tried, *([newest] if newest is not None and newest not in tried else [])]:
-            matrix_path, ids_path = dense_paths(index_path, candidate)
-            if not (matrix_path.is_file() and ids_path.is_file()):
-                continue
-            store = cls._read(index_path, matrix_path, ids_path)
-            if candidate and store.generation != candidate:
-                raise InputError(f"corrupt dense store beside {index_path}: made for another index generation")
-            if latest or candidate == generation or store.generation == generation:
-                return store
-        raise ModelNotAvailableError(f"no dense vectors beside {index_path}; rebuild the index with --dense")
+        return load_side_store(index_path, "dense", ".ids.json", generation=generation, latest=latest,
+                               read=lambda g: cls._read(index_path, *dense_paths(index_path, g)),
+                               generation_of=lambda store: store.generation,
+                               missing=f"no dense vectors beside {index_path}; rebuild the index with --dense")
 
     @classmethod
     def _read(cls, index_path: str | Path, matrix_path: Path, ids_path: Path) -> DenseStore:

@@ -32,9 +32,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote
 
-from parsers.errors import DTDialogError, InputError
+from parsers.errors import DTDialogError, InputError, ModelNotAvailableError
 
 #: What a generation token looks like (``lower(hex(randomblob(8)))``); anything else never becomes part of a file name.
 _GENERATION = re.compile(r"[0-9a-f]{1,64}")
@@ -45,6 +46,9 @@ SIDE_FILES = (("dense", ".npy"), ("dense", ".ids.json"), ("sg", ".json"))
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: How often a waiting build retries the lock.
 _POLL_SECONDS = 0.1
+
+
+T = TypeVar("T")
 
 
 class IndexBusyError(DTDialogError, RuntimeError):
@@ -115,6 +119,54 @@ def newest_generation(index_path: str | Path, kind: str, ext: str) -> str | None
         except OSError:
             continue
     return max(candidates)[1] if candidates else None
+
+
+def load_side_store(index_path: str | Path, kind: str, ext: str, *, generation: str | None, latest: bool,
+                    read: Callable[[str], T], generation_of: Callable[[T], str], missing: str) -> T:
+    """Return the derived store of ``kind`` (its last-written file has ``ext``) for a generation of the index.
+
+    The rule every derived store follows: the file named by ``generation`` (default: the index file's current
+    one); else an unversioned file that records that generation; with ``latest``, else the newest file of any
+    generation (what a refresh starts from). ``read(generation)`` reads one, ``generation_of`` says what it
+    records. Raises ``ModelNotAvailableError(missing)`` when there is none, ``InputError`` for a file whose
+    name and content disagree (or that ``read`` finds corrupt).
+    """
+    if generation is None:
+        generation = index_generation(index_path)
+    tried = [generation, ""] if generation else [""]
+    newest = newest_generation(index_path, kind, ext) if latest else None
+    for candidate in [*tried, *([newest] if newest is not None and newest not in tried else [])]:
+        if not side_path(index_path, kind, ext, candidate).is_file():
+            continue
+        store = read(candidate)
+        if candidate and generation_of(store) != candidate:
+            raise InputError(f"corrupt {kind} file {side_path(index_path, kind, ext, candidate)}: "
+                             "made for another index generation")
+        if latest or candidate == generation or generation_of(store) == generation:
+            return store
+    raise ModelNotAvailableError(missing)
+
+
+def has_side_store(index_path: str | Path, kind: str, ext: str, *, generation: str | None,
+                   load: Callable[[str], object]) -> bool:
+    """Return True when ``load_side_store`` would find the ``kind`` store of ``generation`` (damaged ones count).
+
+    Cheap for a file named by its generation; an unversioned one is read (``load(generation)``) to see
+    what generation it records.
+    """
+    if generation is None:
+        generation = index_generation(index_path)
+    if side_path(index_path, kind, ext, generation).is_file():
+        return True
+    if not generation or not side_path(index_path, kind, ext, "").is_file():
+        return False
+    try:
+        load(generation)
+    except ModelNotAvailableError:
+        return False
+    except InputError:
+        return True  # there, but damaged: loading says so
+    return True
 
 
 def prune_side_files(index_path: str | Path, keep: str, *, kinds: tuple[str, ...] = ("dense", "sg"),

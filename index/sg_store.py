@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from index.base import AnswerIndex
-from index.index_files import index_generation, newest_generation, prune_side_files, side_path
+from index.index_files import has_side_store, index_generation, load_side_store, prune_side_files, side_path
 from parsers.errors import InputError, ModelNotAvailableError
 from parsers.phrase_chunks import PhraseChunk, phrases_of_texts
 
@@ -169,19 +169,8 @@ class SGPhraseStore:
     @classmethod
     def exists(cls, index_path: str | Path, *, generation: str | None = None) -> bool:
         """Return True when the phrases of the index's ``generation`` (default: its current one) are beside it."""
-        if generation is None:
-            generation = index_generation(index_path)
-        if sg_path(index_path, generation).is_file():
-            return True
-        if not generation or not sg_path(index_path, "").is_file():
-            return False
-        try:  # an unversioned file counts when it records this generation
-            cls.load(index_path, generation=generation)
-        except ModelNotAvailableError:
-            return False
-        except InputError:
-            return True  # there, but damaged: loading says so
-        return True
+        return has_side_store(index_path, "sg", ".json", generation=generation,
+                              load=lambda g: cls.load(index_path, generation=g))
 
     @classmethod
     def load(cls, index_path: str | Path, *, generation: str | None = None, latest: bool = False) -> SGPhraseStore:
@@ -191,20 +180,10 @@ class SGPhraseStore:
         generation. ``latest=True`` falls back to the newest file of any generation: what a refresh starts from.
         Raises ``ModelNotAvailableError`` when there is none, ``InputError`` when it is corrupt.
         """
-        if generation is None:
-            generation = index_generation(index_path)
-        tried = [generation, ""] if generation else [""]
-        newest = newest_generation(index_path, "sg", ".json") if latest else None
-        for candidate in [*tried, *([newest] if newest is not None and newest not in tried else [])]:
-            path = sg_path(index_path, candidate)
-            if not path.is_file():
-                continue
-            store = cls._read(path)
-            if candidate and store.generation != candidate:
-                raise InputError(f"corrupt SG phrase file {path}: made for another index generation")
-            if latest or candidate == generation or store.generation == generation:
-                return store
-        raise ModelNotAvailableError(f"no SG phrases beside {index_path}; they are built on first use")
+        return load_side_store(index_path, "sg", ".json", generation=generation, latest=latest,
+                               read=lambda g: cls._read(sg_path(index_path, g)),
+                               generation_of=lambda store: store.generation,
+                               missing=f"no SG phrases beside {index_path}; they are built on first use")
 
     @classmethod
     def _read(cls, path: Path) -> SGPhraseStore:
