@@ -13,11 +13,11 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from parsers.errors import ConfigError, InputError
+from parsers.text_input import strip_html
 
 logger = logging.getLogger("dtdialog.data")
 
@@ -188,40 +188,13 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-class _TextExtractor(HTMLParser):
-    """Collects the visible text of an HTML fragment, turning block tags into line breaks."""
-
-    BLOCK_TAGS = frozenset({"p", "br", "div", "li", "ul", "ol", "tr", "table", "h1", "h2", "h3", "h4", "h5", "h6"})
-    SKIP_TAGS = frozenset({"script", "style"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self.SKIP_TAGS:
-            self._skipping += 1
-        elif tag in self.BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP_TAGS:
-            self._skipping = max(0, self._skipping - 1)
-        elif tag in self.BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skipping:
-            self.parts.append(data)
-
-
 def html_to_text(fragment: str) -> str:
-    """Return the visible text of an HTML fragment: tags removed, entities decoded, one line per block."""
-    parser = _TextExtractor()
-    parser.feed(fragment)
-    parser.close()
-    return normalize_space("".join(parser.parts))
+    """Return the visible text of an HTML fragment: tags removed, entities decoded first, one line per block.
+
+    ``parsers.text_input.strip_html`` does the work, so entity-encoded markup (``&lt;svg onload=...&gt;``)
+    is removed like markup, never turned into it.
+    """
+    return normalize_space(strip_html(fragment))
 
 
 def normalize_space(text: str) -> str:

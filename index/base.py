@@ -6,12 +6,40 @@ return new queries, and each backend turns it into its own request.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from parsers.errors import ConfigError
+from parsers.errors import ConfigError, InputError
+
+#: Longest answer or dialogue id an index stores.
+MAX_ID_CHARS = 256
+#: What an id may hold: ASCII letters, digits and ``._:#/@~-`` (``@`` and ``~`` mark the benchmarks' replicas).
+#: Never markup, quotes, spaces or control characters: ids are echoed in pages, traces and URLs.
+ID_REGEX = r"^[A-Za-z0-9._:#/@~-]+$"
+_ID = re.compile(ID_REGEX)
+
+
+def check_id(value: object, *, field: str = "id") -> str:
+    """Return ``value`` when it is a safe id (``ID_REGEX``, at most ``MAX_ID_CHARS``); else ``InputError``."""
+    if not isinstance(value, str) or len(value) > MAX_ID_CHARS or not _ID.fullmatch(value):
+        shown = repr(value[:60]) if isinstance(value, str) else type(value).__name__
+        raise InputError(f"{field} {shown} is not a valid id: use 1 to {MAX_ID_CHARS} ASCII letters, digits "
+                         "or ._:#/@~- characters")
+    return value
+
+
+def checked_documents(documents: Iterable[AnswerDocument]) -> Iterator[AnswerDocument]:
+    """Yield ``documents``, raising ``InputError`` at the first whose id or dialogue id is not a safe id.
+
+    What every backend's ``add`` reads its documents through: the storage boundary.
+    """
+    for doc in documents:
+        check_id(doc.id)
+        check_id(doc.dialogue_id, field="dialogue_id")
+        yield doc
 
 
 @dataclass(frozen=True)

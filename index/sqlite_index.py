@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from index import history
-from index.base import AnswerDocument, AnswerIndex, AnswerVersion, RRTerm, SearchHit, SearchQuery
+from index.base import AnswerDocument, AnswerIndex, AnswerVersion, RRTerm, SearchHit, SearchQuery, checked_documents
 from index.terms import relation_key, rr_tokens
 from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers import storage
@@ -269,7 +269,9 @@ class SqliteIndex(AnswerIndex):
         """Add documents, replacing any with the same id; return how many were added. One transaction.
 
         A replaced document that differs from its replacement is kept in ``doc_history`` (same transaction).
+        A document whose id is not a safe id (``index.base.check_id``) raises ``InputError`` and nothing is added.
         """
+        documents = checked_documents(documents)
         if self.readonly:
             raise ConfigError(f"the index at {self.path} was opened read-only")
         conn = self._conn()

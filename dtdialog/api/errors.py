@@ -79,6 +79,8 @@ def _status_of_engine_error(exc: DTDialogError) -> tuple[int, str]:
     for cls, status, code in _STORAGE_STATUS:
         if isinstance(exc, cls):
             return status, code
+    if type(exc).__name__ == "IndexBusyError":  # index.index_files: another build holds the index's lock
+        return 409, "index_busy"
     if isinstance(exc, ModelNotAvailableError):
         return 503, "model_not_available"
     if isinstance(exc, InputError):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from dtdialog.intents import MAX_TURN_CHARS
+from index.base import ID_REGEX
 from parsers.text_input import MAX_CHARS
 
 #: Hard upper bound of hits per search request, whatever the settings say.
@@ -14,7 +15,8 @@ MAX_SEARCH_SIZE = 50
 
 
 class _Strict(BaseModel):
-    # Unknown fields are a client bug worth a clear 422 rather than silence.
+    # Unknown fields are a client bug worth a clear 422 rather than silence. Request fields use the Strict*
+    # types: ``{"position": false}`` or ``"1"`` silently became 0 and 1, a different answer slot than meant.
     model_config = ConfigDict(extra="forbid")
 
 
@@ -30,9 +32,9 @@ class ErrorResponse(BaseModel):
 
 
 class ParseRequest(_Strict):
-    text: str = Field(min_length=1, description="The text to parse; at most the server's max_text_chars "
-                                                f"(default {MAX_CHARS:,} characters, the parser's limit) with the API "
-                                                f"key, a turn's {MAX_TURN_CHARS:,} without it (413 above it).",
+    text: StrictStr = Field(min_length=1, description="The text to parse; at most the server's max_text_chars "
+                                                      f"(default {MAX_CHARS:,} characters, the parser's limit) with "
+                                                      f"the API key, a turn's {MAX_TURN_CHARS:,} without it (413 above it).",
                       examples=["I replaced the battery, but the car still does not start."])
 
 
@@ -47,11 +49,11 @@ class ParseResponse(BaseModel):
 
 
 class SearchRequest(_Strict):
-    query: str = Field(min_length=1, description="A customer question, at most a customer message's "
-                                                 f"{MAX_TURN_CHARS:,} characters (413 above it), or a query string in "
-                                                 "'query' mode (the general text limit, max_text_chars).",
-                       examples=["My car does not start although I replaced the battery."])
-    size: int = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
+    query: StrictStr = Field(min_length=1, description="A customer question, at most a customer message's "
+                                                       f"{MAX_TURN_CHARS:,} characters (413 above it), or a query string "
+                                                       "in 'query' mode (the general text limit, max_text_chars).",
+                             examples=["My car does not start although I replaced the battery."])
+    size: StrictInt = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
     mode: Literal["question", "query"] = Field(
         default="question",
         description="'question': parse the text, retrieve and rank by rhetorical agreement with its DT. "
@@ -98,9 +100,10 @@ class SessionCreated(BaseModel):
 
 
 class MessageRequest(_Strict):
-    text: str = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option number; "
-                                                f"at most {MAX_TURN_CHARS:,} characters, the engine's turn limit (413 above it).",
-                      examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
+    text: StrictStr = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option "
+                                                      f"number; at most {MAX_TURN_CHARS:,} characters, the engine's "
+                                                      "turn limit (413 above it).",
+                            examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
                                 "and the solenoid, but I still could not start my car."])
 
 
@@ -164,12 +167,16 @@ class IndexStats(BaseModel):
 
 
 class NewAnswer(_Strict):
-    text: str = Field(min_length=1, description=f"The answer; at most the server's max_text_chars (default {MAX_CHARS:,}).")
-    id: str | None = Field(default=None, max_length=200, description="Defaults to '{dialogue_id}#{position}'.")
-    dialogue_id: str | None = Field(default=None, max_length=200, description="Defaults to 'api-<hash of text>'.")
-    position: int = Field(default=1, ge=0, le=10_000)
-    question: str | None = Field(default=None, description="The question this answer replies to, kept in meta; "
-                                                           "at most max_text_chars (413 above it, never cut).")
+    text: StrictStr = Field(min_length=1,
+                            description=f"The answer; at most the server's max_text_chars (default {MAX_CHARS:,}).")
+    id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
+                                 description="Defaults to '{dialogue_id}#{position}'. Letters, digits and ._:#/@~- only.")
+    dialogue_id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
+                                          description="Defaults to 'api-<hash of text>'. Letters, digits and ._:#/@~- only.")
+    position: StrictInt = Field(default=1, ge=0, le=10_000)
+    question: StrictStr | None = Field(default=None, description="The question this answer replies to, kept in meta "
+                                                                 "as plain text (markup is removed); at most "
+                                                                 "max_text_chars (413 above it, never cut).")
 
 
 class AddDocumentsRequest(_Strict):
@@ -186,7 +193,8 @@ class AddDocumentsResponse(BaseModel):
 
 class RebuildRequest(_Strict):
     source: Literal["builtin", "path"] = "builtin"
-    path: str | None = Field(default=None, description="With source='path': a corpus file under a configured rebuild root.")
+    path: StrictStr | None = Field(default=None,
+                                   description="With source='path': a corpus file under a configured rebuild root.")
     drop_api_answers: StrictBool = Field(default=False, description="Drop the answers added through the API instead "
                                          "of carrying them into the rebuilt index (their last versions stay in the "
                                          "history, so they can be restored).")

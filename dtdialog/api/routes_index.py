@@ -29,6 +29,8 @@ from dtdialog.api.models import (
     RestoreResponse,
 )
 from dtdialog.api.quotas import get_quotas
+from index.base import check_id
+from parsers.errors import InputError
 
 router = APIRouter(prefix="/index", tags=["index"], dependencies=[Depends(guard_index)])
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse}
@@ -141,6 +143,7 @@ async def answer_history(request: Request, doc_id: str = DocId) -> AnswerHistory
 async def restore_answer(request: Request, doc_id: str = DocId,
                          body: RestoreRequest | None = None) -> RestoreResponse:
     """Serve an earlier version of ``doc_id`` again (default: the newest); the version it replaces joins the history."""
+    check_id(doc_id)  # what is restored is stored again: the id must pass the same check as an added answer (422)
     service = get_service(request)
     wanted = body.version if body is not None else None
 
@@ -166,7 +169,10 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
     """Rebuild the index from the built-in corpus, or from a corpus file under a configured rebuild root.
 
     Answers added through the API are carried into the new index (or, with ``drop_api_answers``, only into
-    the history), and the answers' version history is carried over, all in the same atomic swap.
+    the history), and the answers' version history is carried over, all in the same atomic swap. The build
+    holds the index's build lock (another build of the file: 409 ``index_busy``); when the engine ranks with
+    vectors, the new index's vectors and SG phrases are made before that swap too (only new or edited answers
+    are encoded again).
     """
     service = get_service(request)
     settings = service.settings
@@ -183,33 +189,51 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
         target.parent.mkdir(parents=True, exist_ok=True)
         old = service.runtime().index
         api_answers = [d for d in old.documents() if (d.meta or {}).get("source") == "api"]
-        carry = _carry_over(api_answers, old.export_history(), drop=body.drop_api_answers)
+        carry = _CarryOver(api_answers, old.export_history(), drop=body.drop_api_answers)
         # build_index writes a temp file and renames it: open readers keep the old file until they are replaced.
+        # No waiting for another build's lock: the engine thread would stall every request behind it (409 at once).
         report = build_index(dialogues=dialogues, parser=service.parser(), backend="sqlite", out=target,
-                             progress=False, finish=carry)
+                             progress=False, finish=carry, dense=service.ranks_with_vectors(), reuse_side_files=True)
         runtime = service.build_engine(index_path=target)
         service.replace_runtime(runtime)
-        kept = 0 if body.drop_api_answers else len(api_answers)
         return RebuildResponse(documents=runtime.index.count(), dialogues=report.dialogues, skipped=len(report.skipped),
                                seconds=round(time.perf_counter() - start, 3), backend="sqlite",
-                               kept_api_answers=kept, dropped_api_answers=len(api_answers) - kept)
+                               kept_api_answers=carry.kept, dropped_api_answers=len(api_answers) - carry.kept)
 
     return await get_quotas(request).run(request, work)
 
 
-def _carry_over(api_answers: list[Any], past: list[Any], *, drop: bool) -> Any:
-    """Return the builder's finish step: the old history, then the API answers (kept, or only into the history)."""
+class _CarryOver:
+    """The builder's finish step of a rebuild: the old history, then the API answers (kept, or only into the history).
 
-    def finish(new_index: Any) -> None:
-        new_index.import_history(past)
-        if drop:
-            for doc in api_answers:
-                new_index.keep_version(doc)  # dropped, not lost: ``restore`` brings it back
-        elif api_answers:
+    An API answer whose id is no longer a safe id (added before ids were checked) cannot be stored again; it is
+    dropped into the history like the others with ``drop_api_answers`` rather than failing the whole rebuild.
+    """
+
+    def __init__(self, api_answers: list[Any], past: list[Any], *, drop: bool) -> None:
+        self.api_answers, self.past, self.drop = api_answers, past, drop
+        self.kept = 0
+
+    def __call__(self, new_index: Any) -> None:
+        new_index.import_history(self.past)
+        keep = [] if self.drop else [d for d in self.api_answers if _safe_ids(d)]
+        kept_ids = {d.id for d in keep}
+        for doc in self.api_answers:
+            if doc.id not in kept_ids:
+                new_index.keep_version(doc)  # dropped, not lost: ``restore`` brings a safe one back
+        if keep:
             # added after the corpus: an answer the API replaced stays replaced, the corpus text goes to the history
-            new_index.add(api_answers)
+            new_index.add(keep)
+        self.kept = len(keep)
 
-    return finish
+
+def _safe_ids(doc: Any) -> bool:
+    try:
+        check_id(doc.id)
+        check_id(doc.dialogue_id, field="dialogue_id")
+    except InputError:
+        return False
+    return True
 
 
 def _source_path(body: RebuildRequest, roots: tuple[FilePath, ...]) -> FilePath | None:

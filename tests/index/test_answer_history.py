@@ -102,3 +102,52 @@ def test_a_read_only_index_refuses_history_writes(tmp_path: Path, documents) -> 
             reader.keep_version(documents[0])
         with pytest.raises(ConfigError, match="read-only"):
             reader.import_history([])
+
+
+def test_a_finish_step_runs_under_the_build_lock_and_its_answers_get_vectors_before_the_swap(
+        tmp_path: Path, standin_parser, documents) -> None:
+    """The API's rebuild (finish step) and the builder's lock and generation-named side files, together."""
+    from index_helpers import CountingEncoder
+
+    from index.dense_store import DenseStore
+    from index.index_files import IndexBusyError, build_lock
+    from index.sg_store import SGPhraseStore
+
+    out = tmp_path / "answers.sqlite"
+    build_index(dialogues=small_corpus(), parser=standin_parser, backend="sqlite", out=out, progress=False,
+                dense=True, encoder=CountingEncoder())
+    added = replace(documents[0], id="api-wipers#1", dialogue_id="api-wipers", meta={"source": "api"},
+                    text="If the wipers stop in the middle of the glass, replace the park switch.")
+    seen_live: list[str] = []
+
+    def finish(new_index: SqliteIndex) -> None:
+        with pytest.raises(IndexBusyError), build_lock(out, timeout=0):
+            pass  # the build holds the lock while the finish step writes
+        with SqliteIndex(out) as live:
+            seen_live.append(live.generation())
+        new_index.add([added])
+
+    encoder = CountingEncoder()
+    build_index(dialogues=small_corpus(), parser=standin_parser, backend="sqlite", out=out, progress=False,
+                dense=True, encoder=encoder, finish=finish, reuse_side_files=True)
+    assert encoder.seen == [added.text]  # the corpus answers kept their vectors: only the API answer was encoded
+    with SqliteIndex(out) as index:
+        assert index.generation() != seen_live[0]
+        store, phrases = DenseStore.load(out, generation=index.generation()), SGPhraseStore.load(out)
+        assert "api-wipers#1" in store.ids and store.ids == index.ids()
+        assert phrases.in_step_with(index)
+
+
+def test_a_version_with_an_unsafe_id_cannot_be_stored_again(tmp_path: Path, documents) -> None:
+    """A legacy answer kept in the history under an id that is no longer safe: restoring it is refused."""
+    from parsers.errors import InputError
+
+    path = tmp_path / "ix.sqlite"
+    legacy = replace(documents[0], id="<b>legacy</b>#1", dialogue_id="legacy")
+    with SqliteIndex(path, readonly=False) as ix:
+        ix.add(documents)
+        ix.keep_version(legacy)  # the history keeps what it is given: nothing is lost
+        [version] = ix.history(legacy.id)
+        with pytest.raises(InputError, match="not a valid id"):
+            ix.add([version.document])
+        assert ix.get(legacy.id) is None and ix.count() == len(documents)

@@ -89,3 +89,19 @@ def stored_text(index: Path, answer_id: str = ANSWER_ID) -> str | None:
     return None if doc is None else doc.text
 
 
+
+
+#: An answer a key holder adds through the API (what a rebuild must keep).
+WIPERS = {"answers": [{"text": "If the wipers stop in the middle of the glass, replace the wiper motor park switch.",
+                       "dialogue_id": "api-wipers", "position": 1}]}
+
+
+def rebuild_client(app_client: Callable[..., Any], index_file: Path) -> Any:
+    """Return a key-holding client of a server that may rebuild from ``small.jsonl`` and has the ``WIPERS`` answer."""
+    root = index_file.parent / "corpora"
+    root.mkdir()
+    write_corpus(root / "small.jsonl")
+    client = app_client(api_key=API_KEY, rebuild_roots=(root,))
+    client.headers.update({"X-API-Key": API_KEY})
+    assert client.post("/index/documents", json=WIPERS).status_code == 200
+    return client

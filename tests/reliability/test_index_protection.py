@@ -18,9 +18,9 @@ from protection_helpers import (  # noqa: F401  (the fixtures are used by name)
     assert_error,
     index_file_fixture,
     protected_index_fixture,
+    rebuild_client,
     served_text,
     stored_text,
-    write_corpus,
 )
 
 OVERWRITE = {"answers": [{"id": ANSWER_ID, "dialogue_id": "t-brakes-1", "text": SCAM}]}
@@ -94,14 +94,7 @@ def test_the_history_is_stored_in_the_index_and_survives_a_restart(app_client, i
 
 
 def _rebuild_client(app_client, index_file):
-    root = index_file.parent / "corpora"
-    root.mkdir()
-    write_corpus(root / "small.jsonl")
-    client = app_client(api_key=API_KEY, rebuild_roots=(root,))
-    client.headers.update(KEY)
-    new = {"answers": [{"text": "If the wipers stop in the middle of the glass, replace the wiper motor park switch.",
-                        "dialogue_id": "api-wipers", "position": 1}]}
-    assert client.post("/index/documents", json=new).status_code == 200
+    client = rebuild_client(app_client, index_file)
     assert client.post("/index/documents", json=OVERWRITE).status_code == 200
     return client
 
