@@ -13,11 +13,11 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from parsers.errors import ConfigError, InputError
+from parsers.text_input import strip_html
 
 logger = logging.getLogger("dtdialog.data")
 
@@ -118,6 +118,10 @@ def decode_legacy(data: bytes) -> str:
     return best
 
 
+#: what a record nested deeper than the JSON decoder can follow is reported as (no real dialogue nests like that)
+NESTED_TOO_DEEP = "not valid JSON for a dialogue (nested too deeply)"
+
+
 def iter_jsonl(path: Path, errors: RecordErrors) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for every non-blank line of a JSONL file.
 
@@ -130,6 +134,9 @@ def iter_jsonl(path: Path, errors: RecordErrors) -> Iterator[tuple[int, dict[str
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             errors.report(path, lineno, f"not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except RecursionError:  # the decoder recurses per nesting level: '[[[[...' 100,000 deep
+            errors.report(path, lineno, NESTED_TOO_DEEP)
             continue
         if not isinstance(record, dict):
             errors.report(path, lineno, f"expected a JSON object, got {type(record).__name__}")
@@ -160,6 +167,8 @@ def iter_json_records(path: Path, errors: RecordErrors) -> Iterator[tuple[int, d
         except json.JSONDecodeError as exc:
             # The array itself is broken: nothing after this point can be located reliably.
             raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        except RecursionError:  # where this element ends is unknown too
+            raise InputError(f"{path}:{line}: {NESTED_TOO_DEEP}") from None
         if isinstance(element, dict):
             yield line, element
         else:
@@ -179,40 +188,13 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-class _TextExtractor(HTMLParser):
-    """Collects the visible text of an HTML fragment, turning block tags into line breaks."""
-
-    BLOCK_TAGS = frozenset({"p", "br", "div", "li", "ul", "ol", "tr", "table", "h1", "h2", "h3", "h4", "h5", "h6"})
-    SKIP_TAGS = frozenset({"script", "style"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self.SKIP_TAGS:
-            self._skipping += 1
-        elif tag in self.BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP_TAGS:
-            self._skipping = max(0, self._skipping - 1)
-        elif tag in self.BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skipping:
-            self.parts.append(data)
-
-
 def html_to_text(fragment: str) -> str:
-    """Return the visible text of an HTML fragment: tags removed, entities decoded, one line per block."""
-    parser = _TextExtractor()
-    parser.feed(fragment)
-    parser.close()
-    return normalize_space("".join(parser.parts))
+    """Return the visible text of an HTML fragment: tags removed, entities decoded first, one line per block.
+
+    ``parsers.text_input.strip_html`` does the work, so entity-encoded markup (``&lt;svg onload=...&gt;``)
+    is removed like markup, never turned into it.
+    """
+    return normalize_space(strip_html(fragment))
 
 
 def normalize_space(text: str) -> str:

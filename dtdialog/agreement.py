@@ -157,6 +157,8 @@ class AgreementTable:
             raise ConfigError(f"cannot read agreement table {source}: {exc.strerror}") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"agreement table {source} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"agreement table {source} is not valid JSON (nested too deeply)") from None
         return cls.from_dict(data, source=str(source))
 
 

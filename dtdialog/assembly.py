@@ -137,6 +137,8 @@ class EngineSpec:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read engine spec {path}: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"cannot read engine spec {path}: not valid JSON (nested too deeply)") from None
         return cls.from_dict(data)
 
 

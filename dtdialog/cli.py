@@ -3,19 +3,22 @@
 Each sub-command lives in ``dtdialog/commands/<name>.py`` and exposes
 ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. A module with ``PASS_THROUGH = True``
 parses its own options: it gets the arguments after its name, unparsed, as ``args.argv``.
-Every ``DTDialogError`` becomes a one-line ``error: ...`` message and exit code 2;
-no traceback ever reaches the user.
+Every ``DTDialogError`` becomes a one-line ``error: ...`` message and exit code 2, and so does a storage
+fault (``OSError``, ``sqlite3.Error``) or a ``RecursionError`` no command turned into one: no traceback ever
+reaches the user.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 
 from parsers.errors import DTDialogError
+from parsers.storage import storage_error
 
-COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve")
+COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve", "sessions")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +58,23 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except (OSError, sqlite3.Error, RecursionError) as exc:
+        # a fault of the disk or of the input that the command did not name itself: still one line, never a traceback
+        print(f"error: {unexpected_fault(exc, command=args.command)}", file=sys.stderr)
+        return 2
+
+
+def unexpected_fault(exc: BaseException, *, command: str) -> str:
+    """Return the one-line message of a storage fault or an input too deeply nested that reached ``main``."""
+    if isinstance(exc, RecursionError):
+        return f"dtdialog {command}: the input is nested too deeply to process"
+    known = storage_error(exc, what=f"dtdialog {command}")
+    if known is not None:
+        return str(known)
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"dtdialog {command}: {exc.strerror or exc}{where}"
+    return f"dtdialog {command}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
 
 if __name__ == "__main__":

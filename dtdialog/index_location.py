@@ -106,7 +106,8 @@ def _open_sqlite(spec, parser: RSTParser, path: Path, *, progress: bool) -> tupl
         # our own cached index is stale (older schema or damaged): rebuild it, it is derived data
         if progress:
             print(f"the cached index {path} is outdated; rebuilding it ...", file=sys.stderr)
+        # force: a damaged cache file is not an index any more, and it is ours to replace
         build_index(dialogues=load_dialogues(spec.corpus, spec.corpus_format), parser=parser, backend="sqlite",
-                    out=path, progress=progress)
+                    out=path, progress=progress, force=True)
         return open_index(backend="sqlite", path=path), True
     return index, False

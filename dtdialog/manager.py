@@ -157,11 +157,15 @@ class DialogueManager:
         """
         return self.store.load(session_id, traces=traces)
 
-    def handle(self, *, session_id: str, text: str) -> TurnResult:
+    def handle(self, *, session_id: str, text: str,
+               before_save: Callable[[TurnResult, SessionRecord], object] | None = None) -> TurnResult:
         """Process one user turn of ``session_id`` and return the reply; the session is saved before returning.
 
         Raises ``SessionNotFoundError`` for an unknown id. Bad text (empty, too long, control
-        characters) never raises: it gets a ``prompt`` reply.
+        characters) never raises: it gets a ``prompt`` reply. The session is written once, after the
+        reply is complete: ``before_save(result, record)`` runs just before (the API builds and
+        serialises its response there), and when anything up to the write raises, nothing of the
+        turn is saved and the session stays as it was.
         """
         lock = self._lock_for(session_id)
         with lock:
@@ -183,6 +187,8 @@ class DialogueManager:
                                **({"answer_id": result.answer_id} if result.answer_id else {}))
             result.trace = trace.to_dict()
             record.traces.append(result.trace)
+            if before_save is not None:
+                before_save(result, record)
             self.store.save(record, keep_traces=self.config.max_traces)
             return result
 
@@ -293,7 +299,7 @@ class DialogueManager:
         if held and len(words_of(question)) < HELD_JOIN_WORDS:
             # a short reply to "could you describe the symptom?" completes the message refused before it; the
             # refused words may still sink the joined text's domain share, so the reply alone may vouch for it
-            joined = f"{held} {question}"[-intents.MAX_TURN_CHARS:]
+            joined = f"{held} {question}"[-self.config.max_input_chars:]  # one message's limit, like any turn
             trace.note("joined to the message refused as off-domain before it")
             verdict = self._scope_verdict(joined, trace)
             if verdict is not None and not verdict.in_scope:

@@ -8,13 +8,17 @@ being processed; a new ``DialogueManager`` on the same file continues every sess
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from dtdialog.session import SessionNotFoundError, SessionRecord
-from parsers.errors import InputError
+from parsers import storage
+from parsers.errors import InputError, StorageReadOnlyError
+from parsers.storage import storage_error, storage_errors
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS sessions (
@@ -44,29 +48,47 @@ class SessionStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InputError(f"cannot create session store folder {self.path.parent}: {exc.strerror}") from None
+            raise storage_error(exc, what=f"cannot create session store folder {self.path.parent}") or InputError(
+                f"cannot create session store folder {self.path.parent}: {exc.strerror}") from None
+        if not os.access(self.path.parent, os.W_OK):
+            # SQLite needs the folder for its journal files even to read a WAL database: say so, not "unable to open"
+            raise StorageReadOnlyError(f"the session store folder {self.path.parent} is read-only; give --sessions "
+                                       "a writable path")
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        conn = self._conn()
-        with conn:
-            for statement in _SCHEMA:
-                conn.execute(statement)
+        with self._storage("opening"):
+            conn = self._conn()
+            with conn:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+
+    def _storage(self, doing: str) -> AbstractContextManager[None]:
+        """Turn a storage fault (disk full, read-only, locked for longer than the wait) into a one-line error."""
+        return storage_errors(f"{doing} the session store {self.path}")
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            # every wait for another process's lock is bounded: after BUSY_TIMEOUT_S the call fails, never hangs
+            conn = sqlite3.connect(str(self.path), timeout=storage.BUSY_TIMEOUT_S, check_same_thread=False)
             try:
-                conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA busy_timeout=30000")
-            except sqlite3.DatabaseError as exc:
-                raise InputError(f"cannot open session store {self.path}: {exc}") from None
+            except sqlite3.Error:
+                conn.close()
+                raise
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
         return conn
+
+    def lock_free(self, timeout: float) -> bool:
+        """Return True when this store's lock can be taken within ``timeout`` seconds (a readiness probe)."""
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        self._lock.release()
+        return True
 
     def save(self, record: SessionRecord, *, keep_traces: int | None = None) -> None:
         """Write ``record`` (insert or replace) in one transaction.
@@ -80,8 +102,7 @@ class SessionStore:
         traces = body.pop("traces", [])
         data = json.dumps(body, ensure_ascii=False)
         keep = self.max_traces if keep_traces is None else keep_traces
-        conn = self._conn()
-        with conn:
+        with self._storage("writing"), self._conn() as conn:
             conn.execute("INSERT INTO sessions(id, data, state, updated) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT(id) DO UPDATE SET data=excluded.data, state=excluded.state, "
                          "updated=excluded.updated", (record.id, data, record.state, record.updated))
@@ -100,35 +121,53 @@ class SessionStore:
         ``traces=False`` leaves ``record.traces`` empty: a turn only appends its own trace, so the
         manager never reads (and parses) the stored history; ``save`` keeps the stored traces.
         """
-        conn = self._conn()
-        row = conn.execute("SELECT data FROM sessions WHERE id = ?", (str(session_id),)).fetchone()
-        if row is None:
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+        with self._storage("reading"):
+            conn = self._conn()
+            row = conn.execute("SELECT data FROM sessions WHERE id = ?", (str(session_id),)).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+            stored = conn.execute("SELECT data FROM traces WHERE session_id = ? ORDER BY turn DESC LIMIT ?",
+                                  (str(session_id), self.max_traces)).fetchall() if traces else []
         try:
             data = json.loads(row[0])
-            data["traces"] = []
-            if traces:
-                rows = conn.execute("SELECT data FROM traces WHERE session_id = ? ORDER BY turn DESC LIMIT ?",
-                                    (str(session_id), self.max_traces)).fetchall()
-                data["traces"] = [json.loads(r[0]) for r in reversed(rows)]
-        except json.JSONDecodeError:
+            data["traces"] = [json.loads(r[0]) for r in reversed(stored)]
+        except (json.JSONDecodeError, RecursionError):
             raise InputError(f"session {session_id!r} in {self.path} is corrupt") from None
         return SessionRecord.from_dict(data)
 
     def exists(self, session_id: str) -> bool:
         """Return True when a session ``session_id`` is stored."""
-        return self._conn().execute("SELECT 1 FROM sessions WHERE id = ?", (str(session_id),)).fetchone() is not None
+        with self._storage("reading"):
+            return self._conn().execute("SELECT 1 FROM sessions WHERE id = ?", (str(session_id),)).fetchone() is not None
 
     def ids(self) -> list[str]:
         """Return every stored session id, most recently updated first."""
-        return [r[0] for r in self._conn().execute("SELECT id FROM sessions ORDER BY updated DESC")]
+        with self._storage("reading"):
+            return [r[0] for r in self._conn().execute("SELECT id FROM sessions ORDER BY updated DESC")]
 
     def delete(self, session_id: str) -> bool:
         """Delete a session; return True when it existed."""
-        conn = self._conn()
-        with conn:
+        with self._storage("writing"), self._conn() as conn:
             conn.execute("DELETE FROM traces WHERE session_id = ?", (str(session_id),))
             return conn.execute("DELETE FROM sessions WHERE id = ?", (str(session_id),)).rowcount > 0
+
+    def count(self, *, updated_since: float | None = None) -> int:
+        """Return how many sessions are stored (only those updated at or after ``updated_since`` when given)."""
+        with self._storage("reading"):
+            if updated_since is None:
+                return int(self._conn().execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+            return int(self._conn().execute("SELECT COUNT(*) FROM sessions WHERE updated >= ?",
+                                            (float(updated_since),)).fetchone()[0])
+
+    def purge(self, *, updated_before: float) -> int:
+        """Delete every session (and its traces) last updated before ``updated_before`` (epoch s); return how many.
+
+        One transaction: a session is removed whole or not at all.
+        """
+        with self._storage("writing"), self._conn() as conn:
+            conn.execute("DELETE FROM traces WHERE session_id IN (SELECT id FROM sessions WHERE updated < ?)",
+                         (float(updated_before),))
+            return conn.execute("DELETE FROM sessions WHERE updated < ?", (float(updated_before),)).rowcount
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""

@@ -87,17 +87,15 @@ class QuestionPlan:
 def issue_roots(tree: DiscourseTree) -> list[Node]:
     """Return the non-default nodes that have no non-default ancestor, in text order."""
     roots: list[Node] = []
-
-    def visit(node: Node) -> None:
+    stack = [tree.root]  # a loop, not recursion: a long text's tree can be hundreds of levels deep
+    while stack:
+        node = stack.pop()
         if node.is_leaf:
-            return
+            continue
         if not is_default(node.relation or ""):
             roots.append(node)
-            return
-        for child in node.children:
-            visit(child)
-
-    visit(tree.root)
+            continue
+        stack.extend(node.children)
     return sorted(roots, key=lambda n: n.first)
 
 

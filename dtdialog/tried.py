@@ -169,17 +169,16 @@ def merge_tried(known: Iterable[TriedAction], new: Iterable[TriedAction]) -> lis
 def satellite_relations(tree: DiscourseTree) -> dict[int, str]:
     """Return EDU index -> the innermost non-default relation whose satellite side holds that EDU."""
     out: dict[int, str] = {}
-
-    def walk(node: Node, inherited: str | None) -> None:
+    stack: list[tuple[Node, str | None]] = [(tree.root, None)]  # a loop: deep trees must not hit the recursion limit
+    while stack:
+        node, inherited = stack.pop()
         if node.is_leaf:
             if inherited is not None:
                 out[node.edu] = inherited  # type: ignore[index]
-            return
+            continue
         for child, mark in zip(node.children, node.nuclearity):
             own = node.relation if mark == "S" and node.relation and not is_default(node.relation) else None
-            walk(child, own or inherited)
-
-    walk(tree.root, None)
+            stack.append((child, own or inherited))
     return out
 
 

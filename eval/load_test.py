@@ -79,11 +79,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def local_server(*, index: Path | None, startup_timeout: float, workdir: Path):
-    """Start ``dtdialog serve`` on 127.0.0.1 with sessions in ``workdir``; yield its base URL; stop it afterwards."""
+def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, customers: int = 1):
+    """Start ``dtdialog serve`` on 127.0.0.1 with sessions in ``workdir``; yield its base URL; stop it afterwards.
+
+    The quotas are on, scaled to ``customers``: the server counts per client address, and every
+    simulated customer comes from 127.0.0.1 (default quotas are per real customer).
+    """
     port = free_port()
     cmd = [sys.executable, "-m", "dtdialog", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--sessions", str(workdir / "sessions.sqlite"), "--preload", "--log-level", "warning"]
+           "--sessions", str(workdir / "sessions.sqlite"), "--preload", "--log-level", "warning",
+           "--session-rate", f"{10 * customers}/minute", "--turn-rate", f"{30 * customers}/minute",
+           "--search-rate", f"{30 * customers}/minute", "--engine-seconds", str(10 * customers),
+           "--max-pending", str(8 * customers)]
     if index is not None:
         cmd += ["--index", str(index)]
     log_path = workdir / "server.log"
@@ -233,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         report = go(args.url.rstrip("/"))
     else:
         with tempfile.TemporaryDirectory(prefix="dtdialog-load-") as tmp, \
-                local_server(index=args.index, startup_timeout=args.startup_timeout, workdir=Path(tmp)) as url:
+                local_server(index=args.index, startup_timeout=args.startup_timeout, workdir=Path(tmp),
+                             customers=args.sessions) as url:
             report = go(url)
     print(format_report(report))
     if args.json:

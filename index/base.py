@@ -6,10 +6,40 @@ return new queries, and each backend turns it into its own request.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from parsers.errors import ConfigError, InputError
+
+#: Longest answer or dialogue id an index stores.
+MAX_ID_CHARS = 256
+#: What an id may hold: ASCII letters, digits and ``._:#/@~-`` (``@`` and ``~`` mark the benchmarks' replicas).
+#: Never markup, quotes, spaces or control characters: ids are echoed in pages, traces and URLs.
+ID_REGEX = r"^[A-Za-z0-9._:#/@~-]+$"
+_ID = re.compile(ID_REGEX)
+
+
+def check_id(value: object, *, field: str = "id") -> str:
+    """Return ``value`` when it is a safe id (``ID_REGEX``, at most ``MAX_ID_CHARS``); else ``InputError``."""
+    if not isinstance(value, str) or len(value) > MAX_ID_CHARS or not _ID.fullmatch(value):
+        shown = repr(value[:60]) if isinstance(value, str) else type(value).__name__
+        raise InputError(f"{field} {shown} is not a valid id: use 1 to {MAX_ID_CHARS} ASCII letters, digits "
+                         "or ._:#/@~- characters")
+    return value
+
+
+def checked_documents(documents: Iterable[AnswerDocument]) -> Iterator[AnswerDocument]:
+    """Yield ``documents``, raising ``InputError`` at the first whose id or dialogue id is not a safe id.
+
+    What every backend's ``add`` reads its documents through: the storage boundary.
+    """
+    for doc in documents:
+        check_id(doc.id)
+        check_id(doc.dialogue_id, field="dialogue_id")
+        yield doc
 
 
 @dataclass(frozen=True)
@@ -116,10 +146,21 @@ class SearchHit:
     matched: dict[str, list[str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class AnswerVersion:
+    """An earlier version of a stored answer: its number (higher = newer), when it was replaced (epoch s), the document."""
+
+    version: int
+    replaced: float
+    document: AnswerDocument
+
+
 class AnswerIndex(ABC):
     """What every index backend offers. Use as a context manager to close it."""
 
     backend: str = "base"
+    #: True when ``add`` keeps the replaced version of an answer and ``history`` returns it
+    supports_history: bool = False
 
     @abstractmethod
     def add(self, documents: Iterable[AnswerDocument]) -> int:
@@ -157,6 +198,17 @@ class AnswerIndex(ABC):
     def ids(self) -> list[str]:
         """Return the id of every document, each once (SQLite: insertion order; Elasticsearch: id order)."""
 
+    def documents(self) -> Iterator[AnswerDocument]:
+        """Yield every document; the default reads them one ``get`` at a time."""
+        for doc_id in self.ids():
+            doc = self.get(doc_id)
+            if doc is not None:
+                yield doc
+
+    def history(self, doc_id: str) -> list[AnswerVersion]:
+        """Return the earlier versions of ``doc_id``, newest first; a backend without history raises ``ConfigError``."""
+        raise ConfigError(f"the {self.backend} index backend keeps no answer history")
+
     def answer_texts(self) -> tuple[list[str], list[str]]:
         """Return ``(ids, texts)`` of every document, aligned: what stores derived from the answers are built from.
 
@@ -187,6 +239,13 @@ class AnswerIndex(ABC):
         in ``index.dense_store``, not in the index).
         """
         return None
+
+    def lock_free(self, timeout: float) -> bool:
+        """Return True when the index's own lock can be taken within ``timeout`` seconds (a readiness probe).
+
+        The default is True: a backend without a client-side lock is never stuck on one.
+        """
+        return True
 
     @abstractmethod
     def close(self) -> None:

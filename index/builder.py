@@ -1,7 +1,13 @@
 """Build an answer index from dialogues: clean and parse every answer, make documents, load a backend atomically.
 
 SQLite: the index is written to a temporary file next to ``out`` and renamed over it only when
-complete (``os.replace``), so a crash or error leaves the old index untouched and no temp file.
+complete (``os.replace``), so a crash or error leaves the old index untouched and no temp file. With
+``dense=True`` its vectors and SG phrases are written *before* that rename, under names carrying the new
+index's generation (``index.index_files``): the rename swaps index, vectors and phrases as one unit.
+A build holds a lock file beside ``out`` throughout, refuses an ``out`` that is not a dtdialog index
+(``force`` replaces a regular file), and first removes what killed builds left behind. A ``finish`` step
+(``POST /index/rebuild``: the answers added through the API and the version history) writes into the new
+file under that lock, before its side files are made and before the rename.
 Elasticsearch: documents go into a fresh index, and the alias is switched only when complete.
 """
 
@@ -11,18 +17,19 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from data.model import Dialogue, Turn
-from index.base import AnswerDocument
+from index.base import AnswerDocument, check_id
 from index.documents import build_document
+from index.index_files import build_lock, check_output, clean_leftovers, prune_side_files, side_files, temp_prefix
 from index.position import source_role
 from index.registry import BACKENDS, DEFAULT_INDEX_NAME, es_url
 from parsers.base import RSTParser
-from parsers.errors import ConfigError, InputError
+from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 
 #: Documents written per SQLite transaction.
 WRITE_BATCH = 500
@@ -95,6 +102,7 @@ def parse_documents(
     ready: list[tuple[Dialogue, int, str]] = []
     for dialogue, position, turn in answers:
         try:
+            check_id(dialogue.answer_id(position))  # an unsafe id skips the answer here, not the whole build later
             text = _clean(turn.text)
         except InputError as exc:
             skipped.append((dialogue.answer_id(position), str(exc)))
@@ -154,6 +162,10 @@ def build_index(
     index_name: str = DEFAULT_INDEX_NAME,
     dense: bool = False,
     encoder: Any = None,
+    finish: Callable[[Any], None] | None = None,
+    force: bool = False,
+    lock_timeout: float = 0.0,
+    reuse_side_files: bool = False,
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
@@ -165,8 +177,22 @@ def build_index(
     ``dense=True`` (elasticsearch) writes each answer's vector and hubness with its document and the
     term statistics beside the index (``ElasticsearchIndex.rebuild(..., dense=store)``).
     ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
+    ``force`` (sqlite): replace ``out`` even when it is a regular file that is not a dtdialog index (devices,
+    directories and links to them are always refused, ``InputError``). ``lock_timeout`` (sqlite): seconds to
+    wait for another build of ``out`` to finish before ``IndexBusyError``.
+    ``finish`` (sqlite only): called with the new, still writable ``SqliteIndex`` once the corpus answers are in,
+    under the build lock and before the side files and the rename, so what must survive a rebuild (answers added
+    through the API, the answers' version history) lands in the same atomic swap.
+    ``reuse_side_files`` (sqlite, ``dense``): start from the vectors and SG phrases of the index being replaced, so
+    only new or edited answers are encoded and parsed (they must come from the same encoder).
     """
     _check_options(backend, batch_size=batch_size, n_process=n_process)
+    if finish is not None and backend != "sqlite":
+        raise ConfigError("a finish step is only supported by the sqlite backend")
+    if backend == "sqlite":
+        if out is None:
+            raise ConfigError("the sqlite backend needs an output path (--out)")
+        check_output(out, force=force)  # before any parsing: a refused path costs nothing
     t0 = time.perf_counter()
     dialogue_list = list(dialogues)
     answers = list(iter_answers(dialogue_list))
@@ -177,7 +203,9 @@ def build_index(
     documents = parse_documents(answers, parser=parser, batch_size=batch_size, n_process=n_process,
                                 progress=progress, skipped=report.skipped)
     if backend == "sqlite":
-        _write_sqlite(out, documents, report, dense=dense, encoder=encoder, progress=progress)
+        side = _SideFiles(encoder=encoder, progress=progress, reuse=reuse_side_files) if dense else None
+        _write_sqlite(Path(out), documents, report, side=side, progress=progress, force=force,
+                      lock_timeout=lock_timeout, finish=finish)
     else:
         _write_es(url, index_name, documents, report, dense=dense, encoder=encoder, progress=progress)
     report.seconds = time.perf_counter() - t0
@@ -192,22 +220,48 @@ def _check_options(backend: str, *, batch_size: int, n_process: int) -> None:
         raise ConfigError("batch_size and n_process must be at least 1")
 
 
-def _write_sqlite(out: str | Path | None, documents: Iterable[AnswerDocument], report: BuildReport, *,
-                  dense: bool, encoder: Any, progress: bool) -> None:
-    """Write the SQLite index at ``out`` (and, with ``dense``, its vectors and SG phrases beside it)."""
-    if out is None:
-        raise ConfigError("the sqlite backend needs an output path (--out)")
+@dataclass(frozen=True)
+class _SideFiles:
+    """How a ``dense`` build makes the new index's vectors and SG phrases (see ``build_index``)."""
+
+    encoder: Any
+    progress: bool
+    reuse: bool
+
+
+def _write_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport, *, side: _SideFiles | None,
+                  progress: bool, force: bool, lock_timeout: float, finish: Callable[[Any], None] | None) -> None:
+    """Write the SQLite index at ``out`` (and, with ``side``, its vectors and SG phrases beside it) under the lock."""
     report.location = str(out)
-    report.indexed = _build_sqlite(Path(out), documents, report)
-    if dense:
-        # answer embeddings beside the index (``index.dense_store``); needs the [dense] extra
-        from index.dense_store import build_for_index
+    out.parent.mkdir(parents=True, exist_ok=True)
+    notify = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+    with build_lock(out, timeout=lock_timeout, notify=notify):
+        check_output(out, force=force)  # again: another build may have replaced it while this one waited
+        clean_leftovers(out)
+        generation = _build_sqlite(out, documents, report, side=side, finish=finish)
+        prune_side_files(out, generation, locked=True)
 
-        build_for_index(Path(out), encoder=encoder, progress=progress)
-        # and the answers' SG phrases the learned ranker's ``sg`` feature reads (``index.sg_store``)
-        from index.sg_store import build_for_index as build_sg_for_index
 
-        build_sg_for_index(Path(out), progress=progress)
+def _write_side_files(built: Path, out: Path, side: _SideFiles) -> None:
+    """Write the vectors and SG phrases of the finished index ``built`` beside ``out``, named by its generation."""
+    # answer embeddings (``index.dense_store``; needs the [dense] extra) and the answers' SG phrases the learned
+    # ranker's ``sg`` feature reads (``index.sg_store``)
+    from index.dense_store import DenseStore, build_for_index
+    from index.sg_store import SGPhraseStore
+    from index.sg_store import build_for_index as build_sg_for_index
+
+    build_for_index(built, encoder=side.encoder, progress=side.progress, beside=out,
+                    previous=_previous_store(DenseStore, out) if side.reuse else None)
+    build_sg_for_index(built, progress=side.progress, beside=out,
+                       previous=_previous_store(SGPhraseStore, out) if side.reuse else None)
+
+
+def _previous_store(store_class: Any, out: Path) -> Any:
+    """Return the side store of the index at ``out`` (the newest of any generation), or None: derived data."""
+    try:
+        return store_class.load(out, latest=True)
+    except (InputError, ModelNotAvailableError):
+        return None  # none, or damaged: everything is encoded / parsed afresh
 
 
 def _write_es(url: str | None, index_name: str, documents: Iterable[AnswerDocument], report: BuildReport, *,
@@ -248,48 +302,62 @@ def _rebuild_es_dense(es, documents: Iterable[AnswerDocument], *, encoder, progr
     return es.rebuild(docs, dense=store, sg=sg)
 
 
-def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport) -> int:
-    from index.sqlite_index import SqliteIndex
-
-    if out.is_dir():
-        raise InputError(f"{out} is a directory; give an index file path")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport, *,
+                  side: _SideFiles | None, finish: Callable[[Any], None] | None) -> str:
+    """Write the index (and side files) for ``out`` and rename it into place; return its generation."""
+    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(out), suffix=".tmp", dir=out.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     tmp.unlink()  # SQLite must create the file itself; mkstemp only reserved a unique name
+    generation = ""
     try:
-        index = SqliteIndex(tmp, readonly=False)
-        try:
-            added = 0
-            batch: list[AnswerDocument] = []
-            for doc in documents:
-                batch.append(doc)
-                if len(batch) >= WRITE_BATCH:
-                    added += index.add(batch)
-                    batch = []
-            if batch:
-                added += index.add(batch)
-            if added == 0:
-                raise InputError("no answer could be parsed; nothing to index "
-                                 f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
-            index.set_info(parser=report.parser, dialogues=report.dialogues, answers=report.answers,
-                           indexed=added, skipped=len(report.skipped), built=time.strftime("%Y-%m-%dT%H:%M:%S"))
-            index.optimize()
-        finally:
-            index.close()
+        report.indexed, generation = _fill_sqlite(tmp, documents, report, finish=finish)
+        if side is not None:
+            _write_side_files(tmp, out, side)
         # Stale -wal/-shm files of the old index must not be replayed against the new file: drop them first.
         # Open readers keep the old files through their handles and see the old snapshot until they reopen.
         for suffix in ("-wal", "-shm"):
             _remove_quietly(Path(f"{out}{suffix}"))
-        os.replace(tmp, out)
+        os.replace(tmp, out)  # the one atomic step: index, vectors and phrases go live together
     except BaseException:
         _remove_quietly(tmp)
+        for path in side_files(out).get(generation, []) if generation else []:
+            _remove_quietly(path)  # side files of an index that never went live
         raise
     finally:
         for suffix in ("-wal", "-shm", "-journal"):
             _remove_quietly(Path(f"{tmp}{suffix}"))
-    return added
+    return generation
+
+
+def _fill_sqlite(tmp: Path, documents: Iterable[AnswerDocument], report: BuildReport, *,
+                 finish: Callable[[Any], None] | None) -> tuple[int, str]:
+    """Write every document (then ``finish``) into the new index file ``tmp``; return ``(corpus answers added, its
+    generation)``."""
+    from index.sqlite_index import SqliteIndex
+
+    index = SqliteIndex(tmp, readonly=False)
+    try:
+        added = 0
+        batch: list[AnswerDocument] = []
+        for doc in documents:
+            batch.append(doc)
+            if len(batch) >= WRITE_BATCH:
+                added += index.add(batch)
+                batch = []
+        if batch:
+            added += index.add(batch)
+        if added == 0:
+            raise InputError("no answer could be parsed; nothing to index "
+                             f"(first problem: {report.skipped[0][1] if report.skipped else 'none'})")
+        if finish is not None:
+            finish(index)
+        index.set_info(parser=report.parser, dialogues=report.dialogues, answers=report.answers,
+                       indexed=added, skipped=len(report.skipped), built=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        index.optimize()
+        return added, index.generation()
+    finally:
+        index.close()
 
 
 def _remove_quietly(path: Path) -> None:

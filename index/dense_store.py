@@ -14,7 +14,9 @@ dense rankings; subtracting part of the hubness (CSLS, Lample et al. 2018) is on
 feature. It needs only the stored answers, so nothing about the queries is fitted.
 
 Both files are written to temporary names and renamed, ids file last, so a reader never sees a
-half-written store; ``DenseStore.load`` checks that the two agree.
+half-written store; ``DenseStore.load`` checks that the two agree. Their names carry the generation of the
+index they were made from (``index.index_files``): a reader loads the files of the index it opened, so a
+rebuilt index and the old vectors are never read together.
 
 The ids file also keeps each answer's text digest and the index ``generation`` the store was built
 from: when answers are added or replaced later, ``refresh_dense_store`` re-encodes only the answers
@@ -34,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+from index.index_files import has_side_store, index_generation, load_side_store, side_path
 from index.vocabulary import bm25_tokens
-from parsers.errors import InputError, ModelNotAvailableError
+from parsers.errors import InputError
 from parsers.files import atomic_write
 
 HUB_K = 10
@@ -86,10 +89,15 @@ def text_digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", errors="replace")).hexdigest()[:12]
 
 
-def dense_paths(index_path: str | Path) -> tuple[Path, Path]:
-    """Return ``(matrix path, ids path)`` of the dense store that belongs to the index at ``index_path``."""
-    index_path = Path(index_path)
-    return Path(f"{index_path}.dense.npy"), Path(f"{index_path}.dense.ids.json")
+def dense_paths(index_path: str | Path, generation: str | None = None) -> tuple[Path, Path]:
+    """Return ``(matrix path, ids path)`` of the dense store of ``generation`` of the index at ``index_path``.
+
+    ``generation`` defaults to the one stamped in the index file now ("" - no index, or one never written -
+    gives the unversioned names).
+    """
+    if generation is None:
+        generation = index_generation(index_path)
+    return side_path(index_path, "dense", ".npy", generation), side_path(index_path, "dense", ".ids.json", generation)
 
 
 def hubness(vectors: np.ndarray, *, k: int = HUB_K) -> np.ndarray:
@@ -173,8 +181,8 @@ class DenseStore:
 
     # --- persistence --------------------------------------------------------
     def save(self, index_path: str | Path) -> tuple[Path, Path]:
-        """Write the store beside ``index_path`` atomically; return the two file paths."""
-        matrix_path, ids_path = dense_paths(index_path)
+        """Write the store beside ``index_path`` atomically, named by its ``generation``; return the two paths."""
+        matrix_path, ids_path = dense_paths(index_path, self.generation)
         matrix_path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"ids": self.ids, "model": self.model, "dim": self.dimension,
                 "hub": [round(float(h), 6) for h in self.hub], "hub_k": HUB_K,
@@ -185,25 +193,33 @@ class DenseStore:
         return matrix_path, ids_path
 
     @classmethod
-    def exists(cls, index_path: str | Path) -> bool:
-        """Return True when both files of the store beside ``index_path`` exist."""
-        return all(p.is_file() for p in dense_paths(index_path))
+    def exists(cls, index_path: str | Path, *, generation: str | None = None) -> bool:
+        """Return True when the store of the index's ``generation`` (default: its current one) is beside it."""
+        return has_side_store(index_path, "dense", ".ids.json", generation=generation,
+                              load=lambda g: cls.load(index_path, generation=g))
 
     @classmethod
-    def load(cls, index_path: str | Path) -> DenseStore:
-        """Return the store beside ``index_path``, memory-mapped.
+    def load(cls, index_path: str | Path, *, generation: str | None = None, latest: bool = False) -> DenseStore:
+        """Return the store of ``generation`` (default: the index file's current one) beside ``index_path``, memory-mapped.
 
-        Raises ``ModelNotAvailableError`` when it was never built, ``InputError`` when it is corrupt.
+        A store written before files were named by generation is returned only when it records that
+        generation. ``latest=True`` falls back to the newest store of any generation: what a refresh starts from.
+        Raises ``ModelNotAvailableError`` when there is none, ``InputError`` when it is corrupt.
         """
-        matrix_path, ids_path = dense_paths(index_path)
-        if not (matrix_path.is_file() and ids_path.is_file()):
-            raise ModelNotAvailableError(f"no dense vectors beside {index_path}; rebuild the index with --dense")
+        return load_side_store(index_path, "dense", ".ids.json", generation=generation, latest=latest,
+                               read=lambda g: cls._read(index_path, *dense_paths(index_path, g)),
+                               generation_of=lambda store: store.generation,
+                               missing=f"no dense vectors beside {index_path}; rebuild the index with --dense")
+
+    @classmethod
+    def _read(cls, index_path: str | Path, matrix_path: Path, ids_path: Path) -> DenseStore:
         try:
             meta = json.loads(ids_path.read_text(encoding="utf-8"))
             vectors = np.load(matrix_path, mmap_mode="r")
         except (OSError, ValueError) as exc:
             raise InputError(f"corrupt dense store beside {index_path}: {exc}") from None
-        if vectors.dtype != np.float32 or len(meta.get("ids", ())) != vectors.shape[0]:
+        if not isinstance(meta, dict) or vectors.dtype != np.float32 or vectors.ndim != 2 \
+                or len(meta.get("ids", ())) != vectors.shape[0]:
             raise InputError(f"corrupt dense store beside {index_path}: ids and matrix disagree; rebuild it")
         hub = np.asarray(meta["hub"], dtype=np.float32) if len(meta.get("hub", ())) == vectors.shape[0] else None
         terms = TermStats.from_dict(meta["terms"]) if meta.get("terms") else None
@@ -265,17 +281,24 @@ def refresh_dense_store(store: DenseStore, *, ids: Sequence[str], texts: Sequenc
     return refreshed, len(todo)
 
 
-def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = True) -> DenseStore:
-    """Encode every answer of the SQLite index at ``index_path`` and save the store beside it.
+def build_for_index(index_path: str | Path, *, encoder=None, progress: bool = True,
+                    beside: str | Path | None = None, previous: DenseStore | None = None) -> DenseStore:
+    """Encode every answer of the SQLite index at ``index_path`` and save the store beside it (or beside ``beside``).
 
-    The hook ``index.builder.build_index(..., dense=True)`` calls after writing the index.
+    The hook ``index.builder.build_index(..., dense=True)`` calls on the finished temporary index, with
+    ``beside`` the path it is about to be renamed to: the files carry its generation, so no reader of the
+    index still in place looks at them. ``previous``: a store made by the same encoder whose unchanged
+    answers keep their vectors (``refresh_dense_store``).
     """
     from index.sqlite_index import SqliteIndex
 
     with SqliteIndex(Path(index_path)) as index:
         ids, texts = index.answer_texts()
         generation = index.generation()
-    store = build_dense_store(ids=ids, texts=texts, encoder=encoder, progress=progress)
+    if previous is None:
+        store = build_dense_store(ids=ids, texts=texts, encoder=encoder, progress=progress)
+    else:
+        store, _ = refresh_dense_store(previous, ids=ids, texts=texts, encoder=encoder, progress=progress)
     store.generation = generation
-    store.save(index_path)
+    store.save(beside if beside is not None else index_path)
     return store

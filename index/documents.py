@@ -13,6 +13,7 @@ from index.base import AnswerDocument, RRTerm
 from index.position import detect_position, source_role
 from index.vocabulary import content_words, words_of
 from parsers.relations import is_default
+from parsers.text_input import plain_text
 from parsers.tree import EDU, DiscourseTree
 
 #: What a built document holds; part of the cached built-in index's fingerprint, so a cache built by older code
@@ -89,8 +90,12 @@ def build_document(
     holds the matching EDU texts, used to show which part of the answer matched. ``meta`` also gets the
     answer's dialogue position (``index.position``): ``role`` (``opening``/``followup``; given by the builder,
     which sees the dialogue, else inferred from ``position``), ``stands_alone`` and ``position_reason``.
+    ``meta["question"]`` is stored as plain text (markup removed). Ids are checked when a backend stores the
+    document (``index.base.checked_documents``).
     """
     full_meta = dict(meta or {})
+    if isinstance(full_meta.get("question"), str):  # shown beside the answer: stored as plain text, never markup
+        full_meta["question"] = plain_text(full_meta["question"])
     full_meta["rr_phrases"] = rr_phrases_of(tree)
     full_meta.update(detect_position(tree, role=role or source_role(position, 1)).to_meta())
     return AnswerDocument(

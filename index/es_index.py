@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
+from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery, checked_documents
 from index.es_knn import (
     EMBEDDING_FIELD,
     HUB_FIELD,
@@ -146,7 +146,7 @@ class ElasticsearchIndex(AnswerIndex):
         target = index or self.index_name
 
         def actions() -> Iterator[dict[str, Any]]:
-            for doc in documents:
+            for doc in checked_documents(documents):
                 source = document_source(doc)
                 if dense is not None:
                     source.update(dense_fields(dense, doc.id))

@@ -10,7 +10,9 @@ most candidates are new. Here every answer is parsed once, at index time, in one
 
 ``fingerprint`` (answer count, a digest of the ids, the index's ``built`` stamp and write generation) ties the file
 to the index it was made from: ``sg_store_for`` rebuilds a missing, corrupt or out-of-step file.
-The file is written to a temporary name and renamed, so a reader never sees half of it.
+The file is written to a temporary name and renamed, so a reader never sees half of it. Its name carries
+the index's generation (``answers.sqlite.sg-<generation>.json``, ``index.index_files``), so a reader of a
+rebuilt index never picks up the old index's phrases, nor the other way round.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from index.base import AnswerIndex
+from index.index_files import has_side_store, index_generation, load_side_store, prune_side_files, side_path
 from parsers.errors import InputError, ModelNotAvailableError
 from parsers.phrase_chunks import PhraseChunk, phrases_of_texts
 
@@ -33,9 +36,11 @@ KIND = "dtdialog-sg-phrases"
 VERSION = 2  # 2: each answer's phrase list is one JSON string (decoded on use)
 
 
-def sg_path(index_path: str | Path) -> Path:
-    """Return the path of the SG phrase file that belongs to the index at ``index_path``."""
-    return Path(f"{index_path}.sg.json")
+def sg_path(index_path: str | Path, generation: str | None = None) -> Path:
+    """Return the SG phrase file of ``generation`` (default: the index file's current one) of the index at ``index_path``."""
+    if generation is None:
+        generation = index_generation(index_path)
+    return side_path(index_path, "sg", ".json", generation)
 
 
 def index_fingerprint(index: AnswerIndex) -> dict[str, Any]:
@@ -146,29 +151,42 @@ class SGPhraseStore:
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed SG phrase file: {exc}") from None
 
+    @property
+    def generation(self) -> str:
+        """Return the generation of the index this store was made from ("" when unknown)."""
+        return str(self.fingerprint.get("generation") or "")
+
     def save(self, index_path: str | Path) -> Path:
-        """Write the store beside ``index_path`` atomically; return the file path."""
+        """Write the store beside ``index_path`` atomically, named by its index generation; return the file path."""
         from parsers.files import atomic_write
 
-        path = sg_path(index_path)
+        path = sg_path(index_path, self.generation)
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps(self.to_dict(), separators=(",", ":")).encode("utf-8")
         atomic_write(path, lambda f: f.write(payload))
         return path
 
     @classmethod
-    def exists(cls, index_path: str | Path) -> bool:
-        return sg_path(index_path).is_file()
+    def exists(cls, index_path: str | Path, *, generation: str | None = None) -> bool:
+        """Return True when the phrases of the index's ``generation`` (default: its current one) are beside it."""
+        return has_side_store(index_path, "sg", ".json", generation=generation,
+                              load=lambda g: cls.load(index_path, generation=g))
 
     @classmethod
-    def load(cls, index_path: str | Path) -> SGPhraseStore:
-        """Return the store beside ``index_path``.
+    def load(cls, index_path: str | Path, *, generation: str | None = None, latest: bool = False) -> SGPhraseStore:
+        """Return the phrases of ``generation`` (default: the index file's current one) beside ``index_path``.
 
-        Raises ``ModelNotAvailableError`` when it was never built, ``InputError`` when it is corrupt.
+        A file written before files were named by generation is returned only when it records that
+        generation. ``latest=True`` falls back to the newest file of any generation: what a refresh starts from.
+        Raises ``ModelNotAvailableError`` when there is none, ``InputError`` when it is corrupt.
         """
-        path = sg_path(index_path)
-        if not path.is_file():
-            raise ModelNotAvailableError(f"no SG phrases beside {index_path}; they are built on first use")
+        return load_side_store(index_path, "sg", ".json", generation=generation, latest=latest,
+                               read=lambda g: cls._read(sg_path(index_path, g)),
+                               generation_of=lambda store: store.generation,
+                               missing=f"no SG phrases beside {index_path}; they are built on first use")
+
+    @classmethod
+    def _read(cls, path: Path) -> SGPhraseStore:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -201,20 +219,22 @@ def build_sg_store(*, ids: Sequence[str], texts: Sequence[str], nlp=None, finger
 
 
 def build_for_index(index_path: str | Path, *, index=None, nlp=None, progress: bool = True,
-                    previous: SGPhraseStore | None = None) -> SGPhraseStore:
+                    previous: SGPhraseStore | None = None, beside: str | Path | None = None) -> SGPhraseStore:
     """Parse the answers of the SQLite index at ``index_path`` (or the open ``index``) and save the store beside it.
 
     ``previous``: the out-of-step store it replaces; its unchanged answers are not parsed again.
+    ``beside``: save beside this path instead (the builder: the path the finished temporary index is renamed to).
     """
     from index.sqlite_index import SqliteIndex
 
     if index is None:
         with SqliteIndex(Path(index_path)) as opened:
-            return build_for_index(index_path, index=opened, nlp=nlp, progress=progress, previous=previous)
+            return build_for_index(index_path, index=opened, nlp=nlp, progress=progress, previous=previous,
+                                   beside=beside)
     ids, texts = index.answer_texts()
     store = build_sg_store(ids=ids, texts=texts, nlp=nlp, fingerprint=index_fingerprint(index), progress=progress,
                            previous=previous)
-    store.save(index_path)
+    store.save(beside if beside is not None else index_path)
     return store
 
 
@@ -223,17 +243,21 @@ def sg_store_for(index, index_path: str | Path, *, nlp=None, progress: bool = Tr
 
     A refresh parses only the answers added or edited since (the store keeps each answer's text digest).
     """
+    generation = index.generation()
     previous = None
-    if SGPhraseStore.exists(index_path):
-        try:
-            store = SGPhraseStore.load(index_path)
-            if store.in_step_with(index):
-                return store
-            log.info("refreshing the SG phrases beside %s: the index changed since they were made", index_path)
-            previous = store
-        except InputError as exc:  # derived data: rebuild rather than fail
-            log.warning("rebuilding the SG phrases beside %s: %s", index_path, exc)
-    return build_for_index(index_path, index=index, nlp=nlp, progress=progress, previous=previous)
+    try:
+        store = SGPhraseStore.load(index_path, generation=generation, latest=True)
+        if store.in_step_with(index):
+            return store
+        log.info("refreshing the SG phrases beside %s: the index changed since they were made", index_path)
+        previous = store
+    except ModelNotAvailableError:
+        pass
+    except InputError as exc:  # derived data: rebuild rather than fail
+        log.warning("rebuilding the SG phrases beside %s: %s", index_path, exc)
+    store = build_for_index(index_path, index=index, nlp=nlp, progress=progress, previous=previous)
+    prune_side_files(index_path, generation, kinds=("sg",))  # older phrase files are no use to anyone now
+    return store
 
 
 class ElasticSGPhrases:

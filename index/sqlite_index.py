@@ -10,6 +10,7 @@ Tables
     ``fts_vocab``      fts5vocab over ``fts``: per-column document frequencies (computed by a scan)
     ``term_df``        the same frequencies stored by ``optimize()``, read by query pruning
     ``index_meta``     schema version and build information
+    ``doc_history``    earlier versions of replaced answers (``index.history``), so an overwrite can be undone
 
 Queries are built from ``SearchQuery`` terms only: every term is split into alphanumeric tokens and
 double-quoted, so FTS5 syntax (``" * : ( ) NEAR AND OR -``) in user text is searched as words, never
@@ -33,22 +34,34 @@ snapshot until they reopen.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
-from index.base import AnswerDocument, AnswerIndex, RRTerm, SearchHit, SearchQuery
+from index import history
+from index.base import AnswerDocument, AnswerIndex, AnswerVersion, RRTerm, SearchHit, SearchQuery, checked_documents
 from index.terms import relation_key, rr_tokens
 from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
+from parsers import storage
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
+from parsers.storage import (
+    CANNOT_OPEN_CODES,
+    is_not_a_database,
+    sqlite_code,
+    storage_error,
+)
 
 SCHEMA_VERSION = 3
+T = TypeVar("T")
 #: bm25 column weights: an RR match names the relation *and* the words, so it counts for more.
 KEYWORDS_WEIGHT = 1.0
 RR_WEIGHT = 2.0
@@ -81,7 +94,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'col');
 CREATE TABLE IF NOT EXISTS term_df(term TEXT NOT NULL, col TEXT NOT NULL, df INTEGER NOT NULL,
     PRIMARY KEY(term, col)) WITHOUT ROWID;
 INSERT OR IGNORE INTO index_meta(key, value) VALUES ('schema', '{SCHEMA_VERSION}'), ('kind', 'dtdialog-answers');
-"""
+""" + history.SCHEMA  # added without a schema bump: a file without it just has no history yet
 
 
 def quote_term(token: str) -> str:
@@ -117,10 +130,25 @@ def match_expression(query: SearchQuery, *, keywords: list[str] | None = None, r
     return " OR ".join(clauses)
 
 
+def _storage_op(doing: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorate a method so a storage fault inside it becomes a one-line error naming the index (``doing`` it)."""
+
+    def wrap(method: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(method)
+        def run(self: SqliteIndex, *args: Any, **kwargs: Any) -> T:
+            with self._storage(doing):
+                return method(self, *args, **kwargs)
+
+        return run
+
+    return wrap
+
+
 class SqliteIndex(AnswerIndex):
     """An FTS5 answer index in one SQLite file; ``readonly=False`` creates the file if needed."""
 
     backend = "sqlite"
+    supports_history = True
 
     def __init__(self, path: str | Path, *, readonly: bool = True) -> None:
         self.path = Path(path)
@@ -135,16 +163,17 @@ class SqliteIndex(AnswerIndex):
         self._closed = False
         self._stemmer = FtsStemmer()
         self._stem_sets: dict[tuple[str, str], frozenset[str]] = {}
-        conn = self._conn()
-        if not readonly:
-            with self._lock:
-                try:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.executescript(_SCHEMA)
-                except sqlite3.DatabaseError as exc:
-                    self.close()
-                    raise InputError(f"{self.path} is not a dtdialog index ({exc})") from None
-        self._check_schema(conn)
+        try:
+            conn = self._conn()
+            if not readonly:
+                self._create_schema(conn)
+            self._check_schema(conn)
+            if not readonly:
+                self._add_history_table(conn)
+        except BaseException:
+            # never under self._lock: close() takes it (a second acquire of the same lock would hang forever)
+            self.close()
+            raise
 
     # --- connections ----------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -152,49 +181,112 @@ class SqliteIndex(AnswerIndex):
             raise InputError(f"the index at {self.path} is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            try:
-                if self.readonly:
-                    conn = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True,
-                                           check_same_thread=False)
-                    conn.execute("PRAGMA query_only=ON")
-                else:
-                    conn = sqlite3.connect(str(self.path), check_same_thread=False)
-                    conn.execute("PRAGMA synchronous=NORMAL")
-            except sqlite3.Error as exc:
-                raise InputError(f"cannot open index {self.path}: {exc}") from None
+            conn = self._open_readonly() if self.readonly else self._open_writer()
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
         return conn
 
-    def _check_schema(self, conn: sqlite3.Connection) -> None:
+    def _open_writer(self) -> sqlite3.Connection:
+        with self._storage("opening"):
+            conn = sqlite3.connect(str(self.path), timeout=storage.BUSY_TIMEOUT_S, check_same_thread=False)
+            conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """Return a read-only connection; on a read-only file system the file is opened as immutable.
+
+        A WAL database needs its ``-shm`` file even to be read; where the folder cannot be written that
+        file cannot be made, and nobody can change the index either, so SQLite may skip locking and the
+        WAL altogether (``immutable=1``).
+        """
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        with self._storage("opening"):
+            conn = sqlite3.connect(uri, uri=True, timeout=storage.BUSY_TIMEOUT_S, check_same_thread=False)
+            try:
+                conn.execute("PRAGMA schema_version").fetchone()  # the first read opens the WAL index
+            except sqlite3.OperationalError as exc:
+                if os.access(self.path.parent, os.W_OK) or sqlite_code(exc) not in CANNOT_OPEN_CODES:
+                    conn.close()
+                    raise
+                conn.close()
+                conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=storage.BUSY_TIMEOUT_S,
+                                       check_same_thread=False)
+            conn.execute("PRAGMA query_only=ON")
+        return conn
+
+    @contextmanager
+    def _storage(self, doing: str) -> Iterator[None]:
+        """Turn an SQLite or file-system fault in the block into a one-line error naming this index."""
         try:
-            rows = dict(conn.execute("SELECT key, value FROM index_meta").fetchall())
-        except sqlite3.DatabaseError:
-            self.close()
-            raise InputError(f"{self.path} is not a dtdialog index; build one with `dtdialog index build ...`") from None
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and is_not_a_database(exc):
+                raise InputError(f"{self.path} is not a dtdialog index; build one with `dtdialog index build ...`") from None
+            err = storage_error(exc, what=f"{doing} the index {self.path}")
+            if err is None:
+                raise
+            raise err from None
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        """Create the tables of a new index; an existing index is left as it is (opening it writes nothing)."""
+        with self._storage("creating"):
+            exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'index_meta'").fetchone()
+            if exists is None:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+
+    def _add_history_table(self, conn: sqlite3.Connection) -> None:
+        """Give an index written before the answer history its ``doc_history`` table (the only write on opening,
+        once per such file; a file that has the table is not written)."""
+        with self._storage("upgrading"):
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'doc_history'").fetchone() is None:
+                conn.executescript(history.SCHEMA)
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        with self._storage("reading"):
+            try:
+                rows = dict(conn.execute("SELECT key, value FROM index_meta").fetchall())
+            except sqlite3.OperationalError as exc:
+                if storage_error(exc, what="") is not None:
+                    raise  # a storage fault (locked, unreadable), not a foreign file
+                raise InputError(f"{self.path} is not a dtdialog index; build one with `dtdialog index build ...`") from None
         if rows.get("kind") != "dtdialog-answers":
-            self.close()
             raise InputError(f"{self.path} is not a dtdialog index")
         if rows.get("schema") != str(SCHEMA_VERSION):
-            self.close()
             raise InputError(f"{self.path} has index schema {rows.get('schema')}, expected {SCHEMA_VERSION}; rebuild it")
 
+    def lock_free(self, timeout: float) -> bool:
+        """Return True when this index's write lock can be taken within ``timeout`` seconds (a readiness probe)."""
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        self._lock.release()
+        return True
+
     # --- writing --------------------------------------------------------------
+    @_storage_op("writing")
     def add(self, documents: Iterable[AnswerDocument]) -> int:
-        """Add documents, replacing any with the same id; return how many were added. One transaction."""
+        """Add documents, replacing any with the same id; return how many were added. One transaction.
+
+        A replaced document that differs from its replacement is kept in ``doc_history`` (same transaction).
+        A document whose id is not a safe id (``index.base.check_id``) raises ``InputError`` and nothing is added.
+        """
+        documents = checked_documents(documents)
         if self.readonly:
             raise ConfigError(f"the index at {self.path} was opened read-only")
         conn = self._conn()
         added = 0
         with self._lock, conn:
             for doc in documents:
-                old = conn.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
+                blob = encode_doc(doc)
+                old = conn.execute("SELECT rowid, doc FROM docs WHERE id = ?", (doc.id,)).fetchone()
                 if old:
+                    if bytes(old[1]) != blob:
+                        history.record(conn, doc.id, bytes(old[1]))
                     self._delete_rowid(conn, old[0])
                 cur = conn.execute(
                     "INSERT INTO docs(id, dialogue_id, position, doc) VALUES (?, ?, ?, ?)",
-                    (doc.id, doc.dialogue_id, doc.position, encode_doc(doc)),
+                    (doc.id, doc.dialogue_id, doc.position, blob),
                 )
                 rowid = cur.lastrowid
                 conn.execute("INSERT INTO fts(rowid, keywords, rr_edu, text) VALUES (?, ?, ?, ?)",
@@ -215,6 +307,36 @@ class SqliteIndex(AnswerIndex):
         conn.execute("DELETE FROM doc_relations WHERE doc = ?", (rowid,))
         conn.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
 
+    @_storage_op("reading")
+    def history(self, doc_id: str) -> list[AnswerVersion]:
+        """Return the earlier versions of answer ``doc_id``, newest first (``[]`` when it was never replaced)."""
+        return [AnswerVersion(version=v.version, replaced=v.replaced, document=decode_doc(v.blob))
+                for v in history.versions(self._conn(), doc_id)]
+
+    @_storage_op("writing")
+    def keep_version(self, doc: AnswerDocument) -> int:
+        """Store ``doc`` as the newest earlier version of its id (an answer about to be dropped); return the version."""
+        if self.readonly:
+            raise ConfigError(f"the index at {self.path} was opened read-only")
+        conn = self._conn()
+        with self._lock, conn:
+            return history.record(conn, doc.id, encode_doc(doc))
+
+    @_storage_op("reading")
+    def export_history(self) -> list[history.StoredVersion]:
+        """Return the whole version history, for ``import_history`` into a rebuilt index."""
+        return history.dump(self._conn())
+
+    @_storage_op("writing")
+    def import_history(self, entries: Iterable[history.StoredVersion]) -> int:
+        """Append versions exported from another index of the same answers; return how many were stored."""
+        if self.readonly:
+            raise ConfigError(f"the index at {self.path} was opened read-only")
+        conn = self._conn()
+        with self._lock, conn:
+            return history.load(conn, entries)
+
+    @_storage_op("writing")
     def set_info(self, **info: Any) -> None:
         """Store build information (parser, corpus, counts) in the index."""
         if self.readonly:
@@ -224,6 +346,7 @@ class SqliteIndex(AnswerIndex):
             conn.executemany("INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)",
                              [(f"info.{k}", json.dumps(v)) for k, v in info.items()])
 
+    @_storage_op("reading")
     def generation(self) -> str:
         """Return a token that changes with every ``add`` ("" for an index never written to).
 
@@ -234,11 +357,13 @@ class SqliteIndex(AnswerIndex):
         row = self._conn().execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
         return str(row[0]) if row else ""
 
+    @_storage_op("reading")
     def info(self) -> dict[str, Any]:
         """Return the build information stored with ``set_info``."""
         rows = self._conn().execute("SELECT key, value FROM index_meta WHERE key LIKE 'info.%'").fetchall()
         return {k[len("info."):]: json.loads(v) for k, v in rows}
 
+    @_storage_op("writing")
     def optimize(self) -> None:
         """Merge the FTS5 segments, store the term frequencies used by query pruning, checkpoint the WAL.
 
@@ -258,6 +383,7 @@ class SqliteIndex(AnswerIndex):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- reading --------------------------------------------------------------
+    @_storage_op("reading")
     def search(self, query: SearchQuery) -> list[SearchHit]:
         """Return up to ``query.size`` hits, best first, each with the keywords and RR terms that matched.
 
@@ -274,6 +400,7 @@ class SqliteIndex(AnswerIndex):
         return [SearchHit(document=docs[rid], score=-float(score), matched=matched.get(rid, {}))
                 for rid, score in ranked if rid in docs]
 
+    @_storage_op("reading")
     def search_scores(self, query: SearchQuery) -> list[tuple[str, float]]:
         """Return up to ``query.size`` ``(id, score)`` pairs, best first, without decoding any stored document.
 
@@ -287,6 +414,7 @@ class SqliteIndex(AnswerIndex):
         ids = dict(self._conn().execute(f"SELECT rowid, id FROM docs WHERE rowid IN ({_marks(rowids)})", rowids))
         return [(ids[rid], -float(score)) for rid, score in ranked if rid in ids]
 
+    @_storage_op("reading")
     def hits_for(self, scored: Sequence[tuple[str, float]], query: SearchQuery) -> list[SearchHit]:
         """Return a hit per ``(id, score)`` still in the index, in that order, with what ``query`` matched."""
         if not scored:
@@ -324,6 +452,8 @@ class SqliteIndex(AnswerIndex):
         try:
             return conn.execute(" ".join(sql), params).fetchall()
         except sqlite3.OperationalError as exc:
+            if storage_error(exc, what="") is not None:
+                raise  # locked or unreadable: the caller's storage wrapper names it
             raise InputError(f"search failed: {exc}") from None
 
     @staticmethod
@@ -439,19 +569,33 @@ class SqliteIndex(AnswerIndex):
             self._stem_sets[key] = cached
         return cached
 
+    @_storage_op("reading")
     def get(self, doc_id: str) -> AnswerDocument | None:
         """Return the document with ``doc_id``, or None."""
         row = self._conn().execute("SELECT doc FROM docs WHERE id = ?", (doc_id,)).fetchone()
         return decode_doc(row[0]) if row else None
 
+    @_storage_op("reading")
     def count(self) -> int:
         """Return the number of indexed documents."""
         return int(self._conn().execute("SELECT COUNT(*) FROM docs").fetchone()[0])
 
+    @_storage_op("reading")
     def ids(self) -> list[str]:
         """Return every document id, in insertion order."""
         return [r[0] for r in self._conn().execute("SELECT id FROM docs ORDER BY rowid")]
 
+    def documents(self) -> Iterator[AnswerDocument]:
+        """Yield every document, in insertion order, read in one query."""
+        for blob in self._document_blobs():
+            yield decode_doc(blob)
+
+    @_storage_op("reading")
+    def _document_blobs(self) -> list[bytes]:
+        # read before the first document is yielded, so a storage fault is raised (as one line) right away
+        return [blob for (blob,) in self._conn().execute("SELECT doc FROM docs ORDER BY rowid").fetchall()]
+
+    @_storage_op("reading")
     def answer_texts(self) -> tuple[list[str], list[str]]:
         """Return ``(ids, texts)`` of every document, in insertion order, read in one query.
 

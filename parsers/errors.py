@@ -22,3 +22,19 @@ class ModelNotAvailableError(DTDialogError, RuntimeError):
 
 class ConfigError(DTDialogError, ValueError):
     """An unknown option, backend, format or parser name."""
+
+
+class StorageError(DTDialogError, RuntimeError):
+    """A file or database could not be read or written (an I/O failure, a damaged file); the message names it."""
+
+
+class StorageFullError(StorageError):
+    """The disk (or the file-size limit, or the quota) is full: nothing was written."""
+
+
+class StorageBusyError(StorageError):
+    """Another process held a write lock on the database for longer than the wait allowed: nothing was written."""
+
+
+class StorageReadOnlyError(StorageError):
+    """The file or its folder cannot be written (read-only file system or no permission): nothing was written."""

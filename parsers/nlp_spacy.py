@@ -49,11 +49,14 @@ def doc_to_analyzed(doc) -> AnalyzedText:
         for t in doc
     )
     chunks: tuple[Phrase, ...] = ()
-    if doc.has_annotation("DEP"):
+    iterator = getattr(doc, "noun_chunks_iterator", None)
+    if doc.has_annotation("DEP") and iterator is not None:
         # Per sentence, skipping run-on "sentences": spaCy's noun-chunk iterator is quadratic
         # in a long chain of conjuncts (e.g. 10,000 commas), which would stall on junk input.
-        chunks = tuple(Phrase(c.start, c.end, "NP", c.text) for sent in doc.sents
-                       if len(sent) <= MAX_CHUNK_SENTENCE_TOKENS for c in sent.noun_chunks)
+        # The iterator is called on each sentence itself: ``Span.noun_chunks`` walks the whole document
+        # for every sentence, which made a 20,000-character text cost seconds (issue 14, quotas).
+        chunks = tuple(Phrase(start, end, "NP", doc[start:end].text) for sent in doc.sents
+                       if len(sent) <= MAX_CHUNK_SENTENCE_TOKENS for start, end, _ in iterator(sent))
     ents = tuple(Phrase(e.start, e.end, e.label_, e.text) for e in doc.ents)
     return AnalyzedText(text=doc.text, tokens=tokens, sentences=tuple(sentences), noun_chunks=chunks, entities=ents)
 

@@ -25,6 +25,10 @@ _BLOCK = frozenset({
     "blockquote", "pre", "section", "article", "header", "footer", "hr", "dd", "dt",
 })
 _TAG_HINT = re.compile(r"<\s*/?\s*[a-zA-Z][^<>]*>|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
+#: A ``<`` that an HTML parser could read as the start of a tag, comment or declaration.
+_TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
+#: Decode-and-strip rounds: each peels one level of entity encoding (``&amp;lt;`` takes two).
+_MAX_PASSES = 6
 _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\n\s*\n+")
 
@@ -57,17 +61,25 @@ class _TextExtractor(HTMLParser):
 
 
 def strip_html(text: str) -> str:
-    """Return ``text`` without HTML tags, comments and scripts, entities decoded.
+    """Return ``text`` without HTML tags, comments and scripts, entities decoded, and no live markup left.
 
-    Plain text without markup is returned unchanged (apart from entity decoding),
-    so a literal ``a < b`` survives.
+    Entities are decoded *before* markup is removed, and both repeat until nothing changes, so
+    ``&lt;svg onload=...&gt;`` (even double-encoded) is removed as markup rather than coming out as a live
+    ``<svg onload=...>``. A ``<`` that could still open a tag (followed by a letter, ``/``, ``!`` or ``?``: an
+    unterminated tag, or text such as ``x<y``) gets a space after it, which no HTML parser reads as markup.
+    Plain text is otherwise returned unchanged, so a literal ``a < b`` survives.
     """
-    if not _TAG_HINT.search(text):
-        return text
-    parser = _TextExtractor()
-    parser.feed(text)
-    parser.close()
-    return html.unescape("".join(parser.parts))
+    for _ in range(_MAX_PASSES):
+        if not _TAG_HINT.search(text):
+            break
+        parser = _TextExtractor()
+        parser.feed(html.unescape(text))
+        parser.close()
+        stripped = "".join(parser.parts)
+        if stripped == text:
+            break
+        text = stripped
+    return _TAG_OPEN.sub("< ", text)
 
 
 def decode(data: str | bytes) -> str:
@@ -97,6 +109,14 @@ def normalize_whitespace(text: str) -> str:
     text = _SPACES.sub(" ", "".join(kept))
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def plain_text(text: str) -> str:
+    """Return ``text`` with markup removed (``strip_html``) and whitespace normalised; "" when nothing is left.
+
+    For text that is stored and shown but not parsed (e.g. the question kept beside an answer).
+    """
+    return normalize_whitespace(strip_html(text))
 
 
 def clean_text(text: str | bytes, *, max_chars: int = MAX_CHARS) -> str:

@@ -4,21 +4,28 @@ A ``DiscourseTree`` is immutable once built. Leaves are ``Node`` objects whose
 ``edu`` field indexes ``DiscourseTree.edus``; inner nodes carry a relation from
 ``parsers.relations`` and one nuclearity mark (``"N"`` or ``"S"``) per child.
 Trees need not be binary: multinuclear Joint lists may have many children.
+
+Nothing here recurses over the tree: a long text can give a tree hundreds of levels deep, and its JSON
+(``to_dict``, schema 2) is a flat list of nodes that point to their children by position, so no JSON
+encoder, pydantic model or client parser meets a nesting limit. ``from_dict`` still reads schema 1
+(nested ``root``), as stored by older indexes and sessions.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from parsers.errors import InputError
 from parsers.relations import canonical, is_default
 
+T = TypeVar("T")
 NUCLEUS = "N"
 SATELLITE = "S"
-SCHEMA_VERSION = 1
+#: 2: the nodes as a flat pre-order list (``nodes``), children by index; 1: one nested ``root`` object (still read)
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -115,20 +122,96 @@ class Node:
         return tuple(c for c, m in zip(self.children, self.nuclearity) if m == SATELLITE)
 
     def to_dict(self) -> dict[str, Any]:
-        if self.is_leaf:
-            return {"edu": self.edu}
-        return {
-            "relation": self.relation,
-            "nuclearity": "".join(self.nuclearity),
-            "children": [c.to_dict() for c in self.children],
-        }
+        """Return this subtree as one nested dict (schema 1's ``root``); built without recursion."""
+        return nested_from_flat(nodes_to_list(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Node:
-        if "edu" in data:
-            return cls.leaf(int(data["edu"]))
-        kids = [cls.from_dict(c) for c in data["children"]]
-        return cls.relate(data["relation"], kids, data["nuclearity"])
+        """Return the subtree of a nested dict (``to_dict``); raises ``InputError`` when it is malformed."""
+        return nodes_from_list(flat_from_nested(data))
+
+
+def nodes_to_list(root: Node) -> list[dict[str, Any]]:
+    """Return the nodes under ``root`` as a flat pre-order list: ``{"edu": i}`` for a leaf, else
+    ``{"relation", "nuclearity", "children": [positions in the list]}``; ``root`` is at position 0."""
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[Node, dict[str, Any] | None]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        if parent is not None:
+            parent["children"].append(len(out))
+        entry: dict[str, Any] = ({"edu": node.edu} if node.is_leaf else
+                                 {"relation": node.relation, "nuclearity": "".join(node.nuclearity), "children": []})
+        out.append(entry)
+        stack.extend((child, entry) for child in reversed(node.children))
+    return out
+
+
+def nodes_from_list(entries: Any) -> Node:
+    """Return the root of the flat node list ``nodes_to_list`` made; raises ``InputError`` when it is malformed.
+
+    Every node but the first must be the child of exactly one node before it, so the list is a tree.
+    """
+    if not isinstance(entries, list) or not entries:
+        raise InputError("malformed discourse tree JSON: 'nodes' must be a non-empty list")
+    built: list[Node | None] = [None] * len(entries)
+    parent_of = [-1] * len(entries)
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise InputError(f"malformed discourse tree JSON: node {i} is not an object")
+        for child in entry.get("children", ()) if "edu" not in entry else ():
+            if not isinstance(child, int) or isinstance(child, bool) or not i < child < len(entries) or parent_of[child] >= 0:
+                raise InputError(f"malformed discourse tree JSON: node {i} has a bad child {child!r}")
+            parent_of[child] = i
+    if any(p < 0 for p in parent_of[1:]):
+        raise InputError("malformed discourse tree JSON: a node is not reachable from the root")
+    try:
+        for i in range(len(entries) - 1, -1, -1):  # children come after their parent: build from the end
+            entry = entries[i]
+            if "edu" in entry:
+                built[i] = Node.leaf(int(entry["edu"]))
+                continue
+            built[i] = Node.relate(str(entry["relation"]), [built[c] for c in entry["children"]],  # type: ignore[misc]
+                                   entry["nuclearity"])
+            for c in entry["children"]:
+                built[c] = None  # free the parts as they are joined
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"malformed discourse tree JSON: {exc!r}") from None
+    return built[0]  # type: ignore[return-value]
+
+
+def flat_from_nested(data: Any) -> list[dict[str, Any]]:
+    """Return the flat node list of a nested (schema 1) node dict, walking it without recursion."""
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[Any, dict[str, Any] | None]] = [(data, None)]
+    while stack:
+        node, parent = stack.pop()
+        if not isinstance(node, dict):
+            raise InputError("malformed discourse tree JSON: a node is not an object")
+        if parent is not None:
+            parent["children"].append(len(out))
+        if "edu" in node:
+            out.append({"edu": node["edu"]})
+            continue
+        entry = {"relation": node.get("relation"), "nuclearity": node.get("nuclearity"), "children": []}
+        out.append(entry)
+        children = node.get("children")
+        if not isinstance(children, list):
+            raise InputError("malformed discourse tree JSON: a relation node needs a 'children' list")
+        stack.extend((child, entry) for child in reversed(children))
+    return out
+
+
+def nested_from_flat(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the nested (schema 1) form of a flat node list, built without recursion."""
+    nested = [({"edu": e["edu"]} if "edu" in e else {"relation": e["relation"], "nuclearity": e["nuclearity"]})
+              for e in entries]
+    for entry, out in zip(entries, nested):
+        if "edu" not in entry:
+            out["children"] = [nested[c] for c in entry["children"]]
+    return nested[0]
 
 
 @dataclass(frozen=True)
@@ -221,22 +304,25 @@ class DiscourseTree:
 
     # --- serialisation ------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict; ``from_dict`` restores an equal tree."""
+        """Return a JSON-ready dict (schema 2: ``nodes`` is the flat pre-order node list, the root first);
+        ``from_dict`` restores an equal tree."""
         return {
             "schema": SCHEMA_VERSION,
             "parser": self.parser,
             "text": self.text,
             "edus": [e.to_dict() for e in self.edus],
-            "root": self.root.to_dict(),
+            "nodes": nodes_to_list(self.root),
             "meta": self.meta,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DiscourseTree:
-        """Return the tree described by ``data``; raises ``InputError`` on malformed input."""
+        """Return the tree described by ``data`` (schema 2, or schema 1's nested ``root``); raises ``InputError``
+        on malformed input."""
         try:
             edus = tuple(EDU.from_dict(e) for e in data["edus"])
-            root = Node.from_dict(data["root"])
+            entries = data["nodes"] if "nodes" in data else flat_from_nested(data["root"])
+            root = nodes_from_list(entries)
             return cls(text=str(data.get("text", "")), edus=edus, root=root,
                        parser=str(data.get("parser", "")), meta=dict(data.get("meta") or {}))
         except (KeyError, TypeError, ValueError) as exc:
@@ -255,48 +341,60 @@ class DiscourseTree:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed discourse tree JSON: {exc}") from None
+        except RecursionError:
+            raise InputError("malformed discourse tree JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise InputError("malformed discourse tree JSON: expected an object")
         return cls.from_dict(data)
 
     # --- views --------------------------------------------------------------
+    def _fold(self, leaf: Callable[[Node], T], inner: Callable[[Node, list[T]], T]) -> T:
+        """Return ``inner(node, [results of its children])`` computed bottom-up without recursion."""
+        done: dict[int, T] = {}
+        stack: list[tuple[Node, bool]] = [(self.root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node.is_leaf:
+                done[id(node)] = leaf(node)
+            elif expanded:
+                done[id(node)] = inner(node, [done.pop(id(c)) for c in node.children])
+            else:
+                stack.append((node, True))
+                stack.extend((c, False) for c in reversed(node.children))
+        return done[id(self.root)]
+
     def to_compact(self, max_words: int = 6) -> str:
         """Return a one-line form such as ``Contrast[N][S](checked plugs..., still no start)``."""
 
-        def fmt(node: Node) -> str:
-            if node.is_leaf:
-                words = self.edus[node.edu].text.split()  # type: ignore[index]
-                short = " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
-                return f'"{short}"'
-            marks = "".join(f"[{m}]" for m in node.nuclearity)
-            return f"{node.relation}{marks}(" + ", ".join(fmt(c) for c in node.children) + ")"
+        def leaf(node: Node) -> str:
+            words = self.edus[node.edu].text.split()  # type: ignore[index]
+            short = " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
+            return f'"{short}"'
 
-        return fmt(self.root)
+        def inner(node: Node, parts: list[str]) -> str:
+            marks = "".join(f"[{m}]" for m in node.nuclearity)
+            return f"{node.relation}{marks}(" + ", ".join(parts) + ")"
+
+        return self._fold(leaf, inner)
 
     def to_nltk(self):
         """Return an ``nltk.Tree``: inner labels like ``Contrast[NS]``, leaves are EDU texts."""
         from nltk import Tree
 
-        def build(node: Node):
-            if node.is_leaf:
-                return self.edus[node.edu].text  # type: ignore[index]
-            return Tree(f"{node.relation}[{''.join(node.nuclearity)}]", [build(c) for c in node.children])
-
-        built = build(self.root)
+        built = self._fold(lambda node: self.edus[node.edu].text,  # type: ignore[index]
+                           lambda node, kids: Tree(f"{node.relation}[{''.join(node.nuclearity)}]", kids))
         return built if isinstance(built, Tree) else Tree("EDU", [built])
 
     def pretty(self) -> str:
         """Return an indented multi-line text drawing of the tree."""
         lines: list[str] = []
-
-        def draw(node: Node, depth: int, mark: str) -> None:
+        stack: list[tuple[Node, int, str]] = [(self.root, 0, "")]
+        while stack:
+            node, depth, mark = stack.pop()
             pad = "  " * depth + (f"{mark}: " if mark else "")
             if node.is_leaf:
                 lines.append(f"{pad}[{node.edu}] {self.edus[node.edu].text}")  # type: ignore[index]
-                return
+                continue
             lines.append(f"{pad}{node.relation}")
-            for child, m in zip(node.children, node.nuclearity):
-                draw(child, depth + 1, m)
-
-        draw(self.root, 0, "")
+            stack.extend((c, depth + 1, m) for c, m in reversed(list(zip(node.children, node.nuclearity))))
         return "\n".join(lines)

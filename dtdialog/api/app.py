@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,14 +14,19 @@ from fastapi.staticfiles import StaticFiles
 from dtdialog.api import routes_health, routes_index, routes_parse, routes_search, routes_sessions
 from dtdialog.api.deps import api_version
 from dtdialog.api.errors import BodySizeLimitMiddleware, CatchAllMiddleware, install_error_handlers
+from dtdialog.api.hosts import HostAllowListMiddleware
+from dtdialog.api.quotas import Quotas
 from dtdialog.api.service import EngineService
-from dtdialog.api.settings import ApiSettings
+from dtdialog.api.settings import API_KEY_ENV, ApiSettings
+
+log = logging.getLogger("dtdialog.api")
 
 STATIC_DIR = Path(__file__).parent / "static"
 DESCRIPTION = (
     "Discourse-tree dialogue manager for car-repair support (Galitsky & Ilvovsky). "
-    "Every error is `{\"error\": {\"code\": ..., \"message\": ...}}`; index management needs `X-API-Key` "
-    "when the server has a key configured."
+    "Every error is `{\"error\": {\"code\": ..., \"message\": ...}}`. Index writes and the answer history "
+    "need a key configured on the server and sent as `X-API-Key` (403 `index_writes_disabled` when the server has "
+    "none); per-client quotas answer 429 with `Retry-After`."
 )
 
 
@@ -31,8 +37,11 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if settings.preload:
+        if settings.preload and not service.loaded:  # `dtdialog serve --preload` loads it before listening
             await service.call(service.warm_up)
+        if not settings.api_key:  # said when serving starts: a start-up that fails prints only its one error line
+            log.info("index writes are disabled (no API key): set %s or start `dtdialog serve --api-key-file FILE` "
+                     "to enable POST /index/documents, POST /index/rebuild and the answer history", API_KEY_ENV)
         try:
             yield
         finally:
@@ -40,6 +49,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
     app = FastAPI(title="dtdialog", version=api_version(), description=DESCRIPTION, lifespan=lifespan)
     app.state.service = service
+    app.state.quotas = Quotas(settings)
     install_error_handlers(app)
     for module in (routes_health, routes_parse, routes_search, routes_sessions, routes_index):
         app.include_router(module.router)
@@ -49,7 +59,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     async def chat_page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
-    # Added last = outermost: the catch-all also covers the size limit.
+    # Added last = outermost: the catch-all also covers the size limit; a foreign Host is refused before any body is read.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(HostAllowListMiddleware, allowed=settings.allowed_hosts)
     app.add_middleware(CatchAllMiddleware)
     return app

@@ -8,6 +8,7 @@ also written to the server log next to the traceback.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -20,15 +21,33 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
+from parsers.errors import (
+    ConfigError,
+    DTDialogError,
+    InputError,
+    ModelNotAvailableError,
+    StorageBusyError,
+    StorageError,
+    StorageFullError,
+    StorageReadOnlyError,
+)
 
 log = logging.getLogger("dtdialog.api")
 
 _STATUS_CODES = {
     400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
     409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
-    429: "too_many_requests", 500: "internal_error", 503: "unavailable",
+    429: "too_many_requests", 500: "internal_error", 503: "unavailable", 507: "insufficient_storage",
 }
+#: Storage faults are the server's, not the client's: the most specific class first. Nothing was written.
+_STORAGE_STATUS: tuple[tuple[type[StorageError], int, str], ...] = (
+    (StorageFullError, 507, "storage_full"),
+    (StorageBusyError, 503, "storage_busy"),
+    (StorageReadOnlyError, 503, "storage_read_only"),
+    (StorageError, 503, "storage_unavailable"),
+)
+#: seconds a client is told to wait before retrying after a 503 from a locked database
+RETRY_AFTER_BUSY = "5"
 
 
 class ApiError(Exception):
@@ -57,6 +76,11 @@ def _status_of_engine_error(exc: DTDialogError) -> tuple[int, str]:
     # does not need the engine to be importable.
     if type(exc).__name__ == "SessionNotFoundError":
         return 404, "session_not_found"
+    for cls, status, code in _STORAGE_STATUS:
+        if isinstance(exc, cls):
+            return status, code
+    if type(exc).__name__ == "IndexBusyError":  # index.index_files: another build holds the index's lock
+        return 409, "index_busy"
     if isinstance(exc, ModelNotAvailableError):
         return 503, "model_not_available"
     if isinstance(exc, InputError):
@@ -91,7 +115,15 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _engine_error(request: Request, exc: DTDialogError) -> JSONResponse:
         status, code = _status_of_engine_error(exc)
         message = str(exc).splitlines()[0] if str(exc).strip() else code.replace("_", " ")
-        return error_response(status, code, scrub_paths(message))
+        if isinstance(exc, StorageError):
+            log.error("storage fault on %s %s: %s", request.method, request.url.path, message)
+        headers = {"Retry-After": RETRY_AFTER_BUSY} if isinstance(exc, StorageBusyError) else None
+        return error_response(status, code, scrub_paths(message), headers=headers)
+
+    @app.exception_handler(UnicodeEncodeError)
+    async def _unicode_error(request: Request, exc: UnicodeEncodeError) -> JSONResponse:
+        # only client text can hold what UTF-8 cannot encode (a lone surrogate sent as "\\ud800"); nothing was stored
+        return error_response(422, "invalid_unicode", f"the request holds text that is not valid Unicode ({exc.reason})")
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -105,6 +137,9 @@ def install_error_handlers(app: FastAPI) -> None:
         details = _clean_validation_errors(errors)
         first = details[0] if details else {"loc": [], "msg": "invalid request"}
         where = ".".join(p for p in first["loc"] if p not in ("body",)) or "request"
+        if any(d["type"] == "string_unicode" for d in details):  # a lone surrogate ("\\ud800") in a text field
+            return error_response(422, "invalid_unicode", f"{where}: the text is not valid Unicode (a lone surrogate)",
+                                  details=details)
         return error_response(422, "validation_error", f"{where}: {first['msg']}", details=details)
 
     @app.exception_handler(StarletteHTTPException)
@@ -146,6 +181,11 @@ class CatchAllMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
+        except asyncio.CancelledError:
+            # shutdown's grace period is over (uvicorn cancels what is still running): say so, not a bare 500
+            if not started:
+                await _send_json(send, 503, error_body("shutting_down", "the server is shutting down; try again"))
+            raise
         except Exception:
             error_id = uuid.uuid4().hex[:12]
             log.exception("unhandled error %s on %s %s", error_id, scope.get("method"), scope.get("path"))

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from dtdialog.intents import MAX_TURN_CHARS
+from index.base import ID_REGEX
+from parsers.text_input import MAX_CHARS
 
 #: Hard upper bound of hits per search request, whatever the settings say.
 MAX_SEARCH_SIZE = 50
 
 
 class _Strict(BaseModel):
-    # Unknown fields are a client bug worth a clear 422 rather than silence.
+    # Unknown fields are a client bug worth a clear 422 rather than silence. Request fields use the Strict*
+    # types: ``{"position": false}`` or ``"1"`` silently became 0 and 1, a different answer slot than meant.
     model_config = ConfigDict(extra="forbid")
 
 
@@ -27,13 +32,16 @@ class ErrorResponse(BaseModel):
 
 
 class ParseRequest(_Strict):
-    text: str = Field(min_length=1, description="The text to parse; at most the server's max_text_chars.",
+    text: StrictStr = Field(min_length=1, description="The text to parse; at most the server's max_text_chars "
+                                                      f"(default {MAX_CHARS:,} characters, the parser's limit) with "
+                                                      f"the API key, a turn's {MAX_TURN_CHARS:,} without it (413 above it).",
                       examples=["I replaced the battery, but the car still does not start."])
 
 
 class ParseResponse(BaseModel):
     parser: str
-    tree: dict[str, Any] = Field(description="DiscourseTree.to_dict(): text, edus, root.")
+    tree: dict[str, Any] = Field(description="DiscourseTree.to_dict() (schema 2): text, edus, and nodes - a flat "
+                                             "list, the root first, each inner node naming its children by position.")
     compact: str = Field(description="One-line bracketed form, e.g. 'Contrast(N: ..., S: ...)'.")
     relations: list[str]
     edus: list[str]
@@ -41,9 +49,11 @@ class ParseResponse(BaseModel):
 
 
 class SearchRequest(_Strict):
-    query: str = Field(min_length=1, description="A customer question, or a query string in 'query' mode.",
-                       examples=["My car does not start although I replaced the battery."])
-    size: int = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
+    query: StrictStr = Field(min_length=1, description="A customer question, at most a customer message's "
+                                                       f"{MAX_TURN_CHARS:,} characters (413 above it), or a query string "
+                                                       "in 'query' mode (the general text limit, max_text_chars).",
+                             examples=["My car does not start although I replaced the battery."])
+    size: StrictInt = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
     mode: Literal["question", "query"] = Field(
         default="question",
         description="'question': parse the text, retrieve and rank by rhetorical agreement with its DT. "
@@ -90,8 +100,10 @@ class SessionCreated(BaseModel):
 
 
 class MessageRequest(_Strict):
-    text: str = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option number.",
-                      examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
+    text: StrictStr = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option "
+                                                      f"number; at most {MAX_TURN_CHARS:,} characters, the engine's "
+                                                      "turn limit (413 above it).",
+                            examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
                                 "and the solenoid, but I still could not start my car."])
 
 
@@ -155,11 +167,16 @@ class IndexStats(BaseModel):
 
 
 class NewAnswer(_Strict):
-    text: str = Field(min_length=1)
-    id: str | None = Field(default=None, max_length=200, description="Defaults to '{dialogue_id}#{position}'.")
-    dialogue_id: str | None = Field(default=None, max_length=200, description="Defaults to 'api-<hash of text>'.")
-    position: int = Field(default=1, ge=0, le=10_000)
-    question: str | None = Field(default=None, description="The question this answer replies to, kept in meta.")
+    text: StrictStr = Field(min_length=1,
+                            description=f"The answer; at most the server's max_text_chars (default {MAX_CHARS:,}).")
+    id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
+                                 description="Defaults to '{dialogue_id}#{position}'. Letters, digits and ._:#/@~- only.")
+    dialogue_id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
+                                          description="Defaults to 'api-<hash of text>'. Letters, digits and ._:#/@~- only.")
+    position: StrictInt = Field(default=1, ge=0, le=10_000)
+    question: StrictStr | None = Field(default=None, description="The question this answer replies to, kept in meta "
+                                                                 "as plain text (markup is removed); at most "
+                                                                 "max_text_chars (413 above it, never cut).")
 
 
 class AddDocumentsRequest(_Strict):
@@ -170,11 +187,17 @@ class AddDocumentsResponse(BaseModel):
     added: int
     ids: list[str]
     documents: int
+    replaced: list[str] = Field(default_factory=list, description="Ids whose earlier version went to the history "
+                                "(GET /index/documents/{id}/history, POST .../restore).")
 
 
 class RebuildRequest(_Strict):
     source: Literal["builtin", "path"] = "builtin"
-    path: str | None = Field(default=None, description="With source='path': a corpus file under a configured rebuild root.")
+    path: StrictStr | None = Field(default=None,
+                                   description="With source='path': a corpus file under a configured rebuild root.")
+    drop_api_answers: StrictBool = Field(default=False, description="Drop the answers added through the API instead "
+                                         "of carrying them into the rebuilt index (their last versions stay in the "
+                                         "history, so they can be restored).")
 
 
 class RebuildResponse(BaseModel):
@@ -183,3 +206,32 @@ class RebuildResponse(BaseModel):
     skipped: int = Field(default=0, description="Answers the parser could not use.")
     seconds: float
     backend: str
+    kept_api_answers: int = Field(default=0, description="Answers added through the API, carried into the new index.")
+    dropped_api_answers: int = Field(default=0, description="Answers added through the API, dropped on request.")
+
+
+class AnswerVersionOut(BaseModel):
+    version: int | None = Field(description="History version (higher = newer); null for the current answer.")
+    replaced_at: str | None = Field(default=None, description="When this version was replaced (UTC, ISO 8601).")
+    id: str
+    dialogue_id: str
+    position: int
+    text: str
+    source: str | None = Field(default=None, description="'api' for an answer added through the API.")
+
+
+class AnswerHistory(BaseModel):
+    id: str
+    current: AnswerVersionOut | None = Field(description="The answer served now; null when it is not in the index.")
+    versions: list[AnswerVersionOut] = Field(description="Earlier versions, newest first.")
+
+
+class RestoreRequest(_Strict):
+    version: StrictInt | None = Field(default=None, ge=1, description="The history version to bring back "
+                                      "(default: the newest earlier version).")
+
+
+class RestoreResponse(BaseModel):
+    id: str
+    restored_version: int
+    documents: int

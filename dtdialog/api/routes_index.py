@@ -1,32 +1,47 @@
-"""Index management: ``GET /index``, ``POST /index/documents``, ``POST /index/rebuild`` (``X-API-Key`` when configured)."""
+"""Index management: ``GET /index``, ``POST /index/documents``, the answer history, ``POST /index/rebuild``.
+
+Writes (every method but GET/HEAD) and the history need a configured API key sent as ``X-API-Key``;
+without a configured key they answer 403 ``index_writes_disabled``. ``GET /index`` (counts, backend,
+parser, file name; no answer text) is open when no key is configured and needs the key when one is.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 
-from dtdialog.api.deps import check_text, get_service, require_api_key
+from dtdialog.api.deps import check_text, get_service, guard_index, require_index_admin
 from dtdialog.api.errors import ApiError
 from dtdialog.api.models import (
     AddDocumentsRequest,
     AddDocumentsResponse,
+    AnswerHistory,
+    AnswerVersionOut,
     ErrorResponse,
     IndexStats,
     RebuildRequest,
     RebuildResponse,
+    RestoreRequest,
+    RestoreResponse,
 )
+from dtdialog.api.quotas import get_quotas
+from index.base import check_id
+from parsers.errors import InputError
 
-router = APIRouter(prefix="/index", tags=["index"], dependencies=[Depends(require_api_key)])
-_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 401, 403, 413, 422)}
+router = APIRouter(prefix="/index", tags=["index"], dependencies=[Depends(guard_index)])
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse}
+                                            for c in (400, 401, 403, 409, 413, 422, 429, 501, 503)}
+_HISTORY_ERRORS: dict[int | str, dict[str, Any]] = {**_ERRORS, 404: {"model": ErrorResponse}}
+DocId = Path(min_length=1, max_length=200, description="The answer id, e.g. 'brakes-014#5' (URL-encode '#' as %23).")
 
 
-def index_path(service: Any) -> Path:
+def index_path(service: Any) -> FilePath:
     """Return the SQLite index file the service serves (loads the engine)."""
-    return Path(service.runtime().index_location)
+    return FilePath(service.runtime().index_location)
 
 
 @router.get("", response_model=IndexStats, responses=_ERRORS)
@@ -42,7 +57,7 @@ async def index_stats(request: Request) -> IndexStats:
                           parser=(info.get("parser") or {}).get("name") if isinstance(info.get("parser"), dict)
                           else info.get("parser"))
 
-    return await service.call(work)
+    return await get_quotas(request).run(request, work)
 
 
 @router.post("/documents", response_model=AddDocumentsResponse, responses=_ERRORS)
@@ -54,21 +69,27 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
         raise ApiError(413, "too_many_documents",
                        f"{len(body.answers)} answers in one request; the limit is {settings.max_documents_per_request}")
     texts = [check_text(a.text, settings, field=f"answers[{i}].text") for i, a in enumerate(body.answers)]
+    # the question is checked like any other text (limit, valid Unicode), never cut short silently
+    questions = [check_text(a.question, settings, field=f"answers[{i}].question") if a.question and a.question.strip()
+                 else None for i, a in enumerate(body.answers)]
 
     def work() -> AddDocumentsResponse:
         from index.documents import build_document
 
         parser = service.parser()
         docs = []
-        for answer, text in zip(body.answers, texts):
+        for answer, text, question in zip(body.answers, texts, questions):
             dialogue_id = answer.dialogue_id or "api-" + hashlib.sha1(text.encode()).hexdigest()[:10]
             meta = {"source": "api"}
-            if answer.question:
-                meta["question"] = answer.question[: settings.max_text_chars]
+            if question:
+                meta["question"] = question
             docs.append(build_document(doc_id=answer.id or f"{dialogue_id}#{answer.position}", dialogue_id=dialogue_id,
                                        position=answer.position, text=text, tree=parser.parse(text), meta=meta))
         runtime = service.runtime()
         replaced = [d.id for d in docs if runtime.index.get(d.id) is not None]
+        if replaced and not runtime.index.supports_history:
+            raise ApiError(409, "history_not_supported", f"the {settings.backend} backend keeps no answer history, so "
+                           f"replacing {replaced[0]!r} could not be undone; add the answer under a new id")
         if settings.backend == "sqlite":
             from index.sqlite_index import SqliteIndex
 
@@ -81,14 +102,78 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
             # The selector caches each answer's DT analysis by id (a replaced answer must not keep the old one),
             # and the learned ranker's dense vectors must cover the new answers (only those are encoded).
             service.refresh_selector()
-        return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=runtime.index.count())
+        return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=runtime.index.count(),
+                                    replaced=replaced)
 
-    return await service.call(work)
+    return await get_quotas(request).run(request, work)
+
+
+def _version_out(doc: Any, *, version: int | None = None, replaced: float | None = None) -> AnswerVersionOut:
+    when = None if replaced is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(replaced))
+    return AnswerVersionOut(version=version, replaced_at=when, id=doc.id, dialogue_id=doc.dialogue_id,
+                            position=doc.position, text=doc.text, source=(doc.meta or {}).get("source"))
+
+
+def _history_of(index: Any, doc_id: str) -> list[Any]:
+    if not index.supports_history:
+        raise ApiError(501, "history_not_supported", f"the {index.backend} backend keeps no answer history")
+    return index.history(doc_id)
+
+
+@router.get("/documents/{doc_id}/history", response_model=AnswerHistory, responses=_HISTORY_ERRORS,
+            dependencies=[Depends(require_index_admin)])
+async def answer_history(request: Request, doc_id: str = DocId) -> AnswerHistory:
+    """Return the answer served under ``doc_id`` and its earlier versions (newest first), kept when it was replaced."""
+    service = get_service(request)
+
+    def work() -> AnswerHistory:
+        index = service.runtime().index
+        versions = _history_of(index, doc_id)
+        current = index.get(doc_id)
+        if current is None and not versions:
+            raise ApiError(404, "answer_not_found", f"no answer {doc_id!r} and no history for it")
+        return AnswerHistory(id=doc_id, current=None if current is None else _version_out(current),
+                             versions=[_version_out(v.document, version=v.version, replaced=v.replaced)
+                                       for v in versions])
+
+    return await get_quotas(request).run(request, work)
+
+
+@router.post("/documents/{doc_id}/restore", response_model=RestoreResponse, responses=_HISTORY_ERRORS)
+async def restore_answer(request: Request, doc_id: str = DocId,
+                         body: RestoreRequest | None = None) -> RestoreResponse:
+    """Serve an earlier version of ``doc_id`` again (default: the newest); the version it replaces joins the history."""
+    check_id(doc_id)  # what is restored is stored again: the id must pass the same check as an added answer (422)
+    service = get_service(request)
+    wanted = body.version if body is not None else None
+
+    def work() -> RestoreResponse:
+        from index.sqlite_index import SqliteIndex
+
+        runtime = service.runtime()
+        versions = _history_of(runtime.index, doc_id)
+        chosen = next((v for v in versions if wanted is None or v.version == wanted), None)
+        if chosen is None:
+            raise ApiError(404, "version_not_found", f"answer {doc_id!r} has no earlier version"
+                           + ("" if wanted is None else f" {wanted}"))
+        with SqliteIndex(index_path(service), readonly=False) as writer:
+            writer.add([chosen.document])
+        service.refresh_selector()
+        return RestoreResponse(id=doc_id, restored_version=chosen.version, documents=runtime.index.count())
+
+    return await get_quotas(request).run(request, work)
 
 
 @router.post("/rebuild", response_model=RebuildResponse, responses=_ERRORS)
 async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
-    """Rebuild the index from the built-in corpus, or from a corpus file under a configured rebuild root."""
+    """Rebuild the index from the built-in corpus, or from a corpus file under a configured rebuild root.
+
+    Answers added through the API are carried into the new index (or, with ``drop_api_answers``, only into
+    the history), and the answers' version history is carried over, all in the same atomic swap. The build
+    holds the index's build lock (another build of the file: 409 ``index_busy``); when the engine ranks with
+    vectors, the new index's vectors and SG phrases are made before that swap too (only new or edited answers
+    are encoded again).
+    """
     service = get_service(request)
     settings = service.settings
     if settings.backend != "sqlite":
@@ -102,17 +187,56 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
         dialogues = _load_dialogues(source)
         target = index_path(service)
         target.parent.mkdir(parents=True, exist_ok=True)
+        old = service.runtime().index
+        api_answers = [d for d in old.documents() if (d.meta or {}).get("source") == "api"]
+        carry = _CarryOver(api_answers, old.export_history(), drop=body.drop_api_answers)
         # build_index writes a temp file and renames it: open readers keep the old file until they are replaced.
-        report = build_index(dialogues=dialogues, parser=service.parser(), backend="sqlite", out=target, progress=False)
+        # No waiting for another build's lock: the engine thread would stall every request behind it (409 at once).
+        report = build_index(dialogues=dialogues, parser=service.parser(), backend="sqlite", out=target,
+                             progress=False, finish=carry, dense=service.ranks_with_vectors(), reuse_side_files=True)
         runtime = service.build_engine(index_path=target)
         service.replace_runtime(runtime)
         return RebuildResponse(documents=runtime.index.count(), dialogues=report.dialogues, skipped=len(report.skipped),
-                               seconds=round(time.perf_counter() - start, 3), backend="sqlite")
+                               seconds=round(time.perf_counter() - start, 3), backend="sqlite",
+                               kept_api_answers=carry.kept, dropped_api_answers=len(api_answers) - carry.kept)
 
-    return await service.call(work)
+    return await get_quotas(request).run(request, work)
 
 
-def _source_path(body: RebuildRequest, roots: tuple[Path, ...]) -> Path | None:
+class _CarryOver:
+    """The builder's finish step of a rebuild: the old history, then the API answers (kept, or only into the history).
+
+    An API answer whose id is no longer a safe id (added before ids were checked) cannot be stored again; it is
+    dropped into the history like the others with ``drop_api_answers`` rather than failing the whole rebuild.
+    """
+
+    def __init__(self, api_answers: list[Any], past: list[Any], *, drop: bool) -> None:
+        self.api_answers, self.past, self.drop = api_answers, past, drop
+        self.kept = 0
+
+    def __call__(self, new_index: Any) -> None:
+        new_index.import_history(self.past)
+        keep = [] if self.drop else [d for d in self.api_answers if _safe_ids(d)]
+        kept_ids = {d.id for d in keep}
+        for doc in self.api_answers:
+            if doc.id not in kept_ids:
+                new_index.keep_version(doc)  # dropped, not lost: ``restore`` brings a safe one back
+        if keep:
+            # added after the corpus: an answer the API replaced stays replaced, the corpus text goes to the history
+            new_index.add(keep)
+        self.kept = len(keep)
+
+
+def _safe_ids(doc: Any) -> bool:
+    try:
+        check_id(doc.id)
+        check_id(doc.dialogue_id, field="dialogue_id")
+    except InputError:
+        return False
+    return True
+
+
+def _source_path(body: RebuildRequest, roots: tuple[FilePath, ...]) -> FilePath | None:
     if body.source == "builtin":
         if body.path:
             raise ApiError(422, "validation_error", "path is only allowed with source='path'")
@@ -123,7 +247,7 @@ def _source_path(body: RebuildRequest, roots: tuple[Path, ...]) -> Path | None:
         raise ApiError(403, "rebuild_path_disabled", "this server allows no server-side corpus path (no rebuild root configured)")
     if "\x00" in body.path:
         raise ApiError(422, "validation_error", "path contains a NUL character")
-    candidate = Path(body.path)
+    candidate = FilePath(body.path)
     resolved = (candidate if candidate.is_absolute() else roots[0] / candidate).resolve()
     if not any(resolved == r or r in resolved.parents for r in roots):
         raise ApiError(403, "path_not_allowed", "the path is outside the server's rebuild roots")
@@ -132,7 +256,7 @@ def _source_path(body: RebuildRequest, roots: tuple[Path, ...]) -> Path | None:
     return resolved
 
 
-def _load_dialogues(source: Path | None) -> list[Any]:
+def _load_dialogues(source: FilePath | None) -> list[Any]:
     if source is None:
         from data.builtin import load_builtin_corpus
 

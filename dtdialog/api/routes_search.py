@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
-from dtdialog.api.deps import check_text, get_service
+from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.models import MAX_SEARCH_SIZE, Agreement, ErrorResponse, SearchHitOut, SearchRequest, SearchResponse
+from dtdialog.api.quotas import get_quotas, rate_limit
+from dtdialog.intents import MAX_TURN_CHARS
 
 router = APIRouter(tags=["search"])
-_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422)}
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422, 429, 503)}
 
 
 def agreement_out(agreement: Any) -> Agreement | None:
@@ -36,7 +38,14 @@ def _hit_out(document: Any, *, score: float, retrieval_score: float | None, matc
 
 
 def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchResponse:
-    """Return the response of a search (call on the engine thread)."""
+    """Return the response of a search (call on the engine thread).
+
+    A question is ranked as a turn would be, so it has a customer message's limit: this also bounds what one
+    search costs the engine (a 100,000-character question took seconds). A query string (``mode="query"``)
+    is only retrieved, not parsed: it keeps ``max_text_chars``.
+    """
+    limit = None if mode == "query" else message_limit(service)
+    query = check_text(query, service.settings, field="query", limit=limit)
     runtime = service.runtime()
     if mode == "query":
         from index.query_parser import parse_query_string
@@ -59,14 +68,16 @@ def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchRespo
 
 async def _search(request: Request, *, query: str, size: int, mode: str) -> SearchResponse:
     service = get_service(request)
-    text = check_text(query, service.settings, field="query")
-    return await service.call(run_search, service=service, query=text, size=size, mode=mode)
+    check_text(query, service.settings, field="query")  # refused before queueing when over every limit
+    return await get_quotas(request).run(request, lambda: run_search(service, query=query, size=size, mode=mode))
 
 
-@router.get("/search", response_model=SearchResponse, responses=_ERRORS)
+@router.get("/search", response_model=SearchResponse, responses=_ERRORS, dependencies=[Depends(rate_limit("search"))])
 async def search_get(
     request: Request,
-    q: str = Query(min_length=1, description="The question, or a query string in 'query' mode."),
+    q: str = Query(min_length=1, description="The question (at most "
+                                             f"{MAX_TURN_CHARS:,} characters, a customer message's limit), or a query "
+                                             "string in 'query' mode (the general text limit)."),
     size: int = Query(10, ge=1, le=MAX_SEARCH_SIZE),
     mode: Literal["question", "query"] = Query("question"),
 ) -> SearchResponse:
@@ -74,7 +85,7 @@ async def search_get(
     return await _search(request, query=q, size=size, mode=mode)
 
 
-@router.post("/search", response_model=SearchResponse, responses=_ERRORS)
+@router.post("/search", response_model=SearchResponse, responses=_ERRORS, dependencies=[Depends(rate_limit("search"))])
 async def search_post(body: SearchRequest, request: Request) -> SearchResponse:
     """Same as ``GET /search`` with the query in a JSON body (for long questions)."""
     return await _search(request, query=body.query, size=body.size, mode=body.mode)

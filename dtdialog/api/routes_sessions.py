@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from dtdialog.api.deps import check_text, get_service
+from dtdialog.api.deps import check_text, get_service, message_limit
+from dtdialog.api.errors import ApiError
 from dtdialog.api.explain_turn import explain_turn
+from dtdialog.api.jsonable import jsonable
 from dtdialog.api.models import (
     ErrorResponse,
     MessageRequest,
@@ -16,77 +18,90 @@ from dtdialog.api.models import (
     TurnOption,
     TurnResponse,
 )
+from dtdialog.api.quotas import Quotas, get_quotas, rate_limit
 
 router = APIRouter(tags=["sessions"])
 SessionId = Path(min_length=1, max_length=128, description="The id returned by POST /sessions.")
-_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 404, 413, 422)}
-
-
-def _jsonable(value: Any) -> Any:
-    # Traces are plain dicts by contract; this guards against a stray tuple or dataclass.
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if hasattr(value, "to_dict"):
-        return _jsonable(value.to_dict())
-    return str(value)
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 404, 413, 422, 429, 503)}
 
 
 def turn_out(result: Any) -> TurnResponse:
     """Return the API view of an engine ``TurnResult``."""
     return TurnResponse(
         session_id=result.session_id, reply=result.reply, kind=str(result.kind), state=str(result.state),
-        answer_id=result.answer_id, trace=_jsonable(result.trace or {}),
+        answer_id=result.answer_id, trace=jsonable(result.trace or {}),
         confidence=getattr(result, "confidence", None),  # calibrated confidence (issue 13)
         options=[TurnOption(number=int(o.number), label=str(o.label), answer_id=getattr(o, "answer_id", None))
                  for o in result.options or ()],
     )
 
 
-@router.post("/sessions", response_model=SessionCreated, status_code=201)
+def live_session(manager: Any, quotas: Quotas, session_id: str, *, traces: bool) -> Any:
+    """Return the stored session; 404 ``session_expired`` (and the session purged) when it was idle too long."""
+    record = manager.session(session_id, traces=traces)
+    if quotas.expired(record):
+        manager.store.delete(session_id)
+        raise ApiError(404, "session_expired", "this session expired after being idle too long; start a new one")
+    return record
+
+
+@router.post("/sessions", response_model=SessionCreated, status_code=201,
+             responses={c: {"model": ErrorResponse} for c in (429, 503)}, dependencies=[Depends(rate_limit("session"))])
 async def create_session(request: Request) -> SessionCreated:
     """Start a dialogue session and return its id."""
     service = get_service(request)
-    session_id = await service.call(lambda: service.manager().start_session())
-    return SessionCreated(session_id=session_id)
+    quotas = get_quotas(request)
+
+    def work() -> str:
+        manager = service.manager()
+        quotas.admit_session(manager.store)
+        return manager.start_session()
+
+    return SessionCreated(session_id=await quotas.run(request, work))
 
 
-@router.post("/sessions/{session_id}/messages", response_model=TurnResponse, responses=_ERRORS)
+@router.post("/sessions/{session_id}/messages", response_model=TurnResponse, responses=_ERRORS,
+             dependencies=[Depends(rate_limit("turn"))])
 async def post_message(
     body: MessageRequest,
     request: Request,
     session_id: str = SessionId,
     explain: bool = Query(False, description="Add both discourse trees and the matched chains as pictures."),
-) -> TurnResponse:
+) -> Response:
     """Handle one customer turn: return the reply, any clarification options, the session state and the trace."""
     service = get_service(request)
+    quotas = get_quotas(request)
 
-    def work() -> TurnResponse:
+    def work() -> Response:
         manager = service.manager()
-        # a turn has the engine's limit (never above the API's text limit): the API never accepts a turn the
-        # engine would only answer with "too long"
-        limit = min(service.settings.max_text_chars, manager.config.max_input_chars)
-        text = check_text(body.text, service.settings, limit=limit)
-        manager.session(session_id, traces=False)  # 404 before any work on an unknown id (no trace parsing)
-        result = manager.handle(session_id=session_id, text=text)
-        out = turn_out(result)
-        if explain:
-            record = manager.session(session_id)
-            out.explain = explain_turn(service, result=result, user_text=text, session_question=record.question or "",
-                                       history=list(record.traces[:-1]))
-        return out
+        manager = service.manager()
+        quotas.purge_due(manager.store)
+        text = check_text(body.text, service.settings, limit=message_limit(service))
+        live_session(manager, quotas, session_id, traces=False)  # 404 before any work on an unknown id (no trace parsing)
+        payload: list[str] = []
 
-    return await service.call(work)
+        def respond(result: Any, record: Any) -> None:
+            # the response is built and serialised before the session is written: if this fails, the turn is not saved
+            out = turn_out(result)
+            if explain:
+                history = manager.session(session_id).traces  # the stored turns: this one is not saved yet
+                out.explain = explain_turn(service, result=result, user_text=text,
+                                           session_question=record.question or "", history=history)
+            payload.append(out.model_dump_json())
+
+        manager.handle(session_id=session_id, text=text, before_save=respond)
+        return Response(content=payload[0], media_type="application/json")
+
+    return await quotas.run(request, work)
 
 
-@router.get("/sessions/{session_id}", response_model=SessionOut, responses={404: {"model": ErrorResponse}})
+@router.get("/sessions/{session_id}", response_model=SessionOut,
+            responses={c: {"model": ErrorResponse} for c in (404, 422, 429, 503)})
 async def get_session(request: Request, session_id: str = SessionId) -> SessionOut:
     """Return the session's transcript and per-turn traces."""
     service = get_service(request)
-    record = await service.call(lambda: service.manager().session(session_id))
-    data = _jsonable(record.to_dict())
+    quotas = get_quotas(request)
+    record = await quotas.run(request, lambda: live_session(service.manager(), quotas, session_id, traces=True))
+    data = jsonable(record.to_dict())
     data["session_id"] = data.get("session_id") or data.get("id") or session_id
     return SessionOut(**data)

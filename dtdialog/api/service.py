@@ -12,17 +12,67 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import queue
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
+from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Any, TypeVar
 
 from dtdialog.api.errors import ApiError, scrub_paths
 from dtdialog.api.settings import ApiSettings
-from parsers.errors import DTDialogError
+from parsers.errors import DTDialogError, StorageError
 
 log = logging.getLogger("dtdialog.api")
 T = TypeVar("T")
+
+
+#: Seconds ``close`` waits for the engine call in flight before giving up on it (shutdown stays bounded).
+CLOSE_TIMEOUT_S = 3.0
+
+
+class EngineThread(Executor):
+    """One daemon worker thread running the submitted calls in order; it knows how long the current one has run.
+
+    A daemon thread, unlike ``ThreadPoolExecutor``'s workers (joined at interpreter exit): an engine call
+    that never returns cannot keep the process alive after shutdown. A call whose future was cancelled
+    before it started (its client gone, or shutdown) is skipped.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._started: float | None = None
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        self._queue.put((future, functools.partial(fn, *args, **kwargs)))
+        return future
+
+    def busy_seconds(self) -> float:
+        """Return how long the call in progress has been running (0.0 when idle)."""
+        started = self._started
+        return 0.0 if started is None else time.monotonic() - started
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, call = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            self._started = time.monotonic()
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # handed to the caller through the future
+                future.set_exception(exc)
+            finally:
+                self._started = None
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._queue.put(None)
+        if wait:
+            self._thread.join()
 
 
 class EngineService:
@@ -30,16 +80,16 @@ class EngineService:
 
     def __init__(self, settings: ApiSettings) -> None:
         self.settings = settings
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: EngineThread | None = None
         self._executor_lock = threading.Lock()
         self._parser: Any = None
         self._runtime: Any = None
 
     # -- threading -------------------------------------------------------
-    def _pool(self) -> ThreadPoolExecutor:
+    def _pool(self) -> EngineThread:
         with self._executor_lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dtdialog-engine")
+                self._executor = EngineThread("dtdialog-engine")
             return self._executor
 
     async def call(self, fn: Callable[..., T], **kwargs: Any) -> T:
@@ -47,13 +97,42 @@ class EngineService:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool(), functools.partial(fn, **kwargs))
 
-    def close(self) -> None:
-        """Wait for running engine calls, then release the index and the session store."""
+    def submit(self, fn: Callable[..., T], **kwargs: Any) -> Future[T]:
+        """Queue ``fn(**kwargs)`` on the engine thread from synchronous code; return its future."""
+        return self._pool().submit(fn, **kwargs)
+
+    def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Wait (at most ``timeout`` seconds) for the engine call in flight, then release the index and the session store.
+
+        An engine call still running after that is abandoned (its thread is a daemon): shutting down
+        never hangs on it, and SQLite's journal undoes any write it had not committed.
+        """
         with self._executor_lock:
             executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.submit(self._close_resources).result()
-            executor.shutdown(wait=True)
+        if executor is None:
+            return
+        try:
+            executor.submit(self._close_resources).result(timeout=timeout)
+        except FuturesTimeout:
+            log.error("an engine call was still running after %.0f s; shutting down without waiting for it", timeout)
+        executor.shutdown(wait=False)
+
+    def readiness(self, *, lock_timeout: float = 0.5) -> str | None:
+        """Return None when the engine can take work, else why not (cheap: never queued behind engine calls).
+
+        Not ready: an engine call has run for longer than ``settings.health_stall_seconds``, or the loaded
+        index's or session store's lock cannot be taken within ``lock_timeout`` seconds.
+        """
+        executor = self._executor
+        busy = executor.busy_seconds() if executor is not None else 0.0
+        if busy > self.settings.health_stall_seconds:
+            return f"an engine call has been running for {busy:.0f} s"
+        runtime = self._runtime
+        if runtime is not None:
+            for name, part in (("answer index", runtime.index), ("session store", runtime.store)):
+                if part is not None and not part.lock_free(lock_timeout):
+                    return f"the {name} stays locked"
+        return None
 
     def _close_resources(self) -> None:
         engine, self._runtime = self._runtime, None
@@ -101,25 +180,37 @@ class EngineService:
         freeze_loaded()
         return engine
 
-    def runtime(self) -> Any:
-        """Return the ``Engine`` (parser, index, selector, manager), loading or building the index on first use."""
+    def load(self) -> Any:
+        """Return the ``Engine`` (parser, index, selector, manager), loading or building the index on first use.
+
+        A problem raises its ``DTDialogError`` (``dtdialog serve --preload`` prints it as one line).
+        """
         if self._runtime is None:
-            try:
-                self._runtime = self.build_engine()
-            except DTDialogError as exc:
-                # A server-side problem (bad index file, unreachable backend), not the client's input.
-                log.error("cannot load the engine: %s", exc)
-                raise ApiError(503, "engine_unavailable", "the answer index cannot be loaded: " + scrub_paths(str(exc))) from None
+            self._runtime = self.build_engine()
             log.info("engine loaded: %s index with %d answers", self.settings.backend, self._runtime.index.count())
         return self._runtime
+
+    def runtime(self) -> Any:
+        """Return the loaded ``Engine`` (see ``load``); a problem loading it is a 503 ``engine_unavailable``."""
+        try:
+            return self.load()
+        except StorageError:
+            raise  # a disk or lock fault keeps its own status (507, 503) and code
+        except DTDialogError as exc:
+            # A server-side problem (bad index file, unreachable backend), not the client's input.
+            log.error("cannot load the engine: %s", exc)
+            raise ApiError(503, "engine_unavailable", "the answer index cannot be loaded: " + scrub_paths(str(exc))) from None
 
     def manager(self) -> Any:
         """Return the ``DialogueManager`` whose sessions live in the SQLite file ``settings.sessions_path``."""
         return self.runtime().manager
 
     def warm_up(self) -> None:
-        """Load everything and run one search, so the first customer does not wait for spaCy and caches to load."""
-        self.runtime().selector.rank(question="My car does not start, but the battery is new.", size=1)
+        """Load everything and run one search, so the first customer does not wait for spaCy and caches to load.
+
+        Raises the loading problem's ``DTDialogError`` (not an HTTP error): it runs before serving.
+        """
+        self.load().selector.rank(question="My car does not start, but the battery is new.", size=1)
 
     def ranks_with_vectors(self) -> bool:
         """Return True when the loaded engine ranks with the learned ranker (dense vectors beside the index)."""

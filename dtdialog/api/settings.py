@@ -13,6 +13,11 @@ from parsers.text_input import MAX_CHARS
 #: Backends the service knows how to open; the index registry gives the final word.
 KNOWN_BACKENDS = ("sqlite", "elasticsearch")
 API_KEY_ENV = "DTDIALOG_API_KEY"
+#: Host headers always answered: this machine's own names (a DNS-rebinding page never sends these).
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+#: Settings read as per-client rates (``limits`` notation: "30/minute", "5/second;100/hour"); None: unlimited.
+RATE_FIELDS = ("session_rate", "turn_rate", "search_rate")
+_OFF = ("", "off", "none", "0")
 
 
 def _default_sessions_path() -> Path:
@@ -28,8 +33,11 @@ class ApiSettings:
 
     ``index_path`` None means "the engine's default index over the built-in corpus" (or over ``corpus``);
     with both ``index_path`` and ``corpus`` the engine rebuilds ``index_path`` from ``corpus`` at start-up.
-    ``api_key`` None means the index-management endpoints are open (useful on 127.0.0.1 only).
+    ``api_key`` None means index writes (``POST /index/*``) and the answer history are refused (403
+    ``index_writes_disabled``); ``GET /index`` stays open then.
     ``rebuild_roots`` lists the server-side folders ``POST /index/rebuild`` may read a corpus from.
+    Quotas (``docs/api.md``, "Quotas"): per-client rates, a cap on live sessions, idle-session expiry,
+    a per-client budget of engine seconds and a bounded wait for the engine.
     """
 
     index_path: Path | None = None
@@ -49,6 +57,24 @@ class ApiSettings:
     max_documents_per_request: int = 200
     rebuild_roots: tuple[Path, ...] = ()
     preload: bool = False
+    #: ``/healthz`` answers 503 once one engine call has run for longer than this (the engine is hung or stalled)
+    health_stall_seconds: float = 30.0
+    #: Host headers answered (DNS-rebinding guard): exact names, ``*.example.com`` for a domain, ``*`` for any
+    allowed_hosts: tuple[str, ...] = LOCAL_HOSTS
+    #: per-client rates of ``POST /sessions``, of turns, and of ``/search`` + ``/parse`` (None: unlimited)
+    session_rate: str | None = "10/minute"
+    turn_rate: str | None = "30/minute"
+    search_rate: str | None = "30/minute"
+    #: live (not expired) sessions at most; ``POST /sessions`` answers 503 ``session_limit_reached`` beyond
+    max_sessions: int = 10_000
+    #: seconds (or "7d") a session may stay idle before it expires and is purged; 0: sessions never expire
+    session_ttl: float | str = 7 * 86400.0
+    #: engine seconds one client may use per minute (429 ``engine_budget_exceeded`` beyond); 0: no budget
+    engine_seconds: float = 10.0
+    #: engine calls one client may have waiting at once (429 ``too_many_pending`` beyond)
+    max_pending: int = 8
+    #: seconds a request may wait for the engine before it gets 503 ``engine_busy``
+    engine_wait: float = 30.0
 
     def __post_init__(self) -> None:
         self.index_path = Path(self.index_path) if self.index_path is not None else None
@@ -69,6 +95,9 @@ class ApiSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        stall = self.health_stall_seconds
+        if isinstance(stall, bool) or not isinstance(stall, (int, float)) or not 0 < stall < float("inf"):
+            raise ConfigError(f"health_stall_seconds must be a positive number of seconds, got {stall!r}")
         if self.max_text_chars > MAX_CHARS:
             raise ConfigError(f"max_text_chars must be at most the parser's limit of {MAX_CHARS} characters, "
                               f"got {self.max_text_chars}")
@@ -76,6 +105,48 @@ class ApiSettings:
             raise ConfigError("max_body_bytes must be at least max_text_chars, or no maximal text could be sent")
         if self.sessions_path.exists() and self.sessions_path.is_dir():
             raise ConfigError(f"the sessions path {self.sessions_path} is a folder; give a file path")
+        self._check_hosts()
+        self._check_quotas()
+
+    def _check_hosts(self) -> None:
+        hosts = (self.allowed_hosts,) if isinstance(self.allowed_hosts, str) else tuple(self.allowed_hosts or ())
+        cleaned = tuple(dict.fromkeys(str(h).strip().lower().strip("[]") for h in hosts))
+        if not cleaned:
+            raise ConfigError("allowed_hosts is empty: no request could be answered (use '*' to allow any host)")
+        for host in cleaned:
+            if not host or any(c in host for c in " /@?#") or host.count(":") == 1 or (host != "*" and "*" in host[1:]) \
+                    or (host.startswith("*") and host != "*" and not host.startswith("*.")):
+                raise ConfigError(f"allowed host {host!r} is not a host name (without port), an address, "
+                                  "'*.domain' or '*'")
+        self.allowed_hosts = cleaned
+
+    def _check_quotas(self) -> None:
+        for name in RATE_FIELDS:
+            value = getattr(self, name)
+            if value is None or str(value).strip().lower() in _OFF:
+                setattr(self, name, None)
+                continue
+            try:
+                from limits import parse_many
+
+                parse_many(str(value))
+            except ImportError:
+                raise ConfigError("rate limits need the 'limits' package: pip install 'dtdialog[api]'") from None
+            except ValueError:
+                raise ConfigError(f"{name} must be a rate such as '30/minute' or '5/second;100/hour', "
+                                  f"or 'off', got {value!r}") from None
+            setattr(self, name, str(value).strip())
+        from dtdialog.durations import parse_duration
+
+        self.session_ttl = parse_duration(self.session_ttl, what="session_ttl")
+        for name in ("max_sessions", "max_pending"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name, low in (("engine_seconds", 0.0), ("engine_wait", 0.001)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < float("inf"):
+                raise ConfigError(f"{name} must be a number of seconds of at least {low:g}, got {value!r}")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ApiSettings:
@@ -94,4 +165,18 @@ class ApiSettings:
             if isinstance(value, Path):
                 data[key] = str(value)
         data["rebuild_roots"] = [str(p) for p in self.rebuild_roots]
+        data["allowed_hosts"] = list(self.allowed_hosts)
         return data
+
+
+def read_api_key_file(path: str | Path) -> str:
+    """Return the API key stored in the file ``path`` (surrounding whitespace removed); ``ConfigError`` when unusable."""
+    path = Path(path)
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a UTF-8 text file"
+        raise ConfigError(f"cannot read the API key file {path}: {reason}") from None
+    if not key or any(c.isspace() for c in key):
+        raise ConfigError(f"the API key file {path} must hold one key on one line, without spaces")
+    return key

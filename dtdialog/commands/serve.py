@@ -9,6 +9,9 @@ from pathlib import Path
 from parsers.errors import ConfigError
 
 NAME = "serve"
+#: On SIGTERM/Ctrl-C, seconds uvicorn lets requests in flight finish before cancelling them; the engine
+#: then gets ``EngineService.close``'s few seconds: the process is gone within 10 s, even with a turn running.
+SHUTDOWN_GRACE_S = 4
 HELP = "Run the search API and the web chat page (FastAPI + uvicorn)."
 
 
@@ -34,25 +37,92 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-text-chars", type=int, default=None, help="text limit per request field (default 100000)")
     parser.add_argument("--preload", action="store_true", help="load the engine at start-up instead of on first use")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    security = parser.add_argument_group("index protection")
+    security.add_argument("--api-key-file", type=Path, default=None,
+                          help="file holding the key that enables index writes (or set $DTDIALOG_API_KEY); "
+                               "without a key, POST /index/* answers 403")
+    security.add_argument("--allowed-hosts", default=None, metavar="NAMES",
+                          help="comma-separated Host names answered besides localhost, 127.0.0.1, ::1 and --host "
+                               "(*.example.com for a domain, * for any); other Host headers get 400")
+    quotas = parser.add_argument_group("quotas (per client: remote address, or API key)")
+    quotas.add_argument("--session-rate", default=None, help="new sessions per client (default 10/minute; off)")
+    quotas.add_argument("--turn-rate", default=None, help="turns per client (default 30/minute; off)")
+    quotas.add_argument("--search-rate", default=None, help="/search and /parse requests per client (default 30/minute; off)")
+    quotas.add_argument("--max-sessions", type=int, default=None, help="live sessions at most (default 10000)")
+    quotas.add_argument("--session-ttl", default=None,
+                        help="idle time after which a session expires and is purged, e.g. 7d, 12h (default 7d; 0: never)")
+    quotas.add_argument("--engine-seconds", type=float, default=None,
+                        help="engine seconds per client per minute (default 10; 0: no budget)")
+    quotas.add_argument("--max-pending", type=int, default=None,
+                        help="requests of one client waiting for the engine at once (default 8)")
+    quotas.add_argument("--engine-wait", type=float, default=None,
+                        help="seconds a request may wait for the engine before 503 engine_busy (default 30)")
+
+
+#: Bind addresses that name no host: every interface.
+ANY_INTERFACE = ("0.0.0.0", "::", "")
+
+
+def allowed_hosts(host: str, extra: str | None) -> tuple[str, ...]:
+    """Return the Host names to answer: the loopback names, the bound ``host`` when it names one, and ``extra``."""
+    from dtdialog.api.settings import LOCAL_HOSTS
+
+    names = list(LOCAL_HOSTS)
+    if host.strip("[]") not in ANY_INTERFACE:
+        names.append(host.strip("[]"))
+    names += [n.strip() for n in (extra or "").split(",") if n.strip()]
+    return tuple(dict.fromkeys(names))
+
+
+def api_key(key_file: Path | None) -> str | None:
+    """Return the key of ``--api-key-file`` (None: ``$DTDIALOG_API_KEY`` decides); both given and different is an error."""
+    import os
+
+    from dtdialog.api.settings import API_KEY_ENV, read_api_key_file
+
+    if key_file is None:
+        return None
+    key = read_api_key_file(key_file)
+    env = os.environ.get(API_KEY_ENV, "").strip()
+    if env and env != key:
+        raise ConfigError(f"both ${API_KEY_ENV} and --api-key-file give a key, and they differ; give one")
+    if key_file.stat().st_mode & 0o077:
+        logging.getLogger("dtdialog.api").warning("the API key file %s is readable by other users (chmod 600 it)", key_file)
+    return key
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; return 0. The API key comes from ``DTDIALOG_API_KEY`` (never from the command line)."""
+    """Serve until interrupted; return 0. The API key comes from ``--api-key-file`` or ``DTDIALOG_API_KEY``, never argv."""
     import uvicorn
 
     from dtdialog.api import ApiSettings, create_app
 
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = ApiSettings.from_env(
         index_path=args.index, backend=args.backend, index_url=args.es_url, corpus=args.corpus, corpus_format=args.corpus_format,
         parser=args.parser, ranker=args.ranker,
         sessions_path=args.sessions, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
-        rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload,
+        rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload, api_key=api_key(args.api_key_file),
+        allowed_hosts=allowed_hosts(args.host, args.allowed_hosts), session_rate=args.session_rate,
+        turn_rate=args.turn_rate, search_rate=args.search_rate, max_sessions=args.max_sessions,
+        session_ttl=args.session_ttl, engine_seconds=args.engine_seconds, max_pending=args.max_pending,
+        engine_wait=args.engine_wait,
     )
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_key:
+    if args.host.strip("[]") in ANY_INTERFACE and "*" not in settings.allowed_hosts:
         logging.getLogger("dtdialog.api").warning(
-            "serving on %s without DTDIALOG_API_KEY: the index-management endpoints are open", args.host)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+            "serving on every interface, but only requests whose Host header is one of %s are answered "
+            "(add the names clients use with --allowed-hosts)", ", ".join(settings.allowed_hosts))
+    app = create_app(settings)
+    service = app.state.service
+    if settings.preload:
+        # loaded before listening: a file that is not an index is one `error:` line (exit 2), not a start-up traceback
+        try:
+            service.submit(service.warm_up).result()
+        except BaseException:
+            service.close()
+            raise
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     return 0

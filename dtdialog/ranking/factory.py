@@ -170,20 +170,23 @@ def _es_dense_info(index: AnswerIndex) -> dict | None:
 def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
     """Return the dense store beside ``path``, built when missing and refreshed when out of step with the index.
 
-    "Out of step" means the index was written since (its ``generation`` differs) or, for an index
-    without generations, that the answer counts differ. A refresh re-encodes only new or edited
-    answers (``refresh_dense_store``); a damaged store is derived data and is rebuilt.
+    The store is looked up by the generation of the index as opened (``index.index_files``), so a file
+    rebuilt in between is never paired with the other's vectors. "Out of step" means the index was written
+    since (its ``generation`` differs) or, for an index without generations, that the answer counts differ.
+    A refresh re-encodes only new or edited answers (``refresh_dense_store``), starting from the newest store
+    of any generation; a damaged store is derived data and is rebuilt.
     """
     from index.dense_store import DenseStore, build_dense_store, refresh_dense_store
+    from index.index_files import prune_side_files
 
     generation = index.generation()
     store = None
-    if DenseStore.exists(path):
-        try:
-            store = DenseStore.load(path)
-        except Exception as exc:  # noqa: BLE001 - a damaged store is derived data: rebuild it
-            log.warning("rebuilding the dense vectors beside %s: %s", path, exc)
-            store = None
+    try:
+        store = DenseStore.load(path, generation=generation, latest=True)
+    except ModelNotAvailableError:
+        pass
+    except Exception as exc:  # noqa: BLE001 - a damaged store is derived data: rebuild it
+        log.warning("rebuilding the dense vectors beside %s: %s", path, exc)
     if store is not None and len(store) == index.count() and (not generation or store.generation == generation):
         return store
     doc_ids, texts = index.answer_texts()
@@ -194,4 +197,5 @@ def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
         log.info("dense vectors beside %s refreshed: %d answer(s) encoded", path, encoded)
     store.generation = generation
     store.save(path)
-    return DenseStore.load(path)
+    prune_side_files(path, generation, kinds=("dense",))  # older vectors are no use to anyone now
+    return DenseStore.load(path, generation=generation)

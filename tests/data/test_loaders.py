@@ -60,7 +60,9 @@ def test_csv_legacy_encoding_mojibake_is_repaired(tmp_path: Path) -> None:
 
 
 def test_html_to_text_drops_scripts_and_keeps_blocks() -> None:
-    assert html_to_text("<div>a<script>x()</script></div><br>b &lt;c&gt;") == "a\nb <c>"
+    # entities are decoded before markup is stripped: an encoded tag is removed, never turned into a live one
+    assert html_to_text("<div>a<script>x()</script></div><br>b &lt;c&gt;") == "a\nb"
+    assert html_to_text("<p>if a &lt; b</p>") == "if a < b"
 
 
 # --- JSONL -----------------------------------------------------------------

@@ -26,7 +26,7 @@ def test_paper_flow_two_steps_then_conclude(tmp_path):
     sid = manager.start_session()
     first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
     assert first.kind == "answer" and first.answer_id == "nostart#1" and "spark" in first.reply
-    assert first.trace["question_tree"]["root"]["relation"] == "Contrast"
+    assert first.trace["question_tree"]["nodes"][0]["relation"] == "Contrast"
     second = manager.handle(session_id=sid, text=text_of(PAPER_C1))
     assert second.kind == "answer" and second.answer_id == "nostart#3"
     chosen = next(c for c in second.trace["candidates"] if c["id"] == "nostart#3")

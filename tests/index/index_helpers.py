@@ -1,4 +1,5 @@
-"""Test helpers for the index tests: a stand-in RST parser built only from ``parsers.tree``, and a small corpus.
+"""Test helpers for the index tests: a stand-in RST parser built only from ``parsers.tree``, a small corpus, and a
+stand-in encoder.
 
 The stand-in keeps these tests independent of the rule parser's exact segmentation: it splits
 sentences, then ``X but Y`` into Contrast, ``X because Y`` into Cause and ``X after Y`` into
@@ -59,6 +60,21 @@ class StandInParser(RSTParser):
         edus.append(EDU(index=len(edus), text=span.strip(), start=offset, end=offset + len(span), sentence=s_i,
                         lemmas=lemmas, entities=entities))
         return Node.leaf(len(edus) - 1)
+
+
+class CountingEncoder:
+    """A deterministic stand-in encoder (hashing vectors) that records which texts it encoded."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def encode(self, texts, *, progress: bool = False):
+        import numpy
+
+        self.seen.extend(texts)
+        rows = [numpy.random.RandomState(abs(hash(t)) % (2**32)).randn(8) for t in texts]
+        v = numpy.asarray(rows, dtype=numpy.float32).reshape(len(texts), 8)
+        return v / numpy.linalg.norm(v, axis=1, keepdims=True)
 
 
 def small_corpus() -> list[Dialogue]:

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from index_helpers import CountingEncoder
 
 from index.dense_store import DenseStore, build_dense_store, dense_paths, hubness
 from parsers.errors import InputError, ModelNotAvailableError
@@ -112,19 +113,6 @@ def test_build_with_minilm_and_the_index_builder_hook(tmp_path):
 
         query = DenseEncoder().encode([battery[0].text])[0]
         assert store.search(query, k=1)[0][0] == battery[0].id
-
-
-class CountingEncoder:
-    """A deterministic stand-in encoder (hashing vectors) that records which texts it encoded."""
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def encode(self, texts, *, progress: bool = False):
-        self.seen.extend(texts)
-        rows = [np.random.RandomState(abs(hash(t)) % (2**32)).randn(8) for t in texts]
-        v = np.asarray(rows, dtype=np.float32).reshape(len(texts), 8)
-        return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def test_refresh_reencodes_only_new_and_edited_answers(tmp_path):

@@ -120,3 +120,25 @@ def test_build_dense_writes_vectors_and_sg_phrases_beside_the_index(tmp_path: Pa
     assert main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--out", str(out),
                  "--parser", "standin-test", "--quiet", "--dense"]) == 0
     assert len(DenseStore.load(out)) == 5 and sg_path(out).is_file()
+
+
+def test_force_and_wait_are_sqlite_options(tmp_path: Path, corpus_file: Path, capsys) -> None:
+    assert main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--backend", "elasticsearch",
+                 "--es-url", "http://127.0.0.1:9", "--parser", "standin-test", "--quiet", "--force"]) == 2
+    assert "--force and --wait apply to the sqlite backend only" in capsys.readouterr().err
+    for bad in ("-1", "soon"):
+        with pytest.raises(SystemExit):
+            main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--wait", bad])
+        assert "--wait: expected" in capsys.readouterr().err
+
+
+def test_a_second_build_of_a_locked_out_is_one_clear_line(built: Path, corpus_file: Path, capsys) -> None:
+    from index.index_files import build_lock
+
+    before = built.read_bytes()
+    with build_lock(built):  # stands for a build running in another process
+        assert main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--out", str(built),
+                     "--parser", "standin-test", "--quiet", "--wait", "0.3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: another build (pid ") and err.count("\n") == 1
+    assert built.read_bytes() == before

@@ -60,3 +60,13 @@ def test_citation_opening_a_sentence_is_its_own_unit(nlp):
     doc = nlp.analyze("He won the award in 2010 . [ 8 ] In 2004 , he appeared in a film .")
     texts = [doc.text[doc.tokens[s.start].idx: doc.tokens[s.end - 1].end] for s in segment(doc)]
     assert any(t.startswith("In 2004") for t in texts), texts
+
+
+def test_noun_chunks_are_found_per_sentence_as_spacy_finds_them(nlp):
+    # The chunks are read with spaCy's iterator on each sentence (not ``Span.noun_chunks``, which walks the whole
+    # document for every sentence and made long texts cost seconds): the same chunks must come out.
+    text = ("The old red car and the new blue truck were parked near the big house. Mary's brother, a mechanic, "
+            "fixed the brakes and the rusty exhaust pipe! I replaced the battery, but the car still does not start.")
+    doc = nlp.nlp(text)
+    expected = [(c.start, c.end, c.text) for sent in doc.sents for c in sent.noun_chunks]
+    assert [(p.start, p.end, p.text) for p in nlp.analyze(text).noun_chunks] == expected and len(expected) > 8

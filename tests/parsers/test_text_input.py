@@ -55,6 +55,18 @@ def test_html_fragment_is_stripped():
 
 def test_plain_text_with_angle_brackets_is_not_mangled():
     assert strip_html("if a < b and c > d") == "if a < b and c > d"
+    assert strip_html("I paid &lt;5 dollars") == "I paid <5 dollars"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("&lt;svg onload=alert(1)&gt;Hello", "Hello"),                       # decoded first, then removed as markup
+    ("&amp;lt;img src=x onerror=alert(1)&amp;gt;ok", "ok"),              # double-encoded: one more round
+    ("<<script>x</script>img src=x onerror=alert(1)>z", "z"),            # a tag that appears once another is gone
+    ("hello &lt;svg onload=alert(1)", "hello < svg onload=alert(1)"),    # unterminated: the opener is defused
+    ("x<y", "x< y"),
+])
+def test_entity_encoded_markup_never_comes_out_live(text, expected):
+    assert strip_html(text) == expected
 
 
 def test_whitespace_and_control_chars_normalised():

@@ -11,6 +11,10 @@ from data.model import Dialogue, Turn
 SPARK_PLUG_QUESTION = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the "
                        "solenoid, but I still could not start my car.")
 API_KEY = "test-key-0123456789"
+#: Base URL of the test clients: a Host the server answers by default.
+LOCAL_URL = "http://localhost"
+#: Settings that switch every per-client quota off, for tests that send many requests from one client on purpose.
+NO_QUOTAS = {"session_rate": "off", "turn_rate": "off", "search_rate": "off", "engine_seconds": 0}
 
 _DIALOGUES = [
     ("t-nostart-1", [

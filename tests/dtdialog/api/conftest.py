@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_helpers import small_dialogues
+from api_helpers import LOCAL_URL, small_dialogues
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -64,7 +64,8 @@ def make_client(make_settings: Callable[..., ApiSettings]) -> Iterator[Callable[
 
     def make(**overrides: Any) -> TestClient:
         app: FastAPI = create_app(make_settings(**overrides))
-        client = TestClient(app, raise_server_exceptions=False)
+        # The server answers only its own Host names (DNS-rebinding guard); TestClient's default is "testserver".
+        client = TestClient(app, base_url=LOCAL_URL, raise_server_exceptions=False)
         client.__enter__()
         clients.append(client)
         return client

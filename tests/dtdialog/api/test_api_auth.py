@@ -1,4 +1,5 @@
-"""Index management needs X-API-Key when a key is configured: 401 without one, 403 with a wrong one."""
+"""Index management: writes are refused without a configured key (403 index_writes_disabled); with a key
+configured, every index endpoint needs X-API-Key: 401 without one, 403 with a wrong one."""
 
 from __future__ import annotations
 
@@ -27,14 +28,20 @@ def test_right_key_is_accepted_and_other_endpoints_need_none(make_client):
     assert client.post("/sessions").status_code == 201
 
 
-def test_no_key_configured_leaves_the_index_open(client):
+def test_no_key_configured_leaves_only_the_read_only_stats_open(client):
     assert client.get("/index").status_code == 200
+    for method, path, body in ENDPOINTS[1:]:
+        assert_error(getattr(client, method)(path, json=body), 403, "index_writes_disabled")
+    # a key sent to a server that has none configured changes nothing
+    assert_error(client.post("/index/rebuild", json={"source": "builtin"}, headers={"X-API-Key": API_KEY}), 403,
+                 "index_writes_disabled")
 
 
 def test_rebuild_paths_are_confined_to_the_rebuild_roots(make_client, index_copy, tmp_path):
     root = tmp_path / "allowed"
     root.mkdir()
-    client = make_client(index_path=index_copy, rebuild_roots=(root,))
+    client = make_client(index_path=index_copy, rebuild_roots=(root,), api_key=API_KEY)
+    client.headers["X-API-Key"] = API_KEY
     assert_error(client.post("/index/rebuild", json={"source": "path", "path": "/etc/passwd"}), 403, "path_not_allowed")
     assert_error(client.post("/index/rebuild", json={"source": "path", "path": "../../etc"}), 403, "path_not_allowed")
     assert_error(client.post("/index/rebuild", json={"source": "path", "path": "absent.jsonl"}), 404, "corpus_not_found")
@@ -46,8 +53,8 @@ def test_rebuild_paths_are_confined_to_the_rebuild_roots(make_client, index_copy
 
 
 def test_rebuild_by_path_is_refused_without_a_root(make_client):
-    assert_error(make_client().post("/index/rebuild", json={"source": "path", "path": "x.jsonl"}), 403,
-                 "rebuild_path_disabled")
+    assert_error(make_client(api_key=API_KEY).post("/index/rebuild", json={"source": "path", "path": "x.jsonl"},
+                                                   headers={"X-API-Key": API_KEY}), 403, "rebuild_path_disabled")
 
 
 def test_settings_are_validated_early(tmp_path):

@@ -94,7 +94,8 @@ def test_explain_returns_both_trees_and_the_chains_picture(client):
 
 
 def test_index_stats_and_adding_answers_makes_them_searchable(make_client, index_copy):
-    client = make_client(index_path=index_copy)
+    client = make_client(index_path=index_copy, api_key=API_KEY)
+    client.headers["X-API-Key"] = API_KEY
     before = client.get("/index").json()
     assert before["backend"] == "sqlite" and before["documents"] >= 6
     assert "/" not in (before["location"] or "")  # a file name, never a server path
@@ -108,7 +109,8 @@ def test_index_stats_and_adding_answers_makes_them_searchable(make_client, index
 
 
 def test_replacing_an_answer_under_its_id_serves_the_new_text(make_client, index_copy):
-    client = make_client(index_path=index_copy)
+    client = make_client(index_path=index_copy, api_key=API_KEY)
+    client.headers["X-API-Key"] = API_KEY
     before = client.post("/search", json={"query": "My brakes squeal when I stop, even though the pads are new."}).json()
     assert before["hits"][0]["id"] == "t-brakes-1#1"
     new_text = ("New pads squeal when the caliper slides are dry, so clean the slides and grease them "
@@ -116,6 +118,7 @@ def test_replacing_an_answer_under_its_id_serves_the_new_text(make_client, index
     r = client.post("/index/documents", json={"answers": [{"id": "t-brakes-1#1", "dialogue_id": "t-brakes-1",
                                                            "text": new_text}]})
     assert r.status_code == 200 and r.json()["documents"] == client.get("/index").json()["documents"]
+    assert r.json()["replaced"] == ["t-brakes-1#1"]
     after = client.post("/search", json={"query": "My brakes squeal when I stop, even though the pads are new."}).json()
     hit = next(h for h in after["hits"] if h["id"] == "t-brakes-1#1")
     assert hit["text"] == new_text
@@ -141,8 +144,8 @@ def test_rebuild_from_a_corpus_under_a_rebuild_root(make_client, index_copy, tmp
 def test_rebuild_from_the_builtin_corpus(make_client, index_copy):
     from data.builtin import load_builtin_corpus
 
-    client = make_client(index_path=index_copy)
-    r = client.post("/index/rebuild", json={"source": "builtin"})
+    client = make_client(index_path=index_copy, api_key=API_KEY)
+    r = client.post("/index/rebuild", json={"source": "builtin"}, headers={"X-API-Key": API_KEY})
     assert r.status_code == 200, r.text
     n_answers = sum(len(d.answers()) for d in load_builtin_corpus())
     assert r.json()["documents"] == n_answers - r.json()["skipped"]

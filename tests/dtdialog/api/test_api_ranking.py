@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from api_helpers import API_KEY
 
 from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
 
@@ -18,7 +19,9 @@ def learned_client(make_client, index_copy, monkeypatch):
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
     monkeypatch.delenv("DTDIALOG_RANKER", raising=False)
-    return make_client(index_path=index_copy, ranker=None)  # None: the engine default
+    client = make_client(index_path=index_copy, ranker=None, api_key=API_KEY)  # ranker None: the engine default
+    client.headers["X-API-Key"] = API_KEY  # index writes need the key
+    return client
 
 
 def test_default_ranking_is_the_learned_ranker_with_contributions(learned_client):

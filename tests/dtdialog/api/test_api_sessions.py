@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from api_helpers import SPARK_PLUG_QUESTION, assert_error
+from api_helpers import API_KEY, LOCAL_URL, SPARK_PLUG_QUESTION, assert_error
 from fastapi.testclient import TestClient
 
 from dtdialog.api import ApiSettings, create_app
@@ -16,11 +16,11 @@ from parsers.text_input import MAX_CHARS
 
 def test_a_session_continues_on_a_new_app_over_the_same_database(make_settings):
     settings = make_settings()
-    with TestClient(create_app(settings)) as first:
+    with TestClient(create_app(settings), base_url=LOCAL_URL) as first:
         sid = first.post("/sessions").json()["session_id"]
         one = first.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION}).json()
     # The first app is shut down (its engine thread and SQLite connections closed).
-    with TestClient(create_app(make_settings())) as second:
+    with TestClient(create_app(make_settings()), base_url=LOCAL_URL) as second:
         before = second.get(f"/sessions/{sid}")
         assert before.status_code == 200
         assert [m["text"] for m in before.json()["transcript"]] == [SPARK_PLUG_QUESTION, one["reply"]]
@@ -32,8 +32,10 @@ def test_a_session_continues_on_a_new_app_over_the_same_database(make_settings):
     assert record["traces"][1]["state_before"] == one["state"]  # the state machine picked up where it stopped
 
 
-def test_concurrent_turns_on_different_sessions_never_mix(client):
+def test_concurrent_turns_on_different_sessions_never_mix(make_client):
     n_sessions, n_turns = 8, 3
+    # the 8 customers share the test client's address: let all of them wait for the engine at once
+    client = make_client(max_pending=n_sessions)
     ids = [client.post("/sessions").json()["session_id"] for _ in range(n_sessions)]
     problems = ["my brakes squeal with new pads", "the battery keeps dying overnight", SPARK_PLUG_QUESTION,
                 "the engine overheats in traffic"]
@@ -88,10 +90,14 @@ def test_the_api_refuses_exactly_the_turns_the_engine_refuses(client):
     assert at.json()["kind"] != "prompt" and at.json()["trace"]["user_text"] == SPARK_PLUG_QUESTION
 
 
-def test_texts_that_are_not_turns_keep_the_parser_limit(client):
+def test_texts_that_are_not_turns_keep_the_parser_limit_for_key_holders(make_client):
+    client = make_client(api_key=API_KEY)
     assert client.app.state.service.settings.max_text_chars == MAX_CHARS
-    parsed = client.post("/parse", json={"text": _padded("The car will not start.", MAX_TURN_CHARS + 1)})
+    text = _padded("The car will not start.", MAX_TURN_CHARS + 1)
+    parsed = client.post("/parse", json={"text": text}, headers={"X-API-Key": API_KEY})
     assert parsed.status_code == 200, parsed.text
+    # an anonymous client may make the single engine thread parse a turn's worth at most (issue 14, quotas)
+    assert_error(client.post("/parse", json={"text": text}), 413, "text_too_long")
 
 
 @pytest.mark.parametrize("value", [MAX_CHARS + 1, 0])

@@ -32,7 +32,8 @@ def test_checked_in_openapi_matches_the_app():
 def test_schema_lists_every_endpoint_and_is_served(client):
     paths = json.loads(schema_text())["paths"]
     for path in ("/parse", "/search", "/sessions", "/sessions/{session_id}/messages", "/sessions/{session_id}",
-                 "/healthz", "/index", "/index/documents", "/index/rebuild"):
+                 "/healthz", "/index", "/index/documents", "/index/rebuild", "/index/documents/{doc_id}/history",
+                 "/index/documents/{doc_id}/restore"):
         assert path in paths
     assert set(paths["/search"]) == {"get", "post"}
     assert client.get("/openapi.json").json()["paths"].keys() == paths.keys()

@@ -17,6 +17,13 @@ def test_serve_is_a_registered_command_with_its_options():
     (["serve", "--port", "70000"], "--port"),
     (["serve", "--backend", "mongodb"], "backend"),
     (["serve", "--max-body-bytes", "0"], "max_body_bytes"),
+    (["serve", "--turn-rate", "lots"], "turn_rate"),
+    (["serve", "--session-rate", "5/fortnight"], "session_rate"),
+    (["serve", "--session-ttl", "soon"], "session_ttl"),
+    (["serve", "--max-sessions", "0"], "max_sessions"),
+    (["serve", "--engine-seconds", "-1"], "engine_seconds"),
+    (["serve", "--allowed-hosts", "localhost:8000"], "allowed host"),
+    (["serve", "--api-key-file", "/nonexistent/key"], "cannot read the API key file"),
 ])
 def test_bad_options_exit_2_with_one_line(capsys, argv, needle):
     assert main(argv) == 2
@@ -28,3 +35,28 @@ def test_a_short_api_key_from_the_environment_is_refused(capsys, monkeypatch):
     monkeypatch.setenv("DTDIALOG_API_KEY", "abc")
     assert main(["serve"]) == 2
     assert "DTDIALOG_API_KEY" in capsys.readouterr().err
+
+
+def test_an_api_key_file_is_read_and_must_agree_with_the_environment(tmp_path, capsys, monkeypatch):
+    from dtdialog.commands.serve import api_key
+
+    key_file = tmp_path / "key"
+    key_file.write_text("file-key-0123456789\n")
+    key_file.chmod(0o600)
+    assert api_key(key_file) == "file-key-0123456789"
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    assert main(["serve", "--api-key-file", str(empty)]) == 2
+    assert "one key on one line" in capsys.readouterr().err
+    monkeypatch.setenv("DTDIALOG_API_KEY", "env-key-0123456789")
+    assert main(["serve", "--api-key-file", str(key_file)]) == 2
+    assert "differ" in capsys.readouterr().err
+
+
+def test_the_bound_host_and_the_named_hosts_are_answered():
+    from dtdialog.commands.serve import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1", None) == ("localhost", "127.0.0.1", "::1")
+    assert allowed_hosts("0.0.0.0", "support.example.com, *.cars.example") == (
+        "localhost", "127.0.0.1", "::1", "support.example.com", "*.cars.example")
+    assert "192.168.1.5" in allowed_hosts("192.168.1.5", None) and "::" not in allowed_hosts("::", None)

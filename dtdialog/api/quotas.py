@@ -1,0 +1,290 @@
+"""Per-client quotas, so that one client cannot exhaust the server or stall the other customers.
+
+* **Rates** (``limits``, moving window, in memory): ``POST /sessions``, turns, and ``/search`` + ``/parse``
+  each have a per-client rate; over it: 429 ``rate_limited`` with ``Retry-After``.
+* **Engine budget**: the engine seconds a client's requests used in the last minute (sliding window);
+  a client over ``engine_seconds`` gets 429 ``engine_budget_exceeded`` until enough of it has aged out.
+* **A fair turn at the engine** (``FairGate``): the engine runs one call at a time; when one ends, the
+  waiting client that used the engine least recently goes next, so a customer's turn is not queued
+  behind another client's burst of long searches. A client may have ``max_pending`` calls waiting
+  (429 ``too_many_pending`` beyond), and no call waits longer than ``engine_wait`` (503 ``engine_busy``).
+* **Sessions**: at most ``max_sessions`` live sessions (503 ``session_limit_reached``); a session idle for
+  ``session_ttl`` expires (404 ``session_expired``) and is purged, at most every ``PURGE_EVERY`` seconds.
+
+A client is its remote address, or its API key when it sends the right one (key holders are the operators:
+their calls are not charged to an engine budget). Quota state lives in the process; each server process
+counts on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from fastapi import Request
+
+from dtdialog.api.deps import get_service, key_matches
+from dtdialog.api.errors import ApiError
+from dtdialog.api.settings import ApiSettings
+
+log = logging.getLogger("dtdialog.api")
+T = TypeVar("T")
+#: Expired sessions are looked for at most this often (seconds).
+PURGE_EVERY = 600.0
+#: Engine time is counted in these units (seconds) against the budget.
+BUDGET_UNIT = 0.01
+#: How fast a client's recent engine use is forgotten when choosing who goes next (half-life, seconds).
+USAGE_HALF_LIFE = 30.0
+_RATE_WHAT = {"session": "new sessions", "turn": "turns", "search": "searches and parses"}
+
+
+def client_id(request: Request, settings: ApiSettings) -> str:
+    """Return who is asking: ``key:<digest>`` for a request with the right API key, else ``addr:<remote address>``."""
+    given = request.headers.get("x-api-key")
+    if given and settings.api_key and key_matches(given, settings.api_key):
+        return "key:" + hashlib.sha256(settings.api_key.encode()).hexdigest()[:12]
+    return "addr:" + (request.client.host if request.client else "unknown")
+
+
+def is_operator(client: str) -> bool:
+    """Return True for a client identified by the right API key."""
+    return client.startswith("key:")
+
+
+def bulk_text_limit(request: Request, settings: ApiSettings) -> int | None:
+    """Return the text limit of a request that may be long (``/parse``): the turn limit for anonymous clients,
+    None (``max_text_chars``) for operators.
+
+    The engine runs one call at a time and a call cannot be interrupted, so what an anonymous client may
+    make it do in one request is bounded to a turn's worth (a 100,000-character parse holds it for seconds).
+    """
+    from dtdialog.intents import MAX_TURN_CHARS
+
+    return None if is_operator(client_id(request, settings)) else min(settings.max_text_chars, MAX_TURN_CHARS)
+
+
+def _retry_after(reset_time: float) -> dict[str, str]:
+    return {"Retry-After": str(max(1, math.ceil(reset_time - time.time())))}
+
+
+class FairGate:
+    """Lets one engine call run at a time and picks the next among the waiting clients by least recent use."""
+
+    def __init__(self, *, max_pending: int, wait: float) -> None:
+        self.max_pending = max_pending
+        self.wait = wait
+        self._busy = False
+        self._queues: dict[str, deque[tuple[int, asyncio.Future[None]]]] = {}
+        self._usage: dict[str, tuple[float, float]] = {}
+        self._order = itertools.count()
+
+    def usage(self, client: str, now: float | None = None) -> float:
+        """Return the client's recent engine seconds, halved every ``USAGE_HALF_LIFE`` seconds."""
+        value, at = self._usage.get(client, (0.0, 0.0))
+        now = time.monotonic() if now is None else now
+        return value * 0.5 ** ((now - at) / USAGE_HALF_LIFE)
+
+    def record(self, client: str, seconds: float) -> None:
+        """Add ``seconds`` of engine use to ``client``."""
+        now = time.monotonic()
+        self._usage[client] = (self.usage(client, now) + seconds, now)
+        if len(self._usage) > 10_000:  # forget clients whose use has decayed away
+            self._usage = {c: v for c, v in self._usage.items() if self.usage(c, now) > 0.001}
+
+    def waiting(self, client: str) -> int:
+        """Return how many calls of ``client`` wait for the engine."""
+        return len(self._queues.get(client, ()))
+
+    @asynccontextmanager
+    async def turn(self, client: str) -> AsyncIterator[None]:
+        """Wait until ``client`` may use the engine; release it on exit."""
+        await self._acquire(client)
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self, client: str) -> None:
+        if not self._busy:
+            self._busy = True
+            return
+        queue = self._queues.setdefault(client, deque())
+        if len(queue) >= self.max_pending:
+            raise ApiError(429, "too_many_pending", f"this client already has {len(queue)} requests waiting for the "
+                           "engine; wait for their answers first", headers={"Retry-After": "1"})
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (next(self._order), future)
+        queue.append(entry)
+        try:
+            # asyncio.wait, not wait_for: wait_for may swallow the task's cancellation when the engine is handed
+            # over at the same moment (Python < 3.12), and a request cancelled at shutdown would then go on to the
+            # engine, never to be answered (the connection closed without a 503)
+            await asyncio.wait((future,), timeout=self.wait)
+        except BaseException:
+            self._give_up(client, entry)
+            raise
+        if not future.done():
+            self._give_up(client, entry)
+            raise ApiError(503, "engine_busy", f"the engine stayed busy for {self.wait:g} s; try again shortly",
+                           headers={"Retry-After": "5"})
+
+    def _give_up(self, client: str, entry: tuple[int, asyncio.Future[None]]) -> None:
+        future = entry[1]
+        if future.done() and not future.cancelled():
+            self._release()  # the engine was handed over just as this request gave up: pass it on
+        else:
+            future.cancel()
+            self._forget(client, entry)
+
+    def _forget(self, client: str, entry: tuple[int, asyncio.Future[None]]) -> None:
+        queue = self._queues.get(client)
+        if queue is not None and entry in queue:
+            queue.remove(entry)
+            if not queue:
+                del self._queues[client]
+
+    def _release(self) -> None:
+        now = time.monotonic()
+        while self._queues:
+            client = min(self._queues, key=lambda c: (self.usage(c, now), self._queues[c][0][0]))
+            queue = self._queues[client]
+            _, future = queue.popleft()
+            if not queue:
+                del self._queues[client]
+            if not future.done():
+                future.set_result(None)  # handed over: the gate stays busy
+                return
+        self._busy = False
+
+
+class Quotas:
+    """The quotas of one app (rates, engine budget, fair gate, session cap and expiry)."""
+
+    def __init__(self, settings: ApiSettings) -> None:
+        self.settings = settings
+        self.gate = FairGate(max_pending=settings.max_pending, wait=settings.engine_wait)
+        self._rates: dict[str, list[Any]] = {}
+        self._limiter: Any = None
+        self._budget: Any = None
+        self._budget_item: Any = None
+        self._last_purge = 0.0
+        rates = {kind: getattr(settings, f"{kind}_rate") for kind in _RATE_WHAT}
+        if any(rates.values()) or settings.engine_seconds > 0:
+            from limits import parse, parse_many
+            from limits.storage import MemoryStorage
+            from limits.strategies import MovingWindowRateLimiter, SlidingWindowCounterRateLimiter
+
+            storage = MemoryStorage()
+            self._limiter = MovingWindowRateLimiter(storage)
+            self._rates = {kind: parse_many(rate) for kind, rate in rates.items() if rate}
+            if settings.engine_seconds > 0:
+                self._budget = SlidingWindowCounterRateLimiter(storage)
+                self._budget_item = parse(f"{max(1, round(settings.engine_seconds / BUDGET_UNIT))}/minute")
+
+    # -- rates and budget (event loop) -------------------------------------------------
+    def check_rate(self, kind: str, client: str) -> None:
+        """Count one ``kind`` request of ``client``; 429 ``rate_limited`` when it is over one of its rates."""
+        items = self._rates.get(kind)
+        if not items:
+            return
+        for item in items:
+            if not self._limiter.test(item, kind, client):
+                stats = self._limiter.get_window_stats(item, kind, client)
+                raise ApiError(429, "rate_limited", f"too many {_RATE_WHAT[kind]} from this client (the limit is "
+                               f"{item}); retry later", headers=_retry_after(stats.reset_time))
+        for item in items:
+            self._limiter.hit(item, kind, client)
+
+    def check_budget(self, client: str) -> None:
+        """429 ``engine_budget_exceeded`` when ``client`` used up its engine seconds of the last minute."""
+        if self._budget is None or is_operator(client):
+            return
+        if not self._budget.test(self._budget_item, "engine", client):
+            stats = self._budget.get_window_stats(self._budget_item, "engine", client)
+            raise ApiError(429, "engine_budget_exceeded", f"this client used its {self.settings.engine_seconds:g} "
+                           "engine seconds of the last minute; retry later", headers=_retry_after(stats.reset_time))
+
+    def charge(self, client: str, seconds: float) -> None:
+        """Count ``seconds`` of engine time against ``client``'s budget and its place in the fair order."""
+        self.gate.record(client, seconds)
+        if self._budget is None or is_operator(client):
+            return
+        # ``limits`` refuses (and does not count) a hit larger than what is left: charge at most that, which
+        # leaves the client at its limit until the window moves on
+        left = self._budget.get_window_stats(self._budget_item, "engine", client).remaining
+        cost = min(left, max(1, math.ceil(seconds / BUDGET_UNIT)))
+        if cost > 0:
+            self._budget.hit(self._budget_item, "engine", client, cost=cost)
+
+    async def run(self, request: Request, fn: Callable[[], T]) -> T:
+        """Return ``fn()`` computed on the engine thread, within ``request``'s client's budget and fair turn."""
+        service = get_service(request)
+        client = client_id(request, self.settings)
+        self.check_budget(client)
+        spent = [0.0]
+
+        def timed() -> T:
+            start = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                spent[0] = time.perf_counter() - start
+
+        async with self.gate.turn(client):
+            loading = not service.loaded  # loading the engine is not the first customer's doing
+            try:
+                return await service.call(timed)
+            finally:
+                if not loading:
+                    self.charge(client, spent[0])
+
+    # -- sessions (engine thread) --------------------------------------------------------
+    def purge_due(self, store: Any) -> int:
+        """Purge the expired sessions of ``store`` when the last purge is ``PURGE_EVERY`` old; return how many went."""
+        ttl = self.settings.session_ttl
+        now = time.time()
+        if not ttl or now - self._last_purge < PURGE_EVERY:
+            return 0
+        self._last_purge = now
+        purged = store.purge(updated_before=now - ttl)
+        if purged:
+            log.info("purged %d sessions idle for more than %.0f s", purged, ttl)
+        return purged
+
+    def admit_session(self, store: Any) -> None:
+        """503 ``session_limit_reached`` when ``store`` holds ``max_sessions`` live sessions."""
+        self.purge_due(store)
+        ttl = self.settings.session_ttl
+        live = store.count(updated_since=time.time() - ttl if ttl else None)
+        if live >= self.settings.max_sessions:
+            raise ApiError(503, "session_limit_reached", f"the server holds its maximum of "
+                           f"{self.settings.max_sessions} live sessions; try again later",
+                           headers={"Retry-After": "60"})
+
+    def expired(self, record: Any) -> bool:
+        """Return True when the session ``record`` has been idle longer than ``session_ttl``."""
+        ttl = self.settings.session_ttl
+        return bool(ttl) and float(getattr(record, "updated", 0.0) or 0.0) < time.time() - ttl
+
+
+def get_quotas(request: Request) -> Quotas:
+    """Return the quotas of the app serving ``request``."""
+    return request.app.state.quotas
+
+
+def rate_limit(kind: str) -> Callable[[Request], Any]:
+    """Return a route dependency that counts the request against the client's ``kind`` rate."""
+
+    async def check(request: Request) -> None:
+        quotas = get_quotas(request)
+        quotas.check_rate(kind, client_id(request, quotas.settings))
+
+    return check

@@ -1,0 +1,78 @@
+"""Version history of stored answers: the ``doc_history`` table of a SQLite answer index.
+
+Why: an answer replaced through the API (``POST /index/documents`` under an existing id) must be
+recoverable, so an overwrite (mistaken or hostile) can be undone. Every replacement copies the old
+stored document, byte for byte, into ``doc_history`` in the same transaction as the replacement;
+a rebuild carries the table over (``SqliteIndex.import_history``).
+
+The functions take an open ``sqlite3`` connection and never commit: the caller owns the transaction.
+An index file written before the table existed simply has no history (``versions`` returns ``[]``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+#: Older versions beyond this many per answer are deleted when a new one is recorded.
+KEEP_VERSIONS = 20
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS doc_history(
+    id TEXT NOT NULL, version INTEGER NOT NULL, replaced REAL NOT NULL, doc BLOB NOT NULL,
+    PRIMARY KEY(id, version)) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    """One earlier version of an answer: its number (1 = oldest kept), when it was replaced, the stored blob."""
+
+    doc_id: str
+    version: int
+    replaced: float
+    blob: bytes
+
+
+def record(conn: sqlite3.Connection, doc_id: str, blob: bytes, *, replaced: float | None = None) -> int:
+    """Store ``blob`` as the newest earlier version of ``doc_id``; return its version number."""
+    row = conn.execute("SELECT MAX(version) FROM doc_history WHERE id = ?", (doc_id,)).fetchone()
+    version = int(row[0] or 0) + 1
+    conn.execute("INSERT INTO doc_history(id, version, replaced, doc) VALUES (?, ?, ?, ?)",
+                 (doc_id, version, time.time() if replaced is None else replaced, blob))
+    conn.execute("DELETE FROM doc_history WHERE id = ? AND version <= ?", (doc_id, version - KEEP_VERSIONS))
+    return version
+
+
+def versions(conn: sqlite3.Connection, doc_id: str) -> list[StoredVersion]:
+    """Return the earlier versions of ``doc_id``, newest first (``[]`` on an index without the table)."""
+    try:
+        rows = conn.execute("SELECT version, replaced, doc FROM doc_history WHERE id = ? ORDER BY version DESC",
+                            (doc_id,)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    return [StoredVersion(doc_id, int(v), float(t), bytes(b)) for v, t, b in rows]
+
+
+def dump(conn: sqlite3.Connection) -> list[StoredVersion]:
+    """Return every stored version of every answer, oldest first per answer."""
+    try:
+        rows = conn.execute("SELECT id, version, replaced, doc FROM doc_history ORDER BY id, version").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    return [StoredVersion(str(i), int(v), float(t), bytes(b)) for i, v, t, b in rows]
+
+
+def load(conn: sqlite3.Connection, entries: Iterable[StoredVersion]) -> int:
+    """Append ``entries`` (oldest first) after any history the table already holds; return how many were stored."""
+    count = 0
+    for entry in entries:
+        record(conn, entry.doc_id, entry.blob, replaced=entry.replaced)
+        count += 1
+    return count
