@@ -149,6 +149,18 @@ def _doc_meta(dialogue: Dialogue) -> dict[str, Any]:
     return keep
 
 
+def _check_build(backend: str, *, out: str | Path | None, force: bool, finish: Any, batch_size: int,
+                 n_process: int) -> None:
+    """Refuse bad options and a refused output path before any parsing: a refusal costs nothing."""
+    _check_options(backend, batch_size=batch_size, n_process=n_process)
+    if finish is not None and backend != "sqlite":
+        raise ConfigError("a finish step is only supported by the sqlite backend")
+    if backend == "sqlite":
+        if out is None:
+            raise ConfigError("the sqlite backend needs an output path (--out)")
+        check_output(out, force=force)
+
+
 def build_index(
     *,
     dialogues: Iterable[Dialogue],
@@ -186,13 +198,7 @@ def build_index(
     ``reuse_side_files`` (sqlite, ``dense``): start from the vectors and SG phrases of the index being replaced, so
     only new or edited answers are encoded and parsed (they must come from the same encoder).
     """
-    _check_options(backend, batch_size=batch_size, n_process=n_process)
-    if finish is not None and backend != "sqlite":
-        raise ConfigError("a finish step is only supported by the sqlite backend")
-    if backend == "sqlite":
-        if out is None:
-            raise ConfigError("the sqlite backend needs an output path (--out)")
-        check_output(out, force=force)  # before any parsing: a refused path costs nothing
+    _check_build(backend, out=out, force=force, finish=finish, batch_size=batch_size, n_process=n_process)
     t0 = time.perf_counter()
     dialogue_list = list(dialogues)
     answers = list(iter_answers(dialogue_list))
