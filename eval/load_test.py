@@ -2,6 +2,7 @@
 
     python -m eval.load_test --sessions 50 --turns 10            # starts its own server
     python -m eval.load_test --url http://127.0.0.1:8000         # targets a running one
+    python -m eval.load_test --sessions 100 --turns 5 --distinct-addresses   # default quotas, one address each
 
 Every session embeds a unique token in each of its turns; afterwards each transcript must hold
 exactly the turns that session sent, in order (no lost turn) and no other session's token (no
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,19 +79,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def loopback_address(index: int) -> str:
+    """Return the loopback source address of simulated customer ``index`` (127.1.x.y; all of 127/8 is loopback
+    on Linux, so each customer is a client of its own to the server's per-address quotas)."""
+    return f"127.1.{index // 250}.{index % 250 + 1}"
+
+
 @contextmanager
-def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, customers: int = 1):
+def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, customers: int = 1,
+                 default_quotas: bool = False):
     """Start ``dtdialog serve`` on 127.0.0.1 with sessions in ``workdir``; yield its base URL; stop it afterwards.
 
-    The quotas are on, scaled to ``customers``: the server counts per client address, and every
-    simulated customer comes from 127.0.0.1 (default quotas are per real customer).
+    The quotas are on. With ``default_quotas`` they are the server's defaults (each simulated customer
+    has its own address); else they are scaled to ``customers``: the server counts per client address,
+    and every simulated customer then comes from 127.0.0.1 (default quotas are per real customer).
     """
     port = free_port()
     cmd = [sys.executable, "-m", "dtdialog", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--sessions", str(workdir / "sessions.sqlite"), "--preload", "--log-level", "warning",
-           "--session-rate", f"{10 * customers}/minute", "--turn-rate", f"{30 * customers}/minute",
-           "--search-rate", f"{30 * customers}/minute", "--engine-seconds", str(10 * customers),
-           "--max-pending", str(8 * customers)]
+           "--sessions", str(workdir / "sessions.sqlite"), "--preload", "--log-level", "warning"]
+    if not default_quotas:
+        cmd += ["--session-rate", f"{10 * customers}/minute", "--turn-rate", f"{30 * customers}/minute",
+                "--search-rate", f"{30 * customers}/minute", "--engine-seconds", str(10 * customers),
+                "--max-pending", str(8 * customers)]
     if index is not None:
         cmd += ["--index", str(index)]
     log_path = workdir / "server.log"
@@ -174,23 +184,35 @@ def percentiles(values: list[float]) -> dict[str, float]:
             "p99": round(float(np.percentile(arr, 99)), 1), "max": round(float(arr.max()), 1)}
 
 
-async def load_test(url: str, *, sessions: int, turns: int, timeout: float, request_timeout: float) -> dict[str, Any]:
-    """Run the load test against ``url``; return the report (counts, latency percentiles, throughput)."""
+async def load_test(url: str, *, sessions: int, turns: int, timeout: float, request_timeout: float,
+                    distinct_addresses: bool = False) -> dict[str, Any]:
+    """Run the load test against ``url``; return the report (counts, latency percentiles, throughput).
+
+    With ``distinct_addresses`` every customer connects from its own loopback address (``loopback_address``),
+    else all share one connection pool from 127.0.0.1."""
     runs = [SessionRun(index=i, token="LT" + secrets.token_hex(5)) for i in range(sessions)]
-    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
-    async with httpx.AsyncClient(base_url=url, timeout=request_timeout, limits=limits) as client:
+    async with AsyncExitStack() as stack:
+        if distinct_addresses:
+            clients = [await stack.enter_async_context(httpx.AsyncClient(
+                base_url=url, timeout=request_timeout,
+                transport=httpx.AsyncHTTPTransport(local_address=loopback_address(r.index)))) for r in runs]
+        else:
+            limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+            shared = await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=request_timeout,
+                                                                       limits=limits))
+            clients = [shared] * sessions
         start = time.perf_counter()
-        tasks = [asyncio.create_task(run_session(client, r, turns)) for r in runs]
+        tasks = [asyncio.create_task(run_session(c, r, turns)) for c, r in zip(clients, runs)]
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         for t in pending:
             t.cancel()
         wall = time.perf_counter() - start
-        checks = [await check_session(client, r) for r in runs]
+        checks = [await check_session(c, r) for c, r in zip(clients, runs)]
     n_turns = sum(len(r.sent) for r in runs)
     errors = [e for r in runs for e in r.errors]
     turn_latencies = [lat for r in runs for lat in r.latencies[1:]]  # [0] is POST /sessions
     return {
-        "url": url, "sessions": sessions, "turns_per_session": turns, "timed_out_sessions": len(pending),
+        "url": url, "client_addresses": "distinct" if distinct_addresses else "shared", "sessions": sessions, "turns_per_session": turns, "timed_out_sessions": len(pending),
         "requests": sum(len(r.latencies) for r in runs), "turns_ok": n_turns, "turns_expected": sessions * turns,
         "errors": len(errors), "error_samples": errors[:5],
         "lost_turns": sum(c["lost"] for c in checks), "leaked_tokens": sum(c["leaked"] for c in checks),
@@ -204,7 +226,8 @@ def format_report(rep: dict[str, Any]) -> str:
     """Return the report as a few human-readable lines."""
     lat = rep["turn_latency_ms"]
     return "\n".join([
-        f"load test: {rep['sessions']} sessions x {rep['turns_per_session']} turns against {rep['url']}",
+        f"load test: {rep['sessions']} sessions x {rep['turns_per_session']} turns against {rep['url']} "
+        f"({rep['client_addresses']} client addresses)",
         f"  turns ok {rep['turns_ok']}/{rep['turns_expected']}, errors {rep['errors']}, lost turns {rep['lost_turns']}, "
         f"cross-session leaks {rep['leaked_tokens']}, timed-out sessions {rep['timed_out_sessions']}",
         f"  turn latency ms: p50 {lat['p50']}  p95 {lat['p95']}  p99 {lat['p99']}  max {lat['max']}",
@@ -223,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--request-timeout", type=float, default=120.0, help="per-request bound in seconds (default 120)")
     p.add_argument("--startup-timeout", type=float, default=600.0,
                    help="seconds to wait for the started server (first run builds the built-in index)")
+    p.add_argument("--distinct-addresses", action="store_true",
+                   help="each customer connects from its own loopback address (127.1.x.y), and the started server "
+                        "keeps its default per-address quotas (default: all from 127.0.0.1, quotas scaled up)")
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = p.parse_args(argv)
     if not 1 <= args.sessions <= 500 or not 1 <= args.turns <= 100:
@@ -234,14 +260,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def go(url: str) -> dict[str, Any]:
         return asyncio.run(load_test(url, sessions=args.sessions, turns=args.turns, timeout=args.timeout,
-                                     request_timeout=args.request_timeout))
+                                     request_timeout=args.request_timeout, distinct_addresses=args.distinct_addresses))
 
     if args.url:
         report = go(args.url.rstrip("/"))
     else:
         with tempfile.TemporaryDirectory(prefix="dtdialog-load-") as tmp, \
                 local_server(index=args.index, startup_timeout=args.startup_timeout, workdir=Path(tmp),
-                             customers=args.sessions) as url:
+                             customers=args.sessions, default_quotas=args.distinct_addresses) as url:
             report = go(url)
     print(format_report(report))
     if args.json:
