@@ -11,9 +11,9 @@ one address sending as fast as they can (quotas are ``test_quotas``'s subject).
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import threading
@@ -26,6 +26,8 @@ from urllib.parse import quote
 
 import pytest
 from reliability_helpers import API_KEY, dtdialog_command, python_env
+
+from eval.load_test import free_port
 
 #: acknowledged requests (turns + answers) to wait for before each kill: different moments in the run
 KILL_AFTER = (3, 8, 1, 14, 25, 5)
@@ -42,12 +44,6 @@ class Customer:
     acked: list[str] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _call(url: str, body: dict | None = None, *, key: bool = False) -> tuple[int, dict]:
     """Return the status and JSON body of a request; status 0 when no response came (the server died)."""
     headers = {"content-type": "application/json", **({"X-API-Key": API_KEY} if key else {})}
@@ -58,7 +54,7 @@ def _call(url: str, body: dict | None = None, *, key: bool = False) -> tuple[int
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")
-    except (OSError, ValueError):  # refused, reset, or cut short mid-body: not acknowledged
+    except (OSError, ValueError, http.client.HTTPException):  # refused, reset, cut short mid-body: not acknowledged
         return 0, {}
 
 
@@ -66,7 +62,7 @@ class Server:
     """``dtdialog serve`` on a fixed port over fixed files, started and killed again and again."""
 
     def __init__(self, index: Path, sessions: Path, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.cmd = dtdialog_command("serve", "--port", str(self.port), "--index", str(index), "--sessions",
                                     str(sessions), "--ranker", "rules", "--preload", "--log-level", "warning",
