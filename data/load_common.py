@@ -66,6 +66,8 @@ def check_corpus_file(path: Path | str) -> Path:
         raise InputError(f"corpus file not found: {p}")
     if p.is_dir():
         raise InputError(f"{p} is a directory; give a corpus file")
+    if not p.is_file():  # reading a FIFO blocks until a writer comes (a hung build); a device never ends
+        raise InputError(f"{p} is not a regular file (a pipe, socket or device); give a corpus file")
     try:
         with p.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)

@@ -35,7 +35,8 @@ from parsers.errors import InputError
 router = APIRouter(prefix="/index", tags=["index"], dependencies=[Depends(guard_index)])
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse}
                                             for c in (400, 401, 403, 409, 413, 422, 429, 501, 503)}
-_HISTORY_ERRORS: dict[int | str, dict[str, Any]] = {**_ERRORS, 404: {"model": ErrorResponse}}
+#: a missing answer, version or corpus file is a 404 (documented, so a schema-driven client expects it)
+_NOT_FOUND_ERRORS: dict[int | str, dict[str, Any]] = {**_ERRORS, 404: {"model": ErrorResponse}}
 DocId = Path(min_length=1, max_length=200, description="The answer id, e.g. 'brakes-014#5' (URL-encode '#' as %23).")
 
 
@@ -120,7 +121,7 @@ def _history_of(index: Any, doc_id: str) -> list[Any]:
     return index.history(doc_id)
 
 
-@router.get("/documents/{doc_id}/history", response_model=AnswerHistory, responses=_HISTORY_ERRORS,
+@router.get("/documents/{doc_id}/history", response_model=AnswerHistory, responses=_NOT_FOUND_ERRORS,
             dependencies=[Depends(require_index_admin)])
 async def answer_history(request: Request, doc_id: str = DocId) -> AnswerHistory:
     """Return the answer served under ``doc_id`` and its earlier versions (newest first), kept when it was replaced."""
@@ -139,7 +140,7 @@ async def answer_history(request: Request, doc_id: str = DocId) -> AnswerHistory
     return await get_quotas(request).run(request, work)
 
 
-@router.post("/documents/{doc_id}/restore", response_model=RestoreResponse, responses=_HISTORY_ERRORS)
+@router.post("/documents/{doc_id}/restore", response_model=RestoreResponse, responses=_NOT_FOUND_ERRORS)
 async def restore_answer(request: Request, doc_id: str = DocId,
                          body: RestoreRequest | None = None) -> RestoreResponse:
     """Serve an earlier version of ``doc_id`` again (default: the newest); the version it replaces joins the history."""
@@ -164,7 +165,7 @@ async def restore_answer(request: Request, doc_id: str = DocId,
     return await get_quotas(request).run(request, work)
 
 
-@router.post("/rebuild", response_model=RebuildResponse, responses=_ERRORS)
+@router.post("/rebuild", response_model=RebuildResponse, responses=_NOT_FOUND_ERRORS)
 async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
     """Rebuild the index from the built-in corpus, or from a corpus file under a configured rebuild root.
 
@@ -248,10 +249,16 @@ def _source_path(body: RebuildRequest, roots: tuple[FilePath, ...]) -> FilePath 
     if "\x00" in body.path:
         raise ApiError(422, "validation_error", "path contains a NUL character")
     candidate = FilePath(body.path)
-    resolved = (candidate if candidate.is_absolute() else roots[0] / candidate).resolve()
-    if not any(resolved == r or r in resolved.parents for r in roots):
-        raise ApiError(403, "path_not_allowed", "the path is outside the server's rebuild roots")
-    if not resolved.exists():
+    try:
+        resolved = (candidate if candidate.is_absolute() else roots[0] / candidate).resolve()
+        if not any(resolved == r or r in resolved.parents for r in roots):
+            raise ApiError(403, "path_not_allowed", "the path is outside the server's rebuild roots")
+        found = resolved.exists()
+    except RuntimeError:  # Python 3.11's resolve() on a symbolic link loop (3.13 raises OSError ELOOP)
+        raise ApiError(422, "invalid_path", "the path is a symbolic link loop") from None
+    except OSError as exc:  # a name too long for the file system, a loop, ...: the client's path, not a server fault
+        raise ApiError(422, "invalid_path", f"the path cannot be looked up ({exc.strerror or 'invalid path'})") from None
+    if not found:
         raise ApiError(404, "corpus_not_found", f"no corpus at {body.path!r}")
     return resolved
 
