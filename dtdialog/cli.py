@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sqlite3
 import sys
 
-from parsers.errors import DTDialogError
+from parsers.errors import one_line_errors
 from parsers.storage import storage_error
 
 COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve", "sessions")
@@ -48,20 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         args.argv = rest
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    try:
-        return int(args._run(args) or 0)
-    except DTDialogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    except (OSError, sqlite3.Error, RecursionError) as exc:
-        # a fault of the disk or of the input that the command did not name itself: still one line, never a traceback
-        print(f"error: {unexpected_fault(exc, command=args.command)}", file=sys.stderr)
-        return 2
+    # a fault of the disk or of the input that the command did not name itself: still one line, never a traceback
+    return one_line_errors(lambda: args._run(args),
+                           on_fault=lambda exc: unexpected_fault(exc, command=args.command))
 
 
 def unexpected_fault(exc: BaseException, *, command: str) -> str:

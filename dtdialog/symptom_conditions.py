@@ -115,16 +115,27 @@ def occurrence_clauses(text: str) -> list[str]:
     return out
 
 
-def clash(question: str, answer: str) -> Clash | None:
-    """Return the first clash between when ``question`` says the symptom happens and when ``answer`` says it
-    stops, or None."""
-    stops = [(c, situations(c)) for c in cessation_clauses(answer)]
-    if not stops:
+def customer_situations(text: str) -> list[tuple[str, set[str]]]:
+    """Return each clause of ``text`` that says when the symptom happens, with the situations it names (those
+    naming none are left out: they cannot clash)."""
+    return [(c, named) for c in occurrence_clauses(text) if (named := situations(c))]
+
+
+def clash_with(occurs: list[tuple[str, set[str]]], answer: str) -> Clash | None:
+    """Return the first clash between the customer's clauses ``occurs`` (``customer_situations``) and when
+    ``answer`` says the symptom stops, or None."""
+    if not occurs:
         return None
-    for occurs in occurrence_clauses(question):
-        named = situations(occurs)
+    stops = [(c, situations(c)) for c in cessation_clauses(answer)]
+    for occurs_clause, named in occurs:
         for clause, where in stops:
             shared = named & where
             if shared:
-                return Clash(situation=sorted(shared)[0], answer_clause=clause, question_clause=occurs)
+                return Clash(situation=sorted(shared)[0], answer_clause=clause, question_clause=occurs_clause)
     return None
+
+
+def clash(question: str, answer: str) -> Clash | None:
+    """Return the first clash between when ``question`` says the symptom happens and when ``answer`` says it
+    stops, or None."""
+    return clash_with(customer_situations(question), answer)

@@ -60,11 +60,7 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
             cand.features["already_tried"] = 1.0
             why[cand.document.id] = repeated.explain()
     record.already_tried = why
-    if not why:
-        return scored
-    order = {c.document.id: i for i, c in enumerate(scored.kept)}
-    kept = sorted(scored.kept, key=lambda c: (-c.score, order[c.document.id]))
-    return Scored(kept=kept, rescued=scored.rescued)
+    return scored.resorted() if why else scored
 
 
 def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: frozenset[str],

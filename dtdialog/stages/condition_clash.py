@@ -11,23 +11,20 @@ from collections.abc import Sequence
 
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import Scored
-from dtdialog.symptom_conditions import clash, occurrence_clauses
+from dtdialog.symptom_conditions import clash_with, customer_situations
 
 
 def demote_clashes(scored: Scored, customer_texts: Sequence[str], *, penalty: float, record: StepRecord) -> Scored:
     """Return ``scored`` with clashing answers' scores multiplied by ``1 - penalty`` and re-sorted (stable)."""
-    said = " . ".join(t for t in customer_texts if t)
-    if penalty <= 0 or not scored.kept or not occurrence_clauses(said):
+    said = customer_situations(" . ".join(t for t in customer_texts if t))
+    if penalty <= 0 or not scored.kept or not said:
         return scored
     why: dict[str, str] = {}
     for cand in scored.kept:
-        found = clash(said, cand.document.text)
+        found = clash_with(said, cand.document.text)
         if found is not None:
             cand.score *= 1.0 - penalty
             cand.features["condition_clash"] = 1.0
             why[cand.document.id] = found.explain()
     record.condition_clash = why
-    if not why:
-        return scored
-    order = {c.document.id: i for i, c in enumerate(scored.kept)}
-    return Scored(kept=sorted(scored.kept, key=lambda c: (-c.score, order[c.document.id])), rescued=scored.rescued)
+    return scored.resorted() if why else scored

@@ -24,6 +24,12 @@ class Scored:
     kept: list[RankedCandidate]
     rescued: list[str] = field(default_factory=list)
 
+    def resorted(self) -> Scored:
+        """Return these candidates sorted by score again, equal scores in their present order (after a stage
+        changed some scores: the already-tried and condition-clash demotions)."""
+        order = {c.document.id: i for i, c in enumerate(self.kept)}
+        return Scored(kept=sorted(self.kept, key=lambda c: (-c.score, order[c.document.id])), rescued=self.rescued)
+
 
 def score_candidates(step: StepPlan, candidates: list[RankedCandidate], *, scorer: CandidateScorer,
                      followups: Sequence[str], record: StepRecord) -> Scored:
