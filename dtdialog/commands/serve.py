@@ -41,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     security.add_argument("--api-key-file", type=Path, default=None,
                           help="file holding the key that enables index writes (or set $DTDIALOG_API_KEY); "
                                "without a key, POST /index/* answers 403")
+    security.add_argument("--forwarded-allow-ips", default="", metavar="ADDRESSES",
+                          help="comma-separated addresses of reverse proxies whose X-Forwarded-For names the client "
+                               "(default: none, every client is its connection's address; uvicorn's "
+                               "FORWARDED_ALLOW_IPS is not read)")
     security.add_argument("--allowed-hosts", default=None, metavar="NAMES",
                           help="comma-separated Host names answered besides localhost, 127.0.0.1, ::1 and --host "
                                "(*.example.com for a domain, * for any); other Host headers get 400")
@@ -74,6 +78,21 @@ def allowed_hosts(host: str, extra: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def forwarded_allow_ips(value: str) -> list[str]:
+    """Return the proxy addresses of ``--forwarded-allow-ips`` (IP addresses or networks; ``*`` trusts any peer)."""
+    import ipaddress
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    for name in names:
+        if name == "*":
+            continue
+        try:
+            ipaddress.ip_network(name, strict=False)
+        except ValueError:
+            raise ConfigError(f"--forwarded-allow-ips: {name!r} is not an IP address or network") from None
+    return names
+
+
 def api_key(key_file: Path | None) -> str | None:
     """Return the key of ``--api-key-file`` (None: ``$DTDIALOG_API_KEY`` decides); both given and different is an error."""
     import os
@@ -99,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
+    proxies = forwarded_allow_ips(args.forwarded_allow_ips)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = ApiSettings.from_env(
         index_path=args.index, backend=args.backend, index_url=args.es_url, corpus=args.corpus, corpus_format=args.corpus_format,
@@ -123,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
         except BaseException:
             service.close()
             raise
+    # uvicorn trusts X-Forwarded-For from loopback unless told otherwise: any process on this host could then pick
+    # the address its quotas are counted under
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=bool(proxies),
+                forwarded_allow_ips=proxies or None)
     return 0

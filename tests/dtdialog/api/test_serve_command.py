@@ -24,6 +24,7 @@ def test_serve_is_a_registered_command_with_its_options():
     (["serve", "--engine-seconds", "-1"], "engine_seconds"),
     (["serve", "--allowed-hosts", "localhost:8000"], "allowed host"),
     (["serve", "--api-key-file", "/nonexistent/key"], "cannot read the API key file"),
+    (["serve", "--forwarded-allow-ips", "127.0.0.1,proxy.local"], "--forwarded-allow-ips"),
 ])
 def test_bad_options_exit_2_with_one_line(capsys, argv, needle):
     assert main(argv) == 2
