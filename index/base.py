@@ -240,6 +240,11 @@ class AnswerIndex(ABC):
         """
         return None
 
+    def replaced_on_disk(self) -> bool:
+        """Return True when the storage this index was opened on has since been replaced by a rebuild (a server
+        then loads the new one). Backends that swap in place (an Elasticsearch alias) are never replaced."""
+        return False
+
     def lock_free(self, timeout: float) -> bool:
         """Return True when the index's own lock can be taken within ``timeout`` seconds (a readiness probe).
 

@@ -48,6 +48,8 @@ class BuildReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
     parse_seconds: float = 0.0
+    kept_api_answers: int = 0
+    dropped_api_answers: int = 0
 
     @property
     def answers_per_second(self) -> float:
@@ -64,7 +66,15 @@ class BuildReport:
         """Return a one-line human summary."""
         return (f"indexed {self.indexed} of {self.answers} answers from {self.dialogues} dialogues into "
                 f"{self.backend} {self.location} in {self.seconds:.1f}s ({self.answers_per_second:.1f} answers/s, "
-                f"parser {self.parser}); skipped {len(self.skipped)}")
+                f"parser {self.parser}); skipped {len(self.skipped)}" + self._carried())
+
+    def _carried(self) -> str:
+        if not (self.kept_api_answers or self.dropped_api_answers):
+            return ""
+        text = f"; kept {self.kept_api_answers} answer(s) added through the API"
+        if self.dropped_api_answers:
+            text += f", {self.dropped_api_answers} moved to the answer history"
+        return text
 
 
 def _clean(text: str) -> str:
@@ -178,6 +188,7 @@ def build_index(
     force: bool = False,
     lock_timeout: float = 0.0,
     reuse_side_files: bool = False,
+    api_answers: str = "keep",
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
@@ -197,6 +208,9 @@ def build_index(
     through the API, the answers' version history) lands in the same atomic swap.
     ``reuse_side_files`` (sqlite, ``dense``): start from the vectors and SG phrases of the index being replaced, so
     only new or edited answers are encoded and parsed (they must come from the same encoder).
+    ``api_answers`` (sqlite): what happens to the answers the index at ``out`` holds from the API (``keep``: they
+    are carried into the new index; ``drop``: only into its history); the history is always carried over
+    (``index.carry_over``, read under the build lock, before ``finish``).
     """
     _check_build(backend, out=out, force=force, finish=finish, batch_size=batch_size, n_process=n_process)
     t0 = time.perf_counter()
@@ -211,7 +225,7 @@ def build_index(
     if backend == "sqlite":
         side = _SideFiles(encoder=encoder, progress=progress, reuse=reuse_side_files) if dense else None
         _write_sqlite(Path(out), documents, report, side=side, progress=progress, force=force,
-                      lock_timeout=lock_timeout, finish=finish)
+                      lock_timeout=lock_timeout, finish=finish, api_answers=api_answers)
     else:
         _write_es(url, index_name, documents, report, dense=dense, encoder=encoder, progress=progress)
     report.seconds = time.perf_counter() - t0
@@ -236,15 +250,27 @@ class _SideFiles:
 
 
 def _write_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport, *, side: _SideFiles | None,
-                  progress: bool, force: bool, lock_timeout: float, finish: Callable[[Any], None] | None) -> None:
-    """Write the SQLite index at ``out`` (and, with ``side``, its vectors and SG phrases beside it) under the lock."""
+                  progress: bool, force: bool, lock_timeout: float, finish: Callable[[Any], None] | None,
+                  api_answers: str = "keep") -> None:
+    """Write the SQLite index at ``out`` (and, with ``side``, its vectors and SG phrases beside it) under the lock,
+    carrying over the old index's API answers and history (``index.carry_over``)."""
+    from index.carry_over import read_carry_over
+
     report.location = str(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     notify = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
     with build_lock(out, timeout=lock_timeout, notify=notify):
         check_output(out, force=force)  # again: another build may have replaced it while this one waited
         clean_leftovers(out)
-        generation = _build_sqlite(out, documents, report, side=side, finish=finish)
+        carry = read_carry_over(out, api_answers=api_answers)
+
+        def finish_all(new_index: Any) -> None:
+            carry(new_index)
+            if finish is not None:
+                finish(new_index)
+
+        generation = _build_sqlite(out, documents, report, side=side, finish=finish_all)
+        report.kept_api_answers, report.dropped_api_answers = carry.kept, carry.dropped
         prune_side_files(out, generation, locked=True)
 
 

@@ -37,9 +37,16 @@ class StoredVersion:
 
 
 def record(conn: sqlite3.Connection, doc_id: str, blob: bytes, *, replaced: float | None = None) -> int:
-    """Store ``blob`` as the newest earlier version of ``doc_id``; return its version number."""
-    row = conn.execute("SELECT MAX(version) FROM doc_history WHERE id = ?", (doc_id,)).fetchone()
-    version = int(row[0] or 0) + 1
+    """Store ``blob`` as the newest earlier version of ``doc_id``; return its version number.
+
+    A blob equal to the newest stored version is not stored twice (a rebuild that puts an API edit back over
+    the same corpus answer would otherwise fill the history with copies of it).
+    """
+    row = conn.execute("SELECT version, doc FROM doc_history WHERE id = ? ORDER BY version DESC LIMIT 1",
+                       (doc_id,)).fetchone()
+    if row is not None and bytes(row[1]) == blob:
+        return int(row[0])
+    version = int(row[0]) + 1 if row is not None else 1
     conn.execute("INSERT INTO doc_history(id, version, replaced, doc) VALUES (?, ?, ?, ?)",
                  (doc_id, version, time.time() if replaced is None else replaced, blob))
     conn.execute("DELETE FROM doc_history WHERE id = ? AND version <= ?", (doc_id, version - KEEP_VERSIONS))

@@ -163,6 +163,9 @@ class SqliteIndex(AnswerIndex):
         self._closed = False
         self._stemmer = FtsStemmer()
         self._stem_sets: dict[tuple[str, str], frozenset[str]] = {}
+        # read before the first connection: a file swapped in between is then reported replaced (a harmless
+        # reload), never the other way round
+        self._identity = self._file_identity()
         try:
             conn = self._conn()
             if not readonly:
@@ -255,6 +258,17 @@ class SqliteIndex(AnswerIndex):
             raise InputError(f"{self.path} is not a dtdialog index")
         if rows.get("schema") != str(SCHEMA_VERSION):
             raise InputError(f"{self.path} has index schema {rows.get('schema')}, expected {SCHEMA_VERSION}; rebuild it")
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def replaced_on_disk(self) -> bool:
+        """Return True when another file now sits at this index's path (a build renamed a new index over it)."""
+        return self._file_identity() != self._identity
 
     def lock_free(self, timeout: float) -> bool:
         """Return True when this index's write lock can be taken within ``timeout`` seconds (a readiness probe)."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path as FilePath
 from typing import Any
 
@@ -30,7 +32,6 @@ from dtdialog.api.models import (
 )
 from dtdialog.api.quotas import get_quotas
 from index.base import check_id
-from parsers.errors import InputError
 
 router = APIRouter(prefix="/index", tags=["index"], dependencies=[Depends(guard_index)])
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse}
@@ -43,6 +44,31 @@ DocId = Path(min_length=1, max_length=200, description="The answer id, e.g. 'bra
 def index_path(service: Any) -> FilePath:
     """Return the SQLite index file the service serves (loads the engine)."""
     return FilePath(service.runtime().index_location)
+
+
+@contextmanager
+def index_writer(service: Any) -> Iterator[tuple[Any, Any]]:
+    """Yield the engine and a writer of its index; for SQLite a short-lived writer holding the file's build lock.
+
+    The lock keeps a write and a build of the same file (``dtdialog index build --out`` in another process) apart:
+    a write during a build would land in the file the build is about to replace, and be lost. The engine thread
+    does not wait for a build to end (every request would stall behind it): 409 ``index_busy`` at once. The engine
+    is reloaded first when a build already replaced the file, so the write and what is served are the same file.
+    Refresh the selector after the block: the refresh prunes old side files, which needs the lock.
+    """
+    if service.settings.backend != "sqlite":
+        runtime = service.runtime()
+        yield runtime, runtime.index
+        return
+    from index.index_files import build_lock
+    from index.sqlite_index import SqliteIndex
+
+    path = index_path(service)
+    with build_lock(path, timeout=0):
+        runtime = service.runtime()  # loads the replaced file, if a build renamed one over it
+        # The serving index is read-only; a short-lived writer commits and the readers see the rows at once.
+        with SqliteIndex(path, readonly=False) as writer:
+            yield runtime, writer
 
 
 @router.get("", response_model=IndexStats, responses=_ERRORS)
@@ -86,24 +112,17 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
                 meta["question"] = question
             docs.append(build_document(doc_id=answer.id or f"{dialogue_id}#{answer.position}", dialogue_id=dialogue_id,
                                        position=answer.position, text=text, tree=parser.parse(text), meta=meta))
-        runtime = service.runtime()
-        replaced = [d.id for d in docs if runtime.index.get(d.id) is not None]
-        if replaced and not runtime.index.supports_history:
-            raise ApiError(409, "history_not_supported", f"the {settings.backend} backend keeps no answer history, so "
-                           f"replacing {replaced[0]!r} could not be undone; add the answer under a new id")
-        if settings.backend == "sqlite":
-            from index.sqlite_index import SqliteIndex
-
-            # The serving index is read-only; a short-lived writer commits and the readers see the rows at once.
-            with SqliteIndex(index_path(service), readonly=False) as writer:
-                added = writer.add(docs)
-        else:
-            added = runtime.index.add(docs)
+        with index_writer(service) as (runtime, writer):
+            replaced = [d.id for d in docs if runtime.index.get(d.id) is not None]
+            if replaced and not runtime.index.supports_history:
+                raise ApiError(409, "history_not_supported", f"the {settings.backend} backend keeps no answer "
+                               f"history, so replacing {replaced[0]!r} could not be undone; add the answer under a new id")
+            added = writer.add(docs)
         if replaced or service.ranks_with_vectors():
             # The selector caches each answer's DT analysis by id (a replaced answer must not keep the old one),
             # and the learned ranker's dense vectors must cover the new answers (only those are encoded).
             service.refresh_selector()
-        return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=runtime.index.count(),
+        return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=service.runtime().index.count(),
                                     replaced=replaced)
 
     return await get_quotas(request).run(request, work)
@@ -149,18 +168,15 @@ async def restore_answer(request: Request, doc_id: str = DocId,
     wanted = body.version if body is not None else None
 
     def work() -> RestoreResponse:
-        from index.sqlite_index import SqliteIndex
-
-        runtime = service.runtime()
-        versions = _history_of(runtime.index, doc_id)
-        chosen = next((v for v in versions if wanted is None or v.version == wanted), None)
-        if chosen is None:
-            raise ApiError(404, "version_not_found", f"answer {doc_id!r} has no earlier version"
-                           + ("" if wanted is None else f" {wanted}"))
-        with SqliteIndex(index_path(service), readonly=False) as writer:
+        with index_writer(service) as (runtime, writer):
+            versions = _history_of(runtime.index, doc_id)
+            chosen = next((v for v in versions if wanted is None or v.version == wanted), None)
+            if chosen is None:
+                raise ApiError(404, "version_not_found", f"answer {doc_id!r} has no earlier version"
+                               + ("" if wanted is None else f" {wanted}"))
             writer.add([chosen.document])
         service.refresh_selector()
-        return RestoreResponse(id=doc_id, restored_version=chosen.version, documents=runtime.index.count())
+        return RestoreResponse(id=doc_id, restored_version=chosen.version, documents=service.runtime().index.count())
 
     return await get_quotas(request).run(request, work)
 
@@ -188,53 +204,20 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
         dialogues = _load_dialogues(source)
         target = index_path(service)
         target.parent.mkdir(parents=True, exist_ok=True)
-        old = service.runtime().index
-        api_answers = [d for d in old.documents() if (d.meta or {}).get("source") == "api"]
-        carry = _CarryOver(api_answers, old.export_history(), drop=body.drop_api_answers)
         # build_index writes a temp file and renames it: open readers keep the old file until they are replaced.
         # No waiting for another build's lock: the engine thread would stall every request behind it (409 at once).
+        # The API answers and the history are read from the file under that lock (``index.carry_over``).
         report = build_index(dialogues=dialogues, parser=service.parser(), backend="sqlite", out=target,
-                             progress=False, finish=carry, dense=service.ranks_with_vectors(), reuse_side_files=True)
+                             progress=False, dense=service.ranks_with_vectors(), reuse_side_files=True,
+                             api_answers="drop" if body.drop_api_answers else "keep")
         runtime = service.build_engine(index_path=target)
         service.replace_runtime(runtime)
         return RebuildResponse(documents=runtime.index.count(), dialogues=report.dialogues, skipped=len(report.skipped),
                                seconds=round(time.perf_counter() - start, 3), backend="sqlite",
-                               kept_api_answers=carry.kept, dropped_api_answers=len(api_answers) - carry.kept)
+                               kept_api_answers=report.kept_api_answers,
+                               dropped_api_answers=report.dropped_api_answers)
 
     return await get_quotas(request).run(request, work)
-
-
-class _CarryOver:
-    """The builder's finish step of a rebuild: the old history, then the API answers (kept, or only into the history).
-
-    An API answer whose id is no longer a safe id (added before ids were checked) cannot be stored again; it is
-    dropped into the history like the others with ``drop_api_answers`` rather than failing the whole rebuild.
-    """
-
-    def __init__(self, api_answers: list[Any], past: list[Any], *, drop: bool) -> None:
-        self.api_answers, self.past, self.drop = api_answers, past, drop
-        self.kept = 0
-
-    def __call__(self, new_index: Any) -> None:
-        new_index.import_history(self.past)
-        keep = [] if self.drop else [d for d in self.api_answers if _safe_ids(d)]
-        kept_ids = {d.id for d in keep}
-        for doc in self.api_answers:
-            if doc.id not in kept_ids:
-                new_index.keep_version(doc)  # dropped, not lost: ``restore`` brings a safe one back
-        if keep:
-            # added after the corpus: an answer the API replaced stays replaced, the corpus text goes to the history
-            new_index.add(keep)
-        self.kept = len(keep)
-
-
-def _safe_ids(doc: Any) -> bool:
-    try:
-        check_id(doc.id)
-        check_id(doc.dialogue_id, field="dialogue_id")
-    except InputError:
-        return False
-    return True
 
 
 def _source_path(body: RebuildRequest, roots: tuple[FilePath, ...]) -> FilePath | None:

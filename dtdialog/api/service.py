@@ -30,6 +30,8 @@ T = TypeVar("T")
 
 #: Seconds ``close`` waits for the engine call in flight before giving up on it (shutdown stays bounded).
 CLOSE_TIMEOUT_S = 3.0
+#: Seconds before a replaced index file that failed to load is tried again.
+RELOAD_RETRY_S = 60.0
 
 
 class EngineThread(Executor):
@@ -84,6 +86,7 @@ class EngineService:
         self._executor_lock = threading.Lock()
         self._parser: Any = None
         self._runtime: Any = None
+        self._retry_reload_at = 0.0
 
     # -- threading -------------------------------------------------------
     def _pool(self) -> EngineThread:
@@ -188,7 +191,29 @@ class EngineService:
         if self._runtime is None:
             self._runtime = self.build_engine()
             log.info("engine loaded: %s index with %d answers", self.settings.backend, self._runtime.index.count())
+        elif self._runtime.index.replaced_on_disk() and time.monotonic() >= self._retry_reload_at:
+            self._reload_replaced()
         return self._runtime
+
+    def _reload_replaced(self) -> None:
+        """Load the index a build renamed over the served file (``dtdialog index build --out`` while serving).
+
+        Without this the server would go on serving the old file's snapshot and write API answers into the new
+        one. A new file that cannot be loaded is logged, the old one stays served, and it is tried again later.
+        """
+        from pathlib import Path
+
+        location = Path(self._runtime.index_location)
+        try:
+            fresh = self.build_engine(index_path=location)
+        except DTDialogError as exc:
+            self._retry_reload_at = time.monotonic() + RELOAD_RETRY_S
+            log.error("the index file %s was replaced but cannot be loaded (still serving the old one): %s",
+                      location, exc)
+            return
+        self.replace_runtime(fresh)
+        log.warning("the index file %s was replaced by a build: now serving it (%d answers)", location,
+                    fresh.index.count())
 
     def runtime(self) -> Any:
         """Return the loaded ``Engine`` (see ``load``); a problem loading it is a 503 ``engine_unavailable``."""

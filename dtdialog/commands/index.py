@@ -46,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
                        help="sqlite: wait up to SECONDS for another build of the same --out to finish "
                             "(default 0: fail at once)")
+    build.add_argument("--drop-api-answers", action="store_true",
+                       help="sqlite: leave the answers added through the API (POST /index/documents) out of the "
+                            "rebuilt --out; they stay in its answer history (default: they are kept)")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print the build report as JSON")
     build.set_defaults(_index_run=run_build)
@@ -120,10 +123,10 @@ def run_build(args: argparse.Namespace) -> int:
     from parsers.base import get_parser
 
     logging.getLogger("dtdialog.data").setLevel(logging.ERROR)  # the summary line below reports skipped records
-    if args.backend != "sqlite" and (args.force or args.wait):
+    if args.backend != "sqlite" and (args.force or args.wait or args.drop_api_answers):
         from parsers.errors import ConfigError
 
-        raise ConfigError("--force and --wait apply to the sqlite backend only")
+        raise ConfigError("--force, --wait and --drop-api-answers apply to the sqlite backend only")
     if args.dense:
         from index.dense import INSTALL_HINT, dense_available
         from parsers.errors import ConfigError
@@ -135,7 +138,8 @@ def run_build(args: argparse.Namespace) -> int:
     out = args.out or (default_index_path() if args.backend == "sqlite" else None)
     report = build_index(dialogues=dialogues, parser=parser, backend=args.backend, out=out, url=args.es_url,
                          batch_size=args.batch_size, n_process=args.n_process, progress=not args.quiet,
-                         index_name=args.index_name, dense=args.dense, force=args.force, lock_timeout=args.wait)
+                         index_name=args.index_name, dense=args.dense, force=args.force, lock_timeout=args.wait,
+                         api_answers="drop" if args.drop_api_answers else "keep")
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:

@@ -42,25 +42,32 @@ def test_only_the_latest_versions_are_kept(tmp_path: Path, documents) -> None:
     assert versions[0].document.text == f"version {history.KEEP_VERSIONS + 3}"
 
 
-def test_history_moves_to_a_rebuilt_index_in_the_same_swap(tmp_path: Path, standin_parser, documents) -> None:
+def test_a_rebuild_carries_the_history_and_the_api_answers_in_the_same_swap(tmp_path: Path, standin_parser,
+                                                                           documents) -> None:
     out = tmp_path / "answers.sqlite"
     build_index(dialogues=small_corpus(), parser=standin_parser, backend="sqlite", out=out, progress=False)
     doc_id = documents[0].id
     with SqliteIndex(out, readonly=False) as ix:
         original = ix.get(doc_id)
         ix.add([replace(original, text="edited through the API", meta={"source": "api"})])
-        past = ix.export_history()
-    assert [e.doc_id for e in past] == [doc_id]
+    seen: list[str] = []
 
-    def finish(new_index: SqliteIndex) -> None:
-        new_index.import_history(past)
-        new_index.keep_version(replace(original, text="dropped on purpose", meta={"source": "api"}))
+    def finish(new_index: SqliteIndex) -> None:  # a caller's own finish step runs after the carry-over
+        seen.append(new_index.get(doc_id).text)
 
-    build_index(dialogues=small_corpus(), parser=standin_parser, backend="sqlite", out=out, progress=False,
-                finish=finish)
+    report = build_index(dialogues=small_corpus(), parser=standin_parser, backend="sqlite", out=out, progress=False,
+                         finish=finish)
+    assert seen == ["edited through the API"] and (report.kept_api_answers, report.dropped_api_answers) == (1, 0)
     with SqliteIndex(out) as ix:
-        assert [v.document.text for v in ix.history(doc_id)] == ["dropped on purpose", original.text]
+        assert ix.get(doc_id).text == "edited through the API"  # an edit survives the rebuild
+        assert [v.document.text for v in ix.history(doc_id)] == [original.text]
+    report = build_index(dialogues=small_corpus(), parser=standin_parser, backend="sqlite", out=out, progress=False,
+                         api_answers="drop")
+    assert (report.kept_api_answers, report.dropped_api_answers) == (0, 1)
+    assert "1 moved to the answer history" in report.summary()
+    with SqliteIndex(out) as ix:
         assert ix.get(doc_id).text == original.text
+        assert [v.document.text for v in ix.history(doc_id)] == ["edited through the API", original.text]
 
 
 def test_a_failing_finish_step_leaves_the_old_index(tmp_path: Path, standin_parser) -> None:

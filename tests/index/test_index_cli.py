@@ -125,7 +125,7 @@ def test_build_dense_writes_vectors_and_sg_phrases_beside_the_index(tmp_path: Pa
 def test_force_and_wait_are_sqlite_options(tmp_path: Path, corpus_file: Path, capsys) -> None:
     assert main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--backend", "elasticsearch",
                  "--es-url", "http://127.0.0.1:9", "--parser", "standin-test", "--quiet", "--force"]) == 2
-    assert "--force and --wait apply to the sqlite backend only" in capsys.readouterr().err
+    assert "--force, --wait and --drop-api-answers apply to the sqlite backend only" in capsys.readouterr().err
     for bad in ("-1", "soon"):
         with pytest.raises(SystemExit):
             main(["index", "build", "--corpus", str(corpus_file), "--format", "jsonl", "--wait", bad])
