@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -140,7 +141,8 @@ class DialogueManager:
         self.replies = replies or DEFAULT_REPLIES
         # every handler the table names must exist: a typo fails here, not on some rare turn
         self._handlers: dict[str, Handler] = {name: getattr(self, f"_on_{name}") for name in transitions.HANDLERS}
-        self._locks: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
+        # one lock per session in use, dropped when no thread holds or waits for it (no lock kept per session forever)
+        self._locks: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
         self._locks_guard = threading.Lock()
 
     # --- public API -----------------------------------------------------------
@@ -167,8 +169,7 @@ class DialogueManager:
         serialises its response there), and when anything up to the write raises, nothing of the
         turn is saved and the session stays as it was.
         """
-        lock = self._lock_for(session_id)
-        with lock:
+        with self.session_lock(session_id):
             # the turn only appends its own trace: never read and parse the stored history
             record = self.store.load(session_id, traces=False)
             record.turns += 1
@@ -689,13 +690,18 @@ class DialogueManager:
             return False
         return self.selector.violates(doc, [Constraint.from_dict(c) for c in record.constraints])
 
-    def _lock_for(self, session_id: str) -> threading.Lock:
+    @contextmanager
+    def session_lock(self, session_id: str) -> Iterator[None]:
+        """Hold ``session_id``'s lock: turns of one session run one after another (their load, reply and save
+        never interleave), turns of different sessions side by side. Re-entrant, so a caller may hold it around
+        ``handle`` (the API checks the session's expiry and handles the turn as one step)."""
         with self._locks_guard:
             lock = self._locks.get(session_id)
             if lock is None:
-                lock = threading.Lock()
+                lock = threading.RLock()
                 self._locks[session_id] = lock
-            return lock
+        with lock:  # the local reference keeps the lock in the weak dictionary while held or awaited
+            yield
 
 
 def _pending(record: SessionRecord) -> PendingChoice:

@@ -92,16 +92,18 @@ class AnswerSelector:
         table = AgreementTable.load(self.config.agreement_table)
         self.agreement = RhetoricalAgreement(table=table, normalizer=self.normalizer, ratio=self.config.agreement_ratio,
                                               overlap_scope=self.config.overlap_scope)
-        # spaCy pipelines are not documented as thread-safe; parsing is short, so serialise it.
-        self._parse_lock = threading.Lock()
+        # Parsing is not serialised: the API's engine threads parse side by side (a turn's short question beside
+        # another client's long search). A spaCy pipeline's inference keeps its state per call (the parser's
+        # transition states and activations, run without the GIL) and only reads the model's weights; the
+        # tokenizer's and string store's caches are only touched with the GIL held. docs/api.md ("Sessions and
+        # concurrency") lists what was checked; tests/reliability/test_engine_lanes.py compares results.
         self._cache_lock = threading.Lock()
         self._analyses: OrderedDict[str, AnswerAnalysis] = OrderedDict()
 
     # --- planning -----------------------------------------------------------
     def parse(self, text: str) -> DiscourseTree:
-        """Return the DT of ``text`` (parser calls are serialised)."""
-        with self._parse_lock:
-            return self.parser.parse(text)
+        """Return the DT of ``text`` (safe to call from several threads at once)."""
+        return self.parser.parse(text)
 
     def plan(self, question: str) -> QuestionPlan:
         """Return DT-Q and its ordered parts. Raises ``InputError`` for empty text."""

@@ -242,10 +242,11 @@ class SyntacticGeneralizer:
 
     def analyze(self, text: str) -> tuple[list[PhraseChunk], float]:
         """Return (phrases, self-similarity) of ``text``, parsing it only the first time."""
-        hit = self._cache.get(text)
-        if hit is not None:
-            self._cache.move_to_end(text)
-            return hit
+        with self._lock:  # another thread may evict ``text`` between a lookup and the move (KeyError)
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
         pending = self._pending.get(text)
         if pending is not None:  # parsed in the background by ``prefetch``: wait for it rather than parse twice
             return pending.result()

@@ -157,19 +157,23 @@ class FtsStemmer:
     def stems(self, tokens: Iterable[str]) -> dict[str, str | None]:
         """Return token -> indexed term (None when the tokenizer keeps nothing of it)."""
         wanted = list(dict.fromkeys(tokens))
-        missing = [t for t in wanted if t not in self.cache]
-        if missing:
-            with self.lock, self.conn:
-                if len(self.cache) > self.MAX_CACHE:
-                    self.cache.clear()
-                self.conn.executemany("INSERT INTO s(rowid, x) VALUES (?, ?)", list(enumerate(missing, start=1)))
-                found: dict[int, str] = {}
-                for doc, term in self.conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
-                    found.setdefault(doc, term)
-                self.conn.execute("DELETE FROM s")
+        # The answer is read under the lock: another thread may clear the cache (when full) at any moment,
+        # and a token missing from it would read as "no term" instead of being stemmed.
+        with self.lock:
+            out = {t: self.cache[t] for t in wanted if t in self.cache}
+            missing = [t for t in wanted if t not in out]
+            if missing:
+                with self.conn:
+                    if len(self.cache) > self.MAX_CACHE:
+                        self.cache.clear()
+                    self.conn.executemany("INSERT INTO s(rowid, x) VALUES (?, ?)", list(enumerate(missing, start=1)))
+                    found: dict[int, str] = {}
+                    for doc, term in self.conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+                        found.setdefault(doc, term)
+                    self.conn.execute("DELETE FROM s")
                 for i, token in enumerate(missing, start=1):
-                    self.cache[token] = found.get(i)
-        return {t: self.cache.get(t) for t in wanted}
+                    out[token] = self.cache[token] = found.get(i)
+        return {t: out.get(t) for t in wanted}
 
     def close(self) -> None:
         self.conn.close()

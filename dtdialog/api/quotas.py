@@ -4,9 +4,10 @@
   each have a per-client rate; over it: 429 ``rate_limited`` with ``Retry-After``.
 * **Engine budget**: the engine seconds a client's requests used in the last minute (sliding window);
   a client over ``engine_seconds`` gets 429 ``engine_budget_exceeded`` until enough of it has aged out.
-* **A fair turn at the engine** (``FairGate``): the engine runs one call at a time; when one ends, the
-  waiting client that used the engine least recently goes next, so a customer's turn is not queued
-  behind another client's burst of long searches. A client may have ``max_pending`` calls waiting
+* **A fair turn at the engine** (``FairGate``): the engine runs ``engine_threads`` calls at once, and
+  searches, parses and index reads hold at most all but one of them, so a customer's turn never waits
+  behind them; when a slot frees, the waiting client that used the engine least recently goes next.
+  Index writes, restores and rebuilds run alone. A client may have ``max_pending`` calls waiting
   (429 ``too_many_pending`` beyond), and no call waits longer than ``engine_wait`` (503 ``engine_busy``).
 * **Sessions**: at most ``max_sessions`` live sessions (503 ``session_limit_reached``); a session idle for
   ``session_ttl`` expires (404 ``session_expired``) and is purged, at most every ``PURGE_EVERY`` seconds.
@@ -23,6 +24,7 @@ import hashlib
 import itertools
 import logging
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -75,16 +77,42 @@ def _retry_after(reset_time: float) -> dict[str, str]:
     return {"Retry-After": str(max(1, math.ceil(reset_time - time.time())))}
 
 
-class FairGate:
-    """Lets one engine call run at a time and picks the next among the waiting clients by least recent use."""
+#: The gate's lanes. A turn (session create, read, message) may take any free slot; a bulk call (search, parse,
+#: index reads) at most ``capacity - 1`` of them, so one slot stays for turns; an exclusive call (what replaces
+#: or mutates the runtime) runs alone.
+TURN, BULK, EXCLUSIVE = "turn", "bulk", "exclusive"
+LANES = (TURN, BULK, EXCLUSIVE)
 
-    def __init__(self, *, max_pending: int, wait: float) -> None:
+
+class FairGate:
+    """Lets up to ``capacity`` engine calls run at once and picks the next among the waiting clients by least recent use.
+
+    Every call has a lane (``TURN``, ``BULK``, ``EXCLUSIVE``). Bulk calls hold at most ``capacity - 1`` slots (at
+    least one); an exclusive call starts when nothing runs, and from the moment one waits no other call starts
+    (writer preference: a steady stream of turns cannot starve an index write). With ``capacity`` 1 every lane
+    is the same one shared lane: one call at a time, as the gate was before it had lanes.
+    """
+
+    def __init__(self, *, max_pending: int, wait: float, capacity: int = 1) -> None:
+        if not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
         self.max_pending = max_pending
         self.wait = wait
-        self._busy = False
-        self._queues: dict[str, deque[tuple[int, asyncio.Future[None]]]] = {}
+        self.capacity = capacity
+        self._running = dict.fromkeys(LANES, 0)
+        self._exclusive_waiting = 0
+        self._queues: dict[str, deque[tuple[int, asyncio.Future[None], str]]] = {}
         self._usage: dict[str, tuple[float, float]] = {}
         self._order = itertools.count()
+
+    @property
+    def bulk_slots(self) -> int:
+        """Return how many calls of the bulk lane may run at once."""
+        return max(1, self.capacity - 1)
+
+    def running(self) -> dict[str, int]:
+        """Return how many calls of each lane run now."""
+        return dict(self._running)
 
     def usage(self, client: str, now: float | None = None) -> float:
         """Return the client's recent engine seconds, halved every ``USAGE_HALF_LIFE`` seconds."""
@@ -104,25 +132,42 @@ class FairGate:
         return len(self._queues.get(client, ()))
 
     @asynccontextmanager
-    async def turn(self, client: str) -> AsyncIterator[None]:
-        """Wait until ``client`` may use the engine; release it on exit."""
-        await self._acquire(client)
+    async def turn(self, client: str, lane: str = BULK) -> AsyncIterator[None]:
+        """Wait until ``client``'s call of ``lane`` may use the engine; release its slot on exit."""
+        await self._acquire(client, lane)
         try:
             yield
         finally:
-            self._release()
+            self._release(lane)
 
-    async def _acquire(self, client: str) -> None:
-        if not self._busy:
-            self._busy = True
+    def _lane(self, lane: str) -> str:
+        if lane not in LANES:
+            raise ValueError(f"unknown lane {lane!r}")
+        return BULK if self.capacity == 1 else lane  # one shared lane: every call alike
+
+    def _admissible(self, lane: str) -> bool:
+        busy = sum(self._running.values())
+        if self._running[EXCLUSIVE]:
+            return False
+        if lane == EXCLUSIVE:
+            return busy == 0
+        if busy >= self.capacity or self._exclusive_waiting:
+            return False
+        return lane == TURN or self._running[BULK] < self.bulk_slots
+
+    async def _acquire(self, client: str, lane: str = BULK) -> None:
+        lane = self._lane(lane)
+        if self._admissible(lane):  # nothing waiting could take this slot (``_dispatch`` ran at every change)
+            self._running[lane] += 1
             return
         queue = self._queues.setdefault(client, deque())
         if len(queue) >= self.max_pending:
             raise ApiError(429, "too_many_pending", f"this client already has {len(queue)} requests waiting for the "
                            "engine; wait for their answers first", headers={"Retry-After": "1"})
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (next(self._order), future)
+        entry = (next(self._order), future, lane)
         queue.append(entry)
+        self._exclusive_waiting += lane == EXCLUSIVE
         try:
             # asyncio.wait, not wait_for: wait_for may swallow the task's cancellation when the engine is handed
             # over at the same moment (Python < 3.12), and a request cancelled at shutdown would then go on to the
@@ -136,33 +181,41 @@ class FairGate:
             raise ApiError(503, "engine_busy", f"the engine stayed busy for {self.wait:g} s; try again shortly",
                            headers={"Retry-After": "5"})
 
-    def _give_up(self, client: str, entry: tuple[int, asyncio.Future[None]]) -> None:
+    def _give_up(self, client: str, entry: tuple[int, asyncio.Future[None], str]) -> None:
         future = entry[1]
         if future.done() and not future.cancelled():
-            self._release()  # the engine was handed over just as this request gave up: pass it on
+            self._release(entry[2])  # the slot was handed over just as this request gave up: pass it on
         else:
             future.cancel()
             self._forget(client, entry)
+            self._dispatch()  # an exclusive call that gave up no longer holds the others back
 
-    def _forget(self, client: str, entry: tuple[int, asyncio.Future[None]]) -> None:
+    def _forget(self, client: str, entry: tuple[int, asyncio.Future[None], str]) -> None:
         queue = self._queues.get(client)
         if queue is not None and entry in queue:
             queue.remove(entry)
+            self._exclusive_waiting -= entry[2] == EXCLUSIVE
             if not queue:
                 del self._queues[client]
 
-    def _release(self) -> None:
+    def _release(self, lane: str = BULK) -> None:
+        self._running[self._lane(lane)] -= 1
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiting calls: among each client's first call that may start now, the least-used
+        client's (then the oldest) goes first."""
         now = time.monotonic()
-        while self._queues:
-            client = min(self._queues, key=lambda c: (self.usage(c, now), self._queues[c][0][0]))
-            queue = self._queues[client]
-            _, future = queue.popleft()
-            if not queue:
-                del self._queues[client]
-            if not future.done():
-                future.set_result(None)  # handed over: the gate stays busy
+        while True:
+            ready = [(self.usage(client, now), entry[0], client, entry) for client, queue in self._queues.items()
+                     for entry in (next((e for e in queue if self._admissible(e[2])), None),) if entry is not None]
+            if not ready:
                 return
-        self._busy = False
+            _, _, client, entry = min(ready)
+            self._forget(client, entry)
+            if not entry[1].done():
+                entry[1].set_result(None)  # handed over: the slot stays taken
+                self._running[entry[2]] += 1
 
 
 class Quotas:
@@ -170,12 +223,16 @@ class Quotas:
 
     def __init__(self, settings: ApiSettings) -> None:
         self.settings = settings
-        self.gate = FairGate(max_pending=settings.max_pending, wait=settings.engine_wait)
+        self.gate = FairGate(max_pending=settings.max_pending, wait=settings.engine_wait,
+                             capacity=settings.engine_threads)
         self._rates: dict[str, list[Any]] = {}
         self._limiter: Any = None
         self._budget: Any = None
         self._budget_item: Any = None
         self._last_purge = 0.0
+        # engine threads run session calls side by side: one purge at a time, and the live-session count and
+        # the new session it admits are one step (two creations could otherwise both pass at the cap)
+        self._sessions_lock = threading.Lock()
         rates = {kind: getattr(settings, f"{kind}_rate") for kind in _RATE_WHAT}
         if any(rates.values()) or settings.engine_seconds > 0:
             from limits import parse, parse_many
@@ -224,8 +281,12 @@ class Quotas:
         if cost > 0:
             self._budget.hit(self._budget_item, "engine", client, cost=cost)
 
-    async def run(self, request: Request, fn: Callable[[], T]) -> T:
-        """Return ``fn()`` computed on the engine thread, within ``request``'s client's budget and fair turn."""
+    async def run(self, request: Request, fn: Callable[[], T], *, lane: str = BULK) -> T:
+        """Return ``fn()`` computed on an engine thread, within ``request``'s client's budget and fair turn.
+
+        ``lane``: ``TURN`` for a customer's session calls, ``BULK`` for searches, parses and index reads,
+        ``EXCLUSIVE`` for what replaces or mutates the runtime (it also runs alone on the engine side).
+        """
         service = get_service(request)
         client = client_id(request, self.settings)
         self.check_budget(client)
@@ -238,10 +299,10 @@ class Quotas:
             finally:
                 spent[0] = time.perf_counter() - start
 
-        async with self.gate.turn(client):
+        async with self.gate.turn(client, lane):
             loading = not service.loaded  # loading the engine is not the first customer's doing
             try:
-                return await service.call(timed)
+                return await service.call(timed, exclusive=lane == EXCLUSIVE)
             finally:
                 if not loading:
                     self.charge(client, spent[0])
@@ -251,23 +312,29 @@ class Quotas:
         """Purge the expired sessions of ``store`` when the last purge is ``PURGE_EVERY`` old; return how many went."""
         ttl = self.settings.session_ttl
         now = time.time()
-        if not ttl or now - self._last_purge < PURGE_EVERY:
-            return 0
-        self._last_purge = now
+        with self._sessions_lock:
+            if not ttl or now - self._last_purge < PURGE_EVERY:
+                return 0
+            self._last_purge = now
         purged = store.purge(updated_before=now - ttl)
         if purged:
             log.info("purged %d sessions idle for more than %.0f s", purged, ttl)
         return purged
 
-    def admit_session(self, store: Any) -> None:
-        """503 ``session_limit_reached`` when ``store`` holds ``max_sessions`` live sessions."""
-        self.purge_due(store)
+    def _check_live(self, store: Any) -> None:
         ttl = self.settings.session_ttl
         live = store.count(updated_since=time.time() - ttl if ttl else None)
         if live >= self.settings.max_sessions:
             raise ApiError(503, "session_limit_reached", f"the server holds its maximum of "
                            f"{self.settings.max_sessions} live sessions; try again later",
                            headers={"Retry-After": "60"})
+
+    def start_session(self, manager: Any) -> str:
+        """Return the id of a new session of ``manager``, admitted under ``max_sessions`` (see ``admit_session``)."""
+        self.purge_due(manager.store)
+        with self._sessions_lock:
+            self._check_live(manager.store)
+            return manager.start_session()
 
     def expired(self, record: Any) -> bool:
         """Return True when the session ``record`` has been idle longer than ``session_ttl``."""

@@ -30,7 +30,7 @@ from dtdialog.api.models import (
     RestoreRequest,
     RestoreResponse,
 )
-from dtdialog.api.quotas import get_quotas
+from dtdialog.api.quotas import EXCLUSIVE, get_quotas
 from index.base import check_id
 
 router = APIRouter(prefix="/index", tags=["index"], dependencies=[Depends(guard_index)])
@@ -125,7 +125,7 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
         return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=service.runtime().index.count(),
                                     replaced=replaced)
 
-    return await get_quotas(request).run(request, work)
+    return await get_quotas(request).run(request, work, lane=EXCLUSIVE)
 
 
 def _version_out(doc: Any, *, version: int | None = None, replaced: float | None = None) -> AnswerVersionOut:
@@ -178,7 +178,7 @@ async def restore_answer(request: Request, doc_id: str = DocId,
         service.refresh_selector()
         return RestoreResponse(id=doc_id, restored_version=chosen.version, documents=service.runtime().index.count())
 
-    return await get_quotas(request).run(request, work)
+    return await get_quotas(request).run(request, work, lane=EXCLUSIVE)
 
 
 @router.post("/rebuild", response_model=RebuildResponse, responses=_NOT_FOUND_ERRORS)
@@ -217,7 +217,7 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
                                kept_api_answers=report.kept_api_answers,
                                dropped_api_answers=report.dropped_api_answers)
 
-    return await get_quotas(request).run(request, work)
+    return await get_quotas(request).run(request, work, lane=EXCLUSIVE)
 
 
 def _source_path(body: RebuildRequest, roots: tuple[FilePath, ...]) -> FilePath | None:

@@ -18,7 +18,7 @@ from dtdialog.api.models import (
     TurnOption,
     TurnResponse,
 )
-from dtdialog.api.quotas import Quotas, get_quotas, rate_limit
+from dtdialog.api.quotas import TURN, Quotas, get_quotas, rate_limit
 
 router = APIRouter(tags=["sessions"])
 SessionId = Path(min_length=1, max_length=128, description="The id returned by POST /sessions.")
@@ -52,12 +52,8 @@ async def create_session(request: Request) -> SessionCreated:
     service = get_service(request)
     quotas = get_quotas(request)
 
-    def work() -> str:
-        manager = service.manager()
-        quotas.admit_session(manager.store)
-        return manager.start_session()
-
-    return SessionCreated(session_id=await quotas.run(request, work))
+    return SessionCreated(session_id=await quotas.run(request, lambda: quotas.start_session(service.manager()),
+                                                      lane=TURN))
 
 
 @router.post("/sessions/{session_id}/messages", response_model=TurnResponse, responses=_ERRORS,
@@ -74,9 +70,12 @@ async def post_message(
 
     def work() -> Response:
         manager = service.manager()
-        manager = service.manager()
         quotas.purge_due(manager.store)
         text = check_text(body.text, service.settings, limit=message_limit(service))
+        with manager.session_lock(session_id):  # the expiry check and the turn are one step of this session
+            return _turn(manager, text)
+
+    def _turn(manager: Any, text: str) -> Response:
         live_session(manager, quotas, session_id, traces=False)  # 404 before any work on an unknown id (no trace parsing)
         payload: list[str] = []
 
@@ -92,7 +91,7 @@ async def post_message(
         manager.handle(session_id=session_id, text=text, before_save=respond)
         return Response(content=payload[0], media_type="application/json")
 
-    return await quotas.run(request, work)
+    return await quotas.run(request, work, lane=TURN)
 
 
 @router.get("/sessions/{session_id}", response_model=SessionOut,
@@ -101,7 +100,13 @@ async def get_session(request: Request, session_id: str = SessionId) -> SessionO
     """Return the session's transcript and per-turn traces."""
     service = get_service(request)
     quotas = get_quotas(request)
-    record = await quotas.run(request, lambda: live_session(service.manager(), quotas, session_id, traces=True))
+
+    def work() -> Any:
+        manager = service.manager()
+        with manager.session_lock(session_id):  # never a transcript read half-way through a turn's save
+            return live_session(manager, quotas, session_id, traces=True)
+
+    record = await quotas.run(request, work, lane=TURN)
     data = jsonable(record.to_dict())
     data["session_id"] = data.get("session_id") or data.get("id") or session_id
     return SessionOut(**data)

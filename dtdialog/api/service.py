@@ -1,10 +1,11 @@
 """The engine behind the API: one ``dtdialog.assembly`` engine per app (parser, index, selector, manager), loaded on first use.
 
-Every engine call runs on one dedicated worker thread. The parser, the index
-and the session store hold SQLite connections and spaCy pipelines that are not
-meant to be shared between threads, and on the 2-core machines this runs on
-one engine thread is as fast as several; it also makes turns of different
-sessions strictly sequential, so they cannot interleave.
+Engine calls run on ``ApiSettings.engine_threads`` daemon worker threads (``EnginePool``), so a customer's turn
+need not wait for another client's search in flight (``quotas.FairGate`` keeps one of them for turns). The
+runtime is shared by all of them under a ``RuntimeLock``: ordinary calls hold it shared; what replaces or
+mutates the runtime (index writes, restore, rebuild, ``refresh_selector``, ``replace_runtime``, reloading an
+index file a build swapped in) holds it alone. Why each engine part is safe to share is in docs/api.md
+("Sessions and concurrency").
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FuturesTimeout
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from dtdialog.api.errors import ApiError, scrub_paths
@@ -28,25 +31,98 @@ log = logging.getLogger("dtdialog.api")
 T = TypeVar("T")
 
 
-#: Seconds ``close`` waits for the engine call in flight before giving up on it (shutdown stays bounded).
+#: Seconds ``close`` waits for the engine calls in flight before giving up on them (shutdown stays bounded).
 CLOSE_TIMEOUT_S = 3.0
 #: Seconds before a replaced index file that failed to load is tried again.
 RELOAD_RETRY_S = 60.0
 
 
-class EngineThread(Executor):
-    """One daemon worker thread running the submitted calls in order; it knows how long the current one has run.
+class RuntimeLock:
+    """A readers-writer lock over the loaded runtime: engine calls share it, replacing or mutating calls hold it alone.
 
-    A daemon thread, unlike ``ThreadPoolExecutor``'s workers (joined at interpreter exit): an engine call
+    Writer-preferring: once an exclusive call waits, no new shared call starts, so a rebuild or an index write
+    is not starved by a steady stream of turns. Re-entrant for its exclusive holder (an exclusive call may make
+    shared or exclusive calls of its own); a thread that holds it shared and asks for it exclusively gets a
+    ``RuntimeError`` at once instead of a deadlock with itself.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared: Counter[int] = Counter()  # thread id -> shared holds
+        self._writer: int | None = None
+        self._depth = 0
+        self._writers_waiting = 0
+
+    def held_exclusively(self) -> bool:
+        """Return True when the calling thread holds the lock exclusively."""
+        return self._writer == threading.get_ident()
+
+    def held_shared(self) -> bool:
+        """Return True when the calling thread holds the lock shared."""
+        return threading.get_ident() in self._shared
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the lock shared (a no-op for its exclusive holder)."""
+        me = threading.get_ident()
+        if self._writer == me:
+            yield
+            return
+        with self._cond:
+            self._cond.wait_for(lambda: self._writer is None and not self._writers_waiting)
+            self._shared[me] += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared[me] -= 1
+                if not self._shared[me]:
+                    del self._shared[me]
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the lock alone: wait for the shared holders to finish; ``TimeoutError`` after ``timeout`` seconds."""
+        me = threading.get_ident()
+        with self._cond:
+            if self._writer != me:
+                if me in self._shared:
+                    raise RuntimeError("an engine call that shares the runtime cannot replace it")
+                self._writers_waiting += 1
+                try:
+                    free = self._cond.wait_for(lambda: self._writer is None and not self._shared, timeout)
+                finally:
+                    self._writers_waiting -= 1
+                if not free:
+                    self._cond.notify_all()  # shared callers held back for this writer may go on
+                    raise TimeoutError("the engine calls in flight did not finish")
+                self._writer = me
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._depth -= 1
+                if not self._depth:
+                    self._writer = None
+                    self._cond.notify_all()
+
+
+class EnginePool(Executor):
+    """``threads`` daemon worker threads running the submitted calls from one queue; it knows how long each has run.
+
+    Daemon threads, unlike ``ThreadPoolExecutor``'s workers (joined at interpreter exit): an engine call
     that never returns cannot keep the process alive after shutdown. A call whose future was cancelled
     before it started (its client gone, or shutdown) is skipped.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, threads: int = 1) -> None:
         self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._started: float | None = None
-        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
-        self._thread.start()
+        self._started: dict[int, float] = {}
+        self._threads = [threading.Thread(target=self._work, args=(i,), name=f"{name}-{i}", daemon=True)
+                         for i in range(threads)]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         future: Future[T] = Future()
@@ -54,58 +130,75 @@ class EngineThread(Executor):
         return future
 
     def busy_seconds(self) -> float:
-        """Return how long the call in progress has been running (0.0 when idle)."""
-        started = self._started
-        return 0.0 if started is None else time.monotonic() - started
+        """Return how long the longest call in progress has been running (0.0 when all threads are idle)."""
+        started = list(self._started.values())
+        return time.monotonic() - min(started) if started else 0.0
 
-    def _work(self) -> None:
+    def _work(self, worker: int) -> None:
         while (item := self._queue.get()) is not None:
             future, call = item
             if not future.set_running_or_notify_cancel():
                 continue
-            self._started = time.monotonic()
+            self._started[worker] = time.monotonic()
             try:
                 future.set_result(call())
             except BaseException as exc:  # handed to the caller through the future
                 future.set_exception(exc)
             finally:
-                self._started = None
+                self._started.pop(worker, None)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        self._queue.put(None)
+        for _ in self._threads:
+            self._queue.put(None)
         if wait:
-            self._thread.join()
+            for thread in self._threads:
+                thread.join()
 
 
 class EngineService:
-    """Owns the engine objects of one app and the thread they run on."""
+    """Owns the engine objects of one app and the threads they run on."""
 
     def __init__(self, settings: ApiSettings) -> None:
         self.settings = settings
-        self._executor: EngineThread | None = None
+        self._executor: EnginePool | None = None
         self._executor_lock = threading.Lock()
+        self.runtime_lock = RuntimeLock()
+        # the first load (or parser) is made once even when two engine threads ask for it at the same time
+        self._load_lock = threading.RLock()
         self._parser: Any = None
         self._runtime: Any = None
         self._retry_reload_at = 0.0
 
     # -- threading -------------------------------------------------------
-    def _pool(self) -> EngineThread:
+    def _pool(self) -> EnginePool:
         with self._executor_lock:
             if self._executor is None:
-                self._executor = EngineThread("dtdialog-engine")
+                self._executor = EnginePool("dtdialog-engine", self.settings.engine_threads)
             return self._executor
 
-    async def call(self, fn: Callable[..., T], **kwargs: Any) -> T:
-        """Return ``fn(**kwargs)`` computed on the engine thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool(), functools.partial(fn, **kwargs))
+    def _guarded(self, fn: Callable[[], T], exclusive: bool) -> Callable[[], T]:
+        """Return ``fn`` run under the runtime lock (alone when ``exclusive``), after loading a swapped index file."""
 
-    def submit(self, fn: Callable[..., T], **kwargs: Any) -> Future[T]:
-        """Queue ``fn(**kwargs)`` on the engine thread from synchronous code; return its future."""
-        return self._pool().submit(fn, **kwargs)
+        def run() -> T:
+            if not exclusive:
+                self._reload_if_replaced()  # exclusively, before this call shares the runtime it replaces
+            with self.runtime_lock.exclusive() if exclusive else self.runtime_lock.shared():
+                return fn()
+
+        return run
+
+    async def call(self, fn: Callable[..., T], *, exclusive: bool = False, **kwargs: Any) -> T:
+        """Return ``fn(**kwargs)`` computed on an engine thread (``exclusive``: with no other engine call running)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool(), self._guarded(functools.partial(fn, **kwargs), exclusive))
+
+    def submit(self, fn: Callable[..., T], *, exclusive: bool = False, **kwargs: Any) -> Future[T]:
+        """Queue ``fn(**kwargs)`` on an engine thread from synchronous code; return its future."""
+        return self._pool().submit(self._guarded(functools.partial(fn, **kwargs), exclusive))
 
     def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
-        """Wait (at most ``timeout`` seconds) for the engine call in flight, then release the index and the session store.
+        """Wait (at most ``timeout`` seconds in all) for the engine calls in flight, then release the index and the
+        session store.
 
         An engine call still running after that is abandoned (its thread is a daemon): shutting down
         never hangs on it, and SQLite's journal undoes any write it had not committed.
@@ -114,9 +207,10 @@ class EngineService:
             executor, self._executor = self._executor, None
         if executor is None:
             return
+        deadline = time.monotonic() + timeout
         try:
-            executor.submit(self._close_resources).result(timeout=timeout)
-        except FuturesTimeout:
+            executor.submit(self._close_resources, deadline).result(timeout=timeout)
+        except (FuturesTimeout, TimeoutError):
             log.error("an engine call was still running after %.0f s; shutting down without waiting for it", timeout)
         executor.shutdown(wait=False)
 
@@ -127,7 +221,7 @@ class EngineService:
         index's or session store's lock cannot be taken within ``lock_timeout`` seconds.
         """
         executor = self._executor
-        busy = executor.busy_seconds() if executor is not None else 0.0
+        busy = executor.busy_seconds() if executor is not None else 0.0  # the longest-running call of any thread
         if busy > self.settings.health_stall_seconds:
             return f"an engine call has been running for {busy:.0f} s"
         runtime = self._runtime
@@ -137,15 +231,17 @@ class EngineService:
                     return f"the {name} stays locked"
         return None
 
-    def _close_resources(self) -> None:
-        engine, self._runtime = self._runtime, None
-        try:
-            if engine is not None:
-                engine.close()
-        except Exception:  # closing is best effort at shutdown
-            log.warning("error while closing the engine", exc_info=True)
+    def _close_resources(self, deadline: float) -> None:
+        # alone: no engine call may be using the index or the store being closed
+        with self.runtime_lock.exclusive(timeout=max(0.0, deadline - time.monotonic())):
+            engine, self._runtime = self._runtime, None
+            try:
+                if engine is not None:
+                    engine.close()
+            except Exception:  # closing is best effort at shutdown
+                log.warning("error while closing the engine", exc_info=True)
 
-    # -- engine objects (call these on the engine thread) ------------------
+    # -- engine objects (call these on an engine thread) ------------------
     @property
     def loaded(self) -> bool:
         """Return True once the index and selector are loaded."""
@@ -154,12 +250,14 @@ class EngineService:
     def parser(self) -> Any:
         """Return the RST parser (loads spaCy on first use)."""
         if self._parser is None:
-            if self._runtime is not None:
-                self._parser = self._runtime.parser
-            else:
-                from parsers.base import get_parser
+            with self._load_lock:
+                if self._parser is None:
+                    if self._runtime is not None:
+                        self._parser = self._runtime.parser
+                    else:
+                        from parsers.base import get_parser
 
-                self._parser = get_parser(self.settings.parser)
+                        self._parser = get_parser(self.settings.parser)
         return self._parser
 
     def engine_spec(self, *, index_path=None):
@@ -186,14 +284,27 @@ class EngineService:
     def load(self) -> Any:
         """Return the ``Engine`` (parser, index, selector, manager), loading or building the index on first use.
 
-        A problem raises its ``DTDialogError`` (``dtdialog serve --preload`` prints it as one line).
+        A problem raises its ``DTDialogError`` (``dtdialog serve --preload`` prints it as one line). A call that
+        shares the runtime never replaces it here: ``call`` reloads a swapped index file before such a call starts.
         """
         if self._runtime is None:
-            self._runtime = self.build_engine()
-            log.info("engine loaded: %s index with %d answers", self.settings.backend, self._runtime.index.count())
-        elif self._runtime.index.replaced_on_disk() and time.monotonic() >= self._retry_reload_at:
-            self._reload_replaced()
+            with self._load_lock:
+                if self._runtime is None:
+                    self._runtime = self.build_engine()
+                    log.info("engine loaded: %s index with %d answers", self.settings.backend,
+                             self._runtime.index.count())
+        elif not self.runtime_lock.held_shared():
+            self._reload_if_replaced()
         return self._runtime
+
+    def _reload_if_replaced(self) -> None:
+        """Load the index file a build swapped in, with no other engine call running (see ``_reload_replaced``)."""
+        runtime = self._runtime
+        if runtime is None or time.monotonic() < self._retry_reload_at or not runtime.index.replaced_on_disk():
+            return
+        with self.runtime_lock.exclusive():
+            if self._runtime is runtime:  # not reloaded meanwhile by another engine thread
+                self._reload_replaced()
 
     def _reload_replaced(self) -> None:
         """Load the index a build renamed over the served file (``dtdialog index build --out`` while serving).
@@ -245,15 +356,21 @@ class EngineService:
         """Give the engine a new selector (empty caches), after stored answers were replaced under the same ids.
 
         The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
+        Runs with no other engine call in flight (``runtime_lock``).
         """
-        self.runtime().refresh(progress=False)
+        with self.runtime_lock.exclusive():
+            self.runtime().refresh(progress=False)
 
     def replace_runtime(self, runtime: Any) -> None:
-        """Swap in a freshly built engine (None: unload), closing the old one's index and session store."""
-        old, self._runtime = self._runtime, runtime
-        if old is None:
-            return
-        if old.store is not None:
-            old.store.close()
-        if runtime is None or old.index is not runtime.index:
-            old.index.close()
+        """Swap in a freshly built engine (None: unload), closing the old one's index and session store.
+
+        Runs with no other engine call in flight (``runtime_lock``): none may be using what is closed.
+        """
+        with self.runtime_lock.exclusive():
+            old, self._runtime = self._runtime, runtime
+            if old is None:
+                return
+            if old.store is not None:
+                old.store.close()
+            if runtime is None or old.index is not runtime.index:
+                old.index.close()

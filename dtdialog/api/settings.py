@@ -18,6 +18,8 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: Settings read as per-client rates (``limits`` notation: "30/minute", "5/second;100/hour"); None: unlimited.
 RATE_FIELDS = ("session_rate", "turn_rate", "search_rate")
 _OFF = ("", "off", "none", "0")
+#: Most engine threads: more only adds contention for the GIL and memory (each thread opens its own connections).
+MAX_ENGINE_THREADS = 16
 
 
 def _default_sessions_path() -> Path:
@@ -75,6 +77,9 @@ class ApiSettings:
     max_pending: int = 8
     #: seconds a request may wait for the engine before it gets 503 ``engine_busy``
     engine_wait: float = 30.0
+    #: engine calls run at once, each on its own thread (1-16); searches, parses and index reads hold at most
+    #: all but one, so a turn never waits behind them; 1: one call at a time, shared by all
+    engine_threads: int = 2
 
     def __post_init__(self) -> None:
         self.index_path = Path(self.index_path) if self.index_path is not None else None
@@ -143,6 +148,9 @@ class ApiSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        threads = self.engine_threads
+        if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_ENGINE_THREADS:
+            raise ConfigError(f"engine_threads must be an integer from 1 to {MAX_ENGINE_THREADS}, got {threads!r}")
         for name, low in (("engine_seconds", 0.0), ("engine_wait", 0.001)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < float("inf"):

@@ -61,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests of one client waiting for the engine at once (default 8)")
     quotas.add_argument("--engine-wait", type=float, default=None,
                         help="seconds a request may wait for the engine before 503 engine_busy (default 30)")
+    quotas.add_argument("--engine-threads", type=int, default=None,
+                        help="engine calls run at once, one thread each (1-16, default 2); searches, parses and "
+                             "index reads hold at most all but one, so a customer's turn never waits behind them; "
+                             "index writes run alone; 1: one call at a time")
 
 
 #: Bind addresses that name no host: every interface.
@@ -128,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=allowed_hosts(args.host, args.allowed_hosts), session_rate=args.session_rate,
         turn_rate=args.turn_rate, search_rate=args.search_rate, max_sessions=args.max_sessions,
         session_ttl=args.session_ttl, engine_seconds=args.engine_seconds, max_pending=args.max_pending,
-        engine_wait=args.engine_wait,
+        engine_wait=args.engine_wait, engine_threads=args.engine_threads,
     )
     if args.host.strip("[]") in ANY_INTERFACE and "*" not in settings.allowed_hosts:
         logging.getLogger("dtdialog.api").warning(
