@@ -2,6 +2,7 @@
 
     python -m eval.abuse_bench                        # starts `dtdialog serve` with its default quotas
     python -m eval.abuse_bench --abusers 3 --turns 30 --rounds 2 --json out.json
+    python -m eval.abuse_bench --engine-threads 1     # the server's engine runs one call at a time
 
 One well-behaved customer (its own loopback address) sends turns ``--pause`` seconds apart, in sessions of
 five turns. The run alternates rounds *alone* and *with* ``--abusers`` other addresses that loop, without
@@ -110,8 +111,9 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
 
 def format_report(rep: dict[str, Any]) -> str:
     """Return the report as a few lines."""
+    threads = rep.get("engine_threads") or "default"
     lines = [f"abuse bench: 1 customer, {rep['abusers']} abusive clients, {rep['rounds']} x {rep['turns_per_round']} "
-             f"turns per condition, {rep['pause_s']} s between turns",
+             f"turns per condition, {rep['pause_s']} s between turns, engine threads: {threads}",
              f"  alone:  p50 {rep['alone_ms']['p50']} ms  p95 {rep['alone_ms']['p95']} ms  p99 {rep['alone_ms']['p99']} ms",
              f"  abused: p50 {rep['abused_ms']['p50']} ms  p95 {rep['abused_ms']['p95']} ms  p99 {rep['abused_ms']['p99']} ms",
              f"  p95 ratio {rep['p95_ratio']} (target <= 2); customer errors {len(rep['customer_errors'])}",
@@ -128,15 +130,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pause", type=float, default=2.1, help="seconds between the customer's turns (default 2.1: "
                                                              "under the default 30 turns a minute)")
     p.add_argument("--index", type=Path, default=None, help="index for the started server (default: built-in corpus)")
+    p.add_argument("--engine-threads", type=int, default=None,
+                   help="the server's --engine-threads (1-16; default: the server's default)")
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = p.parse_args(argv)
     if not 1 <= args.abusers <= 20 or args.turns < 5 or args.rounds < 1 or args.pause < 0:
         print("error: --abusers must be 1-20, --turns at least 5, --rounds at least 1, --pause not negative",
               file=sys.stderr)
         return 2
+    if args.engine_threads is not None and not 1 <= args.engine_threads <= 16:
+        print("error: --engine-threads must be 1-16", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="dtdialog-abuse-") as tmp, \
-            local_server(index=args.index, startup_timeout=600, workdir=Path(tmp), default_quotas=True) as url:
+            local_server(index=args.index, startup_timeout=600, workdir=Path(tmp), default_quotas=True,
+                         engine_threads=args.engine_threads) as url:
         report = asyncio.run(bench(url, abusers=args.abusers, turns=args.turns, rounds=args.rounds, pause=args.pause))
+    report["engine_threads"] = args.engine_threads  # None: the server's default
     print(format_report(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -87,8 +87,10 @@ def loopback_address(index: int) -> str:
 
 @contextmanager
 def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, customers: int = 1,
-                 default_quotas: bool = False):
+                 default_quotas: bool = False, engine_threads: int | None = None):
     """Start ``dtdialog serve`` on 127.0.0.1 with sessions in ``workdir``; yield its base URL; stop it afterwards.
+
+    ``engine_threads``: the server's ``--engine-threads`` (None: its default).
 
     The quotas are on. With ``default_quotas`` they are the server's defaults (each simulated customer
     has its own address); else they are scaled to ``customers``: the server counts per client address,
@@ -103,6 +105,8 @@ def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, c
                 "--max-pending", str(8 * customers)]
     if index is not None:
         cmd += ["--index", str(index)]
+    if engine_threads is not None:
+        cmd += ["--engine-threads", str(engine_threads)]
     log_path = workdir / "server.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -249,10 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--distinct-addresses", action="store_true",
                    help="each customer connects from its own loopback address (127.1.x.y), and the started server "
                         "keeps its default per-address quotas (default: all from 127.0.0.1, quotas scaled up)")
+    p.add_argument("--engine-threads", type=int, default=None,
+                   help="the started server's --engine-threads (1-16; default: the server's default)")
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = p.parse_args(argv)
     if not 1 <= args.sessions <= 500 or not 1 <= args.turns <= 100:
         print("error: --sessions must be 1-500 and --turns 1-100", file=sys.stderr)
+        return 2
+    if args.engine_threads is not None and (args.url or not 1 <= args.engine_threads <= 16):
+        print("error: --engine-threads must be 1-16 and needs a started server (no --url)", file=sys.stderr)
         return 2
     if args.url and not args.url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")):
         print("error: --url must point at this machine (127.0.0.1/localhost)", file=sys.stderr)
@@ -267,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="dtdialog-load-") as tmp, \
                 local_server(index=args.index, startup_timeout=args.startup_timeout, workdir=Path(tmp),
-                             customers=args.sessions, default_quotas=args.distinct_addresses) as url:
+                             customers=args.sessions, default_quotas=args.distinct_addresses,
+                             engine_threads=args.engine_threads) as url:
             report = go(url)
     print(format_report(report))
     if args.json:

@@ -209,27 +209,81 @@ def _turn_view(result: Any) -> dict[str, Any]:
             "confidence": result.confidence}
 
 
-def _script_runner(service: EngineService, script: list[str]) -> Callable[[], list[dict[str, Any]]]:
+class _Counted:
+    """Runs calls on the engine threads, counting how many ran at once."""
+
+    def __init__(self, service: EngineService) -> None:
+        self.service = service
+        self.lock = threading.Lock()
+        self.active = 0
+        self.most = 0
+
+    def __call__(self, fn: Callable[[], Any]) -> Any:
+        def counted() -> Any:
+            with self.lock:
+                self.active += 1
+                self.most = max(self.most, self.active)
+            try:
+                return fn()
+            finally:
+                with self.lock:
+                    self.active -= 1
+
+        return self.service.submit(counted).result()
+
+
+def _script_runner(run_call: _Counted, script: list[str]) -> Callable[[], list[dict[str, Any]]]:
+    manager = run_call.service.manager
+
     def run() -> list[dict[str, Any]]:
-        sid = service.submit(lambda: service.manager().start_session()).result()
-        return [_turn_view(service.submit(lambda t=text: service.manager().handle(session_id=sid, text=t)).result())
-                for text in script]
+        sid = run_call(lambda: manager().start_session())
+        return [_turn_view(run_call(lambda t=text: manager().handle(session_id=sid, text=t))) for text in script]
 
     return run
 
 
-def _search_runner(service: EngineService, query: str, mode: str) -> Callable[[], dict[str, Any]]:
-    return lambda: service.submit(lambda: run_search(service, query=query, size=5, mode=mode).model_dump()).result()
+def _search_runner(run_call: _Counted, query: str, mode: str) -> Callable[[], dict[str, Any]]:
+    service = run_call.service
+    return lambda: run_call(lambda: run_search(service, query=query, size=5, mode=mode).model_dump())
+
+
+@pytest.fixture(scope="module")
+def dense_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Return the reliability suite's small index built with the learned ranker's dense vectors and SG phrases."""
+    pytest.importorskip("sentence_transformers", reason="the learned ranker needs the [dense] extra")
+    from conftest import STRIDE
+
+    from data.builtin import load_builtin_corpus
+    from index.builder import build_index
+    from parsers.base import get_parser
+
+    out = tmp_path_factory.mktemp("lanes-dense") / "answers.sqlite"
+    build_index(dialogues=load_builtin_corpus()[::STRIDE], parser=get_parser(), backend="sqlite", out=out,
+                progress=False, dense=True)
+    return out
 
 
 @pytest.mark.timeout(300)
 def test_turns_and_searches_side_by_side_give_what_each_gives_alone(small_index: Path, tmp_path: Path):
-    service = EngineService(ApiSettings(index_path=small_index, sessions_path=tmp_path / "s.sqlite", ranker="rules",
+    _side_by_side_equals_alone(small_index, "rules", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_learned_ranker_turns_and_searches_side_by_side_give_what_each_gives_alone(dense_index: Path, tmp_path: Path):
+    """The same with the learned ranker: the query encoder (torch), its cache, the SG scorer and its parse thread."""
+    _side_by_side_equals_alone(dense_index, "learned", tmp_path)
+
+
+def _side_by_side_equals_alone(index: Path, ranker: str, tmp_path: Path) -> None:
+    service = EngineService(ApiSettings(index_path=index, sessions_path=tmp_path / "s.sqlite", ranker=ranker,
                                         engine_threads=3, **NO_QUOTAS))
-    jobs: dict[str, Callable[[], Any]] = {f"session {i}": _script_runner(service, s) for i, s in enumerate(SCRIPTS)}
-    jobs |= {f"search {i}": _search_runner(service, q, m) for i, (q, m) in enumerate(SEARCHES)}
+    run_call = _Counted(service)
+    jobs: dict[str, Callable[[], Any]] = {f"session {i}": _script_runner(run_call, s) for i, s in enumerate(SCRIPTS)}
+    jobs |= {f"search {i}": _search_runner(run_call, q, m) for i, (q, m) in enumerate(SEARCHES)}
     try:
         alone = {name: job() for name, job in jobs.items()}  # one call at a time
+        assert run_call.most == 1 and service.runtime().ranker == ranker
         together: dict[str, list[Any]] = {name: [] for name in jobs}
         errors: list[BaseException] = []
 
@@ -248,6 +302,7 @@ def test_turns_and_searches_side_by_side_give_what_each_gives_alone(small_index:
     finally:
         service.close()
     assert errors == []
+    assert run_call.most >= 2  # the calls did run side by side
     for name, results in together.items():
         assert results == [alone[name]] * 3, name
 

@@ -22,6 +22,8 @@ def test_serve_is_a_registered_command_with_its_options():
     (["serve", "--session-ttl", "soon"], "session_ttl"),
     (["serve", "--max-sessions", "0"], "max_sessions"),
     (["serve", "--engine-seconds", "-1"], "engine_seconds"),
+    (["serve", "--engine-threads", "0"], "engine_threads"),
+    (["serve", "--engine-threads", "17"], "engine_threads"),
     (["serve", "--allowed-hosts", "localhost:8000"], "allowed host"),
     (["serve", "--api-key-file", "/nonexistent/key"], "cannot read the API key file"),
     (["serve", "--forwarded-allow-ips", "127.0.0.1,proxy.local"], "--forwarded-allow-ips"),
