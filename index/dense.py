@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,10 +48,17 @@ class DenseEncoder:
         self.model_path = Path(model_path) if model_path is not None else None
         self.batch_size = batch_size
         self._model = None
+        self._load_lock = threading.Lock()  # engine threads encoding at once load the model once
 
     @property
     def model(self):
         """Return the loaded sentence-transformers model."""
+        if self._model is None:
+            with self._load_lock:
+                return self._load()
+        return self._model
+
+    def _load(self):
         if self._model is None:
             path = self.model_path or default_model_path()
             if not path.is_dir():

@@ -293,7 +293,10 @@ class ElasticSGPhrases:
         """Return the stored phrases of ``doc_id`` (fetched now if not primed), or None when it has none."""
         self.prime([doc_id])
         with self._lock:
+            primed = doc_id in self._raw
             raw = self._raw.get(doc_id)
+        if not primed:  # evicted by another thread's prime in between: fetched for this call alone
+            raw = self.index.fetch_sg_phrases([doc_id]).get(doc_id)
         if raw is None:
             return None
         try:

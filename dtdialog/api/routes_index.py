@@ -100,7 +100,7 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
     questions = [check_text(a.question, settings, field=f"answers[{i}].question") if a.question and a.question.strip()
                  else None for i, a in enumerate(body.answers)]
 
-    def work() -> AddDocumentsResponse:
+    def parse() -> list[Any]:
         from index.documents import build_document
 
         parser = service.parser()
@@ -112,6 +112,12 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
                 meta["question"] = question
             docs.append(build_document(doc_id=answer.id or f"{dialogue_id}#{answer.position}", dialogue_id=dialogue_id,
                                        position=answer.position, text=text, tree=parser.parse(text), meta=meta))
+        return docs
+
+    # Parsing (seconds for 200 answers) shares the engine like a search; only the write runs alone.
+    docs = await get_quotas(request).run(request, parse)
+
+    def work() -> AddDocumentsResponse:
         with index_writer(service) as (runtime, writer):
             replaced = [d.id for d in docs if runtime.index.get(d.id) is not None]
             if replaced and not runtime.index.supports_history:

@@ -28,28 +28,45 @@ class _TorchThreads:
 
     One query is a tiny forward pass: on a busy 2-core machine torch's default 2 threads spend more
     time contending than computing (measured p50 204 ms with 2 threads vs 37 ms with 1 per query).
+    torch's setting is process-wide and the API's engine threads encode queries side by side: the first
+    block to enter sets it and the last to leave restores it (a per-block save and restore could leave
+    it at the limit for good when two blocks interleave). A block entering while another holds a different
+    limit runs under that one.
     """
+
+    _lock = threading.Lock()
+    _users = 0
+    _saved: int | None = None
 
     def __init__(self, n: int | None) -> None:
         self.n = n
-        self.old: int | None = None
+        self.entered = False
 
     def __enter__(self) -> None:
-        if self.n is None:
-            return
         import sys
 
         torch = sys.modules.get("torch")
-        if torch is not None:
-            self.old = torch.get_num_threads()
-            if self.old != self.n:
-                torch.set_num_threads(self.n)
+        if self.n is None or torch is None:
+            return
+        cls = type(self)
+        with cls._lock:
+            if cls._users == 0:
+                cls._saved = torch.get_num_threads()
+                if cls._saved != self.n:
+                    torch.set_num_threads(self.n)
+            cls._users += 1
+            self.entered = True
 
     def __exit__(self, *exc: object) -> None:
-        if self.old is not None and self.old != self.n:
-            import sys
+        if not self.entered:
+            return
+        import sys
 
-            sys.modules["torch"].set_num_threads(self.old)
+        cls = type(self)
+        with cls._lock:
+            cls._users -= 1
+            if cls._users == 0 and cls._saved is not None and cls._saved != sys.modules["torch"].get_num_threads():
+                sys.modules["torch"].set_num_threads(cls._saved)
 
 
 class DenseSignals:
