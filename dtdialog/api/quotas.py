@@ -65,8 +65,9 @@ def bulk_text_limit(request: Request, settings: ApiSettings) -> int | None:
     """Return the text limit of a request that may be long (``/parse``): the turn limit for anonymous clients,
     None (``max_text_chars``) for operators.
 
-    The engine runs one call at a time and a call cannot be interrupted, so what an anonymous client may
-    make it do in one request is bounded to a turn's worth (a 100,000-character parse holds it for seconds).
+    A call cannot be interrupted and holds an engine thread (bulk calls share all but one), so what an
+    anonymous client may make it do in one request is bounded to a turn's worth (a 100,000-character parse
+    holds a thread for seconds).
     """
     from dtdialog.intents import MAX_TURN_CHARS
 
