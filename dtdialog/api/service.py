@@ -299,11 +299,15 @@ class EngineService:
 
     def _reload_if_replaced(self) -> None:
         """Load the index file a build swapped in, with no other engine call running (see ``_reload_replaced``)."""
+        def due(runtime: Any) -> bool:
+            return runtime is not None and time.monotonic() >= self._retry_reload_at and runtime.index.replaced_on_disk()
+
         runtime = self._runtime
-        if runtime is None or time.monotonic() < self._retry_reload_at or not runtime.index.replaced_on_disk():
+        if not due(runtime):
             return
         with self.runtime_lock.exclusive():
-            if self._runtime is runtime:  # not reloaded meanwhile by another engine thread
+            # asked again: another engine thread may have reloaded it (or failed to) while this one waited
+            if self._runtime is runtime and due(runtime):
                 self._reload_replaced()
 
     def _reload_replaced(self) -> None:

@@ -193,6 +193,40 @@ def test_exclusive_engine_calls_never_overlap_another_call(tmp_path: Path):
     assert probe.most >= 2  # the shared calls did run side by side: the check above had something to catch
 
 
+@pytest.mark.timeout(60)
+def test_an_index_file_swapped_in_is_reloaded_alone_before_the_next_call(tmp_path: Path):
+    """A build renamed a new file over the served one: the next call reloads it, after the calls in flight and
+    before any other starts (the reload replaces the runtime they use)."""
+    service = EngineService(ApiSettings(sessions_path=tmp_path / "s.sqlite", engine_threads=3))
+    probe = _Overlap()
+    swapped = threading.Event()
+    reloads: list[int] = []
+
+    class FakeIndex:
+        def replaced_on_disk(self) -> bool:
+            return swapped.is_set() and not reloads
+
+    class FakeRuntime:
+        index = FakeIndex()
+
+    def reload() -> None:  # stands in for loading the new file; counted as an exclusive call
+        probe.call(exclusive=True)()
+        reloads.append(1)
+
+    service._runtime = FakeRuntime()
+    service._reload_replaced = reload
+    try:
+        first = [service.submit(probe.call(exclusive=False)) for _ in range(6)]
+        swapped.set()
+        rest = [service.submit(probe.call(exclusive=False)) for _ in range(30)]
+        for future in first + rest:
+            future.result()
+    finally:
+        service._runtime = None
+        service.close()
+    assert reloads == [1] and probe.violations == []
+
+
 @pytest.mark.timeout(30)
 def test_a_call_sharing_the_runtime_cannot_take_it_exclusively():
     lock = RuntimeLock()
