@@ -44,7 +44,9 @@ class NeuralParser(RSTParser):
         started = time.perf_counter()
         self.model_name = str(model)
         self.model = NeuralModel.from_disk(neural_model_dir(model))
-        self.encoder = MiniLMWordEncoder(batch_windows=batch_windows)
+        # The heads were trained on the vectors of one encoder setting: use the same one.
+        quantized = bool(self.model.manifest.get("encoder", {}).get("quantized_int8", False))
+        self.encoder = MiniLMWordEncoder(batch_windows=batch_windows, quantized=quantized)
         if nlp is None:
             from parsers.nlp_spacy import SpacyBackend
 

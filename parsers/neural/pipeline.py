@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parsers.features import EduView, boundary_labels, edus_from_labels
+from parsers.features import EduView, boundary_labels, edus_from_labels, label_spans
 from parsers.neural.model import NeuralModel, edu_raw, sentence_chunks, word_flags
 from parsers.nlp_base import AnalyzedText
 from parsers.trained_parser import edus_to_tree_edus
@@ -33,14 +33,8 @@ def segment(model: NeuralModel, analyzed: AnalyzedText, words: np.ndarray) -> li
 
 def views_from_offsets(analyzed: AnalyzedText, edu_starts: Sequence[int]) -> list[EduView]:
     """Return the EDUs starting at character offsets ``edu_starts`` (pre-segmented input) as token ranges."""
-    labels = boundary_labels(analyzed, list(edu_starts))
     toks = analyzed.tokens
-    spans: list[list[int]] = []
-    for t in toks:
-        if labels[t.i] or not spans:
-            spans.append([t.i, t.i + 1])
-        else:
-            spans[-1][1] = t.i + 1
+    spans = label_spans(analyzed, boundary_labels(analyzed, list(edu_starts)))
     return [EduView(start=a, end=b, sentence=toks[a].sent) for a, b in spans]
 
 

