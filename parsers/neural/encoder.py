@@ -78,7 +78,7 @@ def quantize(model):
     """Return ``model`` with its Linear layers as dynamic int8 (torch's eager dynamic quantization).
 
     It more than doubles MiniLM's speed on one core; the vectors move (mean cosine ~0.93 to float32), so
-    heads for it are trained on the quantised vectors (``parsers.train --quantize``). torch marks this API
+    heads for it are trained on the quantised vectors (the default of ``parsers.train --parser neural``). torch marks this API
     deprecated; it works in the pinned torch 2.13, and issue 16 moves the encoder to ONNX Runtime.
     """
     import warnings

@@ -66,7 +66,7 @@ class NeuralSettings:
     tree_epochs: int = 30
     patience: int = 5
     threads: int = 2
-    quantized: bool = False  # the encoder's Linear layers as dynamic int8 (see parsers.neural.encoder.quantize)
+    quantized: bool = True  # the encoder's Linear layers as dynamic int8 (see parsers.neural.encoder.quantize)
 
     def __post_init__(self) -> None:
         for name in ("seg_proj", "seg_hidden", "edu_dim", "hidden", "seg_epochs", "tree_epochs", "patience", "threads"):
@@ -552,7 +552,8 @@ Heads only: the encoder is the frozen all-MiniLM-L6-v2 of the PyPI package `{m['
 {m['encoder']['version']} (Apache-2.0), loaded offline. Design: `docs/parsers.md` ("The neural parser").
 
 - **Word vectors**: MiniLM hidden layers {m['encoder']['layers']} concatenated, windows of <= {m['encoder']['window_subwords']}
-  subwords (+[CLS]/[SEP]) overlapping by half, subwords averaged into spaCy words.
+  subwords (+[CLS]/[SEP]) overlapping by half, subwords averaged into spaCy words; MiniLM's Linear layers
+  {'as dynamic int8 (the heads were trained on those vectors)' if m['encoder'].get('quantized_int8') else 'in float32'}.
 - **Segmenter**: begins-an-EDU per word: word vector + surface/POS/dependency flags, projected, a
   bidirectional GRU over sentence chunks, an MLP over a 5-word window of GRU states; epoch
   {tr['segmenter']['best_epoch']} of {tr['segmenter']['epoch']} run, threshold {tr['segmenter']['best_info'].get('threshold')}

@@ -90,7 +90,7 @@ def test_train_rejects_bad_options(tmp_path, capsys):
     from parsers.train import main
 
     assert main(["--out", str(tmp_path / "m"), "--resume"]) == 2
-    assert capsys.readouterr().err.strip() == "error: --resume and --quantize apply to --parser neural only"
+    assert capsys.readouterr().err.strip() == "error: --resume and --float32 apply to --parser neural only"
     assert main(["--parser", "neural", "--gum", str(tmp_path / "nowhere"), "--out", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: GUM splits not found") and err.count("\n") == 1
