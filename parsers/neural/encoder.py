@@ -136,8 +136,12 @@ class MiniLMWordEncoder:
         cls, sep, pad = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id, self.tokenizer.pad_token_id
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
         out: list[np.ndarray | None] = [None] * len(windows)
-        for b in range(0, len(order), self.batch_windows):
-            idx = order[b: b + self.batch_windows]
+        # Dynamic int8 scales each layer's input by its range over the whole batch, so a window's vectors
+        # would depend on the windows batched with it (and the padding): one window per call keeps a text's
+        # tree the same whether it is parsed alone or in a batch.
+        step = 1 if self.quantized else self.batch_windows
+        for b in range(0, len(order), step):
+            idx = order[b: b + step]
             width = max(len(windows[i]) for i in idx) + 2
             ids = torch.full((len(idx), width), pad, dtype=torch.long)
             mask = torch.zeros((len(idx), width), dtype=torch.long)
