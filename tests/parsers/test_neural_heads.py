@@ -17,7 +17,9 @@ from parsers.neural.model import (
     WEIGHTS_FILE,
     NeuralModel,
     edu_raw,
+    pair_inputs,
     sentence_chunks,
+    shape_features,
     split_candidates,
 )
 from parsers.relations import RELATIONS
@@ -96,6 +98,17 @@ def test_numpy_split_scores_equal_torch(modules, model):
         H_torch = torch.cat([local, tree.edu_rnn(local.unsqueeze(0))[0][0]], dim=1).numpy()
     assert H.shape == (5, 2 * SMALL.edu_dim)
     np.testing.assert_allclose(H, H_torch, rtol=1e-4, atol=1e-5)
+    sent = np.array([0, 0, 1, 1, 1])
+    i, k, j = np.array([0, 0, 1, 2]), np.array([0, 1, 2, 3]), np.array([4, 4, 3, 4])
+    shape = shape_features(i, k, j, sent, 5)
+    csum = np.vstack([np.zeros((1, H.shape[1]), dtype=np.float32), np.cumsum(H, axis=0)])
+    x = pair_inputs(H, csum, i, k, j, shape)
+    with torch.no_grad():
+        Ht = torch.as_tensor(H_torch)
+        xt = tree.pair(Ht, torch.cat([torch.zeros(1, Ht.shape[1]), torch.cumsum(Ht, 0)]), *(
+            torch.as_tensor(a) for a in (i, k, j)), torch.as_tensor(shape))
+        for name in ("split", "label"):
+            np.testing.assert_allclose(model._mlp(name, x), tree.mlp(name, xt).numpy(), rtol=1e-4, atol=1e-4)
 
 
 def _check_tree(root, n: int):
