@@ -27,13 +27,25 @@ from tqdm import tqdm
 
 from parsers.base import get_parser
 from parsers.errors import DTDialogError, InputError
-from parsers.gum import DEFAULT_GUM_DIR, iter_gum
+from parsers.gum import DEFAULT_GUM_DIR, GumDocument, iter_gum
 from parsers.parseval import ParsevalCounts, aggregate, parseval
 from parsers.tree import DiscourseTree
 
 #: isanlp-rst ``gumrrg`` end-to-end results on GUM as published by its authors (percent).
 PUBLISHED_ISANLP_GUMRRG = {"seg_f1": 95.5, "span_f1": 67.4, "nuc_f1": 56.2, "rel_f1": 49.6, "full_f1": 48.7}
-TARGETS = {"seg_f1": 0.85, "rel_f1": 0.30, "median_ms_5_sentences": 50.0}
+#: Published end-to-end rows shown beside ours (percent), with what is known of the GUM version each used.
+PUBLISHED: dict[str, dict[str, Any]] = {
+    "isanlp": {"label": "isanlp-rst v3 gumrrg", "scores": PUBLISHED_ISANLP_GUMRRG,
+               "note": "XLM-R large, GPU; GUM 9.1 (eng.erst.gum), as its model card on Hugging Face "
+                       "(tchewik/isanlp_rst_v3) states; ours is the GUM release in ../shared/data/gum_rst."},
+    "dmrst": {"label": "DMRST (XLM-R base)", "scores": {"span_f1": 58.0, "nuc_f1": 43.9, "rel_f1": 34.2},
+              "note": "GUM end to end, as quoted in issue 15; the GUM version is unknown (not found in the "
+                      "sources searched), so the row is indicative only."},
+}
+#: Issue 15's targets on GUM test: end to end, over gold EDUs, and five-sentence texts/s on one core.
+TARGETS = {"seg_f1": 0.93, "span_f1": 0.58, "nuc_f1": 0.42, "rel_f1": 0.33}
+TARGETS_GOLD_EDUS = {"span_f1": 0.68, "rel_f1": 0.40}
+TARGET_TEXTS_PER_S = 20.0
 
 #: Five-sentence car-repair answers, the kind of text the dialogue manager parses at run time.
 CAR_ANSWERS: tuple[str, ...] = (
@@ -98,84 +110,157 @@ def percentile(values: list[float], q: float) -> float:
     return data[lo] + (data[hi] - data[lo]) * (k - lo)
 
 
+def _single_core() -> None:
+    """Pin torch (when a parser loaded it) to one thread: the speed figures are per core."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+def throughput(parser, texts: list[str], *, repeats: int = 2) -> float:
+    """Return texts/s of ``parser.parse_many`` over ``texts`` (batched, as the index builder parses)."""
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        for _tree in parser.parse_many(texts):
+            pass
+    elapsed = time.perf_counter() - t0
+    return len(texts) * repeats / elapsed if elapsed else float("inf")
+
+
+def _parse_docs(parser, docs: list[GumDocument], *, gold_edus: bool, n_process: int) -> list[DiscourseTree]:
+    texts = [d.tree.text for d in docs]
+    if not gold_edus:
+        return list(tqdm(parser.parse_many(texts, n_process=n_process), total=len(texts), desc="parse", file=sys.stderr))
+    return [parser.parse_segmented(d.tree.text, [e.start for e in d.tree.edus])
+            for d in tqdm(docs, desc="parse (gold EDUs)", file=sys.stderr)]
+
+
 def run(gum_dir: Path | str, *, split: str = "test", parser_name: str = "rules", limit: int = 0,
-        n_process: int = 1, latency_repeats: int = 3) -> dict[str, Any]:
-    """Return the benchmark results as a dict (scores in [0, 1], times in ms and texts/s)."""
+        n_process: int = 1, latency_repeats: int = 3, gold_edus: bool = False) -> dict[str, Any]:
+    """Return the benchmark results as a dict (scores in [0, 1], times in ms and texts/s).
+
+    With ``gold_edus`` the parser builds trees over GUM's gold EDUs (``parse_segmented``); a parser
+    without that method gives ``{"supported": False, ...}``.
+    """
     docs = list(iter_gum(gum_dir, split=split))
     if limit:
         docs = docs[:limit]
     if not docs:
         raise InputError(f"no GUM documents for split {split!r} in {gum_dir}")
     parser = get_parser(parser_name)
+    base = {"parser": parser_name, "split": split, "documents": len(docs), "gold_edus": gold_edus}
+    if gold_edus and not hasattr(parser, "parse_segmented"):
+        return {**base, "supported": False, "reason": f"parser {parser_name!r} cannot parse pre-segmented text"}
+    _single_core()
     parser.parse("Warm up the models. It is not timed.")
-    texts = [d.tree.text for d in docs]
-    counts = ParsevalCounts()
-    mismatched = 0
     t0 = time.perf_counter()
-    preds = list(tqdm(parser.parse_many(texts, n_process=n_process), total=len(texts), desc="parse", file=sys.stderr))
+    preds = _parse_docs(parser, docs, gold_edus=gold_edus, n_process=n_process)
     elapsed = time.perf_counter() - t0
+    counts = ParsevalCounts()
+    by_genre: dict[str, ParsevalCounts] = {}
+    mismatched = 0
     for doc, pred in zip(docs, preds):
         if pred.text != doc.tree.text:
             mismatched += 1  # cleaning changed the text: offsets would not line up
             continue
-        counts = counts + parseval(doc.tree, pred)
-    scores = aggregate(counts)
+        c = parseval(doc.tree, pred)
+        counts = counts + c
+        by_genre[doc.genre] = by_genre.get(doc.genre, ParsevalCounts()) + c
     samples = list(CAR_ANSWERS) + five_sentence_windows([d.tree for d in docs])
     lat = latency_ms(parser, samples, repeats=latency_repeats)
     return {
-        "parser": parser_name, "split": split, "documents": len(docs), "skipped_text_mismatch": mismatched,
-        "scores": scores, "counts": counts.to_dict(),
+        **base, "supported": True, "skipped_text_mismatch": mismatched,
+        "scores": aggregate(counts), "counts": counts.to_dict(),
+        "genres": {g: {"documents": c.docs, **aggregate(c)} for g, c in sorted(by_genre.items())},
         "texts_per_s": len(docs) / elapsed if elapsed else float("inf"),
         "edus_per_s": sum(len(p.edus) for p in preds) / elapsed if elapsed else float("inf"),
         "latency_texts": len(samples), "median_ms_5_sentences": statistics.median(lat),
         "p95_ms_5_sentences": percentile(lat, 95), "n_process": n_process,
+        "five_sentence_texts_per_s": throughput(parser, samples),
     }
 
 
-def markdown(result: dict[str, Any]) -> str:
-    """Return the results as a Markdown table next to the published isanlp-rst gumrrg figures."""
+def _cell(result: dict[str, Any], key: str) -> str:
+    if not result.get("supported", True):
+        return "not supported"
     s = result["scores"]
-    rows = [
-        ("EDU segmentation F1 (P / R)", f"{100 * s['seg_f1']:.1f} ({100 * s['seg_p']:.1f} / {100 * s['seg_r']:.1f})",
-         PUBLISHED_ISANLP_GUMRRG["seg_f1"]),
-        ("Span F1", f"{100 * s['span_f1']:.1f}", PUBLISHED_ISANLP_GUMRRG["span_f1"]),
-        ("Nuclearity F1", f"{100 * s['nuc_f1']:.1f}", PUBLISHED_ISANLP_GUMRRG["nuc_f1"]),
-        ("Relation F1", f"{100 * s['rel_f1']:.1f}", PUBLISHED_ISANLP_GUMRRG["rel_f1"]),
-        ("Full F1", f"{100 * s['full_f1']:.1f}", PUBLISHED_ISANLP_GUMRRG["full_f1"]),
-        ("Non-default detection P / R (span)", f"{100 * s['nondefault_p']:.1f} / {100 * s['nondefault_r']:.1f}", "–"),
-        ("Non-default P / R (span + relation)",
-         f"{100 * s['nondefault_rel_p']:.1f} / {100 * s['nondefault_rel_r']:.1f}", "–"),
-        ("Throughput (GUM documents/s)", f"{result['texts_per_s']:.2f}", "–"),
-        ("5-sentence answer, median / p95 ms", f"{result['median_ms_5_sentences']:.1f} / "
-         f"{result['p95_ms_5_sentences']:.1f}", "–"),
-    ]
-    head = (f"GUM {result['split']}, {result['documents']} documents, parser `{result['parser']}` "
-            f"(predicted segmentation)\n\n| metric | {result['parser']} | isanlp-rst gumrrg (published) |\n|---|---|---|")
-    return head + "\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+    if key == "seg":
+        return f"{100 * s['seg_f1']:.1f} ({100 * s['seg_p']:.1f} / {100 * s['seg_r']:.1f})"
+    if key in ("nondefault", "nondefault_rel"):
+        return f"{100 * s[key + '_p']:.1f} / {100 * s[key + '_r']:.1f}"
+    if key == "docs_s":
+        return f"{result['texts_per_s']:.2f}"
+    if key == "lat":
+        return f"{result['median_ms_5_sentences']:.1f} / {result['p95_ms_5_sentences']:.1f}"
+    if key == "five_s":
+        return f"{result['five_sentence_texts_per_s']:.1f}" if "five_sentence_texts_per_s" in result else "–"
+    return f"{100 * s[key + '_f1']:.1f}"
 
 
-def plot(result: dict[str, Any], path: str | Path) -> Path:
-    """Draw the F1 scores next to the published isanlp-rst gumrrg ones as a bar chart PNG; return the path."""
+ROWS = (("EDU segmentation F1 (P / R)", "seg"), ("Span F1", "span"), ("Nuclearity F1", "nuc"),
+        ("Relation F1", "rel"), ("Full F1", "full"), ("Non-default detection P / R (span)", "nondefault"),
+        ("Non-default P / R (span + relation)", "nondefault_rel"), ("Throughput (GUM documents/s)", "docs_s"),
+        ("5-sentence answers/s, one core, batched", "five_s"), ("5-sentence answer, median / p95 ms", "lat"))
+
+
+def markdown(result: dict[str, Any] | list[dict[str, Any]]) -> str:
+    """Return the results (one parser or several) as a Markdown table beside the published rows, plus a
+    per-genre table. The published figures are end to end; in gold-EDU mode they are shown for reference only."""
+    results = result if isinstance(result, list) else [result]
+    first = results[0]
+    mode = "gold EDUs" if first.get("gold_edus") else "predicted segmentation"
+    names = [r["parser"] for r in results]
+    head = (f"GUM {first['split']}, {first['documents']} documents, {mode}\n\n"
+            f"| metric | {' | '.join(names)} | {' | '.join(p['label'] for p in PUBLISHED.values())} |\n"
+            f"|---|{'---|' * (len(names) + len(PUBLISHED))}")
+    lines = [head]
+    for label, key in ROWS:
+        pub = [f"{p['scores'][key + '_f1']:.1f}" if key + "_f1" in p["scores"] else "–" for p in PUBLISHED.values()]
+        lines.append(f"| {label} | {' | '.join(_cell(r, key) for r in results)} | {' | '.join(pub)} |")
+    lines.append("")
+    lines.extend(f"- {p['label']}: {p['note']}" for p in PUBLISHED.values())
+    genres = sorted({g for r in results for g in r.get("genres", {})})
+    if genres:
+        lines += ["", "Per genre (F1 x 100: Seg / Span / Nuc / Rel / Full):", "",
+                  f"| genre | docs | {' | '.join(names)} |", f"|---|---|{'---|' * len(names)}"]
+        for g in genres:
+            cells = []
+            for r in results:
+                s = r.get("genres", {}).get(g)
+                cells.append(" / ".join(f"{100 * s[k + '_f1']:.1f}" for k in ("seg", "span", "nuc", "rel", "full"))
+                             if s else "–")
+            docs = next(int(r["genres"][g]["documents"]) for r in results if g in r.get("genres", {}))
+            lines.append(f"| {g} | {docs} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any] | list[dict[str, Any]], path: str | Path) -> Path:
+    """Draw the parsers' F1 scores beside the published rows as a grouped bar chart PNG; return the path."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    results = [r for r in (result if isinstance(result, list) else [result]) if r.get("supported", True)]
     keys = ["seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1"]
-    names = ["Seg", "Span", "Nuc", "Rel", "Full"]
-    ours = [100 * result["scores"][k] for k in keys]
-    theirs = [PUBLISHED_ISANLP_GUMRRG[k] for k in keys]
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
-    xs = range(len(keys))
-    ax.bar([x - 0.2 for x in xs], ours, width=0.4, label=f"{result['parser']} (measured)", color="#d9480f")
-    ax.bar([x + 0.2 for x in xs], theirs, width=0.4, label="isanlp-rst gumrrg (published)", color="#adb5bd")
-    for x, v in zip(xs, ours):
-        ax.text(x - 0.2, v + 1, f"{v:.1f}", ha="center", fontsize=8)
-    ax.set_xticks(list(xs), names)
+    series = [(f"{r['parser']} (measured)", [100 * r["scores"][k] for k in keys]) for r in results]
+    series += [(f"{p['label']} (published)", [p["scores"].get(k, 0.0) for k in keys]) for p in PUBLISHED.values()]
+    colours = ["#d9480f", "#1c7ed6", "#2b8a3e", "#862e9c", "#adb5bd", "#868e96"]
+    fig, ax = plt.subplots(figsize=(7.6, 3.8), dpi=110)
+    width = 0.8 / len(series)
+    for n, (label, values) in enumerate(series):
+        xs = [x - 0.4 + width * (n + 0.5) for x in range(len(keys))]
+        ax.bar(xs, values, width=width, label=label, color=colours[n % len(colours)])
+        for x, v in zip(xs, values):
+            if v:
+                ax.text(x, v + 1, f"{v:.0f}", ha="center", fontsize=6)
+    ax.set_xticks(list(range(len(keys))), ["Seg", "Span", "Nuc", "Rel", "Full"])
     ax.set_ylabel("F1 (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"RST parsing on GUM {result['split']} ({result['documents']} documents, end to end)", fontsize=10)
-    ax.legend(fontsize=8)
+    mode = "gold EDUs" if results and results[0].get("gold_edus") else "end to end"
+    first = results[0] if results else {"split": "?", "documents": 0}
+    ax.set_title(f"RST parsing on GUM {first['split']} ({first['documents']} documents, {mode})", fontsize=10)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     out = Path(path)
     tmp = out.with_name(out.name + ".part.png")
@@ -185,35 +270,53 @@ def plot(result: dict[str, Any], path: str | Path) -> Path:
     return out
 
 
+def targets_line(result: dict[str, Any]) -> str:
+    """Return one line saying which of issue 15's targets ``result`` meets."""
+    if not result.get("supported", True):
+        return f"{result['parser']}: not supported in this mode"
+    goals = TARGETS_GOLD_EDUS if result.get("gold_edus") else TARGETS
+    s = result["scores"]
+    parts = [f"{k} {100 * s[k]:.1f} ({'met' if s[k] >= v else 'missed'}, >= {100 * v:.0f})" for k, v in goals.items()]
+    speed = result.get("five_sentence_texts_per_s", 0.0)
+    parts.append(f"{speed:.1f} five-sentence texts/s ({'met' if speed >= TARGET_TEXTS_PER_S else 'missed'}, "
+                 f">= {TARGET_TEXTS_PER_S:.0f})")
+    return f"{result['parser']}: " + ", ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m eval.parser_bench", description=__doc__.splitlines()[0])
     ap.add_argument("--gum", default=str(DEFAULT_GUM_DIR), help="GUM RST folder (lisp_binary/, splits.tsv)")
     ap.add_argument("--split", default="test", choices=("train", "dev", "test"))
-    ap.add_argument("--parser", default="rules", help="registered parser name")
+    ap.add_argument("--parser", default="rules", help="registered parser name, or several separated by commas")
+    ap.add_argument("--gold-edus", action="store_true", help="build trees over GUM's gold EDUs (parsers that "
+                    "accept pre-segmented text; others are reported as not supported)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N documents")
     ap.add_argument("--n-process", type=int, default=1)
     ap.add_argument("--latency-repeats", type=int, default=3)
     ap.add_argument("--json", dest="json_out", help="also write the results as JSON here")
-    ap.add_argument("--plot", help="also draw the F1 scores next to isanlp-rst's as a PNG here")
+    ap.add_argument("--plot", help="also draw the F1 scores beside the published ones as a PNG here")
     args = ap.parse_args(argv)
+    names = [n.strip() for n in args.parser.split(",") if n.strip()]
+    if not names or args.limit < 0 or args.latency_repeats < 1:
+        print("error: --parser needs a name, --limit must be >= 0 and --latency-repeats >= 1", file=sys.stderr)
+        return 2
     try:
-        result = run(args.gum, split=args.split, parser_name=args.parser, limit=args.limit,
-                     n_process=args.n_process, latency_repeats=args.latency_repeats)
+        results = [run(args.gum, split=args.split, parser_name=name, limit=args.limit, n_process=args.n_process,
+                       latency_repeats=args.latency_repeats, gold_edus=args.gold_edus) for name in names]
     except DTDialogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(markdown(result))
-    s = result["scores"]
-    print(f"\ntargets: seg F1 {s['seg_f1']:.3f} (>= {TARGETS['seg_f1']}), rel F1 {s['rel_f1']:.3f} "
-          f"(>= {TARGETS['rel_f1']}), median {result['median_ms_5_sentences']:.1f} ms "
-          f"(< {TARGETS['median_ms_5_sentences']:.0f})")
+    print(markdown(results))
+    print("\ntargets (issue 15):")
+    for r in results:
+        print("  " + targets_line(r))
     if args.json_out:
         out = Path(args.json_out)
         tmp = out.with_suffix(out.suffix + ".tmp")
-        tmp.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        tmp.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=2), encoding="utf-8")
         tmp.replace(out)
     if args.plot:
-        plot(result, args.plot)
+        plot(results, args.plot)
     return 0
 
 

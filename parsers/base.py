@@ -6,9 +6,11 @@ the index builder and the API pick one by name: ``get_parser("rules")``.
 
 from __future__ import annotations
 
+import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from parsers.errors import ConfigError
@@ -17,6 +19,12 @@ from parsers.tree import DiscourseTree
 _FACTORIES: dict[str, Callable[..., RSTParser]] = {}
 #: The parser used when none is named; ``DTDIALOG_PARSER`` overrides it.
 DEFAULT_PARSER = "rules"
+#: The parser that becomes the default when it is installed and its manifest shows it beat the rules.
+NEURAL_PARSER = "neural"
+#: Off until the downstream reruns of issue 15 (item 6) are in: switching the default parser changes every
+#: index built without an explicit parser, so it waits for the evidence that the neural trees help there.
+#: When True, ``default_parser_name`` picks ``neural`` whenever ``neural_default_ready()``.
+NEURAL_DEFAULT_ENABLED = False
 
 
 class RSTParser(ABC):
@@ -53,7 +61,7 @@ def _load_builtin_parsers() -> None:
     # parsers.base never pulls spaCy in.
     import importlib
 
-    for module in ("parsers.rule_parser", "parsers.isanlp_adapter", "parsers.trained_parser"):
+    for module in ("parsers.rule_parser", "parsers.isanlp_adapter", "parsers.trained_parser", "parsers.neural.parser"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -67,9 +75,36 @@ def available_parsers() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def neural_default_ready(model_dir: Path | None = None) -> bool:
+    """Return True when the neural parser can run (torch, transformers, the packaged MiniLM, its model files)
+    and its manifest records GUM test scores above the rules parser's on every figure the manifest holds.
+
+    Reads one small JSON file and imports nothing heavy (``find_spec`` only).
+    """
+    from parsers.neural.encoder import encoder_available
+    from parsers.neural.model import MANIFEST_FILE, WEIGHTS_FILE
+    from parsers.neural.parser import DEFAULT_NEURAL_MODEL
+
+    folder = model_dir or Path(__file__).resolve().parent / "models" / DEFAULT_NEURAL_MODEL
+    if not (encoder_available() and (folder / WEIGHTS_FILE).is_file() and (folder / MANIFEST_FILE).is_file()):
+        return False
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        test, rules = manifest["scores"]["test"], manifest["rules_gum_test"]
+        keys = [k for k in ("seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1") if k in rules]
+        return bool(keys) and all(float(test[k]) > float(rules[k]) for k in keys)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # a damaged manifest is no evidence: keep the rules
+
+
 def default_parser_name() -> str:
-    """Return the parser name to use when none is given (``DTDIALOG_PARSER`` or the built-in default)."""
-    return os.environ.get("DTDIALOG_PARSER", DEFAULT_PARSER)
+    """Return the parser name to use when none is given: ``DTDIALOG_PARSER``, else ``neural`` when
+    ``NEURAL_DEFAULT_ENABLED`` and ``neural_default_ready()``, else ``rules``."""
+    if "DTDIALOG_PARSER" in os.environ:
+        return os.environ["DTDIALOG_PARSER"]
+    if NEURAL_DEFAULT_ENABLED and neural_default_ready():
+        return NEURAL_PARSER
+    return DEFAULT_PARSER
 
 
 def get_parser(name: str | None = None, **config: Any) -> RSTParser:

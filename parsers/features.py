@@ -282,18 +282,24 @@ class EduView:
     sentence: int
 
 
+def label_spans(analyzed: AnalyzedText, labels: Sequence[int]) -> list[list[int]]:
+    """Return the ``[start, end)`` token ranges that begin-of-EDU ``labels`` cut the text into."""
+    spans: list[list[int]] = []
+    for t in analyzed.tokens:
+        if labels[t.i] or not spans:
+            spans.append([t.i, t.i + 1])
+        else:
+            spans[-1][1] = t.i + 1
+    return spans
+
+
 def edus_from_labels(analyzed: AnalyzedText, labels: Sequence[int]) -> list[EduView]:
     """Return the EDU token ranges implied by begin-of-EDU ``labels``.
 
     An EDU made only of punctuation is merged into its left neighbour (the right one at the start).
     """
     toks = analyzed.tokens
-    spans: list[list[int]] = []
-    for t in toks:
-        if labels[t.i] or not spans:
-            spans.append([t.i, t.i + 1])
-        else:
-            spans[-1][1] = t.i + 1
+    spans = label_spans(analyzed, labels)
     merged: list[list[int]] = []
     for s in spans:
         if merged and all(x.is_punct for x in toks[s[0]: s[1]]):

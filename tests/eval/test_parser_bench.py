@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from eval.parser_bench import CAR_ANSWERS, five_sentence_windows, main, markdown, percentile
+from eval.parser_bench import CAR_ANSWERS, five_sentence_windows, main, markdown, percentile, run, targets_line
 from parsers.tree import EDU, DiscourseTree, Node
 
 
@@ -33,9 +33,30 @@ def test_five_sentence_windows():
 def test_markdown_has_published_column():
     scores = {f"{k}_{m}": 0.5 for k in ("seg", "span", "nuc", "rel", "full", "nondefault", "nondefault_rel")
               for m in ("p", "r", "f1")}
-    text = markdown({"scores": scores, "split": "test", "documents": 3, "parser": "rules", "texts_per_s": 1.0,
-                     "median_ms_5_sentences": 10.0, "p95_ms_5_sentences": 20.0})
-    assert "| Relation F1 | 50.0 | 49.6 |" in text
+    result = {"scores": scores, "split": "test", "documents": 3, "parser": "rules", "texts_per_s": 1.0,
+              "median_ms_5_sentences": 10.0, "p95_ms_5_sentences": 20.0,
+              "genres": {"news": {"documents": 2, **scores}}}
+    text = markdown(result)
+    assert "| Relation F1 | 50.0 | 49.6 | 34.2 |" in text  # isanlp-rst, then DMRST
+    assert "| EDU segmentation F1 (P / R) | 50.0 (50.0 / 50.0) | 95.5 | – |" in text
+    assert "GUM 9.1" in text and "version is unknown" in text
+    assert "| news | 2 | 50.0 / 50.0 / 50.0 / 50.0 / 50.0 |" in text
+    both = markdown([result, {"parser": "trained", "split": "test", "documents": 3, "supported": False}])
+    assert "| Span F1 | 50.0 | not supported | 67.4 | 58.0 |" in both
+
+
+def test_targets_line_says_met_or_missed():
+    scores = {"seg_f1": 0.95, "span_f1": 0.5, "nuc_f1": 0.5, "rel_f1": 0.2}
+    line = targets_line({"parser": "neural", "scores": scores, "five_sentence_texts_per_s": 25.0})
+    assert "seg_f1 95.0 (met" in line and "span_f1 50.0 (missed" in line and "25.0 five-sentence texts/s (met" in line
+    gold = targets_line({"parser": "neural", "gold_edus": True, "scores": {"span_f1": 0.7, "rel_f1": 0.3}})
+    assert "span_f1 70.0 (met" in gold and "rel_f1 30.0 (missed" in gold and "seg_f1" not in gold
+
+
+def test_bad_options_are_one_line_errors(capsys):
+    assert main(["--parser", " , "]) == 2
+    assert capsys.readouterr().err.startswith("error: --parser needs a name")
+    assert main(["--latency-repeats", "0"]) == 2
 
 
 def test_bad_gum_dir_is_one_line_error(tmp_path, capsys):
@@ -50,8 +71,21 @@ def test_small_real_run(gum_dir, tmp_path, capsys):
     assert main(["--gum", str(gum_dir), "--split", "dev", "--limit", "1", "--latency-repeats", "1",
                  "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "isanlp-rst gumrrg" in printed and "Relation F1" in printed
+    assert "isanlp-rst v3 gumrrg" in printed and "Relation F1" in printed
     result = json.loads(out.read_text())
     assert result["documents"] == 1 and result["skipped_text_mismatch"] == 0
     assert 0.5 < result["scores"]["seg_f1"] <= 1.0
-    assert result["median_ms_5_sentences"] > 0
+    assert result["median_ms_5_sentences"] > 0 and result["five_sentence_texts_per_s"] > 0
+    assert list(result["genres"]) == [result_genre(gum_dir)]
+
+
+def result_genre(gum_dir):
+    from parsers.gum import iter_gum
+
+    return next(iter_gum(gum_dir, split="dev")).genre
+
+
+@pytest.mark.gum
+def test_gold_edus_mode_reports_parsers_that_cannot_take_them(gum_dir):
+    result = run(gum_dir, split="dev", parser_name="rules", limit=1, gold_edus=True)
+    assert result["supported"] is False and "pre-segmented" in result["reason"]
