@@ -28,17 +28,17 @@ from tqdm import tqdm
 from parsers.base import get_parser
 from parsers.errors import DTDialogError, InputError
 from parsers.gum import DEFAULT_GUM_DIR, GumDocument, iter_gum
-from parsers.parseval import ParsevalCounts, aggregate, parseval
+from parsers.parseval import PUBLISHED_GUM, ParsevalCounts, aggregate, parseval
 from parsers.tree import DiscourseTree
 
 #: isanlp-rst ``gumrrg`` end-to-end results on GUM as published by its authors (percent).
-PUBLISHED_ISANLP_GUMRRG = {"seg_f1": 95.5, "span_f1": 67.4, "nuc_f1": 56.2, "rel_f1": 49.6, "full_f1": 48.7}
+PUBLISHED_ISANLP_GUMRRG = {k: round(100 * v, 1) for k, v in PUBLISHED_GUM["isanlp_rst_v3_gumrrg"].items()}
 #: Published end-to-end rows shown beside ours (percent), with what is known of the GUM version each used.
 PUBLISHED: dict[str, dict[str, Any]] = {
     "isanlp": {"label": "isanlp-rst v3 gumrrg", "scores": PUBLISHED_ISANLP_GUMRRG,
                "note": "XLM-R large, GPU; GUM 9.1 (eng.erst.gum), as its model card on Hugging Face "
                        "(tchewik/isanlp_rst_v3) states; ours is the GUM release in ../shared/data/gum_rst."},
-    "dmrst": {"label": "DMRST (XLM-R base)", "scores": {"span_f1": 58.0, "nuc_f1": 43.9, "rel_f1": 34.2},
+    "dmrst": {"label": "DMRST (XLM-R base)", "scores": {k: round(100 * v, 1) for k, v in PUBLISHED_GUM["dmrst_xlmr_base_gum"].items()},
               "note": "GUM end to end, as quoted in issue 15; the GUM version is unknown (not found in the "
                       "sources searched), so the row is indicative only."},
 }

@@ -35,6 +35,14 @@ from parsers.tree import NUCLEUS, SATELLITE, DiscourseTree, Node
 CharSpan = tuple[int, int]
 
 
+#: Published end-to-end GUM results shown beside ours (F1 as fractions): the one copy the trainers' manifests and
+#: ``eval.parser_bench`` read.
+PUBLISHED_GUM = {
+    "isanlp_rst_v3_gumrrg": {"seg_f1": 0.955, "span_f1": 0.674, "nuc_f1": 0.562, "rel_f1": 0.496, "full_f1": 0.487},
+    "dmrst_xlmr_base_gum": {"span_f1": 0.580, "nuc_f1": 0.439, "rel_f1": 0.342},
+}
+
+
 @dataclass(frozen=True)
 class Constituent:
     """One labelled constituent: its character span, nuclearity string and relation."""

@@ -37,14 +37,13 @@ from parsers.features import (
 )
 from parsers.gum import NON_COMMERCIAL_GENRES, GumDocument, iter_gum
 from parsers.nlp_base import AnalyzedText
-from parsers.parseval import aggregate, binarize_node, parseval
+from parsers.parseval import PUBLISHED_GUM, aggregate, binarize_node, parseval
 from parsers.trained_parser import LinearComponent, ParserModel, edus_to_tree_edus
 from parsers.tree import DiscourseTree
 from parsers.tree_builder import INTER, INTRA, gold_oracle_pairs, sentence_groups
 
 log = logging.getLogger("parsers.train")
 
-PUBLISHED_ISANLP_GUM = {"seg_f1": 0.955, "span_f1": 0.674, "nuc_f1": 0.562, "rel_f1": 0.496, "full_f1": 0.487}
 
 
 @dataclass
@@ -423,7 +422,7 @@ def training_manifest(run: TrainingRun, *, train_seconds: float) -> dict[str, An
         },
         "label_counts": run.label_counts,
         "scores": run.scores,
-        "published_isanlp_rst_gumrrg": PUBLISHED_ISANLP_GUM,
+        "published_isanlp_rst_gumrrg": PUBLISHED_GUM["isanlp_rst_v3_gumrrg"],
         "train_seconds": train_seconds,
     }
 

@@ -40,15 +40,11 @@ from parsers.neural.model import (
     word_flags,
 )
 from parsers.neural.pipeline import parse_analyzed, sentence_groups
-from parsers.parseval import aggregate, binarize_node, parseval
+from parsers.parseval import PUBLISHED_GUM, aggregate, binarize_node, parseval
 
 log = logging.getLogger("parsers.neural.training")
 DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "neural-parser"
 SEG_THRESHOLDS = tuple(round(0.2 + 0.05 * k, 2) for k in range(13))
-PUBLISHED = {
-    "isanlp_rst_v3_gumrrg": {"seg_f1": 0.955, "span_f1": 0.674, "nuc_f1": 0.562, "rel_f1": 0.496, "full_f1": 0.487},
-    "dmrst_xlmr_base_gum": {"span_f1": 0.580, "nuc_f1": 0.439, "rel_f1": 0.342},
-}
 
 
 @dataclass(frozen=True)
@@ -516,7 +512,7 @@ def neural_manifest(name: str, settings: NeuralSettings, train: Sequence[NeuralD
             "test_docs": test_names,
         },
         "labels": labels, "label_counts": dict(label_counts.most_common()),
-        "training": records, "scores": scores, "published": PUBLISHED,
+        "training": records, "scores": scores, "published": PUBLISHED_GUM,
         "rules_gum_test": scores.get("rules_test", {}),
         "beats_rules_on_gum_test": beats_rules(scores, scores.get("rules_test", {})),
         "train_seconds": train_seconds,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from reliability_helpers import dtdialog_command, python_env
 
 from dtdialog.api.service import EngineService
 from dtdialog.api.settings import ApiSettings
+from eval.load_test import free_port
 
 
 def _wait_until(condition) -> None:
@@ -68,12 +68,6 @@ def test_close_gives_up_on_an_engine_call_that_never_returns(tmp_path):
     never.set()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _post(url: str, body: dict) -> tuple[int, dict]:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
     try:
@@ -89,7 +83,7 @@ def test_sigterm_stops_serve_with_turns_in_flight(small_index: Path, tmp_path: P
     """Turns stuck on a locked session store keep the engine busy for ~4 x 5 s; SIGTERM still ends the server:
     uvicorn's grace period, then ``EngineService.close``'s bounded wait (serve.SHUTDOWN_GRACE_S + CLOSE_TIMEOUT_S)."""
     sessions = tmp_path / "sessions.sqlite"
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(dtdialog_command("serve", "--port", str(port), "--index", str(small_index), "--sessions",
                                                str(sessions), "--ranker", "rules", "--preload"),
