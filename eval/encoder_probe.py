@@ -67,9 +67,9 @@ def encode_pool(*, model: Path, questions: Sequence[str], answers: Sequence[str]
         data = np.load(cache_file)
         if len(data["q"]) == len(questions) and len(data["a"]) == len(answers):
             return data["q"], data["a"]
-    from index.dense import DenseEncoder
+    from index.dense import TorchEncoder
 
-    encoder = DenseEncoder(model_path=model, batch_size=16)
+    encoder = TorchEncoder(model_path=model, batch_size=16)  # another sentence-transformers folder ([train] extra)
     q = encoder.encode(list(questions), progress=progress)
     a = encoder.encode(list(answers), progress=progress)
     tmp = cache_file.with_name(cache_file.name + ".tmp.npz")

@@ -198,7 +198,7 @@ def _build_vectors(path: Path, *, progress: bool) -> int:
     encoded = build_dense_store(ids=[i for i, _ in distinct], texts=[t for _, t in distinct], progress=progress)
     row = {doc_id: k for k, doc_id in enumerate(encoded.ids)}
     vectors = np.stack([np.asarray(encoded.vectors[row[original(i)]]) for i in ids]).astype(np.float32)
-    store = DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts))
+    store = DenseStore(ids=ids, vectors=vectors, model=encoded.model, terms=TermStats.of(texts))
     store.generation = generation
     store.save(path)
     return len(distinct)

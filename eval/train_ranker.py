@@ -234,18 +234,20 @@ def run(args: argparse.Namespace) -> dict:
     from dtdialog.ranking.learned_scorer import MODELS_DIR, RankerModel
     from eval.datasets import default_data_dir, load_mechanics
     from eval.methods.pool_index import pool_digest
-    from index.dense import INSTALL_HINT, dense_available
+    from index.dense import INSTALL_HINT, DenseEncoder, dense_available, select_encoder
 
     if not dense_available():
         raise InputError(f"training the ranker needs the [dense] extra ({INSTALL_HINT})")
+    select_encoder(args.encoder)
     data_dir = Path(args.data) if args.data else default_data_dir()
-    cache = Path(args.cache)
+    # the candidates and features depend on the encoder: the fp32 reference keeps the cache it always had
+    cache = Path(args.cache) / DenseEncoder().model_id if args.encoder == "onnx" else Path(args.cache)
     t0 = time.perf_counter()
     queries = collect(data_dir=data_dir, cache=cache, k=args.k, limit=args.limit, progress=not args.no_progress)
     seconds_collect = time.perf_counter() - t0
     recall = float(np.mean([any(q.gold) for q in queries]))
     report: dict = {"dataset": "mechanics_qa_dev", "questions": len(queries), "k": args.k, "folds": args.folds,
-                    "seed": args.seed, "model": args.model, "C": args.c, "candidate_recall": round(recall, 4),
+                    "seed": args.seed, "model": args.model, "encoder": args.encoder, "C": args.c, "candidate_recall": round(recall, 4),
                     "mean_candidates": round(float(np.mean([len(q.ids) for q in queries])), 1),
                     "collect_seconds": round(seconds_collect, 1), "results": {}}
     print(f"{len(queries)} questions, k={args.k}: gold answer among the candidates for {recall:.3f} "
@@ -362,6 +364,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", help="write the report as JSON")
     parser.add_argument("--plot", help="write a P@1 bar chart (PNG) here")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--encoder", choices=["onnx", "torch"], default="onnx",
+                        help="query and answer encoder: the engine's int8 ONNX MiniLM (default) or the fp32 torch "
+                             "reference ([train] extra); each keeps its own cache under --cache")
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("-k must be at least 1")

@@ -253,7 +253,13 @@ def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None,
             bar.update(len(chunk))
     dim = parts[0].shape[1] if parts else 384
     vectors = np.vstack(parts) if parts else np.zeros((0, dim), dtype=np.float32)
-    return DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts), digests=[text_digest(t) for t in texts])
+    return DenseStore(ids=ids, vectors=vectors, model=encoder_id(encoder), terms=TermStats.of(texts),
+                      digests=[text_digest(t) for t in texts])
+
+
+def encoder_id(encoder) -> str:
+    """Return the label of the vectors ``encoder`` makes (an encoder without ``model_id``: the fp32 MiniLM's)."""
+    return str(getattr(encoder, "model_id", None) or "all-MiniLM-L6-v2")
 
 
 def refresh_dense_store(store: DenseStore, *, ids: Sequence[str], texts: Sequence[str], encoder=None,
@@ -262,11 +268,16 @@ def refresh_dense_store(store: DenseStore, *, ids: Sequence[str], texts: Sequenc
 
     An answer keeps its old vector when its id and text digest are unchanged; new and edited answers
     are encoded; answers no longer in ``ids`` are dropped. Hubness and term statistics depend on all
-    answers, so they are recomputed (cheap next to encoding). A store without digests is rebuilt.
+    answers, so they are recomputed (cheap next to encoding). A store without digests, or made by another
+    encoder than ``encoder`` (its ``model`` label differs), is rebuilt whole: vectors of two encoders never mix.
     """
     if len(ids) != len(texts):
         raise InputError(f"{len(ids)} ids for {len(texts)} texts")
-    if store.digests is None:
+    if encoder is None:
+        from index.dense import DenseEncoder
+
+        encoder = DenseEncoder()
+    if store.digests is None or store.model != encoder_id(encoder):
         return build_dense_store(ids=ids, texts=texts, encoder=encoder, progress=progress), len(ids)
     old = {doc_id: (row, digest) for row, (doc_id, digest) in enumerate(zip(store.ids, store.digests))}
     digests = [text_digest(t) for t in texts]

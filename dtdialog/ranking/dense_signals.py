@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from index.dense_store import DenseStore
+from parsers.errors import ModelNotAvailableError
 
 _QUERY_CACHE = 256
 
@@ -69,6 +70,18 @@ class _TorchThreads:
                 sys.modules["torch"].set_num_threads(cls._saved)
 
 
+def check_same_encoder(store, encoder) -> None:
+    """Refuse a store whose vectors another encoder made: int8 query vectors against fp32 answer vectors
+    would rank by a slightly different geometry without any error (a SQLite store is re-encoded before
+    it gets here, ``factory._store_for``; an Elasticsearch index is rebuilt by its owner)."""
+    from index.dense_store import encoder_id
+
+    made_by, queries_by = str(getattr(store, "model", "") or "all-MiniLM-L6-v2"), encoder_id(encoder)
+    if made_by != queries_by:
+        raise ModelNotAvailableError(f"the index's answer vectors were made by {made_by}, the query encoder is "
+                                     f"{queries_by}: rebuild the index's vectors (dtdialog index build --dense)")
+
+
 class DenseSignals:
     """A dense store plus a query encoder (``encode(texts) -> unit float32 rows``), with a query cache.
 
@@ -76,6 +89,7 @@ class DenseSignals:
     """
 
     def __init__(self, *, store: DenseStore, encoder, query_threads: int | None = 1) -> None:
+        check_same_encoder(store, encoder)
         self.store = store
         self.encoder = encoder
         self.query_threads = query_threads

@@ -128,8 +128,9 @@ def _hybrid_generator(index: AnswerIndex, index_path: str | Path | None, *, dept
 
         dense = es_dense_signals(index, encoder=encoder or DenseEncoder())
         return ElasticHybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth), dense
+    encoder = encoder or DenseEncoder()
     store = _store_for(index, Path(index_path), encoder=encoder, progress=progress)
-    dense = DenseSignals(store=store, encoder=encoder or DenseEncoder())
+    dense = DenseSignals(store=store, encoder=encoder)
     return HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth), dense
 
 
@@ -172,11 +173,11 @@ def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
 
     The store is looked up by the generation of the index as opened (``index.index_files``), so a file
     rebuilt in between is never paired with the other's vectors. "Out of step" means the index was written
-    since (its ``generation`` differs) or, for an index without generations, that the answer counts differ.
-    A refresh re-encodes only new or edited answers (``refresh_dense_store``), starting from the newest store
+    since (its ``generation`` differs) or, for an index without generations, that the answer counts differ;
+    a store made by another encoder (the fp32 torch model before the int8 ONNX one) is re-encoded whole. A refresh re-encodes only new or edited answers (``refresh_dense_store``), starting from the newest store
     of any generation; a damaged store is derived data and is rebuilt.
     """
-    from index.dense_store import DenseStore, build_dense_store, refresh_dense_store
+    from index.dense_store import DenseStore, build_dense_store, encoder_id, refresh_dense_store
     from index.index_files import prune_side_files
 
     generation = index.generation()
@@ -187,8 +188,12 @@ def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
         pass
     except Exception as exc:  # noqa: BLE001 - a damaged store is derived data: rebuild it
         log.warning("rebuilding the dense vectors beside %s: %s", path, exc)
-    if store is not None and len(store) == index.count() and (not generation or store.generation == generation):
+    if store is not None and len(store) == index.count() and (not generation or store.generation == generation) \
+            and store.model == encoder_id(encoder):
         return store
+    if store is not None and store.model != encoder_id(encoder):
+        log.warning("re-encoding the answers beside %s: their vectors were made by %s, queries by %s", path,
+                    store.model, encoder_id(encoder))
     doc_ids, texts = index.answer_texts()
     if store is None:
         store = build_dense_store(ids=doc_ids, texts=texts, encoder=encoder, progress=progress)

@@ -89,6 +89,7 @@ def seed_dense_store(index, path: Path, *, progress: bool = False) -> None:
     if not dense_available() or DenseStore.exists(path):
         return
     ids, texts = index.answer_texts()
-    vectors = encode_cached(texts, encoder=DenseEncoder(), progress=progress)
-    DenseStore(ids=ids, vectors=vectors, terms=TermStats.of(texts),
+    encoder = DenseEncoder()
+    vectors = encode_cached(texts, encoder=encoder, progress=progress)
+    DenseStore(ids=ids, vectors=vectors, model=encoder.model_id, terms=TermStats.of(texts),
                digests=[text_digest(t) for t in texts], generation=index.generation()).save(path)

@@ -29,9 +29,15 @@ def cache_path() -> Path:
     return data_home() / CACHE_FILE
 
 
-def encode_cached(texts: Sequence[str], *, encoder, model: str = "all-MiniLM-L6-v2", path: Path | None = None,
+def encode_cached(texts: Sequence[str], *, encoder, model: str | None = None, path: Path | None = None,
                   progress: bool = False) -> np.ndarray:
-    """Return the ``(len(texts), dim)`` float32 unit embeddings of ``texts``, encoding only uncached ones."""
+    """Return the ``(len(texts), dim)`` float32 unit embeddings of ``texts``, encoding only uncached ones.
+
+    ``model`` (default: the encoder's ``model_id``) keys the cache: the fp32 and int8 encoders' vectors
+    are kept apart."""
+    from index.dense_store import encoder_id
+
+    model = model or encoder_id(encoder)
     path = path or cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     keys = [_key(t) for t in texts]

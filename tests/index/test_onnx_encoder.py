@@ -1,0 +1,193 @@
+"""The int8 ONNX MiniLM: pinned file, same vectors as the fp32 reference, no torch when serving, no mixed vectors."""
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from index.dense import DenseEncoder, TorchEncoder, dense_available, torch_available
+from parsers.encoder import MODEL_FILE, MODEL_SHA256, OnnxMiniLM, file_sha256
+from parsers.errors import ConfigError, ModelNotAvailableError
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_onnx = pytest.mark.skipif(not dense_available(), reason="the [dense] extra (onnxruntime, tokenizers) is not installed")
+needs_torch = pytest.mark.skipif(not torch_available(),
+                                 reason="the [train] extra (torch, sentence-transformers, packaged MiniLM) is not installed")
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ConfigError):
+        OnnxMiniLM(threads=0)
+    with pytest.raises(ConfigError):
+        OnnxMiniLM(batch_size=0)
+
+
+def test_bad_thread_variable_is_one_line(monkeypatch):
+    monkeypatch.setenv("DTDIALOG_ENCODER_THREADS", "two")
+    with pytest.raises(ConfigError, match="DTDIALOG_ENCODER_THREADS"):
+        OnnxMiniLM()
+
+
+@needs_onnx
+def test_shipped_file_matches_its_pin():
+    assert file_sha256(MODEL_FILE) == MODEL_SHA256
+
+
+@needs_onnx
+def test_a_file_that_is_not_the_pinned_one_is_refused(tmp_path):
+    other = tmp_path / "model.onnx"
+    shutil.copyfile(MODEL_FILE, other)
+    with open(other, "r+b") as fh:  # one byte changed: damaged download, swapped file
+        fh.seek(1000)
+        byte = fh.read(1)
+        fh.seek(1000)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(ModelNotAvailableError) as info:
+        OnnxMiniLM(model_path=other).encode(["x"])
+    assert "sha256" in str(info.value) and "\n" not in str(info.value)
+
+
+@needs_onnx
+def test_missing_file_is_one_line(tmp_path):
+    with pytest.raises(ModelNotAvailableError, match="missing"):
+        OnnxMiniLM(model_path=tmp_path / "nope.onnx").encode(["x"])
+
+
+@needs_onnx
+def test_batched_equals_one_by_one_and_order_is_kept():
+    texts = ["The brakes squeal when I stop.", "Check engine light", "", "Why does my car pull to the left "
+             "when I brake hard on the highway, and shake at speed?", "Squealing brakes while stopping."]
+    enc = OnnxMiniLM(batch_size=2)
+    batched = enc.encode(texts)
+    single = np.vstack([enc.encode([t]) for t in texts])
+    assert np.allclose(batched, single, atol=1e-4)
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    assert batched[0] @ batched[4] > batched[0] @ batched[1]
+
+
+@needs_onnx
+def test_token_states_are_layers_4_and_6_with_offsets():
+    text = "The brakes squeal."
+    [(offsets, states)] = OnnxMiniLM().token_states([text])
+    assert states.shape == (len(offsets), 768) and states.dtype == np.float32
+    assert offsets[0] == (0, 0) and text[slice(*offsets[1])].lower() == "the"
+    # mean pooling the last layer's half gives the sentence vector
+    last = states[:, 384:].mean(axis=0)
+    assert np.allclose(last / np.linalg.norm(last), OnnxMiniLM().encode([text])[0], atol=1e-4)
+
+
+@pytest.mark.torch
+@needs_onnx
+@needs_torch
+def test_cosine_to_the_fp32_reference_on_real_texts():
+    """The built-in corpus's questions and answers: every int8 vector within cosine 0.999 of the fp32 one."""
+    from data.builtin import load_builtin_corpus
+
+    corpus = load_builtin_corpus()
+    texts = list(dict.fromkeys([d.question for d in corpus] + [t.text for d in corpus for _, t in d.answers()]))
+    assert len(texts) >= 300
+    cos = np.sum(TorchEncoder().encode(texts) * DenseEncoder().encode(texts), axis=1)
+    assert cos.min() >= 0.999, f"min {cos.min():.5f} mean {cos.mean():.5f}"
+
+
+@pytest.mark.torch
+@pytest.mark.shared_data
+@pytest.mark.slow
+@needs_onnx
+@needs_torch
+def test_cosine_to_the_fp32_reference_on_long_real_questions_and_answers(shared_data):
+    """150 mechanics_qa_dev questions and 150 pool answers (long, multi-sentence): the hardest texts measured."""
+    from dtdialog.ranking.dense_signals import dense_query_text
+    from eval.datasets import load_mechanics
+
+    mech = load_mechanics(shared_data)
+    texts = [dense_query_text(d.question) for d in mech.dialogues[:150]] + [a.text for a in mech.pool[:150]]
+    cos = np.sum(TorchEncoder().encode(texts) * DenseEncoder().encode(texts), axis=1)
+    assert cos.min() >= 0.999, f"min {cos.min():.5f} mean {cos.mean():.5f}"
+
+
+SERVING = """
+import sys
+from dtdialog.api.app import create_app
+from dtdialog.assembly import build_engine
+from dtdialog.ranking.dense_signals import DenseSignals
+from index.dense import DenseEncoder
+from index.dense_store import build_dense_store
+enc = DenseEncoder()
+store = build_dense_store(ids=["a", "b"], texts=["brakes squeal", "pay a bill"], encoder=enc, progress=False)
+assert DenseSignals(store=store, encoder=enc).query_vector("squealing brakes").shape == (384,)
+loaded = sorted(m for m in ("torch", "transformers", "sentence_transformers") if m in sys.modules)
+print("LOADED", loaded)
+"""
+
+
+@needs_onnx
+def test_serving_path_imports_no_torch_or_transformers():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", SERVING], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "LOADED []" in done.stdout
+
+
+class _Fake:
+    """A hashing encoder with a label, so mixed-encoder stores are tested without a model."""
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.calls = 0
+
+    def encode(self, texts, *, progress=False):
+        self.calls += len(texts)
+        rows = np.zeros((len(texts), 8), dtype=np.float32)
+        for i, t in enumerate(texts):
+            rows[i, hash(t) % 8] = 1.0
+        return rows
+
+
+def test_a_store_of_another_encoder_is_refused_for_queries():
+    from dtdialog.ranking.dense_signals import DenseSignals
+    from index.dense_store import build_dense_store
+
+    store = build_dense_store(ids=["a"], texts=["x"], encoder=_Fake("all-MiniLM-L6-v2"), progress=False)
+    with pytest.raises(ModelNotAvailableError, match="made by all-MiniLM-L6-v2.*query encoder is int8"):
+        DenseSignals(store=store, encoder=_Fake("int8"))
+
+
+def test_refresh_re_encodes_everything_when_the_encoder_changed():
+    from index.dense_store import build_dense_store, refresh_dense_store
+
+    old = build_dense_store(ids=["a", "b"], texts=["x", "y"], encoder=_Fake("fp32"), progress=False)
+    same = _Fake("fp32")
+    assert refresh_dense_store(old, ids=["a", "b"], texts=["x", "y"], encoder=same, progress=False)[1] == 0
+    new = _Fake("int8")
+    store, encoded = refresh_dense_store(old, ids=["a", "b"], texts=["x", "y"], encoder=new, progress=False)
+    assert encoded == 2 and new.calls == 2 and store.model == "int8"
+
+
+def test_engine_re_encodes_an_index_encoded_by_the_old_model(tmp_path, caplog):
+    from data.builtin import load_builtin_corpus
+    from dtdialog.ranking.factory import _store_for
+    from index.builder import build_index
+    from index.dense_store import DenseStore, build_dense_store
+    from index.registry import open_index
+    from parsers.base import get_parser
+
+    path = tmp_path / "answers.sqlite"
+    build_index(dialogues=load_builtin_corpus()[:3], parser=get_parser("rules"), backend="sqlite", out=path,
+                progress=False)
+    with open_index(backend="sqlite", path=path) as index:
+        ids, texts = index.answer_texts()
+        old = build_dense_store(ids=ids, texts=texts, encoder=_Fake("all-MiniLM-L6-v2"), progress=False)
+        old.generation = index.generation()
+        old.save(path)
+        new = _Fake("int8")
+        with caplog.at_level(logging.WARNING, logger="dtdialog.ranking"):
+            store = _store_for(index, path, encoder=new, progress=False)
+    assert store.model == "int8" and new.calls == len(ids)
+    assert "re-encoding" in caplog.text
+    assert DenseStore.load(path, latest=True).model == "int8"  # saved: the next start loads it as is
