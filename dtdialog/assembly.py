@@ -21,6 +21,7 @@ options (``ranker_model``, ``learned_require_agreement``, ``candidate_depth``) u
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -40,11 +41,25 @@ RANKER_CHOICES = (None, "auto", "learned", "rules")
 _PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path")
 
 
+#: The parser the shipped ranker (``ranker-v1``) and its calibrator were trained with. The engine keeps it when
+#: none is named, although ``neural`` is the better parser on GUM: the ranker's DT features were fitted on these
+#: trees, with neural trees retrained they add nothing either (docs/eval_issue15/downstream.md), and they cost
+#: the index build and every turn a MiniLM pass.
+ENGINE_PARSER = "rules"
+
+
+def engine_parser_name(name: str | None = None) -> str:
+    """Return the parser an engine or the index it reads uses: ``name``, else ``$DTDIALOG_PARSER``, else
+    ``ENGINE_PARSER``."""
+    return name or os.environ.get("DTDIALOG_PARSER") or ENGINE_PARSER
+
+
 @dataclass
 class EngineSpec:
     """Everything that chooses an engine; invalid values raise ``ConfigError`` with a one-line message.
 
-    parser: RST parser name (None: ``$DTDIALOG_PARSER`` or the rule parser).
+    parser: RST parser name (None: ``engine_parser_name()``, i.e. ``$DTDIALOG_PARSER`` or the parser the
+        shipped ranker was trained with).
     backend: ``sqlite`` or ``elasticsearch``; index_url: the Elasticsearch URL (None: ``$ELASTICSEARCH_URL``).
     index_path: the SQLite index file (built there from ``corpus`` when missing, rebuilt when both are given).
     corpus, corpus_format: the dialogues to index (None: the built-in corpus).
@@ -221,7 +236,7 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     Raises ``ConfigError``/``InputError``/``ModelNotAvailableError`` with one-line messages.
     """
     spec = spec or EngineSpec()
-    rst = parser if parser is not None else get_parser(spec.parser)
+    rst = parser if parser is not None else get_parser(engine_parser_name(spec.parser))
     if index is not None:
         if spec.index_path is not None or spec.corpus is not None:
             raise ConfigError("build_engine: give an open index or an index location in the spec, not both")

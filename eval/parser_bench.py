@@ -26,7 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from parsers.base import get_parser
-from parsers.errors import DTDialogError, InputError
+from parsers.errors import ConfigError, DTDialogError, InputError
 from parsers.gum import DEFAULT_GUM_DIR, GumDocument, iter_gum
 from parsers.parseval import PUBLISHED_GUM, ParsevalCounts, aggregate, parseval
 from parsers.tree import DiscourseTree
@@ -110,11 +110,15 @@ def percentile(values: list[float], q: float) -> float:
     return data[lo] + (data[hi] - data[lo]) * (k - lo)
 
 
-def _single_core() -> None:
-    """Pin torch (when a parser loaded it) to one thread: the speed figures are per core."""
+def _single_core(parser) -> None:
+    """Pin torch (when a parser loaded it) to one thread and check the ONNX encoder runs one: the speed
+    figures are per core."""
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
+    encoder = getattr(getattr(parser, "encoder", None), "encoder", None)
+    if encoder is not None and getattr(encoder, "threads", 1) != 1:
+        raise ConfigError("the parse speed is per core: unset DTDIALOG_ENCODER_THREADS (or set it to 1)")
 
 
 def throughput(parser, texts: list[str], *, repeats: int = 2) -> float:
@@ -151,7 +155,7 @@ def run(gum_dir: Path | str, *, split: str = "test", parser_name: str = "rules",
     base = {"parser": parser_name, "split": split, "documents": len(docs), "gold_edus": gold_edus}
     if gold_edus and not hasattr(parser, "parse_segmented"):
         return {**base, "supported": False, "reason": f"parser {parser_name!r} cannot parse pre-segmented text"}
-    _single_core()
+    _single_core(parser)
     parser.parse("Warm up the models. It is not timed.")
     t0 = time.perf_counter()
     preds = _parse_docs(parser, docs, gold_edus=gold_edus, n_process=n_process)

@@ -17,14 +17,12 @@ from parsers.errors import ConfigError
 from parsers.tree import DiscourseTree
 
 _FACTORIES: dict[str, Callable[..., RSTParser]] = {}
-#: The parser used when none is named; ``DTDIALOG_PARSER`` overrides it.
+#: The parser used when none is named and the neural one is not ready; ``DTDIALOG_PARSER`` overrides it.
 DEFAULT_PARSER = "rules"
-#: The parser that becomes the default when it is installed and its manifest shows it beat the rules.
+#: The parser that is the default whenever it is installed and its manifest shows it beat the rules on GUM.
+#: The answer engine does not follow this default: it reads the trees of the parser its ranker was trained
+#: with (``dtdialog.assembly.engine_parser_name``).
 NEURAL_PARSER = "neural"
-#: Off until the downstream reruns of issue 15 (item 6) are in: switching the default parser changes every
-#: index built without an explicit parser, so it waits for the evidence that the neural trees help there.
-#: When True, ``default_parser_name`` picks ``neural`` whenever ``neural_default_ready()``.
-NEURAL_DEFAULT_ENABLED = False
 
 
 class RSTParser(ABC):
@@ -76,12 +74,13 @@ def available_parsers() -> list[str]:
 
 
 def neural_default_ready(model_dir: Path | None = None) -> bool:
-    """Return True when the neural parser can run (torch, transformers, the packaged MiniLM, its model files)
-    and its manifest records GUM test scores above the rules parser's on every figure the manifest holds.
+    """Return True when the neural parser can run (onnxruntime, tokenizers, the shipped int8 MiniLM, its model
+    files, heads trained on that encoder) and its manifest records GUM test scores above the rules parser's on
+    every figure the manifest holds.
 
     Reads one small JSON file and imports nothing heavy (``find_spec`` only).
     """
-    from parsers.neural.encoder import encoder_available
+    from parsers.neural.encoder import encoder_available, encoder_id
     from parsers.neural.model import MANIFEST_FILE, WEIGHTS_FILE
     from parsers.neural.parser import DEFAULT_NEURAL_MODEL
 
@@ -90,6 +89,8 @@ def neural_default_ready(model_dir: Path | None = None) -> bool:
         return False
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        if manifest["encoder"]["id"] != encoder_id():
+            return False  # heads of another encoder: NeuralParser refuses them
         test, rules = manifest["scores"]["test"], manifest["rules_gum_test"]
         keys = [k for k in ("seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1") if k in rules]
         return bool(keys) and all(float(test[k]) > float(rules[k]) for k in keys)
@@ -99,12 +100,10 @@ def neural_default_ready(model_dir: Path | None = None) -> bool:
 
 def default_parser_name() -> str:
     """Return the parser name to use when none is given: ``DTDIALOG_PARSER``, else ``neural`` when
-    ``NEURAL_DEFAULT_ENABLED`` and ``neural_default_ready()``, else ``rules``."""
+    ``neural_default_ready()``, else ``rules``."""
     if "DTDIALOG_PARSER" in os.environ:
         return os.environ["DTDIALOG_PARSER"]
-    if NEURAL_DEFAULT_ENABLED and neural_default_ready():
-        return NEURAL_PARSER
-    return DEFAULT_PARSER
+    return NEURAL_PARSER if neural_default_ready() else DEFAULT_PARSER
 
 
 def get_parser(name: str | None = None, **config: Any) -> RSTParser:

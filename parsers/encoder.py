@@ -30,6 +30,8 @@ MODEL_SHA256 = "ebf0a140e53db2b5a45a9bf2d05ccc13cbda4ab0c502e95726e800204b75dd7a
 #: What vectors made by this encoder are labelled with; vectors of different labels are never mixed.
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-" + MODEL_SHA256[:12]
 DIMENSION = 384
+#: The longest subword sequence ``subword_states`` takes: 256 positions less [CLS] and [SEP].
+MAX_SUBWORDS = 254
 INSTALL_HINT = "pip install 'dtdialog[dense]'"
 _RUNTIME = ("onnxruntime", "tokenizers")
 
@@ -73,6 +75,7 @@ class OnnxMiniLM:
     batch_size: int = 16  # long answers: padding to the longest of 64 wastes more than it saves
     _session: object = field(default=None, init=False, repr=False)
     _tokenizer: object = field(default=None, init=False, repr=False)
+    _word_tokenizer: object = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -150,6 +153,48 @@ class OnnxMiniLM:
                 n = int(mask[row].sum())
                 result.append((list(enc.offsets[:n]), np.concatenate([fourth[row, :n], last[row, :n]], axis=1)))
         return result
+
+    def subwords(self, words: Sequence[str]) -> tuple[list[int], list[int]]:
+        """Return the WordPiece ids of already-split ``words`` and the word index of each id: no special
+        tokens and no truncation (a caller cutting long texts into windows needs every subword)."""
+        self._load()
+        with self._lock:
+            if self._word_tokenizer is None:
+                from tokenizers import Tokenizer
+
+                # a second instance: the shared one truncates at 256 and pads, and its settings are not per call
+                self._word_tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+                self._word_tokenizer.no_truncation()
+                self._word_tokenizer.no_padding()
+        enc = self._word_tokenizer.encode(list(words), is_pretokenized=True, add_special_tokens=False)
+        return list(enc.ids), [w if w is not None else -1 for w in enc.word_ids]
+
+    def subword_states(self, sequences: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """Return, per sequence of WordPiece ids (each at most 254 long), an ``(len, 768)`` array of its
+        layer 4 and 6 states, run inside [CLS] ... [SEP] and returned without them.
+
+        Similar lengths are batched together; the weights are int8 but the activations float, so a
+        sequence's states do not depend on what it is batched with (up to float rounding)."""
+        session, tokenizer = self._load()
+        cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+        if any(len(s) > MAX_SUBWORDS for s in sequences):
+            raise ConfigError(f"a sequence is longer than {MAX_SUBWORDS} subwords; cut it into windows first")
+        out: list[np.ndarray] = [np.zeros((0, 2 * DIMENSION), np.float32)] * len(sequences)
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            width = max(len(sequences[i]) for i in rows) + 2
+            ids = np.zeros((len(rows), width), dtype=np.int64)  # [PAD] is id 0
+            mask = np.zeros_like(ids)
+            for r, i in enumerate(rows):
+                seq = [cls, *sequences[i], sep]
+                ids[r, :len(seq)], mask[r, :len(seq)] = seq, 1
+            last, fourth = session.run(["last_hidden_state", "hidden_4"],
+                                       {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+            for r, i in enumerate(rows):
+                n = len(sequences[i])
+                out[i] = np.concatenate([fourth[r, 1:1 + n], last[r, 1:1 + n]], axis=1)
+        return out
 
 
 _shared: OnnxMiniLM | None = None

@@ -1,7 +1,7 @@
 """Train the scikit-learn discourse parser on the permissively licensed GUM genres.
 
     python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-sklearn-v1 [--seed 13]
-    python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v1 [--resume]
+    python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2 [--resume]
 
 Trains on ``train``, picks hyper-parameters on ``dev`` and reports RST-Parseval
 scores on ``test`` (written into the manifest and the model card). The
@@ -535,7 +535,7 @@ def _train_neural(args: argparse.Namespace) -> dict[str, Any]:
     from parsers.neural.training import DEFAULT_CACHE, NeuralSettings, train_neural
 
     epochs = {"seg_epochs": 1, "tree_epochs": 1} if args.quick else {}
-    settings = NeuralSettings(seed=args.seed, threads=args.threads, quantized=not args.float32, **epochs)
+    settings = NeuralSettings(seed=args.seed, threads=args.threads, **epochs)
     return train_neural(args.gum, args.out, settings=settings, limit=args.limit,
                         cache_dir=args.cache or DEFAULT_CACHE, resume=args.resume, report_test=not args.no_test)
 
@@ -555,15 +555,13 @@ def main(argv: list[str] | None = None) -> int:
                     "head (fast smoke runs)")
     ap.add_argument("--resume", action="store_true", help="neural: continue from the checkpoints in OUT/checkpoints")
     ap.add_argument("--threads", type=int, default=2, help="neural: torch CPU threads for training")
-    ap.add_argument("--float32", action="store_true", help="neural: run MiniLM in float32 instead of dynamic "
-                    "int8 (about 1 point better, 1.8x slower)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     if args.limit is not None and args.limit <= 0:
         print("error: --limit must be positive", file=sys.stderr)
         return 2
-    if args.parser != "neural" and (args.resume or args.float32):
-        print("error: --resume and --float32 apply to --parser neural only", file=sys.stderr)
+    if args.parser != "neural" and args.resume:
+        print("error: --resume applies to --parser neural only", file=sys.stderr)
         return 2
     grid: dict[str, Any] = ({"seg_cs": (1.0,), "struct_cs": (1.0,), "label_cs": (1.0,), "default_biases": (1.0,),
                               "size_penalties": (0.0,)}

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("sqlite", "elasticsearch"), default="sqlite",
                         help="index backend (default: sqlite)")
     parser.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
-    parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or rules)")
+    parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the parser "
+                        "the shipped ranker was trained with, rules)")
     parser.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
                         help="answer ranking: auto (default, or $DTDIALOG_RANKER) = the learned hybrid ranker when "
                              "the [dense] extra is installed, else the rule scorer; learned; rules (the paper's)")

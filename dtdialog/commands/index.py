@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"SQLite index file to write (default: $DTDIALOG_INDEX or {default_index_path()})")
     build.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
     build.add_argument("--index-name", default=DEFAULT_INDEX_NAME, help="Elasticsearch index/alias name")
-    build.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or rules)")
+    build.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the parser "
+                       "the shipped ranker was trained with, rules)")
     build.add_argument("--n-process", type=_positive, default=1, help="parallel parsing processes (spaCy n_process)")
     build.add_argument("--batch-size", type=_positive, default=64, help="texts per parsing batch")
     build.add_argument("--limit", type=_positive, default=None, help="index only the first N dialogues")
@@ -119,6 +120,7 @@ def load_dialogues(args: argparse.Namespace):
 def run_build(args: argparse.Namespace) -> int:
     import logging
 
+    from dtdialog.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
@@ -134,7 +136,7 @@ def run_build(args: argparse.Namespace) -> int:
         if not dense_available():  # refuse before parsing anything, not after minutes of work
             raise ConfigError(f"--dense needs the [dense] extra ({INSTALL_HINT})")
     dialogues = load_dialogues(args)
-    parser = get_parser(args.parser)
+    parser = get_parser(engine_parser_name(args.parser))
     out = args.out or (default_index_path() if args.backend == "sqlite" else None)
     report = build_index(dialogues=dialogues, parser=parser, backend=args.backend, out=out, url=args.es_url,
                          batch_size=args.batch_size, n_process=args.n_process, progress=not args.quiet,

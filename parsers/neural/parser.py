@@ -1,7 +1,7 @@
 """The ``neural`` parser: spaCy words and sentences, frozen MiniLM word vectors, numpy heads.
 
-``get_parser("neural")`` loads ``parsers/models/gum-neural-v1``. Without torch, transformers, the packaged
-MiniLM or the model files, building it raises a one-line ``ModelNotAvailableError``.
+``get_parser("neural")`` loads ``parsers/models/gum-neural-v2``. Without onnxruntime, tokenizers, the shipped
+int8 MiniLM or the model files, building it raises a one-line ``ModelNotAvailableError``; no torch is needed.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from parsers.base import RSTParser, register_parser
-from parsers.errors import ConfigError, InputError
+from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 from parsers.nlp_base import AnalyzedText, NLPBackend
 from parsers.tree import DiscourseTree
 
-DEFAULT_NEURAL_MODEL = "gum-neural-v1"
+DEFAULT_NEURAL_MODEL = "gum-neural-v2"
 
 
 def neural_model_dir(model: str | Path) -> Path:
@@ -32,21 +32,21 @@ class NeuralParser(RSTParser):
 
     name = "neural"
 
-    def __init__(self, *, model: str = DEFAULT_NEURAL_MODEL, nlp: NLPBackend | None = None,
-                 batch_windows: int = 16) -> None:
+    def __init__(self, *, model: str = DEFAULT_NEURAL_MODEL, nlp: NLPBackend | None = None) -> None:
         if not isinstance(model, (str, Path)) or not str(model):
             raise ConfigError(f"model must be a model name or directory, got {model!r}")
-        if not isinstance(batch_windows, int) or batch_windows < 1:
-            raise ConfigError(f"batch_windows must be a positive integer, got {batch_windows!r}")
-        from parsers.neural.encoder import MiniLMWordEncoder
+        from parsers.neural.encoder import MiniLMWordEncoder, encoder_id
         from parsers.neural.model import NeuralModel
 
         started = time.perf_counter()
         self.model_name = str(model)
         self.model = NeuralModel.from_disk(neural_model_dir(model))
-        # The heads were trained on the vectors of one encoder setting: use the same one.
-        quantized = bool(self.model.manifest.get("encoder", {}).get("quantized_int8", False))
-        self.encoder = MiniLMWordEncoder(batch_windows=batch_windows, quantized=quantized)
+        trained_on = self.model.manifest.get("encoder", {}).get("id")
+        if trained_on != encoder_id():
+            # heads read the vectors of one encoder: another one's would give confident nonsense
+            raise ModelNotAvailableError(f"the neural model {self.model_name!r} was trained on encoder {trained_on!r}, "
+                                         f"not the shipped {encoder_id()!r}: retrain it (python -m parsers.train --parser neural)")
+        self.encoder = MiniLMWordEncoder()
         if nlp is None:
             from parsers.nlp_spacy import SpacyBackend
 

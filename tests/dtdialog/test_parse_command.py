@@ -37,10 +37,16 @@ def test_parse_paper_example_shows_contrast(capsys):
     assert "[N]" in out  # the compact form follows the drawing
 
 
-def test_parse_json(capsys):
+def test_parse_json(capsys, monkeypatch):
+    from parsers.base import default_parser_name
+
+    monkeypatch.delenv("DTDIALOG_PARSER", raising=False)
     assert main(["parse", "--json", PAPER]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["parser"] == "rules" and len(data["edus"]) >= 3
+    # the default parser: neural where it is installed (it beat the rules on GUM), the rules otherwise
+    assert data["parser"] == default_parser_name() and len(data["edus"]) >= 3
+    assert main(["parse", "--json", "--parser", "rules", PAPER]) == 0
+    assert json.loads(capsys.readouterr().out)["parser"] == "rules"
 
 
 def test_parse_stdin_and_image(capsys, monkeypatch, tmp_path):

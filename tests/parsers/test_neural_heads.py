@@ -3,16 +3,12 @@ as, trees are binary and cover every EDU once, splits respect sentences, weights
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
-from parsers import base
 from parsers.errors import ConfigError, ModelNotAvailableError
 from parsers.neural.encoder import FEATURE_DIM, nearest_window, window_bounds
 from parsers.neural.model import (
-    MANIFEST_FILE,
     N_WORD_FLAGS,
     WEIGHTS_FILE,
     NeuralModel,
@@ -175,43 +171,3 @@ def test_settings_are_validated():
         NeuralSettings(seg_epochs=0)
     with pytest.raises(ConfigError, match="dropout"):
         NeuralSettings(dropout=1.5)
-
-
-# --- the default switch ---------------------------------------------------------------------------
-def _manifest(folder, test: dict, rules: dict):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / WEIGHTS_FILE).write_bytes(b"weights")
-    (folder / MANIFEST_FILE).write_text(json.dumps({"scores": {"test": test}, "rules_gum_test": rules}))
-    return folder
-
-
-def test_neural_is_ready_only_when_it_beat_the_rules_on_every_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr("parsers.neural.encoder.encoder_available", lambda: True)
-    rules = {"seg_f1": 0.86, "span_f1": 0.43, "nuc_f1": 0.30, "rel_f1": 0.22, "full_f1": 0.22}
-    better = {k: v + 0.01 for k, v in rules.items()}
-    assert base.neural_default_ready(_manifest(tmp_path / "a", better, rules))
-    one_worse = {**better, "nuc_f1": 0.29}
-    assert not base.neural_default_ready(_manifest(tmp_path / "b", one_worse, rules))
-    assert not base.neural_default_ready(_manifest(tmp_path / "c", better, {}))  # nothing to compare with
-    (tmp_path / "a" / MANIFEST_FILE).write_text("{broken")
-    assert not base.neural_default_ready(tmp_path / "a")
-    assert not base.neural_default_ready(tmp_path / "missing")
-    monkeypatch.setattr("parsers.neural.encoder.encoder_available", lambda: False)
-    assert not base.neural_default_ready(_manifest(tmp_path / "d", better, rules))
-
-
-def test_default_parser_name_follows_the_switch(monkeypatch):
-    monkeypatch.delenv("DTDIALOG_PARSER", raising=False)
-    monkeypatch.setattr(base, "neural_default_ready", lambda model_dir=None: True)
-    monkeypatch.setattr(base, "NEURAL_DEFAULT_ENABLED", False)
-    assert base.default_parser_name() == "rules"
-    monkeypatch.setattr(base, "NEURAL_DEFAULT_ENABLED", True)
-    assert base.default_parser_name() == "neural"
-    monkeypatch.setattr(base, "neural_default_ready", lambda model_dir=None: False)
-    assert base.default_parser_name() == "rules"
-    monkeypatch.setenv("DTDIALOG_PARSER", "trained")
-    assert base.default_parser_name() == "trained"
-
-
-def test_the_switch_ships_off():
-    assert base.NEURAL_DEFAULT_ENABLED is False

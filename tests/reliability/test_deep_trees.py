@@ -52,7 +52,7 @@ PROBE_TEXT = sentences(127)
 def probe_tree() -> DiscourseTree:
     from parsers.base import get_parser
 
-    return get_parser().parse(PROBE_TEXT)
+    return get_parser("rules").parse(PROBE_TEXT)  # its right-branching chains gave the probe's deep trees
 
 
 def test_the_probe_text_is_a_valid_turn_with_a_deep_tree(probe_tree):
@@ -62,7 +62,7 @@ def test_the_probe_text_is_a_valid_turn_with_a_deep_tree(probe_tree):
 
 @pytest.mark.timeout(300)
 def test_a_deep_tree_turn_then_the_session_then_another_turn_then_parse(make_client):
-    client = make_client()
+    client = make_client(parser="rules")
     sid = client.post("/sessions").json()["session_id"]
     first = client.post(f"/sessions/{sid}/messages", params={"explain": "true"}, json={"text": PROBE_TEXT})
     assert first.status_code == 200, first.text
