@@ -135,6 +135,7 @@ def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
     The manifest records the build's timings (parse, encode, SG) from the run that built it.
     ``dense=False`` (the rule-scorer bench) builds only the index.
     """
+    from dtdialog.assembly import engine_parser_name
     from eval.methods.dtq import pool_dialogues
     from index.builder import build_index
     from index.dense_store import DenseStore
@@ -153,7 +154,7 @@ def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
             manifest = {}
     if not path.is_file():
         t0 = time.perf_counter()
-        report = build_index(dialogues=pool_dialogues(corpus.answers), parser=get_parser(), backend="sqlite",
+        report = build_index(dialogues=pool_dialogues(corpus.answers), parser=get_parser(engine_parser_name()), backend="sqlite",
                              out=path, progress=progress)
         manifest["index_build_seconds"] = round(time.perf_counter() - t0, 1)
         manifest["indexed"] = report.indexed
@@ -215,7 +216,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         cache: Path = DEFAULT_CACHE, encode_sample: int = 256, seed: int = 0, progress: bool = True) -> dict[str, Any]:
     """Return the corpus, throughput and per-turn latency summaries (milliseconds) and the stage split."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
     from eval.turn_bench import TimedCall, summarize
@@ -228,7 +229,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     corpus = (assemble_corpus(answers=answers, data_dir=data_dir) if corpus_mode == "distinct"
               else replicated_corpus(answers=answers))
     path, manifest = cached_index(corpus, cache=cache, progress=progress)
-    parser = get_parser()
+    parser = get_parser(engine_parser_name())
     parser.parse("The car starts.")  # the parser's NLP pipeline loads outside the ranking's load time
     dialogues = load_builtin_corpus()
     random.Random(seed).shuffle(dialogues)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dtdialog.assembly import engine_parser_name
 from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
 from eval.out_of_fold import FoldModels, folds_path, question_key
 from parsers.errors import DTDialogError, InputError
@@ -72,10 +73,12 @@ def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
     from index.dense_store import DenseStore
     from parsers.base import get_parser
 
-    path = cache / f"{eval_set.name}-{pool_digest(eval_set.pool)}.sqlite"
+    parser = engine_parser_name()
+    # the parser is in the name: a pool parsed by another parser has other trees and RR terms
+    path = cache / f"{eval_set.name}-{pool_digest(eval_set.pool)}{'' if parser == 'rules' else '-' + parser}.sqlite"
     if not path.is_file():
         cache.mkdir(parents=True, exist_ok=True)
-        build_index(dialogues=pool_dialogues(eval_set.pool), parser=get_parser(), backend="sqlite", out=path,
+        build_index(dialogues=pool_dialogues(eval_set.pool), parser=get_parser(parser), backend="sqlite", out=path,
                     progress=progress)
     if not DenseStore.exists(path):
         from eval.methods.pool_index import seed_dense_store
@@ -300,6 +303,7 @@ def run(args: argparse.Namespace) -> dict:
                                       + (f" + IRC train split ({len(extra)} dialogue steps, weight {args.extra_weight})"
                                          if extra else ""), "k": args.k,
                         "pool_digest": pool_digest(load_mechanics(data_dir).pool),
+                        "parser": engine_parser_name(),  # the trees its DT features were fitted on
                         "command": "python -m eval.train_ranker"
                                    + (f" --extra {args.extra} --extra-weight {args.extra_weight}" if extra else "")
                                    + (f" --folds {args.folds}" if args.folds != 5 else "")

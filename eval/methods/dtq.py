@@ -66,7 +66,7 @@ class DTQMethod(RankingMethod):
             self.label = "DT-Q without continuation context"
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
-        from dtdialog.assembly import EngineSpec, build_engine
+        from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
         from dtdialog.engine_config import EngineConfig
         from eval.methods.pool_index import pool_index, seed_dense_store, training_pool_note
         from eval.out_of_fold import folds_for, out_of_fold
@@ -74,7 +74,7 @@ class DTQMethod(RankingMethod):
         from parsers.base import get_parser
 
         self.close()
-        parser = get_parser(self.parser_name)
+        parser = get_parser(engine_parser_name(self.parser_name))
         path, self.build_report = pool_index(pool, parser=parser, progress=self.progress)
         config = EngineConfig() if self.candidates is None else EngineConfig(candidates=self.candidates)
         spec = EngineSpec(ranker=self.ranker, ranker_model=self.ranker_model, config=config,
