@@ -523,10 +523,13 @@ def _row(name: str, s: dict[str, float]) -> str:
 
 _CARD_TAIL = """## Not done: stage 2 (fine-tuning MiniLM's top layers or LoRA)
 
-Not run, for lack of time: building, training and benchmarking stage 1 took the session's two hours.
-Fine-tuning puts the encoder into every training step (no feature cache: roughly three times the ~45 s
-that encoding the training set takes, per epoch, on the 2 cores) and needs its own selection runs on dev;
-whether it pays was not measured. It is the first next step for Seg and Span (see issue 15's report).
+Not run. Fine-tuning puts the encoder's top layers into every training step (no feature cache) and, since the
+parser now shares one frozen ONNX encoder with dense retrieval, would need its own fine-tuned layers run at
+inference (about 3.5 M parameters for layers 5-6, 7 MB in float16). What argues that it would pay little as
+it stands: the tree heads reach their best dev score at epoch 3 and fall after it while the training loss
+keeps falling (see `training.tree.history` in the manifest): 128 permissive GUM documents already overfit
+0.9 M head parameters. The next step is regularisation and more data (GUM's other genres are BY-NC-SA, the
+RST-DT is licensed), then unfreezing the top layer with a small learning rate, measured on dev.
 
 ## Limits
 
@@ -575,7 +578,7 @@ Trained with `python -m parsers.train --parser neural --gum ../shared/data/gum_r
 (seed {m['seeds']['torch']} for Python, numpy and torch; torch {m['torch_version']}, transformers
 {m['transformers_version']}, Python {m['python_version']}, {m['created']}), {st['threads']} CPU threads,
 **{m['train_seconds'] / 60:.1f} min** in all (spaCy analysis and MiniLM encoding included unless cached).
-Settings: {st}.
+{('(' + m['train_note'] + ').' + chr(10)) if m.get('train_note') else ''}Settings: {st}.
 
 Files: `heads.npz` (float32 weights, no pickle; labels and threshold in its `__meta__` entry),
 `manifest.json` (versions, seeds, data, settings, per-epoch dev history, scores).

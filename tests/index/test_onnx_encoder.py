@@ -191,3 +191,19 @@ def test_engine_re_encodes_an_index_encoded_by_the_old_model(tmp_path, caplog):
     assert store.model == "int8" and new.calls == len(ids)
     assert "re-encoding" in caplog.text
     assert DenseStore.load(path, latest=True).model == "int8"  # saved: the next start loads it as is
+
+
+@needs_onnx
+def test_subword_states_take_pretokenised_words_without_truncation():
+    enc = OnnxMiniLM()
+    words = ["The", "alternator", "whines", "."] * 80  # 320 words, more subwords than one 256 window
+    ids, word_of = enc.subwords(words)
+    assert len(ids) > 256 and word_of[0] == 0 and word_of[-1] == len(words) - 1  # nothing cut
+    [states] = enc.subword_states([ids[:254]])
+    assert states.shape == (254, 768)
+    # the same states token_states gives for the joined text, without its [CLS]/[SEP]
+    [(offsets, full)] = enc.token_states([" ".join(words[:8])])
+    [part] = enc.subword_states([enc.subwords(words[:8])[0]])
+    assert np.allclose(part, full[1:-1], atol=1e-4)
+    with pytest.raises(ConfigError, match="254"):
+        enc.subword_states([ids[:255]])

@@ -179,3 +179,30 @@ def test_word_vectors_do_not_depend_on_the_batch(encoder):
     alone = encoder.encode([words])[0]
     batched = encoder.encode([words, "The engine stalled again on the highway after I changed the oil .".split() * 5])[0]
     np.testing.assert_allclose(alone, batched, atol=2e-4)
+
+
+NO_TORCH = """
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers", "sentence_transformers"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Refuse())
+from parsers.base import get_parser
+tree = get_parser("neural").parse("I replaced the battery and the coils, but it still won't start.")
+print("EDUS", len(tree.edus), tree.parser)
+"""
+
+
+def test_the_neural_parser_runs_without_torch(parser):
+    """What ``pip install 'dtdialog[all]'`` gives: the parser must not need torch or transformers at run time."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", NO_TORCH], capture_output=True, text=True, timeout=300, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "neural" and int(done.stdout.split()[-2]) >= 2
