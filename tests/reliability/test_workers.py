@@ -3,8 +3,8 @@ the sessions and the per-client rates: one session's concurrent turns through bo
 across them, an answer added through one is found through the other, and ``kill -9`` of a worker mid-turn leaves
 no session locked and no acknowledged turn lost.
 
-Every request opens its own connection (``urllib``), so the kernel hands them to either worker; that both did work
-is checked from their CPU time (``/proc``), not assumed.
+Requests go to a chosen worker: a connection is opened while the other worker is stopped (SIGSTOP), so the one
+running accepts it, and it stays with that worker (keep-alive) when both run again.
 """
 
 from __future__ import annotations
@@ -63,23 +63,44 @@ def children(pid: int) -> list[int]:
     return sorted(found)
 
 
-def cpu_ticks(pid: int) -> int:
-    """Return the user + system CPU ticks the process ``pid`` used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+def send(conn: http.client.HTTPConnection, method: str, path: str, body: dict | None = None, *,
+         key: bool = False) -> tuple[int, dict]:
+    """Return the status and JSON body of a request on the kept-alive ``conn``; status 0 when no response came."""
+    headers = {"content-type": "application/json", **({"X-API-Key": API_KEY} if key else {})}
+    try:
+        conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    except (OSError, ValueError, http.client.HTTPException):
+        conn.close()
+        return 0, {}
 
 
 class Workers:
     """A running ``dtdialog serve --workers 2`` over ``index`` and ``sessions``."""
 
     def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-        self.proc, self.base, self.log = proc, f"http://127.0.0.1:{port}", log
+        self.proc, self.port, self.base, self.log = proc, port, f"http://127.0.0.1:{port}", log
 
     def pids(self) -> list[int]:
         return children(self.proc.pid)
 
-    def ticks(self) -> dict[int, int]:
-        return {pid: cpu_ticks(pid) for pid in self.pids()}
+    def connections(self, per_worker: int) -> dict[int, list[http.client.HTTPConnection]]:
+        """Return ``per_worker`` kept-alive connections accepted by each worker (the other one stopped meanwhile)."""
+        pids = self.pids()
+        pinned: dict[int, list[http.client.HTTPConnection]] = {}
+        for pid in pids:
+            others = [p for p in pids if p != pid]
+            for other in others:
+                os.kill(other, signal.SIGSTOP)
+            try:
+                pinned[pid] = [http.client.HTTPConnection("127.0.0.1", self.port, timeout=90) for _ in range(per_worker)]
+                for conn in pinned[pid]:
+                    assert send(conn, "GET", "/healthz")[0] == 200  # accepted and answered by ``pid``
+            finally:
+                for other in others:
+                    os.kill(other, signal.SIGCONT)
+        return pinned
 
     def wait_serving(self, starts: int = 2) -> None:
         """Wait (polled; the timeout mark is the hang guard) until ``starts`` workers finished starting up."""
@@ -148,28 +169,28 @@ def in_parallel(jobs: list, threads: int) -> list:
     return results
 
 
-def assert_both_worked(before: dict[int, int], after: dict[int, int]) -> None:
-    """Both workers used CPU time for the requests (an idle uvicorn worker uses next to none)."""
-    assert before.keys() == after.keys()
-    assert all(after[pid] - before[pid] >= 3 for pid in before), (before, after)
-
-
 @pytest.mark.timeout(400)
 def test_one_sessions_concurrent_turns_through_both_workers_are_serialised(index_copy: Path, tmp_path: Path) -> None:
     with serve(index_copy, tmp_path) as server:
         session = server.new_session()
-        texts = [f"{QUESTION} (turn {i})" for i in range(16)]
-        before = server.ticks()
-        statuses = in_parallel([lambda t=t: server.turn(session, t) for t in texts], threads=8)
-        assert_both_worked(before, server.ticks())
-        assert statuses == [200] * len(texts)
+        conns = [c for pinned in server.connections(per_worker=4).values() for c in pinned]
+        texts = [[f"{QUESTION} (connection {c} turn {i})" for i in range(3)] for c in range(len(conns))]
+
+        def customer(conn: http.client.HTTPConnection, mine: list[str]) -> list[int]:
+            return [send(conn, "POST", f"/sessions/{session}/messages", {"text": t})[0] for t in mine]
+
+        statuses = in_parallel([lambda c=c, m=m: customer(c, m) for c, m in zip(conns, texts)], threads=len(conns))
+        assert statuses == [[200] * 3] * len(conns)
         status, record = call(f"{server.base}/sessions/{session}")
         assert status == 200
-        roles = [m["role"] for m in record["transcript"]]
+        sent = [t for mine in texts for t in mine]
         # every turn saved whole, none interleaved with another: user, bot, user, bot, ...
-        assert roles == ["user", "bot"] * len(texts)
-        assert sorted(server.user_texts(session)) == sorted(texts)
-        assert [t["turn"] for t in record["traces"]] == list(range(1, len(texts) + 1))
+        assert [m["role"] for m in record["transcript"]] == ["user", "bot"] * len(sent)
+        stored = server.user_texts(session)
+        assert sorted(stored) == sorted(sent)
+        for mine in texts:  # each connection's turns in the order it sent them
+            assert [t for t in stored if t in mine] == mine
+        assert [t["turn"] for t in record["traces"]] == list(range(1, len(sent) + 1))
 
 
 @pytest.mark.timeout(300)
@@ -177,9 +198,9 @@ def test_a_clients_turn_rate_counts_across_the_workers(index_copy: Path, tmp_pat
     limit = 6
     with serve(index_copy, tmp_path, "--turn-rate", f"{limit}/minute") as server:
         session = server.new_session()
-        before = server.ticks()
-        statuses = [server.turn(session, f"{QUESTION} ({i})") for i in range(2 * limit)]
-        assert_both_worked(before, server.ticks())
+        first, second = (pinned[0] for pinned in server.connections(per_worker=1).values())
+        statuses = [send(first if i % 2 else second, "POST", f"/sessions/{session}/messages",
+                         {"text": f"{QUESTION} ({i})"})[0] for i in range(2 * limit)]
         assert statuses == [200] * limit + [429] * limit  # not `limit` per worker
 
 
@@ -189,12 +210,12 @@ def test_an_answer_added_through_one_worker_is_found_through_the_other(index_cop
                                              "hoverboard wobble and hum at low speed."}
     query = "Why does my hoverboard wobble and hum? Could it be the flux capacitor?"
     with serve(index_copy, tmp_path) as server:
-        assert call(server.base + "/search", {"query": query, "size": 3})[0] == 200  # both caches made before the write
-        status, body = call(server.base + "/index/documents", {"answers": [answer]}, key=True)
+        for pinned in server.connections(per_worker=1).values():  # both workers' caches made before the write
+            assert send(pinned[0], "POST", "/search", {"query": query, "size": 3})[0] == 200
+        writer, reader = server.connections(per_worker=1).values()
+        status, body = send(writer[0], "POST", "/index/documents", {"answers": [answer]}, key=True)
         assert status == 200, body
-        before = server.ticks()
-        found = [call(server.base + "/search", {"query": query, "size": 3}) for _ in range(12)]
-        assert_both_worked(before, server.ticks())
+        found = [send(conn, "POST", "/search", {"query": query, "size": 3}) for conn in (reader[0], writer[0])]
         assert all(status == 200 and body["hits"] and body["hits"][0]["id"] == answer["id"] for status, body in found)
         # the worker that did not write noticed the index's new generation and refreshed its caches
         assert "written by another process" in server.log.read_text(errors="replace")
@@ -204,24 +225,31 @@ def test_an_answer_added_through_one_worker_is_found_through_the_other(index_cop
 def test_kill_9_of_a_worker_mid_turn_leaves_no_session_locked_and_loses_no_acknowledged_turn(
         index_copy: Path, tmp_path: Path) -> None:
     with serve(index_copy, tmp_path) as server:
-        sessions = [server.new_session() for _ in range(4)]
-        acked: dict[str, list[str]] = {s: [] for s in sessions}
+        pinned = server.connections(per_worker=2)
+        victim = next(iter(pinned))
+        conns = {server.new_session(): conn for conns in pinned.values() for conn in conns}
+        acked: dict[str, list[str]] = {s: [] for s in conns}
         stop = threading.Event()
 
         def customer(session: str) -> None:
+            conn: http.client.HTTPConnection | None = conns[session]
             for i in range(200):
                 if stop.is_set():
                     return
                 text = f"{QUESTION} ({session[:6]} {i})"
-                if server.turn(session, text) == 200:
+                path = f"/sessions/{session}/messages"
+                # after its worker died, a customer comes back on a new connection (to the other worker or its heir)
+                status = send(conn, "POST", path, {"text": text})[0] if conn else call(server.base + path, {"text": text})[0]
+                if status == 0:
+                    conn = None
+                if status == 200:
                     acked[session].append(text)
 
-        threads = [threading.Thread(target=customer, args=(s,)) for s in sessions]
+        threads = [threading.Thread(target=customer, args=(s,)) for s in conns]
         for t in threads:
             t.start()
-        while sum(map(len, acked.values())) < 6:  # turns in flight on both workers
-            time.sleep(0.05)
-        victim = server.pids()[0]
+        while sum(map(len, acked.values())) < 8:  # turns in flight on both workers
+            time.sleep(0.02)
         os.kill(victim, signal.SIGKILL)
         time.sleep(1.0)
         stop.set()
@@ -229,7 +257,7 @@ def test_kill_9_of_a_worker_mid_turn_leaves_no_session_locked_and_loses_no_ackno
             t.join()
         server.wait_serving(starts=3)  # uvicorn started a worker in the dead one's place
         assert victim not in server.pids()
-        for session in sessions:
+        for session in conns:
             stored = server.user_texts(session)
             assert [t for t in stored if t in acked[session]] == acked[session]  # every acknowledged turn, in order
             assert server.turn(session, f"{QUESTION} (after)") == 200  # nothing left the session locked
