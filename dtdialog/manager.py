@@ -694,7 +694,8 @@ class DialogueManager:
     def session_lock(self, session_id: str) -> Iterator[None]:
         """Hold ``session_id``'s lock: turns of one session run one after another (their load, reply and save
         never interleave), turns of different sessions side by side. Re-entrant, so a caller may hold it around
-        ``handle`` (the API checks the session's expiry and handles the turn as one step)."""
+        ``handle`` (the API checks the session's expiry and handles the turn as one step). It holds across
+        processes too (``SessionStore.turn_lock``: the workers of ``dtdialog serve --workers N``, ``dtdialog chat``)."""
         with self._locks_guard:
             lock = self._locks.get(session_id)
             if lock is None:

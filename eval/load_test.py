@@ -135,12 +135,17 @@ def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, c
                 time.sleep(0.3)
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
+
+
+def stop_server(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """Stop a started server: SIGTERM, and SIGKILL when it is still there after ``timeout`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 async def _request(client: httpx.AsyncClient, run: SessionRun, method: str, path: str, **kw: Any) -> httpx.Response | None:

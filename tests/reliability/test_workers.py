@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from reliability_helpers import API_KEY, assert_one_line_error, dtdialog_command, python_env
 
-from eval.load_test import free_port
+from eval.load_test import free_port, stop_server
 from parsers.errors import StorageBusyError
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
@@ -139,12 +139,7 @@ def serve(index: Path, tmp_path: Path, *extra: str) -> Iterator[Workers]:
         assert len(server.pids()) == 2, server.pids()
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc, timeout=30)
 
 
 def in_parallel(jobs: list, threads: int) -> list:
