@@ -179,6 +179,10 @@ def serve_workers(settings, args: argparse.Namespace, proxies: list[str]) -> int
     shared = shared_quota_dir(args.port)
     settings = dataclasses.replace(settings, shared_dir=shared)
     prepare_engine(settings)
+    if settings.corpus is not None and settings.index_path is not None:
+        # --corpus with --index rebuilds the index at every load: built now, the workers open it (N rebuilds of
+        # one file at once would find it locked)
+        settings = dataclasses.replace(settings, corpus=None)
     os.environ[WORKER_SETTINGS_ENV] = json.dumps({"settings": settings.to_worker_data(), "log_level": args.log_level})
     uvicorn.run("dtdialog.api.app:worker_app", factory=True, workers=settings.workers, host=args.host,
                 port=args.port, log_level=args.log_level, access_log=False,
