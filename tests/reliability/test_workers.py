@@ -298,3 +298,13 @@ def test_bad_worker_counts_are_one_line_errors(value: str, tmp_path: Path) -> No
                                            str(tmp_path / "s.sqlite")),
                           capture_output=True, text=True, env=python_env(), timeout=60)
     assert_one_line_error(proc, "workers must be an integer from 1 to")
+
+
+@pytest.mark.timeout(180)
+def test_a_bad_index_with_workers_is_one_line_error_before_anything_listens(tmp_path: Path) -> None:
+    bad = tmp_path / "answers.sqlite"
+    bad.write_text("not an index\n", encoding="utf-8")
+    proc = subprocess.run(dtdialog_command("serve", "--workers", "2", "--port", str(free_port()), "--index", str(bad),
+                                           "--sessions", str(tmp_path / "s.sqlite")),
+                          capture_output=True, text=True, env=python_env(), timeout=170)
+    assert_one_line_error(proc, "is not a dtdialog index")
