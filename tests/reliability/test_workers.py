@@ -189,14 +189,22 @@ def test_one_sessions_concurrent_turns_through_both_workers_are_serialised(index
 
 
 @pytest.mark.timeout(300)
-def test_a_clients_turn_rate_counts_across_the_workers(index_copy: Path, tmp_path: Path) -> None:
-    limit = 6
-    with serve(index_copy, tmp_path, "--turn-rate", f"{limit}/minute") as server:
+def test_a_clients_turn_rate_and_the_session_cap_count_across_the_workers(index_copy: Path, tmp_path: Path) -> None:
+    limit, cap = 6, 4
+    with serve(index_copy, tmp_path, "--turn-rate", f"{limit}/minute", "--max-sessions", str(cap)) as server:
         session = server.new_session()
         first, second = (pinned[0] for pinned in server.connections(per_worker=1).values())
         statuses = [send(first if i % 2 else second, "POST", f"/sessions/{session}/messages",
                          {"text": f"{QUESTION} ({i})"})[0] for i in range(2 * limit)]
         assert statuses == [200] * limit + [429] * limit  # not `limit` per worker
+        # creations side by side on both workers: the count and the creation are one step across them
+        conns = [c for pinned in server.connections(per_worker=4).values() for c in pinned]
+        created = in_parallel([lambda c=c: [send(c, "POST", "/sessions", {}) for _ in range(2)] for c in conns],
+                              threads=len(conns))
+        statuses = sorted(status for pair in created for status, _ in pair)
+        assert statuses == [201] * (cap - 1) + [503] * (2 * len(conns) - cap + 1)  # one session existed
+        assert all(body["error"]["code"] == "session_limit_reached"
+                   for pair in created for status, body in pair if status == 503)
 
 
 @pytest.mark.timeout(300)

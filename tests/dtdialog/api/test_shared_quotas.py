@@ -1,5 +1,5 @@
-"""The quota state the workers of ``dtdialog serve --workers N`` share: rates counted in one SQLite file, and the
-settings handed to each worker as data."""
+"""The quota state the workers of ``dtdialog serve --workers N`` share: rates counted in one SQLite file, a session
+admitted under a lock they all take, and the settings handed to each worker as data."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 from limits import parse_many
 
+from dtdialog.api.errors import ApiError
+from dtdialog.api.quotas import Quotas
 from dtdialog.api.settings import ApiSettings, max_workers
-from dtdialog.api.shared_quotas import SharedRates, longest_window
-from parsers.errors import ConfigError
+from dtdialog.api.shared_quotas import SharedRates, admission_lock, longest_window
+from dtdialog.session import SessionRecord, new_session_id
+from dtdialog.session_store import SessionStore
+from parsers.errors import ConfigError, StorageBusyError
 
 
 def test_two_counters_over_one_file_admit_the_rate_once_not_once_each(tmp_path: Path) -> None:
@@ -50,3 +54,30 @@ def test_at_most_four_workers_per_core(tmp_path: Path) -> None:
     ApiSettings(workers=max_workers(), sessions_path=tmp_path / "s.sqlite")
     with pytest.raises(ConfigError):
         ApiSettings(workers=max_workers() + 1, sessions_path=tmp_path / "s.sqlite")
+
+
+class _Manager:
+    """What ``Quotas.start_session`` uses of a ``DialogueManager``: its store and a session creation."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    def start_session(self) -> str:
+        record = SessionRecord(id=new_session_id())
+        self.store.save(record)
+        return record.id
+
+
+def test_a_session_is_admitted_under_the_lock_the_workers_share(tmp_path: Path) -> None:
+    settings = ApiSettings(workers=2, shared_dir=tmp_path / "shared", sessions_path=tmp_path / "s.sqlite",
+                           engine_wait=0.2, max_sessions=2)
+    manager = _Manager(SessionStore(settings.sessions_path))
+    quotas = Quotas(settings)
+    with admission_lock(settings.shared_dir, timeout=1):  # another worker counting and creating right now
+        with pytest.raises(StorageBusyError, match="session admission"):
+            quotas.start_session(manager)
+    assert manager.store.count() == 0
+    quotas.start_session(manager)
+    quotas.start_session(manager)
+    with pytest.raises(ApiError, match="maximum of 2 live sessions"):
+        quotas.start_session(manager)
