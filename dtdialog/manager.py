@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -694,14 +694,40 @@ class DialogueManager:
     def session_lock(self, session_id: str) -> Iterator[None]:
         """Hold ``session_id``'s lock: turns of one session run one after another (their load, reply and save
         never interleave), turns of different sessions side by side. Re-entrant, so a caller may hold it around
-        ``handle`` (the API checks the session's expiry and handles the turn as one step)."""
+        ``handle`` (the API checks the session's expiry and handles the turn as one step). It holds across
+        processes too (``SessionStore.turn_lock``: the workers of ``dtdialog serve --workers N``, ``dtdialog chat``)."""
         with self._locks_guard:
             lock = self._locks.get(session_id)
             if lock is None:
-                lock = threading.RLock()
+                lock = _SessionLock()
                 self._locks[session_id] = lock
-        with lock:  # the local reference keeps the lock in the weak dictionary while held or awaited
-            yield
+        with lock.rlock:  # the local reference keeps the lock in the weak dictionary while held or awaited
+            if lock.depth:  # held by this thread already, and so across processes too
+                lock.depth += 1
+                try:
+                    yield
+                finally:
+                    lock.depth -= 1
+                return
+            # then across processes (server workers, `dtdialog chat`): taken only by the outermost hold, as
+            # every acquisition of the file lock is a descriptor of its own (a nested one would wait for itself)
+            across = getattr(self.store, "turn_lock", None)
+            with across(session_id) if across is not None else nullcontext():
+                lock.depth = 1
+                try:
+                    yield
+                finally:
+                    lock.depth = 0
+
+
+class _SessionLock:
+    """One session's lock within the process, and how deep its holder holds it."""
+
+    __slots__ = ("rlock", "depth", "__weakref__")
+
+    def __init__(self) -> None:
+        self.rlock = threading.RLock()
+        self.depth = 0
 
 
 def _pending(record: SessionRecord) -> PendingChoice:

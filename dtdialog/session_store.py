@@ -12,7 +12,8 @@ import os
 import sqlite3
 import threading
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from dtdialog.session import SessionNotFoundError, SessionRecord
@@ -37,6 +38,9 @@ _SCHEMA = (
 )
 #: ``load`` returns at most this many of the latest traces by default.
 MAX_LOADED_TRACES = 50
+#: Seconds a turn waits for the same session's turn in another process (a turn takes well under a second;
+#: beyond this the other process is stuck, and the turn gets a 503 instead of hanging).
+TURN_LOCK_TIMEOUT_S = 60.0
 
 
 class SessionStore:
@@ -82,6 +86,17 @@ class SessionStore:
             with self._lock:
                 self._all.append(conn)
         return conn
+
+    @contextmanager
+    def turn_lock(self, session_id: str, *, timeout: float = TURN_LOCK_TIMEOUT_S) -> Iterator[None]:
+        """Hold ``session_id``'s lock across processes (``dtdialog serve --workers N``, ``dtdialog chat``) while the
+        block runs: an ``flock`` on one of the lock files in the folder beside the store (``<store>-locks``)."""
+        from dtdialog.process_lock import bucket_path, file_lock
+
+        with self._storage("locking a session of"):
+            path = bucket_path(self.path.with_name(self.path.name + "-locks"), str(session_id))
+        with file_lock(path, timeout=timeout, what=f"session {str(session_id)[:40]!r}"):
+            yield
 
     def lock_free(self, timeout: float) -> bool:
         """Return True when this store's lock can be taken within ``timeout`` seconds (a readiness probe)."""

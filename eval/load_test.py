@@ -3,6 +3,7 @@
     python -m eval.load_test --sessions 50 --turns 10            # starts its own server
     python -m eval.load_test --url http://127.0.0.1:8000         # targets a running one
     python -m eval.load_test --sessions 100 --turns 5 --distinct-addresses   # default quotas, one address each
+    python -m eval.load_test --workers 1,2 --json out.json   # one server with 1 worker, then one with 2: ratio
 
 Every session embeds a unique token in each of its turns; afterwards each transcript must hold
 exactly the turns that session sent, in order (no lost turn) and no other session's token (no
@@ -51,6 +52,8 @@ FOLLOW_UPS = [
     "The lights on the dashboard flicker when it happens.",
     "Thanks, that sorted it out.",
 ]
+#: uvicorn's line when a server process serves (one per worker)
+STARTED = "Application startup complete."
 _TOKEN = re.compile(r"\bLT[0-9a-f]{10}\b")
 
 
@@ -87,10 +90,10 @@ def loopback_address(index: int) -> str:
 
 @contextmanager
 def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, customers: int = 1,
-                 default_quotas: bool = False, engine_threads: int | None = None):
+                 default_quotas: bool = False, engine_threads: int | None = None, workers: int = 1):
     """Start ``dtdialog serve`` on 127.0.0.1 with sessions in ``workdir``; yield its base URL; stop it afterwards.
 
-    ``engine_threads``: the server's ``--engine-threads`` (None: its default).
+    ``engine_threads``: the server's ``--engine-threads`` (None: its default); ``workers``: its ``--workers``.
 
     The quotas are on. With ``default_quotas`` they are the server's defaults (each simulated customer
     has its own address); else they are scaled to ``customers``: the server counts per client address,
@@ -98,7 +101,9 @@ def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, c
     """
     port = free_port()
     cmd = [sys.executable, "-m", "dtdialog", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--sessions", str(workdir / "sessions.sqlite"), "--preload", "--log-level", "warning"]
+           "--sessions", str(workdir / "sessions.sqlite"), "--preload",
+           # with workers, each one's "startup complete" line says when all serve (any one answers /healthz)
+           "--log-level", "warning" if workers == 1 else "info"]
     if not default_quotas:
         cmd += ["--session-rate", f"{10 * customers}/minute", "--turn-rate", f"{30 * customers}/minute",
                 "--search-rate", f"{30 * customers}/minute", "--engine-seconds", str(10 * customers),
@@ -107,6 +112,8 @@ def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, c
         cmd += ["--index", str(index)]
     if engine_threads is not None:
         cmd += ["--engine-threads", str(engine_threads)]
+    if workers != 1:
+        cmd += ["--workers", str(workers)]
     log_path = workdir / "server.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -118,7 +125,8 @@ def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, c
                     raise SystemExit(f"error: the server exited with code {proc.returncode}; log: {log_path}\n"
                                      + log_path.read_text(errors="replace")[-2000:])
                 try:
-                    if httpx.get(url + "/healthz", timeout=2).json().get("engine_loaded"):
+                    if httpx.get(url + "/healthz", timeout=2).json().get("engine_loaded") and (
+                            workers == 1 or log_path.read_text(errors="replace").count(STARTED) >= workers):
                         break
                 except (httpx.HTTPError, ValueError):
                     pass
@@ -127,12 +135,17 @@ def local_server(*, index: Path | None, startup_timeout: float, workdir: Path, c
                 time.sleep(0.3)
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
+
+
+def stop_server(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """Stop a started server: SIGTERM, and SIGKILL when it is still there after ``timeout`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 async def _request(client: httpx.AsyncClient, run: SessionRun, method: str, path: str, **kw: Any) -> httpx.Response | None:
@@ -229,14 +242,32 @@ async def load_test(url: str, *, sessions: int, turns: int, timeout: float, requ
 def format_report(rep: dict[str, Any]) -> str:
     """Return the report as a few human-readable lines."""
     lat = rep["turn_latency_ms"]
+    workers = f", {rep['server_workers']} server worker(s)" if "server_workers" in rep else ""
+    load = f", load average {' '.join(map(str, rep['load_average']))}" if "load_average" in rep else ""
     return "\n".join([
         f"load test: {rep['sessions']} sessions x {rep['turns_per_session']} turns against {rep['url']} "
-        f"({rep['client_addresses']} client addresses)",
+        f"({rep['client_addresses']} client addresses{workers}{load})",
         f"  turns ok {rep['turns_ok']}/{rep['turns_expected']}, errors {rep['errors']}, lost turns {rep['lost_turns']}, "
         f"cross-session leaks {rep['leaked_tokens']}, timed-out sessions {rep['timed_out_sessions']}",
         f"  turn latency ms: p50 {lat['p50']}  p95 {lat['p95']}  p99 {lat['p99']}  max {lat['max']}",
         f"  throughput: {rep['turns_per_second']} turns/s over {rep['wall_seconds']} s ({rep['requests']} requests)",
     ] + [f"  error: {e}" for e in rep["error_samples"]])
+
+
+def parse_workers(text: str) -> list[int]:
+    """Return the worker counts of ``--workers`` ("2", or "1,2" for one run each); ``ValueError`` when bad."""
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if not counts or any(not 1 <= n <= 16 for n in counts):
+        raise ValueError(text)
+    return counts
+
+
+def compare(reports: list[dict[str, Any]]) -> str:
+    """Return the line comparing each run's throughput with the first run's (``--workers 1,2``)."""
+    base = reports[0]["turns_per_second"] or float("nan")
+    return "comparison: " + ", ".join(f"{r['server_workers']} worker(s) {r['turns_per_second']} turns/s "
+                                      f"(x{r['turns_per_second'] / base:.2f}, load average {r['load_average'][0]:.2f})"
+                                      for r in reports)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,7 +286,10 @@ def main(argv: list[str] | None = None) -> int:
                         "keeps its default per-address quotas (default: all from 127.0.0.1, quotas scaled up)")
     p.add_argument("--engine-threads", type=int, default=None,
                    help="the started server's --engine-threads (1-16; default: the server's default)")
-    p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
+    p.add_argument("--workers", default="1",
+                   help="the started server's --workers (1-16, default 1); a list such as 1,2 runs the test once "
+                        "per count, one server after the other, and compares their throughput")
+    p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here (a list with --workers 1,2)")
     args = p.parse_args(argv)
     if not 1 <= args.sessions <= 500 or not 1 <= args.turns <= 100:
         print("error: --sessions must be 1-500 and --turns 1-100", file=sys.stderr)
@@ -263,27 +297,40 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine_threads is not None and (args.url or not 1 <= args.engine_threads <= 16):
         print("error: --engine-threads must be 1-16 and needs a started server (no --url)", file=sys.stderr)
         return 2
-    if args.url and not args.url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")):
-        print("error: --url must point at this machine (127.0.0.1/localhost)", file=sys.stderr)
+    try:
+        workers = parse_workers(args.workers)
+    except ValueError:
+        print(f"error: --workers must be 1-16 or a comma-separated list of such counts, got {args.workers!r}",
+              file=sys.stderr)
+        return 2
+    if args.url and (args.workers != "1" or not args.url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]"))):
+        print("error: --url must point at this machine (127.0.0.1/localhost), without --workers", file=sys.stderr)
         return 2
 
     def go(url: str) -> dict[str, Any]:
-        return asyncio.run(load_test(url, sessions=args.sessions, turns=args.turns, timeout=args.timeout,
-                                     request_timeout=args.request_timeout, distinct_addresses=args.distinct_addresses))
+        load = os.getloadavg()  # the machine is shared: the figures mean little without it
+        report = asyncio.run(load_test(url, sessions=args.sessions, turns=args.turns, timeout=args.timeout,
+                                       request_timeout=args.request_timeout, distinct_addresses=args.distinct_addresses))
+        return {**report, "load_average": [round(x, 2) for x in load]}
 
+    reports = []
     if args.url:
-        report = go(args.url.rstrip("/"))
-    else:
+        reports.append(go(args.url.rstrip("/")))
+    for count in [] if args.url else workers:
         with tempfile.TemporaryDirectory(prefix="dtdialog-load-") as tmp, \
                 local_server(index=args.index, startup_timeout=args.startup_timeout, workdir=Path(tmp),
                              customers=args.sessions, default_quotas=args.distinct_addresses,
-                             engine_threads=args.engine_threads) as url:
-            report = go(url)
-    print(format_report(report))
+                             engine_threads=args.engine_threads, workers=count) as url:
+            reports.append({**go(url), "server_workers": count})
+        print(format_report(reports[-1]), flush=True)
+    if args.url:
+        print(format_report(reports[0]))
+    if len(reports) > 1:
+        print(compare(reports))
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    ok = (report["errors"] == 0 and report["lost_turns"] == 0 and report["leaked_tokens"] == 0
-          and report["turns_ok"] == report["turns_expected"] and report["timed_out_sessions"] == 0)
+        args.json.write_text(json.dumps(reports if len(reports) > 1 else reports[0], indent=2) + "\n", encoding="utf-8")
+    ok = all(r["errors"] == 0 and r["lost_turns"] == 0 and r["leaked_tokens"] == 0
+             and r["turns_ok"] == r["turns_expected"] and r["timed_out_sessions"] == 0 for r in reports)
     return 0 if ok else 1
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +23,9 @@ from dtdialog.api.settings import API_KEY_ENV, ApiSettings
 
 log = logging.getLogger("dtdialog.api")
 
+#: The environment variable that carries the settings to the worker processes (``worker_app``).
+WORKER_SETTINGS_ENV = "DTDIALOG_WORKER_SETTINGS"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 STATIC_DIR = Path(__file__).parent / "static"
 DESCRIPTION = (
     "Discourse-tree dialogue manager for car-repair support (Galitsky & Ilvovsky). "
@@ -28,6 +33,16 @@ DESCRIPTION = (
     "need a key configured on the server and sent as `X-API-Key` (403 `index_writes_disabled` when the server has "
     "none); per-client quotas answer 429 with `Retry-After`."
 )
+
+
+def worker_app() -> FastAPI:
+    """Return the app of one worker process of ``dtdialog serve --workers N`` (uvicorn calls it in each worker).
+
+    The settings come as data (``WORKER_SETTINGS_ENV``, written by ``dtdialog serve``), never from argv again.
+    """
+    payload = json.loads(os.environ[WORKER_SETTINGS_ENV])
+    logging.basicConfig(level=payload["log_level"].upper(), format=LOG_FORMAT)
+    return create_app(ApiSettings.from_worker_data(payload["settings"]))
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:

@@ -13,8 +13,9 @@
   ``session_ttl`` expires (404 ``session_expired``) and is purged, at most every ``PURGE_EVERY`` seconds.
 
 A client is its remote address, or its API key when it sends the right one (key holders are the operators:
-their calls are not charged to an engine budget). Quota state lives in the process; each server process
-counts on its own.
+their calls are not charged to an engine budget). With one server process the quota state lives in it; with
+``dtdialog serve --workers N`` the rates and the session cap count across the workers (``shared_quotas``), while
+the engine budget and the fair gate stay per process.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -231,6 +232,7 @@ class Quotas:
         self._budget: Any = None
         self._budget_item: Any = None
         self._last_purge = 0.0
+        self._shared: Any = None  # the rate counters shared by the workers (``dtdialog serve --workers N``)
         # engine threads run session calls side by side: one purge at a time, and the live-session count and
         # the new session it admits are one step (two creations could otherwise both pass at the cap)
         self._sessions_lock = threading.Lock()
@@ -246,12 +248,23 @@ class Quotas:
             if settings.engine_seconds > 0:
                 self._budget = SlidingWindowCounterRateLimiter(storage)
                 self._budget_item = parse(f"{max(1, round(settings.engine_seconds / BUDGET_UNIT))}/minute")
+        if settings.shared_dir is not None and self._rates:
+            from dtdialog.api.shared_quotas import SharedRates, longest_window
+
+            self._shared = SharedRates(settings.shared_dir,
+                                       longest_window=longest_window(i for v in self._rates.values() for i in v))
 
     # -- rates and budget (event loop) -------------------------------------------------
     def check_rate(self, kind: str, client: str) -> None:
         """Count one ``kind`` request of ``client``; 429 ``rate_limited`` when it is over one of its rates."""
         items = self._rates.get(kind)
         if not items:
+            return
+        if self._shared is not None:
+            over = self._shared.hit(kind, client, items)
+            if over is not None:
+                raise ApiError(429, "rate_limited", f"too many {_RATE_WHAT[kind]} from this client (the limit is "
+                               f"{over[0]}); retry later", headers=_retry_after(over[1]))
             return
         for item in items:
             if not self._limiter.test(item, kind, client):
@@ -333,9 +346,17 @@ class Quotas:
     def start_session(self, manager: Any) -> str:
         """Return the id of a new session of ``manager``, admitted under ``max_sessions`` (see ``admit_session``)."""
         self.purge_due(manager.store)
-        with self._sessions_lock:
+        with self._sessions_lock, self._admission():
             self._check_live(manager.store)
             return manager.start_session()
+
+    def _admission(self) -> AbstractContextManager[None]:
+        """Return the lock that makes the count and the creation one step across the workers (one process: none)."""
+        if self.settings.shared_dir is None:
+            return nullcontext()
+        from dtdialog.api.shared_quotas import admission_lock
+
+        return admission_lock(self.settings.shared_dir, timeout=self.settings.engine_wait)
 
     def expired(self, record: Any) -> bool:
         """Return True when the session ``record`` has been idle longer than ``session_ttl``."""

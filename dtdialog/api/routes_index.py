@@ -128,6 +128,8 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
             # The selector caches each answer's DT analysis by id (a replaced answer must not keep the old one),
             # and the learned ranker's dense vectors must cover the new answers (only those are encoded).
             service.refresh_selector()
+        else:
+            service.note_index_written()  # nothing cached here to redo: not a write by another process
         return AddDocumentsResponse(added=added, ids=[d.id for d in docs], documents=service.runtime().index.count(),
                                     replaced=replaced)
 

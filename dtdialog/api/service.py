@@ -169,6 +169,8 @@ class EngineService:
         self._tree_parser: Any = None
         self._runtime: Any = None
         self._retry_reload_at = 0.0
+        # the index generation the selector's caches were made from (see ``_refresh_if_written``)
+        self._generation: str | None = None
 
     # -- threading -------------------------------------------------------
     def _pool(self) -> EnginePool:
@@ -183,6 +185,7 @@ class EngineService:
         def run() -> T:
             if not exclusive:
                 self._reload_if_replaced()  # exclusively, before this call shares the runtime it replaces
+                self._refresh_if_written()
             with self.runtime_lock.exclusive() if exclusive else self.runtime_lock.shared():
                 return fn()
 
@@ -308,6 +311,7 @@ class EngineService:
             with self._load_lock:
                 if self._runtime is None:
                     self._runtime = self.build_engine()
+                    self._generation = self._index_generation(self._runtime)
                     log.info("engine loaded: %s index with %d answers", self.settings.backend,
                              self._runtime.index.count())
         elif not self.runtime_lock.held_shared():
@@ -326,6 +330,34 @@ class EngineService:
             # asked again: another engine thread may have reloaded it (or failed to) while this one waited
             if self._runtime is runtime and due(runtime):
                 self._reload_replaced()
+
+    @staticmethod
+    def _index_generation(runtime: Any) -> str | None:
+        """Return the generation of ``runtime``'s SQLite index (None for other backends: not followed)."""
+        if runtime is None or getattr(runtime.index, "backend", "") != "sqlite":
+            return None
+        return runtime.index.generation()
+
+    def _refresh_if_written(self) -> None:
+        """Refresh the selector when another process wrote the index since its caches were made.
+
+        Another worker of ``dtdialog serve --workers N`` answered ``POST /index/documents``: the new rows are in
+        the shared file at once, but this process's dense vectors, SG phrases and cached DT analyses are not.
+        The index's ``generation`` (a new random token at every write) says so: one key lookup per call.
+        """
+        runtime = self._runtime
+        if runtime is None or self._generation is None or self._index_generation(runtime) == self._generation:
+            return
+        with self.runtime_lock.exclusive():
+            # asked again: another engine thread may have refreshed while this one waited
+            if self._runtime is runtime and self._index_generation(runtime) != self._generation:
+                log.info("the index was written by another process: refreshing this worker's caches")
+                self.refresh_selector()
+
+    def note_index_written(self) -> None:
+        """Take the index's new generation as this process's own write, one its caches need not be redone for."""
+        with self.runtime_lock.exclusive():
+            self._generation = self._index_generation(self._runtime)
 
     def _reload_replaced(self) -> None:
         """Load the index a build renamed over the served file (``dtdialog index build --out`` while serving).
@@ -380,7 +412,10 @@ class EngineService:
         Runs with no other engine call in flight (``runtime_lock``).
         """
         with self.runtime_lock.exclusive():
-            self.runtime().refresh(progress=False)
+            runtime = self.runtime()
+            generation = self._index_generation(runtime)  # read first: a write landing during the refresh is seen later
+            runtime.refresh(progress=False)
+            self._generation = generation
 
     def replace_runtime(self, runtime: Any) -> None:
         """Swap in a freshly built engine (None: unload), closing the old one's index and session store.
@@ -389,6 +424,7 @@ class EngineService:
         """
         with self.runtime_lock.exclusive():
             old, self._runtime = self._runtime, runtime
+            self._generation = self._index_generation(runtime)
             if old is None:
                 return
             if old.store is not None:

@@ -80,11 +80,17 @@ class ApiSettings:
     #: engine calls run at once, each on its own thread (1-16); searches, parses and index reads hold at most
     #: all but one, so a turn never waits behind them; 1: one call at a time, shared by all
     engine_threads: int = 2
+    #: server processes on one port (``dtdialog serve --workers``, 1 to ``max_workers()``); 1: one process
+    workers: int = 1
+    #: folder of the quota state the workers share (rate counters, session admission lock); None: per process.
+    #: ``dtdialog serve --workers N`` (N > 1) sets it, fresh for each start.
+    shared_dir: Path | None = None
 
     def __post_init__(self) -> None:
         self.index_path = Path(self.index_path) if self.index_path is not None else None
         self.corpus = Path(self.corpus) if self.corpus is not None else None
         self.sessions_path = Path(self.sessions_path)
+        self.shared_dir = Path(self.shared_dir) if self.shared_dir is not None else None
         self.rebuild_roots = tuple(Path(p).resolve() for p in self.rebuild_roots)
         if not isinstance(self.backend, str) or not self.backend:
             raise ConfigError("backend must be a non-empty name, e.g. 'sqlite'")
@@ -151,6 +157,9 @@ class ApiSettings:
         threads = self.engine_threads
         if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_ENGINE_THREADS:
             raise ConfigError(f"engine_threads must be an integer from 1 to {MAX_ENGINE_THREADS}, got {threads!r}")
+        workers, most = self.workers, max_workers()
+        if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= most:
+            raise ConfigError(f"workers must be an integer from 1 to {most} (4 per CPU core), got {workers!r}")
         for name, low in (("engine_seconds", 0.0), ("engine_wait", 0.001)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < float("inf"):
@@ -165,6 +174,21 @@ class ApiSettings:
             values["api_key"] = env_key or None
         return cls(**values)
 
+    def to_worker_data(self) -> dict[str, Any]:
+        """Return the settings as JSON values for the worker processes (API key included: the environment
+        variable carrying them is as private as ``DTDIALOG_API_KEY``); ``from_worker_data`` reads them back."""
+        data = self.to_dict()
+        data["api_key"] = self.api_key
+        return data
+
+    @classmethod
+    def from_worker_data(cls, data: dict[str, Any]) -> ApiSettings:
+        """Return the settings ``to_worker_data`` gave (validated again)."""
+        data = dict(data)
+        data["rebuild_roots"] = tuple(data.get("rebuild_roots") or ())
+        data["allowed_hosts"] = tuple(data.get("allowed_hosts") or ())
+        return cls(**data)
+
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as plain values, with the API key masked."""
         data = asdict(self)
@@ -175,6 +199,11 @@ class ApiSettings:
         data["rebuild_roots"] = [str(p) for p in self.rebuild_roots]
         data["allowed_hosts"] = list(self.allowed_hosts)
         return data
+
+
+def max_workers() -> int:
+    """Return the most server processes ``workers`` may ask for: 4 per CPU core this process may use."""
+    return 4 * len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 4 * (os.cpu_count() or 1)
 
 
 def read_api_key_file(path: str | Path) -> str:

@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     security.add_argument("--allowed-hosts", default=None, metavar="NAMES",
                           help="comma-separated Host names answered besides localhost, 127.0.0.1, ::1 and --host "
                                "(*.example.com for a domain, * for any); other Host headers get 400")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="server processes on the port (default 1; at most 4 per CPU core): they share the index, "
+                             "the sessions and the per-client rates; each has its own --engine-threads")
     quotas = parser.add_argument_group("quotas (per client: remote address, or API key)")
     quotas.add_argument("--session-rate", default=None, help="new sessions per client (default 10/minute; off)")
     quotas.add_argument("--turn-rate", default=None, help="turns per client (default 30/minute; off)")
@@ -119,11 +122,12 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from dtdialog.api import ApiSettings, create_app
+    from dtdialog.api.app import LOG_FORMAT
 
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
     proxies = forwarded_allow_ips(args.forwarded_allow_ips)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
     settings = ApiSettings.from_env(
         index_path=args.index, backend=args.backend, index_url=args.es_url, corpus=args.corpus, corpus_format=args.corpus_format,
         parser=args.parser, ranker=args.ranker,
@@ -132,12 +136,14 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=allowed_hosts(args.host, args.allowed_hosts), session_rate=args.session_rate,
         turn_rate=args.turn_rate, search_rate=args.search_rate, max_sessions=args.max_sessions,
         session_ttl=args.session_ttl, engine_seconds=args.engine_seconds, max_pending=args.max_pending,
-        engine_wait=args.engine_wait, engine_threads=args.engine_threads,
+        engine_wait=args.engine_wait, engine_threads=args.engine_threads, workers=args.workers,
     )
     if args.host.strip("[]") in ANY_INTERFACE and "*" not in settings.allowed_hosts:
         logging.getLogger("dtdialog.api").warning(
             "serving on every interface, but only requests whose Host header is one of %s are answered "
             "(add the names clients use with --allowed-hosts)", ", ".join(settings.allowed_hosts))
+    if settings.workers > 1:
+        return serve_workers(settings, args, proxies)
     app = create_app(settings)
     service = app.state.service
     if settings.preload:
@@ -153,3 +159,84 @@ def run(args: argparse.Namespace) -> int:
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=bool(proxies),
                 forwarded_allow_ips=proxies or None)
     return 0
+
+
+def serve_workers(settings, args: argparse.Namespace, proxies: list[str]) -> int:
+    """Serve with ``settings.workers`` processes on one port (uvicorn's multi-process mode); return 0.
+
+    The engine is loaded once first in a process of its own (building the index if it is missing: workers racing
+    to build it would find it locked), so a bad index is one ``error:`` line before anything listens. Each worker
+    gets the settings as data (``WORKER_SETTINGS_ENV``) and a quota folder shared by all, fresh for this start.
+    """
+    import dataclasses
+    import json
+    import os
+
+    import uvicorn
+
+    from dtdialog.api.app import WORKER_SETTINGS_ENV
+
+    shared = shared_quota_dir(args.port)
+    settings = dataclasses.replace(settings, shared_dir=shared)
+    prepare_engine(settings)
+    if settings.corpus is not None and settings.index_path is not None:
+        # --corpus with --index rebuilds the index at every load: built now, the workers open it (N rebuilds of
+        # one file at once would find it locked)
+        settings = dataclasses.replace(settings, corpus=None)
+    os.environ[WORKER_SETTINGS_ENV] = json.dumps({"settings": settings.to_worker_data(), "log_level": args.log_level})
+    uvicorn.run("dtdialog.api.app:worker_app", factory=True, workers=settings.workers, host=args.host,
+                port=args.port, log_level=args.log_level, access_log=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=bool(proxies),
+                forwarded_allow_ips=proxies or None)
+    return 0
+
+
+def shared_quota_dir(port: int) -> Path:
+    """Return the folder of the quota state the workers of the server on ``port`` share, emptied of an earlier
+    start's counters (one server at a time can listen on a port)."""
+    from dtdialog.api.shared_quotas import RATES_FILE
+    from dtdialog.paths import data_home
+
+    folder = data_home() / "workers" / f"port-{port}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob(RATES_FILE + "*"):
+            stale.unlink()
+    except OSError as exc:
+        raise ConfigError(f"cannot prepare the workers' shared folder {folder}: {exc.strerror}") from None
+    return folder
+
+
+def prepare_engine(settings) -> None:
+    """Load the engine once in a process of its own (index built, vectors encoded); its problem is a ``ConfigError``."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # a clean interpreter, as uvicorn's workers are
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_prepare, args=(settings.to_worker_data(), send), name="dtdialog-prepare")
+    process.start()
+    send.close()
+    try:
+        problem = receive.recv()
+    except EOFError:
+        problem = f"the engine could not be loaded (the loading process exited with code {process.exitcode})"
+    process.join()
+    if problem:
+        raise ConfigError(problem)
+
+
+def _prepare(data: dict, send) -> None:
+    """Load the engine of the settings ``data`` and send None, or the one-line problem (run in a child process)."""
+    from dtdialog.api.service import EngineService
+    from dtdialog.api.settings import ApiSettings
+    from parsers.errors import DTDialogError
+
+    service = EngineService(ApiSettings.from_worker_data(data))
+    try:
+        service.submit(service.warm_up).result()
+        send.send(None)
+    except DTDialogError as exc:
+        send.send(str(exc))
+    finally:
+        service.close()
+        send.close()
