@@ -137,7 +137,7 @@ def install_builtin(target: Path, *, parser, dialogues, progress: bool = True, r
     False (the caller builds the index) when there is no bundle for this parser, its stamp differs from the
     current one, or a file of it is damaged; with ``progress`` the reason is one line on stderr.
     """
-    from index.index_files import build_lock
+    from index.index_files import build_lock, clean_leftovers
 
     folder = bundle_dir(getattr(parser, "name", "parser"), root)
     manifest = read_manifest(folder)
@@ -149,8 +149,10 @@ def install_builtin(target: Path, *, parser, dialogues, progress: bool = True, r
                         "building it instead")
         return False
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # a fresh machine has no dtdialog home yet
         with build_lock(target, timeout=LOCK_WAIT):
             if not target.exists():  # another process may have built or installed it while this one waited
+                clean_leftovers(target)  # what a killed install or build left beside it
                 _unpack(folder, manifest, target)
     except (DTDialogError, OSError, EOFError, ValueError, KeyError, TypeError) as exc:
         _note(progress, f"could not install the shipped index ({exc}); building it instead")

@@ -154,19 +154,16 @@ def bench(*, runs: int, pythonpath: Path, question: str, timeout: float, breakdo
     later: list[dict[str, Any]] = []
     steps: dict[str, list[dict[str, float]]] = {"first": [], "later": []}
     for _ in range(runs):
-        home = Path(tempfile.mkdtemp(prefix="dtdialog-startup-"))
+        # the home itself does not exist yet, as on a fresh machine (~/.cache/dtdialog)
+        scratch = Path(tempfile.mkdtemp(prefix="dtdialog-startup-"))
         try:
-            first.append(time_chat(home, pythonpath=pythonpath, question=question, timeout=timeout))
-            later.append(time_chat(home, pythonpath=pythonpath, question=question, timeout=timeout))
+            first.append(time_chat(scratch / "home", pythonpath=pythonpath, question=question, timeout=timeout))
+            later.append(time_chat(scratch / "home", pythonpath=pythonpath, question=question, timeout=timeout))
+            if breakdown:
+                steps["first"].append(time_phases(scratch / "phases", timeout=timeout))
+                steps["later"].append(time_phases(scratch / "phases", timeout=timeout))
         finally:
-            shutil.rmtree(home, ignore_errors=True)
-        if breakdown:
-            home = Path(tempfile.mkdtemp(prefix="dtdialog-startup-"))
-            try:
-                steps["first"].append(time_phases(home, timeout=timeout))
-                steps["later"].append(time_phases(home, timeout=timeout))
-            finally:
-                shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
     report: dict[str, Any] = {
         "pythonpath": str(pythonpath), "runs": runs, "question": question, "cpu_count": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in load_before],
