@@ -11,6 +11,8 @@ Each run makes a fresh temporary ``DTDIALOG_HOME``, starts ``dtdialog chat --qui
 
 Then it starts a second chat in the same home (the later start). ``--pythonpath`` times another checkout
 (e.g. ``git archive`` of an older commit) in the same run of the bench, for before/after figures.
+``--hide-torch`` makes ``import torch`` fail in the chat (a shadowing package first on its path), as on an
+install without the ``[train]`` extra: spaCy's thinc otherwise imports torch whenever it is installed.
 
 ``--breakdown`` (the current checkout only) also times, in a fresh process per start, each step of what the
 chat does: imports, the parser, the index (build, install of the shipped files, or open), the ranker
@@ -58,13 +60,16 @@ def _read_until(fd: int, seen: bytearray, needle: bytes, count: int, deadline: f
     return True
 
 
-def time_chat(home: Path, *, pythonpath: Path, question: str, timeout: float) -> dict[str, Any]:
-    """Start one ``dtdialog chat`` in ``home`` on a pseudo-terminal; return its prompt and reply times (s)."""
-    env = {**os.environ, "DTDIALOG_HOME": str(home), "PYTHONPATH": str(pythonpath)}
+def time_chat(home: Path, *, pythonpath: str, question: str, timeout: float) -> dict[str, Any]:
+    """Start one ``dtdialog chat`` in ``home`` on a pseudo-terminal; return its prompt and reply times (s).
+
+    ``pythonpath``: the child's ``PYTHONPATH`` (the checkout, after the torch shadow with ``--hide-torch``).
+    """
+    env = {**os.environ, "DTDIALOG_HOME": str(home), "PYTHONPATH": pythonpath}
     master, slave = pty.openpty()
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "dtdialog", "chat", "--quiet"], stdin=slave, stdout=slave,
-                            stderr=slave, env=env, cwd=str(pythonpath), close_fds=True)
+                            stderr=slave, env=env, cwd=pythonpath.split(os.pathsep)[-1], close_fds=True)
     os.close(slave)
     seen = bytearray()
     result: dict[str, Any] = {"prompt": None, "reply": None}
@@ -137,9 +142,9 @@ def phases() -> dict[str, float]:
     return times
 
 
-def time_phases(home: Path, *, timeout: float) -> dict[str, float]:
+def time_phases(home: Path, *, pythonpath: str, timeout: float) -> dict[str, float]:
     """Return ``phases()`` measured in a fresh process over ``home``."""
-    env = {**os.environ, "DTDIALOG_HOME": str(home), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "DTDIALOG_HOME": str(home), "PYTHONPATH": pythonpath}
     done = subprocess.run([sys.executable, "-m", "eval.startup_bench", "--phases-child"], env=env, cwd=str(REPO),
                           capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
@@ -147,8 +152,22 @@ def time_phases(home: Path, *, timeout: float) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def bench(*, runs: int, pythonpath: Path, question: str, timeout: float, breakdown: bool) -> dict[str, Any]:
+def bench(*, runs: int, pythonpath: Path, question: str, timeout: float, breakdown: bool,
+          hide_torch: bool = False) -> dict[str, Any]:
     """Return the report of ``runs`` first and later starts (and the per-step breakdown when asked)."""
+    shadow = Path(tempfile.mkdtemp(prefix="dtdialog-no-torch-"))
+    try:
+        if hide_torch:
+            (shadow / "torch").mkdir()
+            (shadow / "torch" / "__init__.py").write_text('raise ImportError("torch hidden by eval.startup_bench")\n')
+        path = os.pathsep.join([*([str(shadow)] if hide_torch else []), str(pythonpath)])
+        report = _bench(runs=runs, path=path, question=question, timeout=timeout, breakdown=breakdown)
+    finally:
+        shutil.rmtree(shadow, ignore_errors=True)
+    return {"pythonpath": str(pythonpath), "torch_hidden": hide_torch, **report}
+
+
+def _bench(*, runs: int, path: str, question: str, timeout: float, breakdown: bool) -> dict[str, Any]:
     load_before = os.getloadavg()
     first: list[dict[str, Any]] = []
     later: list[dict[str, Any]] = []
@@ -157,15 +176,15 @@ def bench(*, runs: int, pythonpath: Path, question: str, timeout: float, breakdo
         # the home itself does not exist yet, as on a fresh machine (~/.cache/dtdialog)
         scratch = Path(tempfile.mkdtemp(prefix="dtdialog-startup-"))
         try:
-            first.append(time_chat(scratch / "home", pythonpath=pythonpath, question=question, timeout=timeout))
-            later.append(time_chat(scratch / "home", pythonpath=pythonpath, question=question, timeout=timeout))
+            first.append(time_chat(scratch / "home", pythonpath=path, question=question, timeout=timeout))
+            later.append(time_chat(scratch / "home", pythonpath=path, question=question, timeout=timeout))
             if breakdown:
-                steps["first"].append(time_phases(scratch / "phases", timeout=timeout))
-                steps["later"].append(time_phases(scratch / "phases", timeout=timeout))
+                steps["first"].append(time_phases(scratch / "phases", pythonpath=path, timeout=timeout))
+                steps["later"].append(time_phases(scratch / "phases", pythonpath=path, timeout=timeout))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     report: dict[str, Any] = {
-        "pythonpath": str(pythonpath), "runs": runs, "question": question, "cpu_count": os.cpu_count(),
+        "runs": runs, "question": question, "cpu_count": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in load_before],
         "first_start": {"prompt_s": summary([r["prompt"] for r in first]), "reply_s": summary([r["reply"] for r in first])},
         "later_start": {"prompt_s": summary([r["prompt"] for r in later]), "reply_s": summary([r["reply"] for r in later])},
@@ -185,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--question", default=DEFAULT_QUESTION, help="the question typed at the first prompt")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds one start may take before it is killed")
     ap.add_argument("--breakdown", action="store_true", help="also time each start-up step (this checkout only)")
+    ap.add_argument("--hide-torch", action="store_true",
+                    help="make 'import torch' fail in the chat, as on an install without the [train] extra")
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON report here")
     ap.add_argument("--phases-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -195,10 +216,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.runs < 1:
             raise InputError("--runs must be at least 1")
+        if args.breakdown and args.pythonpath.resolve() != REPO:
+            raise InputError("--breakdown times this checkout's own steps; drop it with --pythonpath")
         if not (args.pythonpath / "dtdialog" / "__init__.py").is_file():
             raise InputError(f"--pythonpath {args.pythonpath} is not a dtdialog checkout")
         report = bench(runs=args.runs, pythonpath=args.pythonpath.resolve(), question=args.question,
-                       timeout=args.timeout, breakdown=args.breakdown)
+                       timeout=args.timeout, breakdown=args.breakdown, hide_torch=args.hide_torch)
         text = json.dumps(report, indent=2)
         if args.out is not None:
             args.out.write_text(text + "\n", encoding="utf-8")
