@@ -87,7 +87,8 @@ def _sqlite_file(spec, parser: RSTParser, *, progress: bool) -> tuple[Path, bool
         from dtdialog.prebuilt import parser_identity
 
         # the parser's files (cue lexicon, model) and spaCy package too: a retrained model gets a fresh index
-        path = builtin_index_path(corpus_fingerprint(dialogues, json.dumps(parser_identity(parser), sort_keys=True)))
+        key = json.dumps(parser_identity(parser), sort_keys=True, default=str)
+        path = builtin_index_path(corpus_fingerprint(dialogues, key))
     if spec.corpus is None and spec.index_path is None and not path.exists():
         # the built-in corpus: the shipped prebuilt files when their stamp matches (dtdialog.prebuilt)
         from dtdialog.prebuilt import install_builtin

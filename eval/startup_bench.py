@@ -7,7 +7,8 @@ Each run makes a fresh temporary ``DTDIALOG_HOME``, starts ``dtdialog chat --qui
 
 * ``prompt``: until the first ``you>`` prompt is on the terminal (what the issue's targets are about);
 * ``reply``: until the bot has answered one question typed at that prompt (``--question``), so work moved
-  off the prompt's path but still needed by the first turn is seen too.
+  off the prompt's path but still needed by the first turn is seen too;
+* ``cpu``: the CPU seconds the whole chat used (start, that turn, exit), which other jobs' load barely moves.
 
 Then it starts a second chat in the same home (the later start). ``--pythonpath`` times another checkout
 (e.g. ``git archive`` of an older commit) in the same run of the bench, for before/after figures.
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import pty
+import resource
 import select
 import shutil
 import subprocess
@@ -67,6 +69,7 @@ def time_chat(home: Path, *, pythonpath: str, question: str, timeout: float) -> 
     """
     env = {**os.environ, "DTDIALOG_HOME": str(home), "PYTHONPATH": pythonpath}
     master, slave = pty.openpty()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "dtdialog", "chat", "--quiet"], stdin=slave, stdout=slave,
                             stderr=slave, env=env, cwd=pythonpath.split(os.pathsep)[-1], close_fds=True)
@@ -88,6 +91,9 @@ def time_chat(home: Path, *, pythonpath: str, question: str, timeout: float) -> 
     finally:
         os.close(master)
     result["exit_code"] = proc.returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the one child waited for since ``before``
+    # CPU seconds of the whole chat (start, one turn, exit): unlike wall time, barely moved by other jobs' load
+    result["cpu"] = round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2)
     if result["reply"] is None:
         result["output_tail"] = seen[-400:].decode("utf-8", "replace")
     return result
@@ -186,8 +192,10 @@ def _bench(*, runs: int, path: str, question: str, timeout: float, breakdown: bo
     report: dict[str, Any] = {
         "runs": runs, "question": question, "cpu_count": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in load_before],
-        "first_start": {"prompt_s": summary([r["prompt"] for r in first]), "reply_s": summary([r["reply"] for r in first])},
-        "later_start": {"prompt_s": summary([r["prompt"] for r in later]), "reply_s": summary([r["reply"] for r in later])},
+        "first_start": {"prompt_s": summary([r["prompt"] for r in first]), "reply_s": summary([r["reply"] for r in first]),
+                        "cpu_s": summary([r["cpu"] for r in first])},
+        "later_start": {"prompt_s": summary([r["prompt"] for r in later]), "reply_s": summary([r["reply"] for r in later]),
+                        "cpu_s": summary([r["cpu"] for r in later])},
         "failures": [r for r in first + later if r["reply"] is None or r["exit_code"] != 0],
     }
     if breakdown:
