@@ -118,12 +118,13 @@ def phases() -> dict[str, float]:
         times[name] = round(now - clock, 3)
         clock = now
 
-    import dtdialog.commands.chat  # noqa: F401 - what the command imports before it starts
     from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.cli import build_parser
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.index_location import open_spec_index
     from dtdialog.paths import sessions_path
     from parsers.base import get_parser
+    build_parser()  # what ``dtdialog`` does first: import every command module and make the argument parser
     lap("imports")
     parser = get_parser(None)
     lap("parser")
