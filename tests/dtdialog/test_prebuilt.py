@@ -20,6 +20,7 @@ from index.index_files import index_generation
 from index.sg_store import SGPhraseStore
 from index.sqlite_index import SqliteIndex
 from parsers.base import default_parser_name, get_parser
+from parsers.errors import DTDialogError
 
 SHIPPED = sorted(p for p in prebuilt.PREBUILT_DIR.glob("builtin-*") if p.is_dir())
 #: What the shipped bundles may weigh together (they are in every install).
@@ -56,7 +57,10 @@ def test_every_shipped_bundle_matches_the_current_corpus_parser_and_encoder(fold
     ``python -m dtdialog.prebuilt --parser NAME`` being run again."""
     manifest = prebuilt.read_manifest(folder)
     assert manifest is not None
-    parser = get_parser(folder.name.removeprefix("builtin-"))
+    try:
+        parser = get_parser(folder.name.removeprefix("builtin-"))
+    except (DTDialogError, ImportError) as exc:  # the neural parser needs the [train] extra
+        pytest.skip(f"parser of {folder.name} unavailable here: {exc}")
     stale = prebuilt.stale_fields(manifest, prebuilt.builtin_stamp(parser, load_builtin_corpus()))
     assert stale == [], f"{folder.name} is stale in {stale}: run python -m dtdialog.prebuilt --parser {parser.name}"
     for entry in manifest["files"].values():
