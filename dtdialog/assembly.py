@@ -202,6 +202,22 @@ class Engine:
         if self.manager is not None:
             self.manager.selector = self.selector
 
+    def warm_up(self) -> None:
+        """Load now what the first turn would otherwise load: spaCy, the query encoder, the domain profile.
+
+        ``build_engine`` does this itself unless it is given ``warm=False``; ``dtdialog chat`` then runs it in
+        a background thread while the first prompt waits for the user, and joins it before the first turn.
+        """
+        from dtdialog.ranking.learned_scorer import LearnedScorer
+
+        _warm_parser(self.parser)
+        if isinstance(self.selector.scorer, LearnedScorer):
+            from dtdialog.ranking.factory import warm_up_scorer
+
+            warm_up_scorer(self.selector.scorer)
+        if self.manager is not None and self.manager.scope is not None:
+            self.manager.scope.profile()  # learn the domain (about 1 s on the built-in index)
+
     def close(self) -> None:
         """Close the session store and the index."""
         if self.store is not None:
@@ -216,12 +232,14 @@ class _Hooks:
     encoder: Any = None
     wrap_scorer: Callable[[Any], Any] | None = None
     seed_vectors: Callable[[AnswerIndex, Path], None] | None = None
+    #: False: ``learned_ranking`` leaves the warm-up to ``Engine.warm_up`` (``build_engine(warm=False)``)
+    warm: bool = True
 
 
 def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parser: RSTParser | None = None,
                  index: AnswerIndex | None = None, index_path: str | Path | None = None, encoder=None,
                  wrap_scorer: Callable[[Any], Any] | None = None,
-                 seed_vectors: Callable[[AnswerIndex, Path], None] | None = None) -> Engine:
+                 seed_vectors: Callable[[AnswerIndex, Path], None] | None = None, warm: bool = True) -> Engine:
     """Return the ``Engine`` that ``spec`` describes; the only place where its parts are joined.
 
     * ``parser``: an already loaded ``RSTParser`` to use instead of loading ``spec.parser``.
@@ -232,6 +250,8 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
       (the evaluation's out-of-fold scorer and feature recorder).
     * ``seed_vectors(index, path)``: called before the learned ranker loads the dense vectors beside ``path``
       (the evaluation writes them from its cross-run vector cache).
+    * ``warm=False``: leave the lazily loaded parts (spaCy, the query encoder, the domain profile) to
+      ``Engine.warm_up`` or the first turn, so a caller can show its first prompt sooner.
 
     Raises ``ConfigError``/``InputError``/``ModelNotAvailableError`` with one-line messages.
     """
@@ -246,16 +266,18 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
         from dtdialog.index_location import open_spec_index
 
         index, path, location, built = open_spec_index(spec, rst, progress=progress)
-    hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors)
+    hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors, warm=warm)
     try:
         selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, hooks=hooks, progress=progress)
         store, manager = _manager(spec, selector)
     except BaseException:
         index.close()
         raise
-    _warm_parser(rst)
-    return Engine(spec=spec, parser=rst, index=index, selector=selector, ranker=ranker, index_path=path,
-                  index_location=location, built=built, store=store, manager=manager)
+    engine = Engine(spec=spec, parser=rst, index=index, selector=selector, ranker=ranker, index_path=path,
+                    index_location=location, built=built, store=store, manager=manager)
+    if warm:
+        engine.warm_up()
+    return engine
 
 
 def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
@@ -275,7 +297,7 @@ def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, h
     name = resolve_ranker(spec.ranker)
     model = None
     if name != "rules" and learned_usable(name, index=index, index_path=index_path):
-        model = load_model(name, spec.ranker_model)
+        model = load_model(name, spec.ranker_model, deferred=not hooks.warm)
     if model is None:
         if spec.learned_options():
             raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
@@ -286,7 +308,8 @@ def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, h
         hooks.seed_vectors(index, index_path)
     generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
                                         depth=spec.candidate_depth, encoder=hooks.encoder,
-                                        require_agreement=spec.learned_require_agreement, progress=progress)
+                                        require_agreement=spec.learned_require_agreement, progress=progress,
+                                        warm=hooks.warm)
     if hooks.wrap_scorer is not None:
         scorer = hooks.wrap_scorer(scorer)
     return generator, scorer
@@ -308,7 +331,6 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
     scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
                       mass=spec.config.scope_mass, dense=_nearest_answer_cosine(selector),
                       dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
-    scope.profile()  # learn the domain now (about 1 s on the built-in index), not in the first user's turn
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
                                   calibrator=selector.calibrator)
 

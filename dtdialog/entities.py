@@ -8,6 +8,7 @@ aliases (``ecu``, ``computer``) to one canonical term (``ecm``) before stemming.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
@@ -36,25 +37,37 @@ class EntityNormalizer:
     """Turns EDUs and texts into comparable entity terms (stems, noun phrases, synonyms).
 
     ``synonyms`` is canonical term -> aliases (``data.builtin.load_car_synonyms()``); ``None`` loads
-    the built-in list when it is available and uses none otherwise. Thread-safe (read-only after init).
+    the built-in list when it is available and uses none otherwise. Thread-safe (read-only once the stemmed
+    synonym map is made, on first use: stemming imports NLTK, a second of start-up an engine need not wait for).
     """
 
     def __init__(self, *, synonyms: Mapping[str, Sequence[str]] | None = None, use_builtin: bool = True) -> None:
         if synonyms is None and use_builtin:
             synonyms = load_default_synonyms()
-        self._map = _synonym_map(synonyms)
-        self._max_n = max((len(k) for k in self._map), default=1)
+        self._synonyms = synonyms
+        self._stemmed: tuple[dict[tuple[str, ...], tuple[str, ...]], int] | None = None
+        self._lock = threading.Lock()
+
+    def _synonym_index(self) -> tuple[dict[tuple[str, ...], tuple[str, ...]], int]:
+        """Return (stemmed synonym map, longest alias in stems), made on first use."""
+        if self._stemmed is None:
+            with self._lock:
+                if self._stemmed is None:
+                    mapping = _synonym_map(self._synonyms)
+                    self._stemmed = mapping, max((len(k) for k in mapping), default=1)
+        return self._stemmed
 
     def _normalise(self, stems: list[str]) -> set[str]:
         """Return single stems plus every synonym n-gram found in ``stems``, mapped to canonical terms."""
+        synonyms, longest = self._synonym_index()
         out: set[str] = set()
         i = 0
         while i < len(stems):
             matched = False
-            for n in range(min(self._max_n, len(stems) - i), 0, -1):
+            for n in range(min(longest, len(stems) - i), 0, -1):
                 key = tuple(stems[i:i + n])
-                if key in self._map:
-                    target = self._map[key]
+                if key in synonyms:
+                    target = synonyms[key]
                     out.add(" ".join(target))
                     out.update(t for t in target if t)
                     if n > 1:

@@ -29,11 +29,12 @@ def load_dialogues(corpus: str | Path | None, corpus_format: str):
     return load_corpus(Path(corpus), fmt=corpus_format, on_error="skip")
 
 
-def corpus_fingerprint(dialogues, parser_name: str) -> str:
-    """Return a short hash of the parser name, the document format version and every dialogue's content."""
+def corpus_fingerprint(dialogues, parser_key: str) -> str:
+    """Return a short hash of the parser key (name, or its whole identity), the document format version and
+    every dialogue's content."""
     from index.documents import DOCUMENT_VERSION
 
-    digest = hashlib.sha256(parser_name.encode())
+    digest = hashlib.sha256(parser_key.encode())
     digest.update(f"documents-v{DOCUMENT_VERSION}".encode())
     for d in dialogues:
         digest.update(json.dumps(d.to_dict(), sort_keys=True, ensure_ascii=False).encode())
@@ -83,7 +84,17 @@ def _sqlite_file(spec, parser: RSTParser, *, progress: bool) -> tuple[Path, bool
         return path, False
     dialogues = load_dialogues(spec.corpus, spec.corpus_format)
     if path is None:
-        path = builtin_index_path(corpus_fingerprint(dialogues, getattr(parser, "name", "parser")))
+        from dtdialog.prebuilt import parser_identity
+
+        # the parser's files (cue lexicon, model) and spaCy package too: a retrained model gets a fresh index
+        key = json.dumps(parser_identity(parser), sort_keys=True, default=str)
+        path = builtin_index_path(corpus_fingerprint(dialogues, key))
+    if spec.corpus is None and spec.index_path is None and not path.exists():
+        # the built-in corpus: the shipped prebuilt files when their stamp matches (dtdialog.prebuilt)
+        from dtdialog.prebuilt import install_builtin
+
+        if install_builtin(path, parser=parser, dialogues=dialogues, progress=progress):
+            return path, False
     # an explicit --index with --corpus is rebuilt; a fingerprinted one only when it does not exist yet
     if (spec.corpus is not None and spec.index_path is not None) or not path.exists():
         if progress:

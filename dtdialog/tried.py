@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from dtdialog.entities import EntityNormalizer
@@ -42,7 +43,18 @@ _VERBS = {
     "scan": CHECKED, "examine": CHECKED, "probe": CHECKED,
     "clean": CLEANED, "flush": CLEANED,
 }
-_VERB_CLASS = {stem(v): c for v, c in _VERBS.items()}
+
+
+@lru_cache(maxsize=1)
+def _verb_classes() -> dict[str, str]:
+    # stemmed on first use, not at import: the stemmer's import (NLTK) costs a second of every start-up
+    return {stem(v): c for v, c in _VERBS.items()}
+
+
+def _verb_class(word: str) -> str | None:
+    """Return the verb class of ``word`` (matched on its Porter stem), or None."""
+    return _verb_classes().get(stem(word))
+
 #: irregular done forms of the verbs above (the regular ones end in -ed)
 _IRREGULAR_DONE = frozenset({"swapped", "swopped"})
 #: which recommended verb class each tried class covers: a part just replaced need not be tested again
@@ -66,10 +78,17 @@ _ADVICE = frozenset({"should", "must", "need", "needs", "try", "recommend", "sug
                      "please", "first", "then", "next", "also", "just", "now", "so", "and", "start", "begin"})
 _HAVE_DONE = frozenset({"have", "get"})
 #: non-object words a clause often carries ("replaced it myself yesterday")
-_NOT_OBJECTS = frozenset(stem(w) for w in ("yesterday", "today", "week", "last", "weekend", "month", "ago", "already", "also",
-                                           "again", "myself", "twice", "recently", "new", "brand", "everything",
-                                           "still", "fine", "good", "okay", "normal", "perfect", "working", "first",
-                                           "next", "then", "later", "now", *_VERBS))
+_NOT_OBJECT_WORDS = ("yesterday", "today", "week", "last", "weekend", "month", "ago", "already", "also", "again",
+                     "myself", "twice", "recently", "new", "brand", "everything", "still", "fine", "good", "okay",
+                     "normal", "perfect", "working", "first", "next", "then", "later", "now", *_VERBS)
+
+
+@lru_cache(maxsize=1)
+def _not_objects() -> frozenset[str]:
+    """Return the stems of ``_NOT_OBJECT_WORDS`` (stemmed on first use, like ``_verb_classes``)."""
+    return frozenset(stem(w) for w in _NOT_OBJECT_WORDS)
+
+
 #: prepositions that end an action's object once it has one ("replaced the battery at the parts store")
 _PREPOSITIONS = frozenset({"at", "in", "on", "with", "for", "from", "near", "by", "under", "behind", "to", "into",
                            "during", "after", "before", "using"})
@@ -195,7 +214,7 @@ def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: froz
     phrases = normalizer.terms_of_edu(edu)
     actions: list[TriedAction] = []
     for i, token in enumerate(tokens):
-        verb_class = _VERB_CLASS.get(stem(token))
+        verb_class = _verb_class(token)
         if verb_class is not None and _is_done(token) and not _blocked(tokens, i):
             action = _done_action(tokens, i, verb_class, normalizer, phrases, relation)
             if action is not None:
@@ -234,7 +253,7 @@ def _clause_end(tokens: Sequence[str], i: int) -> int:
 
 def _starts_action(tokens: Sequence[str], j: int) -> bool:
     window = tokens[j:j + 3]
-    return any(_VERB_CLASS.get(stem(t)) for t in window) or any(t in _BE or t in ("i", "it", "they") for t in window)
+    return any(_verb_class(t) for t in window) or any(t in _BE or t in ("i", "it", "they") for t in window)
 
 
 def _object_tokens(tokens: Sequence[str], i: int, normalizer: Vocabulary) -> Sequence[str]:
@@ -248,7 +267,7 @@ def _object_tokens(tokens: Sequence[str], i: int, normalizer: Vocabulary) -> Seq
 
 def _objects(tokens: Sequence[str], normalizer: Vocabulary, phrases: frozenset[str] = frozenset()) -> frozenset[str]:
     """Return the entity terms of ``tokens``, plus the EDU's multi-word terms ("spark plug") made of them."""
-    singles = normalizer.terms_of_text(" ".join(tokens)) - _NOT_OBJECTS
+    singles = normalizer.terms_of_text(" ".join(tokens)) - _not_objects()
     return frozenset(singles | {p for p in phrases if " " in p and set(p.split()) <= singles})
 
 
@@ -317,7 +336,7 @@ def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
     for i, token in enumerate(tokens[:-1]):
         if token != "new" or _blocked(tokens, i) or (i > 0 and tokens[i - 1] in _BE):
             continue
-        if _VERB_CLASS.get(stem(tokens[max(i - 2, 0)])) or _VERB_CLASS.get(stem(tokens[max(i - 1, 0)])):
+        if _verb_class(tokens[max(i - 2, 0)]) or _verb_class(tokens[max(i - 1, 0)]):
             continue  # "replaced it with a new one" is the verb's own report
         end = _clause_end(tokens, i)
         objects = _objects(tokens[i + 1:end], normalizer, phrases)
@@ -341,7 +360,7 @@ def recommendation_in(edu: EDU, normalizer: Vocabulary) -> Recommendation | None
     tokens = words_of(edu.text)
     phrases = normalizer.terms_of_edus([edu])
     for i, token in enumerate(tokens):
-        verb_class = _VERB_CLASS.get(stem(token))
+        verb_class = _verb_class(token)
         if verb_class is None:
             continue
         start = _advice_start(tokens, i)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -97,9 +98,41 @@ def _print_result(result, *, explain: bool, out) -> None:
     out.flush()
 
 
+class _WarmUp:
+    """``Engine.warm_up`` (spaCy, the query encoder, the domain profile), then ``freeze_loaded``, in a thread.
+
+    Nothing of it is needed to show the first prompt: it loads while the user reads the greeting and types,
+    and ``wait`` joins it before the first turn. A failure is raised there, as ``build_engine`` would have.
+    """
+
+    def __init__(self, engine) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(engine,), name="dtdialog-warm-up")
+        self._thread.start()
+
+    def _run(self, engine) -> None:
+        from dtdialog.gc_tuning import freeze_loaded
+
+        try:
+            engine.warm_up()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread by wait()
+            self._error = exc
+        freeze_loaded()  # a chat process serves turns from here on: keep the loaded engine out of full collections
+
+    def join(self) -> None:
+        """Block until the warm-up is done (what it raised is no one's business any more: the chat is over)."""
+        self._thread.join()
+
+    def wait(self) -> None:
+        """Block until the warm-up is done; raise what it raised (once)."""
+        self._thread.join()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
 def run(args: argparse.Namespace) -> int:
     from dtdialog.assembly import build_engine
-    from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.manager import GREETING
 
     spec = engine_spec(args)
@@ -110,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
     script = _read_script(args.script) if args.script is not None else None
     if args.trace_json is not None and args.trace_json.is_dir():  # before the engine loads: fail fast
         raise InputError(f"--trace-json {args.trace_json} is a folder; give a file path")
-    engine = build_engine(spec, progress=not args.quiet)
-    freeze_loaded()  # a chat process serves turns from here on: keep the loaded engine out of full collections
+    engine = build_engine(spec, progress=not args.quiet, warm=False)
+    warm = _WarmUp(engine)
     manager = engine.manager
     out = sys.stdout
     try:
@@ -133,15 +166,19 @@ def run(args: argparse.Namespace) -> int:
                 for line in script:
                     if not args.json:
                         print(f"you> {_shown(line)}", file=out)
+                    warm.wait()
                     _turn(manager, session_id, line, args, out, trace_file)
             else:
-                _interactive(manager, session_id, args, out, trace_file)
+                _interactive(manager, session_id, args, out, trace_file, ready=warm.wait)
         finally:
             if trace_file:
                 trace_file.close()
         return 0
     finally:
-        engine.close()
+        try:
+            warm.join()  # never close the index under a warm-up still reading it
+        finally:
+            engine.close()
 
 
 #: The chat options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
@@ -216,7 +253,7 @@ def _turn_json(result) -> dict:
             "reason": (result.trace.get("decision") or {}).get("reason")}
 
 
-def _interactive(manager, session_id: str, args, out, trace_file) -> None:
+def _interactive(manager, session_id: str, args, out, trace_file, *, ready) -> None:
     while True:
         try:
             line = input("you> ")
@@ -232,6 +269,7 @@ def _interactive(manager, session_id: str, args, out, trace_file) -> None:
         if line.strip().lower() in QUIT_WORDS:
             break
         try:
+            ready()  # the background warm-up, joined before the first turn
             _turn(manager, session_id, line, args, out, trace_file)
         except KeyboardInterrupt:
             print(file=out)

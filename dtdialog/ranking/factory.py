@@ -81,12 +81,15 @@ def learned_usable(name: str, *, index: AnswerIndex | None, index_path: str | Pa
     return False
 
 
-def load_model(name: str, path: str | Path | None):
-    """Return the ``RankerModel`` at ``path`` (default: the shipped one), or None when ``auto`` falls back."""
+def load_model(name: str, path: str | Path | None, *, deferred: bool = False):
+    """Return the ``RankerModel`` at ``path`` (default: the shipped one), or None when ``auto`` falls back.
+
+    ``deferred``: read the manifest now and unpickle the estimator on first use (``RankerModel.load_deferred``).
+    """
     from dtdialog.ranking.learned_scorer import RankerModel
 
     try:
-        return RankerModel.load(path)
+        return RankerModel.load_deferred(path) if deferred else RankerModel.load(path)
     except ModelNotAvailableError as exc:
         if name == "learned":
             raise
@@ -95,13 +98,15 @@ def load_model(name: str, path: str | Path | None):
 
 
 def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model, config: EngineConfig,
-                    depth: int | None = None, encoder=None, require_agreement: bool = False, progress: bool = True):
+                    depth: int | None = None, encoder=None, require_agreement: bool = False, progress: bool = True,
+                    warm: bool = True):
     """Return ``(generator, scorer)`` of the learned ranker over ``index`` (``learned_usable`` said it can run).
 
     ``depth`` is the candidate-list depth of each retriever; by default the one the model was trained on.
     ``require_agreement=True`` drops candidates whose rhetorical agreement verdict is negative. Its default is
     False: the model was trained with agreement as a feature, and on the built-in dialogues the hard filter on
     top of it cost 40 points of step-1 accuracy (docs/ranking.md).
+    ``warm=False`` leaves the query encoder and spaCy to load on first use, or in ``warm_up_scorer``.
     """
     from dtdialog.ranking.learned_scorer import LearnedScorer
     from dtdialog.ranking.signals import SignalExtractor
@@ -113,7 +118,8 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
                            config=config, require_agreement=require_agreement)
     if index_path is not None:  # HybridGenerator: the query's SG parse overlaps the searches and agreement checks
         generator.prefetch = (scorer.extractor.prefetch,)
-    _warm_up(dense=dense, use_sg=model.uses_sg)
+    if warm:
+        warm_up_scorer(scorer)
     return generator, scorer
 
 
@@ -147,14 +153,20 @@ def _sg_store(index: AnswerIndex, index_path: str | Path | None, *, progress: bo
     return None
 
 
-def _warm_up(*, dense, use_sg: bool) -> None:
-    """Load the lazily loaded query encoder and spaCy pipeline now, not in the first user's turn.
+def warm_up_scorer(scorer) -> None:
+    """Load the lazily loaded query encoder and spaCy pipeline of a ``LearnedScorer`` now, not in the first turn.
 
     A process serving turns then freezes what is loaded (``dtdialog.gc_tuning.freeze_loaded``,
     called by the serving commands and the benchmarks: a process-wide setting is the caller's choice).
     """
+    from dtdialog.ranking.learned_scorer import DeferredEstimator
+
+    dense, use_sg = scorer.extractor.dense, scorer.model.uses_sg
+    if isinstance(scorer.model.estimator, DeferredEstimator):
+        scorer.model.estimator.load()  # not an optimisation: a model file that cannot be read must say so
     try:
-        dense.query_vector("warm up")
+        if dense is not None:
+            dense.query_vector("warm up")
         if use_sg:
             from dtdialog.syntactic_generalization import _default
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -131,6 +132,52 @@ class RankerModel:
                        manifest=dict(data.get("manifest") or {}))
         except (OSError, KeyError, TypeError, ValueError, EOFError) as exc:
             raise ModelNotAvailableError(f"cannot read ranker model {path}: {exc}") from None
+
+    @classmethod
+    def load_deferred(cls, path: str | Path | None = None) -> RankerModel:
+        """Return the model at ``path`` from its JSON manifest, its estimator unpickled on first use.
+
+        Unpickling imports scikit-learn (1-3 s); a chat defers that past its first prompt
+        (``build_engine(warm=False)``). Without a readable manifest beside the file this is ``load``.
+        """
+        path = Path(path) if path is not None else DEFAULT_MODEL
+        try:
+            data = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+            names, version = data.pop("feature_names"), data.pop("format")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return cls.load(path)
+        if not path.is_file() or not isinstance(version, int) or version > MODEL_FORMAT or not isinstance(names, list):
+            return cls.load(path)
+        return cls(estimator=DeferredEstimator(path, tuple(names)), feature_names=tuple(names), manifest=data)
+
+
+class DeferredEstimator:
+    """Stands for the estimator of a model file until it is first used, then forwards to it (thread-safe).
+
+    Loading checks the file's feature names against the manifest's: a mismatch (one file replaced without
+    the other) is ``ModelNotAvailableError``, never a model scoring the wrong columns.
+    """
+
+    def __init__(self, path: Path, feature_names: tuple[str, ...]) -> None:
+        self._path, self._names = path, feature_names
+        self._estimator: Any = None
+        self._lock = threading.Lock()
+
+    def load(self) -> Any:
+        """Return the estimator, unpickling it the first time."""
+        with self._lock:
+            if self._estimator is None:
+                model = RankerModel.load(self._path)
+                if model.feature_names != self._names:
+                    raise ModelNotAvailableError(f"ranker model {self._path} does not match its manifest "
+                                                 f"{self._path.with_suffix('.json')} (feature names differ)")
+                self._estimator = model.estimator
+            return self._estimator
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.load(), name)
 
 
 def _linear_parts(estimator) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -83,3 +85,33 @@ def test_saved_model_holds_only_what_serving_needs(tmp_path):
     joblib.dump(data, tmp_path / "newer.joblib")
     with pytest.raises(ModelNotAvailableError, match="newer"):
         RankerModel.load(tmp_path / "newer.joblib")
+
+
+def test_a_deferred_model_reads_its_manifest_now_and_its_estimator_on_first_use(tmp_path):
+    from dtdialog.ranking.learned_scorer import DeferredEstimator
+
+    X, y = training_data()
+    model = RankerModel(estimator=make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y),
+                        feature_names=NAMES, manifest={"k": 40, "name": "m"})
+    path = model.save(tmp_path / "m.joblib")
+    deferred = RankerModel.load_deferred(path)
+    assert isinstance(deferred.estimator, DeferredEstimator) and deferred.estimator._estimator is None
+    assert deferred.feature_names == NAMES and deferred.manifest == {"k": 40, "name": "m"}
+    np.testing.assert_allclose(deferred.logits(X[:10]), model.logits(X[:10]))
+    assert deferred.contributions(X[3])[1] == "linear"  # the pipeline's parts are reached through it
+    (tmp_path / "lone.joblib").write_bytes(path.read_bytes())  # no manifest beside it: loaded at once, as before
+    assert not isinstance(RankerModel.load_deferred(tmp_path / "lone.joblib").estimator, DeferredEstimator)
+
+
+def test_a_deferred_model_whose_file_disagrees_with_its_manifest_is_refused_on_use(tmp_path):
+    X, y = training_data()
+    path = RankerModel(estimator=LogisticRegression().fit(X, y), feature_names=NAMES).save(tmp_path / "m.joblib")
+    manifest = json.loads(path.with_suffix(".json").read_text())
+    manifest["feature_names"] = list(reversed(NAMES))
+    path.with_suffix(".json").write_text(json.dumps(manifest))
+    deferred = RankerModel.load_deferred(path)
+    with pytest.raises(ModelNotAvailableError, match="does not match its manifest"):
+        deferred.logits(X[:2])
+    path.write_bytes(b"not a joblib file")
+    with pytest.raises(ModelNotAvailableError, match="cannot read ranker model"):
+        RankerModel.load_deferred(path).logits(X[:2])
