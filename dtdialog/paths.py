@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-HOME_ENV = "DTDIALOG_HOME"
+from parsers.home import HOME_ENV, data_home
 
-
-def data_home() -> Path:
-    """Return the folder for built indexes and chat sessions (not created here)."""
-    env = os.environ.get(HOME_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "dtdialog"
+__all__ = ["HOME_ENV", "data_home", "sessions_path", "builtin_index_path"]
 
 
 def sessions_path() -> Path:

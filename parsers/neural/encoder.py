@@ -5,11 +5,13 @@ encoded in overlapping windows of at most ``WINDOW`` subwords (plus [CLS]/[SEP])
 vector from the window whose centre is nearest (so every word sees neighbouring sentences as context),
 and a word's vector is the mean of its subwords'. The vector is hidden layers ``LAYERS`` concatenated:
 a middle layer keeps more syntax (segmentation), the last more meaning (relations). The encoder is the
-one ONNX session dense retrieval uses, so the parser needs no torch and loads no second model.
+shipped ONNX file dense retrieval uses, run with int8 arithmetic (derived once from it, see
+``parsers.encoder.int8_arithmetic_model``), so the parser needs no torch and ships no second model.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,14 +28,19 @@ FEATURE_DIM = HIDDEN * len(LAYERS)
 __all__ = ["FEATURE_DIM", "INSTALL_HINT", "LAYERS", "WINDOW", "MiniLMWordEncoder", "encoder_available", "encoder_id"]
 
 
+#: The parser runs MiniLM with int8 arithmetic (``parsers.encoder.int8_arithmetic_model``): about twice as fast
+#: as the float arithmetic dense retrieval needs, and the heads are trained on these states.
+ARITHMETIC = "int8"
+
+
 def encoder_available() -> bool:
-    """Return True when onnxruntime, tokenizers and the shipped int8 MiniLM are present."""
-    return onnx_available()
+    """Return True when onnxruntime, tokenizers, onnx (to derive the int8 graph) and the shipped MiniLM are present."""
+    return onnx_available() and importlib.util.find_spec("onnx") is not None
 
 
 def encoder_id() -> str:
-    """Return the label of the encoder whose vectors the heads read (the ONNX model's pinned id)."""
-    return MODEL_ID
+    """Return the label of the encoder whose vectors the heads read (the ONNX model's pin and arithmetic)."""
+    return MODEL_ID + "-dynamic"
 
 
 def window_bounds(n: int, window: int = WINDOW) -> list[tuple[int, int]]:
@@ -61,7 +68,7 @@ class MiniLMWordEncoder:
         if encoder is None:
             if not encoder_available():
                 raise ModelNotAvailableError(f"the neural parser needs onnxruntime, tokenizers and the shipped MiniLM: {INSTALL_HINT}")
-            encoder = shared_encoder()
+            encoder = shared_encoder(ARITHMETIC)
         self.encoder = encoder
 
     def encode(self, docs: Sequence[Sequence[str]]) -> list[np.ndarray]:

