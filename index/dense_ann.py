@@ -123,6 +123,15 @@ class AnnIndex:
         matches = self._raw.search(np.asarray(query, dtype=np.float32), k, threads=1)
         return np.asarray(matches.keys, dtype=np.int64)
 
+    def search_many(self, queries: np.ndarray, k: int, *, threads: int = 0) -> np.ndarray:
+        """Return an ``(n, k)`` array of the rows nearest each query (-1 where fewer were found), all threads."""
+        k = min(k, len(self))
+        matches = self._raw.search(np.ascontiguousarray(queries, dtype=np.float32), k, threads=threads)
+        keys = np.asarray(matches.keys).reshape(len(queries), -1)[:, :k].astype(np.int64)
+        counts = np.asarray(matches.counts).reshape(-1)
+        keys[np.arange(k)[None, :] >= counts[:, None]] = -1
+        return keys
+
     def save(self, path: str | Path) -> Path:
         """Write the graph to ``path`` atomically (temporary name, then rename)."""
         path = Path(path)
@@ -142,6 +151,11 @@ class AnnIndex:
 
 
 def _usearch():
+    if importlib.util.find_spec("onnxruntime") is not None:
+        # Measured with usearch 2.26 / onnxruntime 1.32: once usearch has made an index, loading onnxruntime
+        # for the first time in that process crashes it (SIGSEGV). Loaded the other way round both work, so
+        # onnxruntime is always loaded first (tests/reliability/test_ann_then_encoder.py).
+        import onnxruntime  # noqa: F401
     try:
         import usearch.index as usearch
     except ImportError:

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from index.dense_ann import THRESHOLD_ENV, AnnIndex, AnnSettings, ann_threshold
+from index.dense_ann import THRESHOLD_ENV, AnnIndex, AnnSettings, ann_available, ann_threshold
 from index.dense_store import DenseStore, ann_path
 from parsers.errors import ConfigError, ModelNotAvailableError
 
@@ -27,7 +27,10 @@ def exact_ids(store: DenseStore, query: np.ndarray, k: int) -> list[str]:
 
 @pytest.fixture
 def usearch_installed():
-    pytest.importorskip("usearch", reason="the [ann] extra (usearch) is not installed")
+    # not importorskip: importing usearch before onnxruntime makes the process crash when the encoder loads
+    # later (index.dense_ann._usearch); ann_available() only looks the package up
+    if not ann_available():
+        pytest.skip("the [ann] extra (usearch) is not installed")
 
 
 def test_ann_top_k_is_the_exact_top_k_within_a_recall_bound(tmp_path, monkeypatch, usearch_installed):
@@ -129,3 +132,15 @@ def test_settings_and_threshold_are_validated(monkeypatch):
     monkeypatch.setenv(THRESHOLD_ENV, "zero")
     with pytest.raises(ConfigError, match=THRESHOLD_ENV):
         ann_threshold()
+
+
+def test_hubness_from_the_graph_is_close_to_the_exact_one(monkeypatch, usearch_installed):
+    from index.dense_store import hubness
+
+    monkeypatch.setenv(THRESHOLD_ENV, "1000")
+    vectors = clustered_rows(3000, seed=4)
+    exact = hubness(vectors)
+    store = DenseStore(ids=[f"h{i}" for i in range(3000)], vectors=vectors)  # no hub given: computed with the graph
+    assert store.ann is not None
+    assert np.abs(store.hub - exact).max() < 0.02 and np.abs(store.hub - exact).mean() < 0.002
+    assert not np.array_equal(store.hub, np.zeros(3000))
