@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,12 +105,15 @@ class AnnIndex:
         raw = usearch.Index(ndim=int(vectors.shape[1]), metric="ip", dtype=settings.dtype,
                             connectivity=settings.connectivity, expansion_add=settings.expansion_add,
                             expansion_search=settings.expansion_search)
-        if len(vectors):
-            block = 65_536  # keeps the float32 copy usearch makes of a memory-mapped matrix small
+        from tqdm import tqdm
+
+        block = 16_384  # keeps the float32 copy of a memory-mapped matrix small, and the bar moving
+        with tqdm(total=len(vectors), desc="building the ANN index", unit="vector", file=sys.stderr,
+                  disable=not progress, dynamic_ncols=True) as bar:
             for start in range(0, len(vectors), block):
                 rows = np.ascontiguousarray(vectors[start:start + block], dtype=np.float32)
-                raw.add(np.arange(start, start + len(rows), dtype=np.uint64), rows, threads=threads,
-                        log="building the ANN index" if progress and start == 0 else False)
+                raw.add(np.arange(start, start + len(rows), dtype=np.uint64), rows, threads=threads)
+                bar.update(len(rows))
         return cls(raw, settings)
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray:
