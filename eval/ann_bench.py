@@ -180,8 +180,8 @@ def recall(found: list[np.ndarray], truth: np.ndarray) -> float:
     return float(np.mean([len(set(f[:K].tolist()) & set(t.tolist())) / K for f, t in zip(found, truth)]))
 
 
-def _pcts(ms: list[float]) -> dict[str, float]:
-    return {f"p{p}_ms": round(float(np.percentile(ms, p)), 3) for p in (50, 95, 99)}
+def _pcts(ms: list[float], prefix: str = "") -> dict[str, float]:
+    return {f"{prefix}p{p}_ms": round(float(np.percentile(ms, p)), 3) for p in (50, 95, 99)}
 
 
 def _top_k(scores: np.ndarray, k: int = K) -> np.ndarray:
@@ -192,13 +192,14 @@ def _top_k(scores: np.ndarray, k: int = K) -> np.ndarray:
 def bench_exact(vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, timed: int) -> list[dict[str, Any]]:
     """Time exact float32 and int8 search (one query at a time) and measure int8's recall."""
     results = []
-    ms = []
+    ms, cpu = [], []
     for q in queries[:timed]:
-        t0 = time.perf_counter()
+        t0, c = time.perf_counter(), time.thread_time()
         _top_k(vectors @ q)
         ms.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.thread_time() - c) * 1000)
     results.append({"method": "exact float32 (numpy)", "build_s": 0.0, "index_bytes": int(vectors.nbytes),
-                    "recall_at_100": 1.0, "timed_queries": len(ms), **_pcts(ms)})
+                    "recall_at_100": 1.0, "timed_queries": len(ms), **_pcts(ms), **_pcts(cpu, "cpu_")})
     t0 = time.perf_counter()
     q8 = np.clip(np.rint(vectors * 127), -127, 127).astype(np.int8)
     build = time.perf_counter() - t0
@@ -208,14 +209,16 @@ def bench_exact(vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, tim
         scores = np.concatenate([q8[s:s + 65_536].astype(np.float32) @ qi for s in range(0, len(q8), 65_536)])
         return _top_k(scores)
 
-    ms = []
+    ms, cpu = [], []
     for q in queries[:timed]:
-        t0 = time.perf_counter()
+        t0, c = time.perf_counter(), time.thread_time()
         search8(q)
         ms.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.thread_time() - c) * 1000)
     found = list(exact_top(q8, np.rint(queries * 127).astype(np.float32)))  # same ranking, all queries at once
     results.append({"method": "exact int8 (numpy)", "build_s": round(build, 2), "index_bytes": int(q8.nbytes),
-                    "recall_at_100": round(recall(found, truth), 4), "timed_queries": len(ms), **_pcts(ms)})
+                    "recall_at_100": round(recall(found, truth), 4), "timed_queries": len(ms), **_pcts(ms),
+                    **_pcts(cpu, "cpu_")})
     return results
 
 
@@ -236,17 +239,20 @@ def bench_hnsw(vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, *, c
     rows = []
     for ef in efs:
         ann._raw.expansion_search = ef
-        ms, found = [], []
+        ms, cpu, found = [], [], []
         for q in queries:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             cand = np.sort(ann.search(q, K))
             found.append(cand[_top_k(np.asarray(vectors[cand]) @ q)])
             ms.append((time.perf_counter() - t) * 1000)
+            cpu.append((time.thread_time() - c) * 1000)
         rows.append({"method": f"HNSW usearch {dtype} M={connectivity} ef={ef}", "connectivity": connectivity,
                      "ef_search": ef, "dtype": dtype, "oversample": settings.oversample, "build_s": round(build, 1),
                      "build_threads": threads, "index_bytes": ann.nbytes,
-                     "recall_at_100": round(recall(found, truth), 4), "timed_queries": len(ms), **_pcts(ms)})
-        print(f"  {rows[-1]['method']}: recall {rows[-1]['recall_at_100']}, p95 {rows[-1]['p95_ms']} ms",
+                     "recall_at_100": round(recall(found, truth), 4), "timed_queries": len(ms), **_pcts(ms),
+                     **_pcts(cpu, "cpu_")})
+        print(f"  {rows[-1]['method']}: recall {rows[-1]['recall_at_100']}, p95 {rows[-1]['p95_ms']} ms "
+              f"(thread CPU p95 {rows[-1]['cpu_p95_ms']} ms)",
               file=sys.stderr)
     return rows
 
@@ -295,12 +301,14 @@ def run(*, vectors: int, queries: int, real: int, sweep_size: int, data_dir: Pat
 
 
 def _choose(sweep: list[dict[str, Any]]) -> tuple[str, int]:
-    """Return the (dtype, connectivity) whose fastest row with recall >= 0.98 on the sweep has the lowest p95.
+    """Return the (dtype, connectivity) whose row with recall >= 0.98 on the sweep has the lowest CPU p95 per query.
+
+    CPU time, not wall time: on a shared machine the wall p95 is mostly waiting for a core.
 
     0.98, not the target's 0.95: recall falls as the store grows, the sweep is 10x smaller than the full run.
     """
     ok = [r for r in sweep if r["recall_at_100"] >= 0.98]
-    best = min(ok, key=lambda r: r["p95_ms"]) if ok else None
+    best = min(ok, key=lambda r: r["cpu_p95_ms"]) if ok else None
     return (best["dtype"], best["connectivity"]) if best else ("i8", 16)
 
 
@@ -345,11 +353,12 @@ def _print(result: dict[str, Any]) -> None:
     print(f"recombination check on {c['pairs']} pairs: cosine(mean of the two vectors, vector of the joined text) "
           f"mean {c['mean_cosine']}, 5th pct {c['p5_cosine']}, min {c['min_cosine']} "
           f"(the two sentences themselves: {c['baseline_cosine_of_the_two_sentences']})")
-    print(f"{'method':<44}{'build s':>9}{'MB':>9}{'recall':>8}{'p50':>9}{'p95':>9}{'p99':>9}")
+    print(f"{'method':<44}{'build s':>9}{'MB':>9}{'recall':>8}{'p50':>9}{'p95':>9}{'p99':>9}{'cpu p95':>9}")
     for r in result.get("sweep", []) + result["full"]:
         size = result["sweep_size"] if r in result.get("sweep", []) else result["size"]
         print(f"{r['method'][:40] + f' {size // 1000}k':<44}{r['build_s']:>9}{r['index_bytes'] / 1e6:>9.1f}"
-              f"{r['recall_at_100']:>8.3f}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}{r['p99_ms']:>9.2f}")
+              f"{r['recall_at_100']:>8.3f}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}{r['p99_ms']:>9.2f}"
+              f"{r['cpu_p95_ms']:>9.2f}")
     best = result["best_meeting_recall"]
     print(f"load average {result['load_average_start']} -> {result['load_average_end']} on {result['cpu_count']} cores")
     print(f"target p95 <= {TARGET_P95_MS:.0f} ms at recall@100 >= {TARGET_RECALL}: "
@@ -372,9 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--real", type=int, default=50_000, help="at most this many real sentences are encoded")
     ap.add_argument("--sweep-size", type=int, default=100_000, help="vectors of the sweep (0: no sweep)")
-    ap.add_argument("--configs", nargs="+", default=["i8:8", "i8:16", "i8:32", "f16:16"],
+    ap.add_argument("--configs", nargs="+", default=["i8:16", "i8:32", "f16:16"],
                     help="sweep's graphs, DTYPE:CONNECTIVITY")
-    ap.add_argument("--ef", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512], help="search beams")
+    ap.add_argument("--ef", type=int, nargs="+", default=[64, 200, 300, 500, 800],
+                    help="search beams (usearch's beam is at least the rows asked: 200 for an int8 graph, 100 for f16)")
     ap.add_argument("--final", default=None, help="DTYPE:CONNECTIVITY of the full-size graph (default: the sweep's best)")
     ap.add_argument("--exact-timed", type=int, default=100, help="queries timed for the exact searches")
     ap.add_argument("--threads", type=int, default=2, help="threads for building the graph")
