@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -144,3 +145,18 @@ def test_hubness_from_the_graph_is_close_to_the_exact_one(monkeypatch, usearch_i
     assert store.ann is not None
     assert np.abs(store.hub - exact).max() < 0.02 and np.abs(store.hub - exact).mean() < 0.002
     assert not np.array_equal(store.hub, np.zeros(3000))
+
+
+def test_a_killed_builds_temporary_graph_is_a_leftover_the_next_build_removes(tmp_path):
+    import tempfile
+
+    from index.index_files import clean_leftovers
+
+    out = tmp_path / "answers.sqlite"
+    fd, tmp = tempfile.mkstemp(dir=tmp_path, prefix=f".{ann_path(out, 'ab12').name}.", suffix=".tmp")
+    os.close(fd)
+    stale = ann_path(out, "cd34")
+    stale.write_bytes(b"graph of a generation that never went live")
+    removed = clean_leftovers(out)
+    assert {p.name for p in removed} == {tmp_path.joinpath(tmp).name, stale.name}
+    assert not list(tmp_path.iterdir())
