@@ -212,11 +212,10 @@ class DenseStore:
         excluded = [self._row[i] for i in exclude_ids if i in self._row]
         if self.ann is not None:
             rows = self.ann.search(query, k + len(excluded))
-            rows = rows[(rows >= 0) & (rows < len(self.ids))]
+            rows = np.sort(rows[(rows >= 0) & (rows < len(self.ids))])  # store order: ties break as in exact search
             if excluded:
                 rows = rows[~np.isin(rows, excluded)]
-            scores = np.asarray(self.vectors[np.sort(rows)]) @ query
-            return self._best(np.sort(rows), scores, k)
+            return self._best(rows, np.asarray(self.vectors[rows]) @ query, k)
         scores = np.asarray(self.vectors) @ query
         if excluded:
             scores[excluded] = -np.inf
