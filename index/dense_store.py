@@ -3,7 +3,9 @@
 Files, for an index ``answers.sqlite``:
 
 * ``answers.sqlite.dense.npy`` - ``(n, dim)`` float32, L2-normalised rows (``np.load(mmap_mode="r")``);
-* ``answers.sqlite.dense.ids.json`` - ``{"ids": [...], "model": ..., "dim": ..., "hub": [...], "terms": {...}}``.
+* ``answers.sqlite.dense.ids.json`` - ``{"ids": [...], "model": ..., "dim": ..., "hub": [...], "terms": {...}}``;
+* ``answers.sqlite.dense.ann`` - only for stores of ``index.dense_ann.ann_threshold()`` answers or more with
+  usearch installed: an HNSW graph over the rows, which ``search`` uses instead of the exact product.
 
 ``terms`` holds the answers' document frequencies and mean length (``TermStats``) so the ranker
 can score the *whole* question with BM25, next to the engine's per-part keyword query.
@@ -13,7 +15,7 @@ Generic answers ("check the fuses, then the wiring...") sit close to everything 
 dense rankings; subtracting part of the hubness (CSLS, Lample et al. 2018) is one learned-ranker
 feature. It needs only the stored answers, so nothing about the queries is fitted.
 
-Both files are written to temporary names and renamed, ids file last, so a reader never sees a
+The files are written to temporary names and renamed, ids file last, so a reader never sees a
 half-written store; ``DenseStore.load`` checks that the two agree. Their names carry the generation of the
 index they were made from (``index.index_files``): a reader loads the files of the index it opened, so a
 rebuilt index and the old vectors are never read together.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import sys
 from collections import Counter
@@ -40,6 +43,8 @@ from index.index_files import has_side_store, index_generation, load_side_store,
 from index.vocabulary import bm25_tokens
 from parsers.errors import InputError
 from parsers.files import atomic_write
+
+log = logging.getLogger(__name__)
 
 HUB_K = 10
 _BLOCK = 1024
@@ -100,10 +105,19 @@ def dense_paths(index_path: str | Path, generation: str | None = None) -> tuple[
     return side_path(index_path, "dense", ".npy", generation), side_path(index_path, "dense", ".ids.json", generation)
 
 
-def hubness(vectors: np.ndarray, *, k: int = HUB_K) -> np.ndarray:
+def ann_path(index_path: str | Path, generation: str | None = None) -> Path:
+    """Return the path of the ANN graph of ``generation`` (default: the index's current one) beside the index."""
+    if generation is None:
+        generation = index_generation(index_path)
+    return side_path(index_path, "dense", ".ann", generation)
+
+
+def hubness(vectors: np.ndarray, *, k: int = HUB_K, ann=None) -> np.ndarray:
     """Return, per row, the mean cosine to its ``k`` nearest other rows (0 when there are no others).
 
-    Works in blocks of rows so a 100k-answer store never builds the full n x n matrix.
+    Works in blocks of rows so a 100k-answer store never builds the full n x n matrix. That is still
+    quadratic (hours at 1M), so with an ANN graph (``index.dense_ann.AnnIndex``) each row's neighbours come
+    from the graph instead, their cosines computed exactly: the same feature up to the graph's recall.
     """
     n = len(vectors)
     out = np.zeros(n, dtype=np.float32)
@@ -111,12 +125,28 @@ def hubness(vectors: np.ndarray, *, k: int = HUB_K) -> np.ndarray:
     if k < 1:
         return out
     for start in range(0, n, _BLOCK):
-        block = np.asarray(vectors[start:start + _BLOCK], dtype=np.float32) @ np.asarray(vectors, dtype=np.float32).T
-        rows = np.arange(block.shape[0])
-        block[rows, rows + start] = -np.inf  # never one's own neighbour
+        rows = np.asarray(vectors[start:start + _BLOCK], dtype=np.float32)
+        if ann is not None:
+            out[start:start + len(rows)] = _graph_hubness(vectors, rows, start, k, ann)
+            continue
+        block = rows @ np.asarray(vectors, dtype=np.float32).T
+        idx = np.arange(block.shape[0])
+        block[idx, idx + start] = -np.inf  # never one's own neighbour
         top = np.partition(block, -k, axis=1)[:, -k:]
         out[start:start + block.shape[0]] = top.mean(axis=1)
     return out
+
+
+def _graph_hubness(vectors: np.ndarray, rows: np.ndarray, start: int, k: int, ann) -> np.ndarray:
+    """Return the hubness of ``rows`` (rows ``start..`` of ``vectors``) from their graph neighbours."""
+    keys = ann.search_many(rows, (k + 1) * ann.settings.oversample)
+    own = np.arange(start, start + len(rows))[:, None]
+    valid = (keys >= 0) & (keys != own)
+    cos = np.einsum("ij,ikj->ik", rows, np.asarray(vectors[np.maximum(keys, 0).ravel()]).reshape(*keys.shape, -1))
+    cos = np.where(valid, cos, -np.inf)
+    top = -np.sort(-cos, axis=1)[:, :k]
+    finite = np.isfinite(top)
+    return np.where(finite, top, 0.0).sum(axis=1) / np.maximum(finite.sum(axis=1), 1)
 
 
 class DenseStore:
@@ -136,10 +166,14 @@ class DenseStore:
         self.generation = generation
         self.ids = list(ids)
         self.vectors = vectors
-        self.hub = np.asarray(hub, dtype=np.float32) if hub is not None else hubness(vectors)
         self.model = model
         self.terms = terms
         self._row = {doc_id: i for i, doc_id in enumerate(self.ids)}
+        #: the HNSW graph ``search`` uses (``index.dense_ann``); None: exact search
+        self.ann = None
+        if hub is None:
+            self.attach_ann()  # a store large enough to need the graph gets it now: hubness uses it too
+        self.hub = np.asarray(hub, dtype=np.float32) if hub is not None else hubness(vectors, ann=self.ann)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -167,21 +201,51 @@ class DenseStore:
         return np.where(rows >= 0, self.hub[np.maximum(rows, 0)], 0.0).astype(np.float32)
 
     def search(self, query: np.ndarray, *, k: int, exclude_ids: Iterable[str] = ()) -> list[tuple[str, float]]:
-        """Return the ``k`` ids with the highest cosine to ``query``, best first (ties by store order)."""
+        """Return the ``k`` ids with the highest cosine to ``query``, best first (ties by store order).
+
+        With an ANN graph attached (``self.ann``) the candidates are the graph's approximate nearest rows,
+        re-scored exactly; without one, every row is scored.
+        """
         if k < 1 or not self.ids:
             return []
-        scores = np.asarray(self.vectors) @ np.asarray(query, dtype=np.float32)
+        query = np.asarray(query, dtype=np.float32)
         excluded = [self._row[i] for i in exclude_ids if i in self._row]
+        if self.ann is not None:
+            rows = self.ann.search(query, k + len(excluded))
+            rows = np.sort(rows[(rows >= 0) & (rows < len(self.ids))])  # store order: ties break as in exact search
+            if excluded:
+                rows = rows[~np.isin(rows, excluded)]
+            return self._best(rows, np.asarray(self.vectors[rows]) @ query, k)
+        scores = np.asarray(self.vectors) @ query
         if excluded:
             scores[excluded] = -np.inf
-        want = min(k, len(self.ids))
-        top = np.argpartition(-scores, want - 1)[:want] if want < len(self.ids) else np.arange(len(self.ids))
+        return self._best(np.arange(len(self.ids)), scores, k)
+
+    def _best(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Return the ``k`` best ``(id, score)`` of ``rows`` (in store order) by ``scores``, best first."""
+        want = min(k, len(rows))
+        if want < 1:
+            return []
+        top = np.argpartition(-scores, want - 1)[:want] if want < len(rows) else np.arange(len(rows))
         top = top[np.lexsort((top, -scores[top]))]
-        return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        return [(self.ids[rows[i]], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def attach_ann(self, *, threads: int = 0, progress: bool = False) -> bool:
+        """Build the ANN graph when the store is large enough and usearch is installed; return whether it did."""
+        from index.dense_ann import AnnIndex, ann_available, ann_threshold
+
+        if self.ann is not None or len(self) < ann_threshold() or not ann_available():
+            return self.ann is not None
+        self.ann = AnnIndex.build(self.vectors, threads=threads, progress=progress)
+        return True
 
     # --- persistence --------------------------------------------------------
     def save(self, index_path: str | Path) -> tuple[Path, Path]:
-        """Write the store beside ``index_path`` atomically, named by its ``generation``; return the two paths."""
+        """Write the store beside ``index_path`` atomically, named by its ``generation``; return the two paths.
+
+        A store of ``ann_threshold()`` answers or more also gets its ANN graph (built here when it has none),
+        written before the ids file, which comes last and makes the store visible.
+        """
         matrix_path, ids_path = dense_paths(index_path, self.generation)
         matrix_path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"ids": self.ids, "model": self.model, "dim": self.dimension,
@@ -189,6 +253,8 @@ class DenseStore:
                 "terms": self.terms.to_dict() if self.terms is not None else None,
                 "digests": self.digests, "generation": self.generation}
         atomic_write(matrix_path, lambda f: np.save(f, np.ascontiguousarray(self.vectors, dtype=np.float32)))
+        if self.attach_ann():
+            self.ann.save(ann_path(index_path, self.generation))
         atomic_write(ids_path, lambda f: f.write(json.dumps(meta).encode("utf-8")))
         return matrix_path, ids_path
 
@@ -226,8 +292,35 @@ class DenseStore:
         digests = meta.get("digests")
         if digests is not None and len(digests) != vectors.shape[0]:
             digests = None  # unusable: a refresh re-encodes everything
-        return cls(ids=meta["ids"], vectors=vectors, hub=hub, model=str(meta.get("model", "")), terms=terms,
-                   digests=digests, generation=str(meta.get("generation") or ""))
+        store = cls(ids=meta["ids"], vectors=vectors, hub=hub, model=str(meta.get("model", "")), terms=terms,
+                    digests=digests, generation=str(meta.get("generation") or ""))
+        store.ann = _open_ann(Path(str(matrix_path)[:-len(".npy")] + ".ann"), store)
+        return store
+
+
+def _open_ann(path: Path, store: DenseStore):
+    """Return the ANN graph at ``path`` when the store should use it and it matches the vectors, else None.
+
+    The graph only speeds search up: a missing library, a missing file or one that does not match the
+    matrix (a damaged or foreign file) means exact search, with a warning for the last two.
+    """
+    from index.dense_ann import AnnIndex, ann_available, ann_threshold
+
+    if len(store) < ann_threshold() or not ann_available():
+        return None
+    if not path.is_file():
+        log.warning("no ANN index %s for %d answers: searching exactly (rebuild the index to make it)", path, len(store))
+        return None
+    try:
+        ann = AnnIndex.open(path)
+    except (OSError, ValueError, RuntimeError) as exc:
+        log.warning("ignoring the ANN index %s: %s; searching exactly", path, exc)
+        return None
+    if len(ann) != len(store) or ann.dimension != store.dimension:
+        log.warning("ignoring the ANN index %s: %d vectors of %d dimensions for a store of %d x %d; searching exactly",
+                    path, len(ann), ann.dimension, len(store), store.dimension)
+        return None
+    return ann
 
 
 def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None, batch_size: int = 256,

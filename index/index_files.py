@@ -2,7 +2,8 @@
 
 **Side files.** Data derived from the answers is kept beside the index file (``answers.sqlite``):
 ``answers.sqlite.dense-<generation>.npy`` and ``.dense-<generation>.ids.json`` (``index.dense_store``) and
-``answers.sqlite.sg-<generation>.json`` (``index.sg_store``), where ``generation`` is the random token every
+``answers.sqlite.sg-<generation>.json`` (``index.sg_store``), and for large stores the ANN graph
+``answers.sqlite.dense-<generation>.ann`` (``index.dense_ann``), where ``generation`` is the random token every
 write stamps into the index (``SqliteIndex.generation``). A reader asks the index it opened for its generation
 and reads the files of that generation only, so the SQLite file is the one atomic pointer: ``index.builder``
 writes the new index's side files first, under names no reader of the old index looks at, and renames the
@@ -42,7 +43,7 @@ _GENERATION = re.compile(r"[0-9a-f]{1,64}")
 #: The random part of a ``tempfile.mkstemp`` name.
 _RANDOM = r"[a-z0-9_]{8}"
 #: (kind, extension) of every side file.
-SIDE_FILES = (("dense", ".npy"), ("dense", ".ids.json"), ("sg", ".json"))
+SIDE_FILES = (("dense", ".npy"), ("dense", ".ids.json"), ("dense", ".ann"), ("sg", ".json"))
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: How often a waiting build retries the lock.
 _POLL_SECONDS = 0.1
@@ -94,7 +95,7 @@ def side_files(index_path: str | Path, kind: str | None = None) -> dict[str, lis
     Generation "" holds the unversioned names.
     """
     index_path = Path(index_path)
-    pattern = re.compile(re.escape(index_path.name) + r"\.(dense|sg)(?:-([0-9a-f]+))?(\.npy|\.ids\.json|\.json)")
+    pattern = re.compile(re.escape(index_path.name) + r"\.(dense|sg)(?:-([0-9a-f]+))?(\.npy|\.ids\.json|\.ann|\.json)")
     found: dict[str, list[Path]] = {}
     try:
         names = os.listdir(index_path.parent)
@@ -350,7 +351,7 @@ def clean_leftovers(out: str | Path) -> list[Path]:
     out = Path(out)
     name = re.escape(out.name)
     temps = re.compile(rf"\.{name}\.(?:{_RANDOM}\.tmp(?:-wal|-shm|-journal)?"
-                       rf"|(?:dense(?:-[0-9a-f]+)?(?:\.npy|\.ids\.json)|sg(?:-[0-9a-f]+)?\.json)\.{_RANDOM}\.tmp)")
+                       rf"|(?:dense(?:-[0-9a-f]+)?(?:\.npy|\.ids\.json|\.ann)|sg(?:-[0-9a-f]+)?\.json)\.{_RANDOM}\.tmp)")
     removed: list[Path] = []
     try:
         names = os.listdir(out.parent)

@@ -1,0 +1,168 @@
+"""An approximate nearest-neighbour (HNSW) index over a dense store's rows, with usearch (the ``[ann]`` extra).
+
+Exact search (one matrix-vector product) costs time linear in the answers: about 1 ms at 10k answers,
+tens of ms at 100k and well over 100 ms at 1M on this project's 2-core machine (``eval.ann_bench``,
+docs/scale.md). Above ``ann_threshold()`` answers, and only when usearch is installed, ``index.dense_store``
+saves an HNSW graph beside the vectors and searches it instead; below it, without usearch, or when the file
+is missing or does not match the vectors, it searches exactly. The graph stores the vectors as int8
+(a quarter of float32), and scores are recomputed exactly from the float32 rows, so only *which* rows
+come back is approximate, never their cosines.
+
+The file (``answers.sqlite.dense-<generation>.ann``) carries the generation of the index like the other
+side files (``index.index_files``), so an atomic rebuild swaps it with the index; it is opened as a
+memory-mapped view, which several server workers share read-only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from parsers.errors import ConfigError, ModelNotAvailableError
+from parsers.files import atomic_write
+
+log = logging.getLogger(__name__)
+
+ANN_HINT = "pip install 'dtdialog[ann]'"
+THRESHOLD_ENV = "DTDIALOG_ANN_THRESHOLD"
+#: Exact search stays below this many answers: at 50k it takes ~5-10 ms, where the ranker's other work dominates.
+DEFAULT_THRESHOLD = 50_000
+_DTYPES = ("i8", "f16", "f32")
+
+
+def ann_available() -> bool:
+    """Return True when usearch is importable."""
+    return importlib.util.find_spec("usearch") is not None
+
+
+def ann_threshold() -> int:
+    """Return the store size from which the ANN index is used (``DTDIALOG_ANN_THRESHOLD``, default 50000)."""
+    raw = os.environ.get(THRESHOLD_ENV, str(DEFAULT_THRESHOLD))
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{THRESHOLD_ENV} must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class AnnSettings:
+    """HNSW settings: graph degree (``connectivity``), beam widths when adding and searching, stored precision.
+
+    The defaults come from ``eval.ann_bench`` (docs/scale.md): at 1M vectors (30k real sentences, the rest
+    recombined) recall@100 against exact float32 search 0.986 with a query p95 of 4.5 ms, where exact
+    float32 search takes 179 ms; 300 would give 0.972 in 3.0 ms.
+    ``oversample``: the graph returns ``oversample * k`` rows, which the store re-scores exactly before keeping
+    the top k. The int8 graph ranks with coarse distances (MiniLM's coordinates are small, so int8 keeps few
+    levels of each), which misorders rows near the k-th; asking for twice as many and re-scoring them in
+    float32 recovers them at little cost.
+    """
+
+    connectivity: int = 32
+    expansion_add: int = 128
+    expansion_search: int = 500
+    dtype: str = "i8"
+    oversample: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("connectivity", "expansion_add", "expansion_search"):
+            if getattr(self, name) < 2:
+                raise ConfigError(f"ANN {name} must be at least 2, got {getattr(self, name)}")
+        if self.oversample < 1:
+            raise ConfigError(f"ANN oversample must be at least 1, got {self.oversample}")
+        if self.dtype not in _DTYPES:
+            raise ConfigError(f"ANN dtype must be one of {', '.join(_DTYPES)}, got {self.dtype!r}")
+
+
+class AnnIndex:
+    """An HNSW graph over rows ``0..n-1`` of a unit-vector matrix (inner product = cosine)."""
+
+    def __init__(self, raw, settings: AnnSettings) -> None:
+        self._raw = raw
+        self.settings = settings
+
+    def __len__(self) -> int:
+        return int(self._raw.size)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._raw.ndim)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the graph and its stored vectors (what ``save`` writes)."""
+        return int(self._raw.serialized_length)
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, settings: AnnSettings | None = None, *, threads: int = 0,
+              progress: bool = False) -> AnnIndex:
+        """Return the graph of ``vectors`` (row ``i`` gets key ``i``); ``threads=0`` uses every core."""
+        usearch = _usearch()
+        settings = settings or AnnSettings()
+        raw = usearch.Index(ndim=int(vectors.shape[1]), metric="ip", dtype=settings.dtype,
+                            connectivity=settings.connectivity, expansion_add=settings.expansion_add,
+                            expansion_search=settings.expansion_search)
+        from tqdm import tqdm
+
+        block = 16_384  # keeps the float32 copy of a memory-mapped matrix small, and the bar moving
+        with tqdm(total=len(vectors), desc="building the ANN index", unit="vector", file=sys.stderr,
+                  disable=not progress, dynamic_ncols=True) as bar:
+            for start in range(0, len(vectors), block):
+                rows = np.ascontiguousarray(vectors[start:start + block], dtype=np.float32)
+                raw.add(np.arange(start, start + len(rows), dtype=np.uint64), rows, threads=threads)
+                bar.update(len(rows))
+        return cls(raw, settings)
+
+    def search(self, query: np.ndarray, k: int) -> np.ndarray:
+        """Return the rows of (about) the ``oversample * k`` nearest vectors to ``query`` (one thread), nearest first.
+
+        Callers re-score them exactly and keep the best ``k``.
+        """
+        if k < 1 or not len(self):
+            return np.zeros(0, dtype=np.int64)
+        k = min(k * self.settings.oversample, len(self))
+        matches = self._raw.search(np.asarray(query, dtype=np.float32), k, threads=1)
+        return np.asarray(matches.keys, dtype=np.int64)
+
+    def search_many(self, queries: np.ndarray, k: int, *, threads: int = 0) -> np.ndarray:
+        """Return an ``(n, k)`` array of the rows nearest each query (-1 where fewer were found), all threads."""
+        k = min(k, len(self))
+        matches = self._raw.search(np.ascontiguousarray(queries, dtype=np.float32), k, threads=threads)
+        keys = np.asarray(matches.keys).reshape(len(queries), -1)[:, :k].astype(np.int64)
+        counts = np.asarray(matches.counts).reshape(-1)
+        keys[np.arange(k)[None, :] >= counts[:, None]] = -1
+        return keys
+
+    def save(self, path: str | Path) -> Path:
+        """Write the graph to ``path`` atomically (temporary name, then rename)."""
+        path = Path(path)
+        atomic_write(path, lambda f: f.write(self._raw.save()))
+        return path
+
+    @classmethod
+    def open(cls, path: str | Path, settings: AnnSettings | None = None) -> AnnIndex:
+        """Return the graph saved at ``path`` as a read-only memory-mapped view (shared by every process)."""
+        usearch = _usearch()
+        raw = usearch.Index.restore(str(path), view=True)
+        if raw is None:
+            raise ValueError(f"{path} is not a usearch index")
+        settings = settings or AnnSettings()
+        raw.expansion_search = settings.expansion_search
+        return cls(raw, settings)
+
+
+def _usearch():
+    if importlib.util.find_spec("onnxruntime") is not None:
+        # Measured with usearch 2.26 / onnxruntime 1.32: once usearch has made an index, loading onnxruntime
+        # for the first time in that process crashes it (SIGSEGV). Loaded the other way round both work, so
+        # onnxruntime is always loaded first (tests/reliability/test_ann_then_encoder.py).
+        import onnxruntime  # noqa: F401
+    try:
+        import usearch.index as usearch
+    except ImportError:
+        raise ModelNotAvailableError(f"approximate search needs usearch: {ANN_HINT}") from None
+    return usearch
