@@ -299,11 +299,12 @@ def live_index():
 @pytest.mark.skipif(not ES_URL, reason="ELASTICSEARCH_URL is not set: no live Elasticsearch server")
 def test_live_builtin_corpus_hybrid_search(live_index, mode):
     from data.builtin import load_builtin_corpus
+    from dtdialog.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
     encoder = HashingEncoder()
-    report = build_index(dialogues=load_builtin_corpus()[:12], parser=get_parser(), backend="elasticsearch",
+    report = build_index(dialogues=load_builtin_corpus()[:12], parser=get_parser(engine_parser_name()), backend="elasticsearch",
                          out=None, url=ES_URL, index_name=live_index.index_name, dense=True, encoder=encoder,
                          progress=False)
     assert live_index.count() == report.indexed > 0 and live_index.has_vectors
@@ -327,10 +328,11 @@ def test_live_minilm_hybrid_search(live_index):
     if not dense_available():
         pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from data.builtin import load_builtin_corpus
+    from dtdialog.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
-    build_index(dialogues=load_builtin_corpus()[:12], parser=get_parser(), backend="elasticsearch", out=None,
+    build_index(dialogues=load_builtin_corpus()[:12], parser=get_parser(engine_parser_name()), backend="elasticsearch", out=None,
                 url=ES_URL, index_name=live_index.index_name, dense=True, progress=False)
     vector = DenseEncoder().encode(["The engine overheats in traffic."])[0]
     hits = live_index.hybrid_search(SearchQuery(size=5).with_keywords("engine", "overheat"), vector, k=5)

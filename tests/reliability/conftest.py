@@ -24,11 +24,12 @@ STRIDE = 15
 def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a SQLite answer index over every ``STRIDE``-th built-in dialogue (built once per run, never written to)."""
     from data.builtin import load_builtin_corpus
+    from dtdialog.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
     out = tmp_path_factory.mktemp("reliability-index") / "answers.sqlite"
-    build_index(dialogues=load_builtin_corpus()[::STRIDE], parser=get_parser(), backend="sqlite", out=out,
+    build_index(dialogues=load_builtin_corpus()[::STRIDE], parser=get_parser(engine_parser_name()), backend="sqlite", out=out,
                 progress=False)
     return out
 

@@ -288,11 +288,12 @@ def dense_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from conftest import STRIDE
 
     from data.builtin import load_builtin_corpus
+    from dtdialog.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
     out = tmp_path_factory.mktemp("lanes-dense") / "answers.sqlite"
-    build_index(dialogues=load_builtin_corpus()[::STRIDE], parser=get_parser(), backend="sqlite", out=out,
+    build_index(dialogues=load_builtin_corpus()[::STRIDE], parser=get_parser(engine_parser_name()), backend="sqlite", out=out,
                 progress=False, dense=True)
     return out
 

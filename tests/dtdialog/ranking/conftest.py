@@ -13,11 +13,12 @@ def dense_index(tmp_path_factory):
     if not dense_available():
         pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from data.builtin import load_builtin_corpus
+    from dtdialog.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
     path = tmp_path_factory.mktemp("ranking") / "answers.sqlite"
-    build_index(dialogues=load_builtin_corpus()[:12], parser=get_parser(), backend="sqlite", out=path,
+    build_index(dialogues=load_builtin_corpus()[:12], parser=get_parser(engine_parser_name()), backend="sqlite", out=path,
                 progress=False, dense=True)
     return path
 

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.dense
 
 @pytest.fixture(scope="module")
 def selector_parts(dense_index, dense_signals):
+    from dtdialog.assembly import engine_parser_name
     from dtdialog.query_builder import build_query
     from dtdialog.subtrees import split_question
     from index.registry import open_index
@@ -20,7 +21,7 @@ def selector_parts(dense_index, dense_signals):
 
     index = open_index(backend="sqlite", path=dense_index)
     question = "My car will not start and the battery is new. What should I check?"
-    plan = split_question(get_parser().parse(question), question=question)
+    plan = split_question(get_parser(engine_parser_name()).parse(question), question=question)
     yield index, plan, build_query(plan, part_index=0, size=5)
     index.close()
 
