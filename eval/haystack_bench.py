@@ -70,7 +70,7 @@ def _ranks(correct: Sequence[bool]) -> np.ndarray:
 
 
 def summarize_runs(runs: Sequence[SystemRun], *, reference: str = DT_ROW, seed: int = 0) -> dict[str, dict]:
-    """Return, per system, P@1 with its bootstrap CI, latency percentiles and the paired P@1 difference to ``reference``."""
+    """Return, per system, P@1 with its bootstrap CI, latency percentiles and the paired P@1 difference ``reference`` minus it."""
     from eval.train_ranker import paired_difference, summarize
     from eval.turn_bench import summarize as latency
 
@@ -85,7 +85,7 @@ def summarize_runs(runs: Sequence[SystemRun], *, reference: str = DT_ROW, seed: 
         s = summarize(_ranks(run.correct), seed=seed)
         row = {"n": s["n"], "p1": s["p1"], "p1_lo": s["p1_lo"], "p1_hi": s["p1_hi"], **latency(run.ms)}
         if run.name != reference:
-            row["p1_diff_vs_dtdialog"] = paired_difference(ref, _ranks(run.correct), seed=seed)
+            row["p1_dtdialog_minus_this"] = paired_difference(ref, _ranks(run.correct), seed=seed)
         out[run.name] = row
     return out
 
@@ -128,10 +128,10 @@ def target_lines(targets: dict[str, Any]) -> list[str]:
 def markdown_table(result: dict[str, Any]) -> str:
     """Return the result as a markdown table plus the target lines and the run's settings."""
     rates = result["indexing_answers_per_second"]
-    lines = ["| system | P@1 [95% CI] | P@1 - dtdialog [paired CI] | p50 ms | p95 ms | p99 ms | indexing answers/s |",
+    lines = ["| system | P@1 [95% CI] | dtdialog P@1 minus this [paired CI] | p50 ms | p95 ms | p99 ms | indexing answers/s |",
              "|---|---|---|---|---|---|---|"]
     for name, r in result["rows"].items():
-        d = r.get("p1_diff_vs_dtdialog")
+        d = r.get("p1_dtdialog_minus_this")
         diff = f"{d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]" if d else "-"
         rate = rates["dtdialog"] if name == DT_ROW else rates["haystack"]
         lines.append(f"| {name} | {r['p1']:.3f} [{r['p1_lo']:.3f}, {r['p1_hi']:.3f}] | {diff} | {r['p50_ms']:.1f} | "
