@@ -89,6 +89,8 @@ def _shared_data() -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.torch
 @pytest.mark.timeout(1800)
 def test_small_end_to_end_run(tmp_path, capsys, monkeypatch):
     why = haystack_available()
