@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from parsers.errors import DTDialogError, InputError
+from parsers.errors import DTDialogError, InputError, ModelNotAvailableError
 from parsers.features import (
     DocContext,
     EduView,
@@ -532,7 +532,14 @@ Comparison, Summary) are seldom predicted.
 
 
 def _train_neural(args: argparse.Namespace) -> dict[str, Any]:
+    import importlib.util
+
+    from parsers.gum import read_splits
     from parsers.neural.training import DEFAULT_CACHE, NeuralSettings, train_neural
+
+    read_splits(args.gum)  # a wrong --gum is the likelier mistake: say so before anything else
+    if importlib.util.find_spec("torch") is None:
+        raise ModelNotAvailableError("training the neural parser needs torch: pip install 'dtdialog[train]'")
 
     epochs = {"seg_epochs": 1, "tree_epochs": 1} if args.quick else {}
     settings = NeuralSettings(seed=args.seed, threads=args.threads, **epochs)

@@ -117,6 +117,22 @@ def test_train_rejects_bad_options(tmp_path, capsys):
         main(["--parser", "bert", "--out", str(tmp_path / "m")])
 
 
+def test_training_without_torch_is_one_line(tmp_path, capsys, monkeypatch):
+    """What ``pip install 'dtdialog[all]'`` gives: no torch, so training says which extra it needs."""
+    import importlib.util
+
+    from parsers.train import main
+
+    gum = tmp_path / "gum"
+    gum.mkdir()
+    (gum / "splits.tsv").write_text("GUM_news_iodine\ttrain\n", encoding="utf-8")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert main(["--parser", "neural", "--gum", str(gum), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: training the neural parser needs torch: pip install 'dtdialog[train]'\n"
+
+
 @pytest.mark.gum
 @pytest.mark.slow
 @pytest.mark.timeout(900)
