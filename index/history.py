@@ -11,13 +11,18 @@ An index file written before the table existed simply has no history (``versions
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: Older versions beyond this many per answer are deleted when a new one is recorded.
 KEEP_VERSIONS = 20
+#: What parsing derives from an answer. A re-parse (a rebuild with another parser or model) changes these and not
+#: the answer, so it is not a new version: the history would fill with copies of unchanged texts.
+DERIVED_FIELDS = frozenset({"keywords", "entities", "relations", "rr_edu", "tree"})
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS doc_history(
@@ -36,15 +41,27 @@ class StoredVersion:
     blob: bytes
 
 
+def same_answer(a: bytes, b: bytes) -> bool:
+    """Return True when two stored documents (zlib JSON, ``index.sqlite_index.encode_doc``) differ at most in
+    what parsing derives (``DERIVED_FIELDS``)."""
+    if a == b:
+        return True
+    try:
+        da, db = (json.loads(zlib.decompress(x)) for x in (a, b))
+    except (zlib.error, ValueError):
+        return False
+    return {k: v for k, v in da.items() if k not in DERIVED_FIELDS} == {k: v for k, v in db.items() if k not in DERIVED_FIELDS}
+
+
 def record(conn: sqlite3.Connection, doc_id: str, blob: bytes, *, replaced: float | None = None) -> int:
     """Store ``blob`` as the newest earlier version of ``doc_id``; return its version number.
 
-    A blob equal to the newest stored version is not stored twice (a rebuild that puts an API edit back over
-    the same corpus answer would otherwise fill the history with copies of it).
+    A document equal to the newest stored version but for its parse (``same_answer``) is not stored twice (a
+    rebuild that puts an API edit back over the same corpus answer would otherwise fill the history with copies).
     """
     row = conn.execute("SELECT version, doc FROM doc_history WHERE id = ? ORDER BY version DESC LIMIT 1",
                        (doc_id,)).fetchone()
-    if row is not None and bytes(row[1]) == blob:
+    if row is not None and same_answer(bytes(row[1]), blob):
         return int(row[0])
     version = int(row[0]) + 1 if row is not None else 1
     conn.execute("INSERT INTO doc_history(id, version, replaced, doc) VALUES (?, ?, ?, ?)",

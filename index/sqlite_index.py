@@ -295,7 +295,7 @@ class SqliteIndex(AnswerIndex):
                 blob = encode_doc(doc)
                 old = conn.execute("SELECT rowid, doc FROM docs WHERE id = ?", (doc.id,)).fetchone()
                 if old:
-                    if bytes(old[1]) != blob:
+                    if not history.same_answer(bytes(old[1]), blob):  # a re-parse alone is not a new version
                         history.record(conn, doc.id, bytes(old[1]))
                     self._delete_rowid(conn, old[0])
                 cur = conn.execute(

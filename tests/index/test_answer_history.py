@@ -31,6 +31,22 @@ def test_a_replaced_answer_keeps_its_earlier_versions_newest_first(tmp_path: Pat
         assert [v.document.text for v in reader.history(doc.id)] == ["second text", doc.text]
 
 
+def test_a_re_parse_of_the_same_answer_is_no_new_version(tmp_path: Path, documents) -> None:
+    """A rebuild with another parser changes the tree, keywords and RR terms of an unchanged answer: the
+    history must not fill with copies of its text (it did when a rules index was rebuilt by the neural parser)."""
+    doc = documents[0]
+    with SqliteIndex(tmp_path / "ix.sqlite", readonly=False) as ix:
+        ix.add([doc])
+        ix.add([replace(doc, tree={"schema": 2, "nodes": []}, keywords=("other",), relations=("Contrast",))])
+        assert ix.history(doc.id) == [] and ix.get(doc.id).keywords == ("other",)  # stored, not a version
+        ix.add([replace(doc, text="an edited text", tree=None)])
+        assert [v.document.text for v in ix.history(doc.id)] == [doc.text]
+        ix.keep_version(replace(doc, keywords=("again",)))  # the same text as the newest version
+        assert len(ix.history(doc.id)) == 1
+        ix.add([replace(doc, text="an edited text", meta={"source": "api"})])  # the metadata is the answer's
+        assert len(ix.history(doc.id)) == 2
+
+
 def test_only_the_latest_versions_are_kept(tmp_path: Path, documents) -> None:
     doc = documents[0]
     with SqliteIndex(tmp_path / "ix.sqlite", readonly=False) as ix:
