@@ -30,7 +30,12 @@ MODEL_FILE = MODELS_DIR / "minilm-l6-v2-int8.onnx"
 TOKENIZER_FILE = MODELS_DIR / "minilm-tokenizer.json"
 MODEL_SHA256 = "ebf0a140e53db2b5a45a9bf2d05ccc13cbda4ab0c502e95726e800204b75dd7a"
 #: What vectors made by this encoder are labelled with; vectors of different labels are never mixed.
-MODEL_ID = "all-MiniLM-L6-v2-onnx-int8-" + MODEL_SHA256[:12]
+def model_label(sha256: str = MODEL_SHA256, arithmetic: str = "float") -> str:
+    """Return the label of what an encoder of that file and arithmetic makes (vectors of two labels never mix)."""
+    return "all-MiniLM-L6-v2-onnx-int8-" + sha256[:12] + ("-dynamic" if arithmetic == "int8" else "")
+
+
+MODEL_ID = model_label()
 DIMENSION = 384
 #: The longest subword sequence ``subword_states`` takes: 256 positions less [CLS] and [SEP].
 MAX_SUBWORDS = 254
@@ -47,21 +52,23 @@ def onnx_available() -> bool:
             and MODEL_FILE.is_file() and TOKENIZER_FILE.is_file())
 
 
+def _positive_env(name: str, default: int) -> int:
+    """Return the positive integer in ``$name`` (``default`` when unset); anything else is a one-line error."""
+    raw = os.environ.get(name, str(default))
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
 def _default_threads() -> int:
     """One intra-op thread: one query is a tiny forward pass, and on a busy 2-core machine a second
     thread spends more time waiting for the other than it saves (``DTDIALOG_ENCODER_THREADS`` overrides)."""
-    raw = os.environ.get("DTDIALOG_ENCODER_THREADS", "1")
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigError(f"DTDIALOG_ENCODER_THREADS must be a positive integer, got {raw!r}")
-    return int(raw)
+    return _positive_env("DTDIALOG_ENCODER_THREADS", 1)
 
 
 def _default_workers() -> int:
     """Batches encoded at once by ``encode``: one per core, at most 4 (``DTDIALOG_ENCODER_WORKERS`` overrides)."""
-    raw = os.environ.get("DTDIALOG_ENCODER_WORKERS", str(min(4, os.cpu_count() or 1)))
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigError(f"DTDIALOG_ENCODER_WORKERS must be a positive integer, got {raw!r}")
-    return int(raw)
+    return _positive_env("DTDIALOG_ENCODER_WORKERS", min(4, os.cpu_count() or 1))
 
 
 def file_sha256(path: Path) -> str:
@@ -183,7 +190,7 @@ class OnnxMiniLM:
 
     @property
     def model_id(self) -> str:
-        return "all-MiniLM-L6-v2-onnx-int8-" + self.sha256[:12] + ("-dynamic" if self.arithmetic == "int8" else "")
+        return model_label(self.sha256, self.arithmetic)
 
     @property
     def step(self) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parsers.encoder import DIMENSION, INSTALL_HINT, MAX_SUBWORDS, MODEL_ID, onnx_available, shared_encoder
+from parsers.encoder import DIMENSION, INSTALL_HINT, MAX_SUBWORDS, model_label, onnx_available, shared_encoder
 from parsers.errors import ModelNotAvailableError
 
 #: Subwords per window, without [CLS]/[SEP].
@@ -40,7 +40,7 @@ def encoder_available() -> bool:
 
 def encoder_id() -> str:
     """Return the label of the encoder whose vectors the heads read (the ONNX model's pin and arithmetic)."""
-    return MODEL_ID + "-dynamic"
+    return model_label(arithmetic=ARITHMETIC)
 
 
 def window_bounds(n: int, window: int = WINDOW) -> list[tuple[int, int]]:
