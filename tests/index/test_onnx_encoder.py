@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from index.dense import DenseEncoder, TorchEncoder, dense_available, torch_available
-from parsers.encoder import MODEL_FILE, MODEL_SHA256, OnnxMiniLM, file_sha256
+from parsers.encoder import MODEL_SHA256, OnnxMiniLM, file_sha256, model_file
 from parsers.errors import ConfigError, ModelNotAvailableError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,14 +34,14 @@ def test_bad_thread_variable_is_one_line(monkeypatch):
 
 
 @needs_onnx
-def test_shipped_file_matches_its_pin():
-    assert file_sha256(MODEL_FILE) == MODEL_SHA256
+def test_assembled_file_matches_its_pin():
+    assert file_sha256(model_file()) == MODEL_SHA256
 
 
 @needs_onnx
 def test_a_file_that_is_not_the_pinned_one_is_refused(tmp_path):
     other = tmp_path / "model.onnx"
-    shutil.copyfile(MODEL_FILE, other)
+    shutil.copyfile(model_file(), other)
     with open(other, "r+b") as fh:  # one byte changed: damaged download, swapped file
         fh.seek(1000)
         byte = fh.read(1)
