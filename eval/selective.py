@@ -436,8 +436,8 @@ def load_sets(args: argparse.Namespace) -> list[EvalSet]:
         for line in absent:
             print(line, file=sys.stderr)
     else:
-        raise InputError("--dataset all: none of the shared datasets is there (set --data-dir or "
-                         "$DTDIALOG_SHARED_DATA, or give --data FILE --format F)")
+        raise InputError(f"--dataset all: none of the shared datasets is there ({absent[0].split(': ', 2)[-1]}); "
+                         "or give --data FILE --format F")
     return sets
 
 

@@ -78,11 +78,13 @@ def test_systems_none_runs_the_reconstruction_only(own_logs, tmp_path, capsys):
     ["eval", "--dataset", "mechanics", "--data-dir", "{tmp}/no-shared-data"],
     ["eval", "selective", "--dataset", "twitter", "--data-dir", "{tmp}/no-shared-data"],
     ["eval", "selective", "--dataset", "all", "--data-dir", "{tmp}/no-shared-data"],
+    ["eval", "position", "--dataset", "irc", "--data-dir", "{tmp}/no-shared-data"],
+    ["eval", "position", "--dataset", "irc,twitter", "--data-dir", "{tmp}/no-shared-data"],
 ])
 def test_missing_data_is_a_one_line_error_with_exit_2(argv, tmp_path, capsys):
     out = tmp_path / "out"
     code = main([a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--out", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "skipped" not in err
-    assert "not found" in err or "none of the shared datasets" in err
+    assert "not found" in err
     assert not out.exists()
