@@ -79,3 +79,15 @@ def test_bad_input_is_one_line_and_exit_2(builtin_rules_index, tmp_path, capsys)
     assert f"index {missing} not found" in capsys.readouterr().err and not missing.exists()
     assert main(["test", "--index", str(builtin_rules_index)]) == 2  # another index needs its own test file
     assert "give the conversation test FILE" in capsys.readouterr().err
+
+
+@pytest.mark.dense
+def test_builtin_conversation_tests_pass_with_the_learned_ranker(builtin_learned_index, monkeypatch, capsys):
+    """What a bare ``dtdialog test`` runs with the [dense] extra: the learned ranker on the built-in index."""
+    index, _ = builtin_learned_index
+    monkeypatch.setenv("DTDIALOG_RANKER", "learned")
+    code = main(["test", "--index", str(index), str(builtin_tests_path()), "--quiet", "--failures-only"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    [line] = out.splitlines()  # --failures-only: no failed turn to list, only the summary
+    assert line.endswith(", 0 failed")
