@@ -79,15 +79,14 @@ class Expectation:
             problems.append(f"not_contains: expected the reply not to contain {self.not_contains!r}")
         if self.state and got.state not in self.state:
             problems.append(f"state: expected {' or '.join(self.state)}, got {got.state}")
-        for bound, name in ((self.min_confidence, "min_confidence"), (self.max_confidence, "max_confidence")):
+        for name, bound, sign in (("min_confidence", self.min_confidence, ">="),
+                                  ("max_confidence", self.max_confidence, "<=")):
             if bound is None:
                 continue
             if got.confidence is None:
-                problems.append(f"{name}: expected confidence {'>=' if name[:3] == 'min' else '<='} {bound:g}, "
-                                "got no confidence")
-            elif (got.confidence < bound) if name[:3] == "min" else (got.confidence > bound):
-                problems.append(f"{name}: expected confidence {'>=' if name[:3] == 'min' else '<='} {bound:g}, "
-                                f"got {got.confidence:.2f}")
+                problems.append(f"{name}: expected confidence {sign} {bound:g}, got no confidence")
+            elif (got.confidence < bound) if sign == ">=" else (got.confidence > bound):
+                problems.append(f"{name}: expected confidence {sign} {bound:g}, got {got.confidence:.2f}")
         return problems
 
 
