@@ -21,6 +21,11 @@ def builtin_corpus_dir() -> Path:
     return _DATA_DIR / "corpus" / "car_repair"
 
 
+def builtin_tests_path() -> Path:
+    """Return the conversation tests of the built-in corpus (``dtdialog test`` runs them by default)."""
+    return _DATA_DIR / "corpus" / "car_repair_conversations.yaml"
+
+
 def builtin_synonyms_path() -> Path:
     """Return the path of the built-in car-domain synonym list."""
     return _DATA_DIR / "car_synonyms.json"

@@ -17,12 +17,13 @@ import sys
 from parsers.errors import one_line_errors
 from parsers.storage import storage_error
 
-COMMAND_MODULES = ("parse", "index", "chat", "eval", "serve", "sessions")
+COMMAND_MODULES = ("parse", "index", "chat", "test", "eval", "serve", "sessions")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every available sub-command."""
     parser = argparse.ArgumentParser(prog="dtdialog", description="Discourse-tree dialogue manager for customer support.")
+    parser.add_argument("--version", action="version", version=f"dtdialog {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
@@ -37,6 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
         module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run, _pass_through=passes)
     return parser
+
+
+def version() -> str:
+    """Return the installed distribution's version, or the source tree's ``__version__`` when it is not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("dtdialog")
+    except PackageNotFoundError:
+        from dtdialog import __version__
+
+        return __version__
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -204,6 +204,27 @@ def load_builtin(data_dir: Path | None = None) -> EvalSet:
         "the project's own built-in car-repair corpus (written for dtdialog, not independent real data)"))
 
 
+#: The formats of a team's own dialogue file (``--data FILE --format F``): every format the loaders read.
+FILE_FORMATS = ("csv", "jsonl", "twitter", "irc", "mechanics")
+
+
+def load_file_set(path: str | Path, fmt: str | None) -> EvalSet:
+    """Return the evaluation set of one dialogue file: its dialogues are both the questions and the pool.
+
+    Raises ``InputError`` without a known ``fmt`` and for a missing or unreadable file (never a skip: the file was
+    named, so its absence is a mistake to report).
+    """
+    if fmt not in FILE_FORMATS:
+        raise InputError(f"--data needs --format, one of {', '.join(FILE_FORMATS)}")
+    from data.loaders import load_corpus
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"data file {path} not found")
+    # a team's logs are real data, not text written for the project: no "own data" label
+    return build_eval_set(path.stem, load_corpus(path, fmt=fmt), description=f"{path} ({fmt})")
+
+
 DATASETS: dict[str, Callable[[Path], EvalSet]] = {
     "mechanics": load_mechanics,
     "twitter": load_twitter,

@@ -8,7 +8,7 @@ answers plus the answer pools of the shared datasets found under ``--data-dir`` 
 twitter, IRC; ``eval.datasets``), in that order, topped up with "[copy k]" replicas only when
 fewer than ``--answers`` are distinct (the output says how many are distinct). The index, its
 MiniLM vectors and its SG phrases are built once and cached under
-``~/.cache/dtdialog/hybrid_bench`` keyed by a digest of the corpus, so a re-run does not re-encode.
+``$DTDIALOG_HOME/hybrid_bench`` (default ``~/.cache/dtdialog``) keyed by a digest of the corpus, so a re-run does not re-encode.
 
 ``--corpus replicated``: the old mode - the built-in answers replicated to ``--answers``. It
 under-counts: the selector merges near-duplicates (entity-term Jaccard >= 0.9), so a turn scores
@@ -41,11 +41,12 @@ import numpy as np
 from tqdm import tqdm
 
 from parsers.errors import DTDialogError, InputError
+from parsers.home import data_home
 
 TARGET_P95_MS = 150.0
 MODELS = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.joblib"}
 SHARED_DATASETS = ("mechanics", "twitter", "irc")
-DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "hybrid_bench"
+DEFAULT_CACHE = data_home() / "hybrid_bench"
 #: Bump when the cached index's content would change for the same corpus (parser, documents, stores).
 CACHE_VERSION = 1
 

@@ -200,9 +200,13 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         try:
             eval_set = load_eval_set(name, data_dir=args.data_dir).limited(args.limit)
         except DatasetUnavailable as exc:
+            if len(names) == 1:
+                raise  # the one dataset asked for is absent: an error, not a report of nothing
             results.append(DatasetPosition(dataset=name, skipped=str(exc)))
             continue
         results.append(measure(eval_set, ranker=args.ranker, modes=modes, progress=args.progress, margins=margins))
+    if all(r.skipped for r in results):
+        raise InputError(f"none of the datasets {', '.join(names)} is there: {results[0].skipped}")
     report = render(results, command)
     print(report)
     if args.out:

@@ -5,6 +5,11 @@ C2 it forms A3 (at most three answers). A step is correct when the selected (top
 actual one. Answers the method already selected are excluded later (it never repeats itself).
 Writes ``results.md`` (Table 1 layout), ``results.csv`` and ``accuracy.png`` to ``--out``
 (default ``runs/eval/<dataset>/``).
+
+A team's own dialogues: ``--data FILE --format csv|jsonl|twitter|irc|mechanics`` reconstructs the file's
+dialogues (the file is also the candidate pool), then runs the selective-answering evaluation
+(``eval.selective``) on the same file into ``--out``/selective. A named dataset or file that is not there is an
+error (exit 2); only ``--dataset all`` skips the absent shared datasets.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, load_eval_set
+from eval.datasets import DATASETS, FILE_FORMATS, DatasetUnavailable, EvalSet, load_eval_set, load_file_set
 from eval.entry import one_line_errors
 from eval.methods import available_methods, get_method
 from eval.methods.base import MethodUnavailable, RankingMethod
@@ -76,12 +81,14 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
 
 
 def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, limit: int | None, k: int, seed: int,
-                n_resamples: int, progress: bool, command: str = "") -> DatasetRun:
-    """Evaluate ``methods`` on dataset ``name``; a dataset whose files are absent comes back skipped."""
-    try:
-        eval_set = load_eval_set(name, data_dir=data_dir).limited(limit)
-    except DatasetUnavailable as exc:
-        return DatasetRun(dataset=name, skipped=str(exc), command=command)
+                n_resamples: int, progress: bool, command: str = "", eval_set: EvalSet | None = None) -> DatasetRun:
+    """Evaluate ``methods`` on dataset ``name`` (or on ``eval_set`` when given); a dataset whose files are absent
+    comes back skipped."""
+    if eval_set is None:
+        try:
+            eval_set = load_eval_set(name, data_dir=data_dir).limited(limit)
+        except DatasetUnavailable as exc:
+            return DatasetRun(dataset=name, skipped=str(exc), command=command)
     ds = DatasetRun(dataset=name, description=eval_set.description, own_data=eval_set.own_data,
                     n_dialogues=len(eval_set.dialogues), n_pool=len(eval_set.pool), command=command, seed=seed,
                     n_resamples=n_resamples, k=k)
@@ -123,26 +130,57 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
         raise InputError(f"--limit must be at least 1, got {args.limit}")
     if args.bootstrap < 1 or args.k < 5:
         raise ConfigError("--bootstrap must be at least 1 and --k at least 5")
-    if args.dataset == "all":
-        datasets = list(DATASETS)
+    systems = _selective_systems(args.systems) if args.data is not None else []
+    command = command or "python -m eval.reconstruct " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if args.data is not None:
+        own = load_file_set(args.data, args.format).limited(args.limit)
+        datasets, given = [own.name], {own.name: own}
+    elif args.format is not None:
+        raise InputError("--format applies to --data FILE; a named --dataset knows its own format")
+    elif args.dataset == "all":
+        datasets, given = list(DATASETS), {}
     elif args.dataset in DATASETS:
-        datasets = [args.dataset]
+        # named on purpose: absent files are the user's mistake to fix, not a row to skip
+        datasets, given = [args.dataset], {args.dataset: load_eval_set(args.dataset, data_dir=args.data_dir)
+                                           .limited(args.limit)}
     else:
         raise InputError(f"unknown dataset {args.dataset!r}; choose from {', '.join(DATASETS)} or all")
-    out = args.out or (DEFAULT_OUT / args.dataset)
+    out = args.out or (DEFAULT_OUT / datasets[0] if args.data is not None else DEFAULT_OUT / args.dataset)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} exists and is not a directory")
-    command = command or "python -m eval.reconstruct " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     runs = []
     for name in datasets:
         ds = run_dataset(name, methods, data_dir=args.data_dir, limit=args.limit, k=args.k, seed=args.seed,
-                         n_resamples=args.bootstrap, progress=not args.no_progress, command=command)
+                         n_resamples=args.bootstrap, progress=not args.no_progress, command=command,
+                         eval_set=given.get(name))
         if ds.skipped:
             print(f"{name}: skipped: {ds.skipped}", file=sys.stderr)
         runs.append(ds)
+    if all(r.skipped for r in runs):
+        raise InputError("--dataset all: none of the datasets is there (set --data-dir or $DTDIALOG_SHARED_DATA)")
     for path in write_outputs(out, runs):
         print(path)
-    return 0 if any(not r.skipped for r in runs) else 1
+    if systems:
+        from eval.selective import run_sets
+
+        for path in run_sets([given[datasets[0]]], systems, out=out / "selective", command=command, seed=args.seed,
+                             n_resamples=args.bootstrap, progress=not args.no_progress):
+            print(path)
+    return 0
+
+
+def _selective_systems(text: str) -> list[str]:
+    """Return the selective evaluation's systems in ``--systems`` (``none``: skip that evaluation)."""
+    from eval.selective import SYSTEMS
+
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if names == ["none"]:
+        return []
+    unknown = [s for s in names if s not in SYSTEMS]
+    if unknown or not names:
+        raise InputError(f"unknown --systems {', '.join(unknown) or '(none)'}; choose from {', '.join(SYSTEMS)} "
+                         "or none")
+    return list(dict.fromkeys(names))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -157,6 +195,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=100, help="ranking depth per step (R@5 and MRR@k use it)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="a dialogue file of your own to evaluate instead of --dataset (with --format); runs the "
+                             "reconstruction and the selective-answering evaluation on it")
+    parser.add_argument("--format", default=None, choices=FILE_FORMATS, help="format of --data")
+    parser.add_argument("--systems", default="dtq,dense,bm25",
+                        help="with --data: the selective evaluation's systems (dtq, dense, bm25), or none to skip it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 

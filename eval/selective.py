@@ -34,14 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.datasets import DATASETS, DatasetUnavailable, EvalSet, build_eval_set, load_eval_set
+from eval.datasets import DATASETS, FILE_FORMATS, DatasetUnavailable, EvalSet, load_eval_set, load_file_set
 from eval.entry import one_line_errors
 from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
 
 DEFAULT_OUT = Path("runs") / "selective"
 SYSTEMS = ("dtq", "dense", "bm25")
 ANCHORS = ("dense", "bm25")
-FILE_FORMATS = ("mechanics", "twitter", "irc", "jsonl", "csv")
 
 
 # --- the protocol ---------------------------------------------------------------------------------------
@@ -414,24 +413,31 @@ def markdown(results: Sequence[dict], *, command: str, seed: int, coverage: floa
 
 
 def load_sets(args: argparse.Namespace) -> list[EvalSet]:
-    """Return the evaluation sets the options name (a dataset, all, or one data file)."""
-    if args.data is not None:
-        if args.format not in FILE_FORMATS:
-            raise InputError(f"--data needs --format, one of {', '.join(FILE_FORMATS)}")
-        from data.loaders import load_corpus
+    """Return the evaluation sets the options name (a dataset, all, or one data file).
 
-        return [build_eval_set(Path(args.data).stem, load_corpus(args.data, fmt=args.format), own_data=True,
-                               description=f"{args.data} ({args.format})")]
+    A named dataset or file that is not there is an ``InputError``; ``all`` skips the shared datasets that are
+    absent, saying so, and is an error only when none is there.
+    """
+    if args.data is not None:
+        return [load_file_set(args.data, args.format).limited(args.limit)]
     names = ["mechanics", "twitter", "irc"] if args.dataset == "all" else [args.dataset]
     for name in names:
         if name not in DATASETS:
             raise InputError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or all")
-    sets = []
+    if args.dataset != "all":
+        return [load_eval_set(args.dataset, data_dir=args.data_dir).limited(args.limit)]
+    sets, absent = [], []
     for name in names:
         try:
             sets.append(load_eval_set(name, data_dir=args.data_dir).limited(args.limit))
         except DatasetUnavailable as exc:
-            print(f"{name}: skipped: {exc}", file=sys.stderr)
+            absent.append(f"{name}: skipped: {exc}")
+    if sets:
+        for line in absent:
+            print(line, file=sys.stderr)
+    else:
+        raise InputError(f"--dataset all: none of the shared datasets is there ({absent[0].split(': ', 2)[-1]}); "
+                         "or give --data FILE --format F")
     return sets
 
 
@@ -443,24 +449,32 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     if not 0 < args.coverage <= 1 or args.bootstrap < 1 or (args.limit is not None and args.limit < 1):
         raise ConfigError("--coverage must be in (0, 1], --bootstrap and --limit at least 1")
     sets = load_sets(args)
-    if not sets:
-        return 1
     out = args.out or DEFAULT_OUT
-    results = [run_dataset(s, systems, seed=args.seed, coverage=args.coverage, n_resamples=args.bootstrap,
-                           progress=not args.no_progress, ranker=args.ranker, rows_dir=out / "rows",
-                           reuse=args.reuse_rows) for s in sets]
+    for path in run_sets(sets, systems, out=out, command=command, seed=args.seed, coverage=args.coverage,
+                         n_resamples=args.bootstrap, progress=not args.no_progress, ranker=args.ranker,
+                         reuse=args.reuse_rows):
+        print(path)
+    return 0
+
+
+def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, command: str, seed: int = 13,
+             coverage: float = 0.8, n_resamples: int = 1000, progress: bool = True, ranker: str | None = None,
+             reuse: bool = False) -> list[Path]:
+    """Run the protocol on every set and write results.md, results.json and the risk-coverage charts to ``out``;
+    return the written paths."""
+    results = [run_dataset(s, systems, seed=seed, coverage=coverage, n_resamples=n_resamples, progress=progress,
+                           ranker=ranker, rows_dir=out / "rows", reuse=reuse) for s in sets]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.md").write_text(markdown(results, command=command, seed=args.seed, coverage=args.coverage),
+    (out / "results.md").write_text(markdown(results, command=command, seed=seed, coverage=coverage),
                                     encoding="utf-8")
-    print(out / "results.md")
     summary = [{k: v for k, v in r.items() if k != "rows"} for r in results]
     (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    print(out / "results.json")
+    written = [out / "results.md", out / "results.json"]
     for res in results:
         png = plot_risk_coverage(out / f"risk_coverage_{res['dataset']}.png", res)
         if png:
-            print(png)
-    return 0
+            written.append(png)
+    return written
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

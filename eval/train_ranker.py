@@ -33,8 +33,9 @@ from dtdialog.assembly import engine_parser_name
 from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
 from eval.out_of_fold import FoldModels, folds_path, question_key
 from parsers.errors import DTDialogError, InputError
+from parsers.home import data_home
 
-DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "train_ranker"
+DEFAULT_CACHE = data_home() / "train_ranker"
 MODEL_FILES = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.joblib"}
 DEFAULT_K = 40
 

@@ -50,6 +50,8 @@ class BuildReport:
     parse_seconds: float = 0.0
     kept_api_answers: int = 0
     dropped_api_answers: int = 0
+    #: corpus records the loader skipped as malformed before the build saw them (set by the caller that loaded)
+    malformed: int = 0
 
     @property
     def answers_per_second(self) -> float:
@@ -63,10 +65,17 @@ class BuildReport:
         return data
 
     def summary(self) -> str:
-        """Return a one-line human summary."""
-        return (f"indexed {self.indexed} of {self.answers} answers from {self.dialogues} dialogues into "
+        """Return a one-line human summary; its counts include the malformed records, so they add up."""
+        if self.malformed:
+            # a malformed record never became an answer: count it in the total, or "of N" hides it
+            of = f"{self.answers + self.malformed} (answers + malformed records)"
+            skipped = (f"{len(self.skipped) + self.malformed} ({self.malformed} malformed record(s), "
+                       f"{len(self.skipped)} answer(s))")
+        else:
+            of, skipped = f"{self.answers} answers", str(len(self.skipped))
+        return (f"indexed {self.indexed} of {of} from {self.dialogues} dialogues into "
                 f"{self.backend} {self.location} in {self.seconds:.1f}s ({self.answers_per_second:.1f} answers/s, "
-                f"parser {self.parser}); skipped {len(self.skipped)}" + self._carried())
+                f"parser {self.parser}); skipped {skipped}" + self._carried())
 
     def _carried(self) -> str:
         if not (self.kept_api_answers or self.dropped_api_answers):

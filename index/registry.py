@@ -7,6 +7,7 @@ from pathlib import Path
 
 from index.base import AnswerIndex
 from parsers.errors import ConfigError
+from parsers.home import data_home
 
 BACKENDS = ("sqlite", "elasticsearch")
 DEFAULT_INDEX_NAME = "dtdialog-answers"
@@ -16,9 +17,10 @@ ES_URL_ENV = "ELASTICSEARCH_URL"
 
 
 def default_index_path() -> Path:
-    """Return the SQLite index path used when none is given: ``$DTDIALOG_INDEX`` or ``~/.cache/dtdialog/answers.sqlite``."""
+    """Return the SQLite index path used when none is given: ``$DTDIALOG_INDEX`` or ``data_home()/answers.sqlite``
+    (``$DTDIALOG_HOME``, default ``~/.cache/dtdialog``)."""
     env = os.environ.get(INDEX_PATH_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "dtdialog" / "answers.sqlite"
+    return Path(env).expanduser() if env else data_home() / "answers.sqlite"
 
 
 def open_index(

@@ -556,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--limit", type=int, default=None, help="use only the first N documents of each split (quick runs)")
     ap.add_argument("--cache", type=Path, default=None, help="directory to cache spaCy analyses (and, for neural, "
-                    "MiniLM word vectors) between runs; neural default ~/.cache/dtdialog/neural-parser")
+                    "MiniLM word vectors) between runs; neural default $DTDIALOG_HOME/neural-parser")
     ap.add_argument("--no-test", action="store_true", help="skip the test-set report")
     ap.add_argument("--quick", action="store_true", help="one hyper-parameter setting per component / one epoch per "
                     "head (fast smoke runs)")

@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", dest="fmt", choices=CORPUS_FORMATS, default="builtin",
                         help="corpus format (default: builtin, the shipped car-repair corpus)")
     parser.add_argument("--index", type=Path, default=None,
-                        help="SQLite index file to use (built there from the corpus if missing)")
+                        help="SQLite index file to use; a missing one is an error unless --build or --corpus is given")
+    parser.add_argument("--build", action="store_true",
+                        help="build a missing --index from --corpus (default: the built-in corpus) first")
     parser.add_argument("--backend", choices=("sqlite", "elasticsearch"), default="sqlite",
                         help="index backend (default: sqlite)")
     parser.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
@@ -182,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 #: The chat options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
-ENGINE_OPTIONS = {"corpus": None, "fmt": "builtin", "index": None, "backend": "sqlite", "es_url": None, "parser": None,
+ENGINE_OPTIONS = {"corpus": None, "fmt": "builtin", "index": None, "build": False, "backend": "sqlite", "es_url": None, "parser": None,
                   "ranker": None, "agreement_table": None, "overlap_scope": "relation", "clarify_margin": None,
                   "clarify_ratio": None}
 
@@ -205,6 +207,7 @@ def engine_spec(args: argparse.Namespace):
             spec = replace(spec, sessions_path=str(args.sessions or sessions_path()))
         return spec
 
+    check_index_exists(args)
     options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
     if args.clarify_margin is not None:
         options["clarify_margin"] = args.clarify_margin
@@ -213,6 +216,17 @@ def engine_spec(args: argparse.Namespace):
     return EngineSpec(parser=args.parser, backend=args.backend, index_path=args.index, index_url=args.es_url,
                       corpus=args.corpus, corpus_format=args.fmt, ranker=args.ranker,
                       sessions_path=args.sessions or sessions_path(), config=EngineConfig(**options))
+
+
+def check_index_exists(args: argparse.Namespace) -> None:
+    """Refuse a missing ``--index`` unless ``--build`` or ``--corpus`` says to make it: a mistyped path would
+    otherwise get a fresh index of the built-in corpus, silently."""
+    index = args.index
+    if index is None or args.backend != "sqlite" or args.build or args.corpus is not None:
+        return
+    if not Path(index).expanduser().exists():
+        raise InputError(f"index {index} not found; check the path, or add --build to build it there "
+                         "(from --corpus, default the built-in corpus)")
 
 
 def _shown(line: str, limit: int = 300) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 
 NAME = "eval"
-HELP = "reconstruct real dialogues with the paper's baselines, DT-Q and dense retrieval; write Table 1"
+HELP = ("reconstruct real dialogues with the paper's baselines, DT-Q and dense retrieval; write Table 1 "
+        "(--data FILE --format F: your own dialogues, also scored for selective answering)")
 #: ``dtdialog.cli`` hands this command the unparsed arguments (``args.argv``) instead of declaring options.
 PASS_THROUGH = True
 

@@ -94,8 +94,9 @@ def _seconds(value: str) -> float:
     return number
 
 
-def load_dialogues(args: argparse.Namespace):
-    """Return the dialogues named by ``--corpus``/``--format``/``--limit``; skipped records are reported on stderr."""
+def load_dialogues(args: argparse.Namespace, issues: list | None = None):
+    """Return the dialogues named by ``--corpus``/``--format``/``--limit``; skipped records are reported on stderr
+    and appended to ``issues`` when given."""
     from parsers.errors import ConfigError
 
     if args.fmt == "builtin":
@@ -109,7 +110,7 @@ def load_dialogues(args: argparse.Namespace):
         raise ConfigError(f"--format {args.fmt} needs --corpus PATH")
     from data.loaders import load_corpus
 
-    issues: list = []
+    issues = [] if issues is None else issues
     dialogues = load_corpus(args.corpus, fmt=args.fmt, on_error=args.on_error, issues=issues, limit=args.limit)
     if issues:
         print(f"skipped {len(issues)} malformed record(s); first: {issues[0]} (use --on-error raise to stop at the first)",
@@ -135,13 +136,15 @@ def run_build(args: argparse.Namespace) -> int:
 
         if not dense_available():  # refuse before parsing anything, not after minutes of work
             raise ConfigError(f"--dense needs the [dense] extra ({INSTALL_HINT})")
-    dialogues = load_dialogues(args)
+    issues: list = []
+    dialogues = load_dialogues(args, issues)
     parser = get_parser(engine_parser_name(args.parser))
     out = args.out or (default_index_path() if args.backend == "sqlite" else None)
     report = build_index(dialogues=dialogues, parser=parser, backend=args.backend, out=out, url=args.es_url,
                          batch_size=args.batch_size, n_process=args.n_process, progress=not args.quiet,
                          index_name=args.index_name, dense=args.dense, force=args.force, lock_timeout=args.wait,
                          api_answers="drop" if args.drop_api_answers else "keep")
+    report.malformed = len(issues)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:

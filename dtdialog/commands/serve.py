@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
     parser.add_argument("--index", type=Path, default=None,
-                        help="SQLite answer index (default: $DTDIALOG_INDEX or ~/.cache/dtdialog/answers.sqlite)")
+                        help="SQLite answer index (default: the built-in corpus's index in $DTDIALOG_HOME, as dtdialog chat)")
     parser.add_argument("--backend", default="sqlite", help="index backend: sqlite or elasticsearch")
     parser.add_argument("--es-url", default=None, help="Elasticsearch URL for --backend elasticsearch")
     parser.add_argument("--corpus", type=Path, default=None,

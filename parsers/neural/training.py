@@ -27,6 +27,7 @@ import numpy as np
 
 from parsers.errors import ConfigError, InputError
 from parsers.gum import NON_COMMERCIAL_GENRES
+from parsers.home import data_home
 from parsers.neural.encoder import FEATURE_DIM, LAYERS, WINDOW, MiniLMWordEncoder, encoder_id
 from parsers.neural.model import (
     N_SHAPE,
@@ -43,7 +44,7 @@ from parsers.neural.pipeline import parse_analyzed, sentence_groups
 from parsers.parseval import PUBLISHED_GUM, aggregate, binarize_node, parseval
 
 log = logging.getLogger("parsers.neural.training")
-DEFAULT_CACHE = Path.home() / ".cache" / "dtdialog" / "neural-parser"
+DEFAULT_CACHE = data_home() / "neural-parser"
 SEG_THRESHOLDS = tuple(round(0.2 + 0.05 * k, 2) for k in range(13))
 
 

@@ -56,11 +56,13 @@ def test_cli_writes_markdown_csv_and_png(tmp_path):
     assert not list(out.glob(".*.tmp"))
 
 
-def test_missing_dataset_is_skipped_with_a_message(tmp_path, capsys):
+def test_missing_dataset_is_an_error_not_a_skip(tmp_path, capsys):
+    """A dataset named on purpose whose files are absent is the user's mistake: one line, exit 2, nothing written."""
     assert main(["--dataset", "mechanics", "--methods", "keyword", "--data-dir", str(tmp_path / "none"),
-                 "--out", str(tmp_path / "o"), "--no-progress"]) == 1
-    assert "skipped" in capsys.readouterr().err
-    assert "Skipped:" in (tmp_path / "o" / "results.md").read_text()
+                 "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "mechanics_qa_dev.jsonl not found" in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -68,6 +70,10 @@ def test_missing_dataset_is_skipped_with_a_message(tmp_path, capsys):
     (["--methods", ","], "--methods is empty"),
     (["--dataset", "nope"], "unknown dataset"),
     (["--limit", "0"], "--limit"),
+    (["--data", "/nonexistent-dtdialog/logs.jsonl", "--format", "jsonl"], "data file /nonexistent-dtdialog/logs.jsonl not found"),
+    (["--data", "/nonexistent-dtdialog/logs.jsonl"], "--data needs --format"),
+    (["--format", "csv"], "--format applies to --data FILE"),
+    (["--data", "x.csv", "--format", "csv", "--systems", "bogus"], "unknown --systems bogus"),
 ])
 def test_bad_options_give_one_line_errors(argv, message, capsys, tmp_path):
     assert main([*argv, "--out", str(tmp_path)]) == 2
