@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dtdialog.explanation import summarize
+from dtdialog.explanation import feature_lines, summarize
 from dtdialog.ranking.features import feature_label
 from dtdialog.selector import RankOutcome
 from dtdialog.subtrees import QuestionPlan
@@ -114,9 +114,10 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5, details: boo
                          + (f" violations={int(feats['constraint_violations'])}" if feats.get("constraint_violations") else ""))
             for chain in agr.get("chains", []):
                 lines.append(f"      {chain}")
-            why = contribution_summary(feats, labels=True) if details else ""
-            if why:
-                lines.append(f"      {why}")
+            if details:  # the learned ranker's account of its pick, else the scorer's labelled terms
+                why = contribution_summary(feats, labels=True) or "; ".join(feature_lines(feats))
+                if why:
+                    lines.append(f"      {why}")
         lines.extend(_tried_lines(step))
         lines.extend(_rejected_lines(step, shown=max_candidates))
     decision = trace.get("decision") or {}
