@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dtdialog.ranking.features import feature_label
+from dtdialog.ranking.features import feature_group, feature_label
 
 _LABEL = re.compile(r"^\s*([A-Za-z_\-]+)\s*\[(.*)\]\s*$")
 #: Alternatives shown next to the chosen answer (the brief of a support agent: the one or two that came close).
@@ -91,14 +91,23 @@ def _addresses(trace: dict[str, Any], step: dict[str, Any], cand: dict[str, Any]
 
 
 def _preferred_for(features: dict[str, Any], *, top: int = 3) -> str:
-    """Return what the ranker liked most about the answer, in labels ("" when it left no account)."""
+    """Return the sentence on what the ranker liked most about the answer ("" when it left no account)."""
     contributions = {k.split(".", 1)[1]: float(v) for k, v in features.items()
                      if k.startswith("contribution.") and k not in ("contribution.linear", "contribution.intercept")}
     if contributions:
-        liked = [name for name, value in sorted(contributions.items(), key=lambda kv: -kv[1]) if value > 0][:top]
-        return "; ".join(feature_label(n) for n in liked)
+        groups: dict[str, float] = {}
+        for name, value in contributions.items():
+            groups[feature_group(name)] = groups.get(feature_group(name), 0.0) + value
+        # the numbers are logit shares: the details view shows them, the summary only ranks them
+        liked = [g for g, v in sorted(groups.items(), key=lambda kv: -kv[1]) if v > 0][:top]
+        if not liked:
+            return ""
+        rest = f", then {' and '.join(liked[1:])}" if len(liked) > 1 else ""
+        return f"The ranker preferred it mostly for {liked[0]}{rest}."
     terms = [n for n in ("retrieval", "agreement", "topic_ratio", "question_match") if features.get(n)]
-    return "; ".join(f"{feature_label(n)} {float(features[n]):.2f}" for n in terms)
+    if not terms:
+        return ""
+    return "It was scored on " + ", ".join(f"{feature_label(n)} {float(features[n]):.2f}" for n in terms) + "."
 
 
 def _why_lost(alt: dict[str, Any], chosen: dict[str, Any] | None, step: dict[str, Any], offered: set[str]) -> str:
@@ -114,13 +123,19 @@ def _why_lost(alt: dict[str, Any], chosen: dict[str, Any] | None, step: dict[str
         reasons.append(f"it reads as a later step of a conversation ({moved})")
     agreement = alt.get("agreement") or {}
     if chosen is not None:
+        alt_f, my_f = alt.get("features") or {}, chosen.get("features") or {}
         mine = (chosen.get("agreement") or {}).get("addressed", 0)
         theirs = agreement.get("addressed", 0)
         if theirs != mine:
             reasons.append(f"it answers {'fewer' if theirs < mine else 'more'} parts of the question ({theirs} of "
                            f"{agreement.get('required', 0)}, against {mine})")
-        alt_f, my_f = alt.get("features") or {}, chosen.get("features") or {}
-        for name, words in (("dense", "less similar in meaning"), ("bm25", "fewer shared words")):
+        if my_f.get("continuation") and not alt_f.get("continuation"):
+            reasons.append("the chosen answer is the next step of a logged dialogue after the answer already given")
+        compared = [("dense", "less similar in meaning"), ("bm25", "fewer shared words"),
+                    ("retrieval", "a weaker keyword match"), ("topic_ratio", "less about the question's topic")]
+        if theirs == mine:
+            compared.append(("agreement", "a weaker rhetorical agreement"))
+        for name, words in compared:
             if isinstance(alt_f.get(name), (int, float)) and isinstance(my_f.get(name), (int, float)) \
                     and alt_f[name] < my_f[name] - 0.02:
                 reasons.append(f"{words} ({alt_f[name]:.2f} against {my_f[name]:.2f})")
@@ -158,7 +173,7 @@ def summarize(trace: dict[str, Any], history: list[dict[str, Any]] | None = None
         lines.extend(out["addresses"])
         liked = _preferred_for(chosen.get("features") or {})
         if liked:
-            lines.append(f"The ranker preferred it mostly for: {liked}.")
+            lines.append(liked)
     if step is not None:
         out["tried"] = [str(t.get("text")) for t in step.get("tried") or [] if isinstance(t, dict) and t.get("text")]
         if out["tried"]:

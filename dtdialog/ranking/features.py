@@ -95,6 +95,24 @@ FEATURE_LABELS: dict[str, str] = {
 }
 
 
+#: The plain summary speaks of what a feature is about, not of each feature: (prefix or name, what it measures).
+FEATURE_GROUPS: tuple[tuple[str, str], ...] = (
+    ("dense", "its closeness in meaning to the question"),
+    ("lexical", "the words it shares with the question"), ("bm25", "the words it shares with the question"),
+    ("term_overlap", "the words it shares with the question"),
+    ("agreement", "how its discourse answers the question's"), ("addressed", "how its discourse answers the question's"),
+    ("required", "how its discourse answers the question's"), ("compat", "how its discourse answers the question's"),
+    ("rr_edu", "how its discourse answers the question's"), ("entity_overlap", "how its discourse answers the question's"),
+    ("sg", "its phrases built like the question's"),
+    ("log_answer_words", "its length"), ("length_ratio", "its length"),
+)
+
+
+def feature_group(name: str) -> str:
+    """Return what a feature is about, in a support agent's words (``FEATURE_GROUPS``; its label when none)."""
+    return next((group for prefix, group in FEATURE_GROUPS if name.startswith(prefix)), feature_label(name))
+
+
 def feature_label(name: str) -> str:
     """Return the agent-readable label of a feature (its name when it has none)."""
     return FEATURE_LABELS.get(name, name.replace("_", " "))

@@ -107,3 +107,23 @@ def test_the_summary_says_why_in_plain_words(tmp_path):
     assert "why this reply:" in text and all(line in text for line in summary["lines"])
     # no ranker jargon in the plain view
     assert "learned ranker logit" not in text and "dense_csls" not in " ".join(summary["lines"])
+
+
+def test_an_answer_picked_from_options_is_explained_by_the_turn_that_ranked_it(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=1.0, clarify_ratio=0.0)
+    sid = manager.start_session()
+    offer = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert offer.kind == "clarify" and offer.answer_id is None
+    first = summarize(offer.trace)
+    options = [o for o in offer.trace["decision"]["options"] if o["answer_id"]]
+    assert first["lines"][0].startswith(f"No answer delivered: {len(options)} answers came too close")
+    assert first["addresses"] == []  # no answer, so nothing it addresses is claimed
+    picked = manager.handle(session_id=sid, text="1")
+    assert picked.kind == "answer" and picked.answer_id == options[0]["answer_id"]
+    assert not picked.trace["steps"]  # the choice turn ranks nothing itself
+    alone = summarize(picked.trace)
+    assert alone["addresses"] == []  # without the session's history it cannot know
+    summary = summarize(picked.trace, history=[offer.trace])
+    ranked = next(c for c in offer.trace["steps"][-1]["candidates"] if c["id"] == picked.answer_id)
+    assert len(summary["addresses"]) == len(ranked["agreement"]["chains"]) + len(ranked["agreement"]["missing"])
+    assert summary["lines"][0] == f"Chose answer {picked.answer_id}."
