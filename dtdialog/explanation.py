@@ -203,6 +203,12 @@ def feature_lines(features: dict[str, Any], *, top: int = 6) -> list[str]:
     if parts:
         ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:top]
         return [f"{feature_label(name)} ({name}) {value:+.2f}" for name, value in ranked]
-    return [f"{feature_label(name)} ({name}) {float(features[name]):.2f}"
-            for name in ("retrieval", "agreement", "continuation", "question_match", "step_match", "topic_ratio")
+    # no contributions (the rule scorer, or a learned ranker's answer that was not its first choice): the values
+    return [f"{feature_label(name)} ({name}) {float(features[name]):.2f}" for name in _SHOWN_VALUES
             if isinstance(features.get(name), (int, float))]
+
+
+#: The features whose values the details view shows when the scorer left no contributions: the rule scorer's
+#: terms and the learned ranker's main retrieval and discourse signals.
+_SHOWN_VALUES = ("retrieval", "lexical", "bm25", "dense", "dense_csls", "term_overlap", "agreement", "addressed_share",
+                 "sg", "continuation", "question_match", "step_match", "topic_ratio")
