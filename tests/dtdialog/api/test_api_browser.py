@@ -35,9 +35,9 @@ def browser():
 
 #: What the page shows depends on the engine the server runs, and each of these chooses a part of it: the ranker
 #: (``auto`` is the learned ranker when the [dense] extra is installed: on the spark-plug question it delivers an
-#: answer that does not agree, where the rule scorer's agrees), the parser, the default index file. A developer's
-#: shell must not choose them for the test: the server runs the defaults of a fresh install.
-ENGINE_ENV = ("DTDIALOG_RANKER", "DTDIALOG_PARSER", "DTDIALOG_INDEX")
+#: answer that does not agree, where the rule scorer's agrees), the parser, the default index file, approximate
+#: dense search. A developer's shell must not choose them for the test: the server runs a fresh install's defaults.
+ENGINE_ENV = ("DTDIALOG_RANKER", "DTDIALOG_PARSER", "DTDIALOG_INDEX", "DTDIALOG_ANN_THRESHOLD")
 
 
 @pytest.fixture(scope="module")
