@@ -27,6 +27,9 @@ CHOICE = "choice"
 NONE_OF_THESE = "none_of_these"
 CONSTRAINT = "constraint"
 FOLLOWUP = "followup"
+#: Not a classification: what the trace calls a turn that opens a question (no question was open), whatever
+#: ``classify`` made of its words - "followup" is only its default for text that is none of the above.
+NEW_QUESTION = "new_question"
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff]")
 _HANDOFF = re.compile(r"\b(human|humans|agent|representative|rep|operator|real person|live person|someone real|"

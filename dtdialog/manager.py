@@ -196,9 +196,12 @@ class DialogueManager:
     # --- the state machine: one handler per row of dtdialog.transitions.TABLE --------
     def _dispatch(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
         intent = intents.classify(text)
-        trace.intent(intent.kind, **({"constraints": [c.to_dict() for c in intent.constraints]}
-                                     if intent.constraints else {}))
-        return self._handlers[transitions.handler_for(record.state, intent.kind)](record, text, intent, trace)
+        handler = transitions.handler_for(record.state, intent.kind)
+        # with no question open, a turn with content starts one: the trace says so, not the classifier's default
+        opens = handler == "start" or (handler == "greet_or_start" and intent.has_content)
+        trace.intent(intents.NEW_QUESTION if opens else intent.kind,
+                     **({"constraints": [c.to_dict() for c in intent.constraints]} if intent.constraints else {}))
+        return self._handlers[handler](record, text, intent, trace)
 
     def _on_handoff(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         return self._hand_off(record, trace, self.replies.handoff_asked)

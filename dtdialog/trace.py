@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from dtdialog.explanation import feature_lines, summarize
+from dtdialog.ranking.features import feature_label
 from dtdialog.selector import RankOutcome
 from dtdialog.subtrees import QuestionPlan
 
@@ -59,10 +61,11 @@ class TurnTrace:
         return self.data
 
 
-def contribution_summary(features: dict[str, Any], *, top: int = 6) -> str:
+def contribution_summary(features: dict[str, Any], *, top: int = 6, labels: bool = False) -> str:
     """Return "learned ranker logit L: name +x, ..." for the features that moved the logit most ("" if none).
 
-    Only the chosen answer of a step carries ``contribution.<feature>`` (``LearnedScorer``).
+    Only the chosen answer of a step carries ``contribution.<feature>`` (``LearnedScorer``). ``labels``: each
+    feature as "agent-readable label (name)".
     """
     parts = {k.split(".", 1)[1]: float(v) for k, v in features.items()
              if k.startswith("contribution.") and k not in ("contribution.linear", "contribution.intercept")}
@@ -71,11 +74,17 @@ def contribution_summary(features: dict[str, Any], *, top: int = 6) -> str:
     ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:top]
     logit = features.get("model_logit")
     head = f"learned ranker logit {logit:+.2f}" if isinstance(logit, (int, float)) else "learned ranker"
-    return head + ": " + ", ".join(f"{name} {value:+.2f}" for name, value in ranked)
+    def shown(name: str) -> str:
+        return f"{feature_label(name)} ({name})" if labels else name
+
+    return head + ": " + ", ".join(f"{shown(name)} {value:+.2f}" for name, value in ranked)
 
 
-def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
-    """Return a readable multi-line rendering of a turn trace (for ``dtdialog chat --explain``)."""
+def format_trace(trace: dict[str, Any], *, max_candidates: int = 5, details: bool = False,
+                 history: list[dict[str, Any]] | None = None) -> str:
+    """Return a readable multi-line rendering of a turn trace (for ``dtdialog chat --explain``), ending with the
+    plain-language summary (``dtdialog.explanation``); ``details`` adds the ranker's per-feature contributions.
+    ``history`` is the session's earlier traces (where an answer picked from options was ranked)."""
     lines = [f"--- turn {trace.get('turn')}: intent={trace.get('intent')} "
              f"{trace.get('state_before')} -> {trace.get('state_after')} ({trace.get('elapsed_ms', 0):.1f} ms)"]
     if trace.get("question_compact"):
@@ -99,27 +108,62 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5) -> str:
         for cand in step.get("candidates", [])[:max_candidates]:
             agr = cand["agreement"]
             feats = cand.get("features", {})
-            lines.append(f"  + {cand['id']}  score={cand['score']:.3f} retrieval={feats.get('retrieval', 0):.2f} "
+            lines.append(f"  + {cand['id']}  score={cand['score']:.3f} {retrieval_text(feats)} "
                          f"agreement={agr['score']:.2f} ({agr['addressed']}/{agr['required']})"
                          + (" continuation" if feats.get("continuation") else "")
                          + (f" violations={int(feats['constraint_violations'])}" if feats.get("constraint_violations") else ""))
             for chain in agr.get("chains", []):
                 lines.append(f"      {chain}")
-            why = contribution_summary(feats)
-            if why:
-                lines.append(f"      {why}")
+            if details:  # the learned ranker's account of its pick, else the scorer's labelled terms
+                why = contribution_summary(feats, labels=True) or "; ".join(feature_lines(feats))
+                if why:
+                    lines.append(f"      {why}")
         lines.extend(_tried_lines(step))
-        rejected = step.get("rejected", [])
-        if rejected:
-            lines.append(f"  rejected ({len(rejected)} shown): " + ", ".join(
-                f"{c['id']}" + (f" missing {'; '.join(c['agreement']['missing'])}" if c['agreement'].get('missing') else
-                                " (constraint)") for c in rejected[:max_candidates]))
+        lines.extend(_rejected_lines(step, shown=max_candidates))
     decision = trace.get("decision") or {}
     lines.append(f"decision: {decision.get('kind')}" + (f" {decision['answer_id']}" if decision.get("answer_id") else "")
                  + _confidence_text(decision))
     for note in trace.get("notes", []):
         lines.append(f"note: {note}")
+    lines.append("why this reply:")
+    lines.extend("  " + line for line in summarize(trace, history)["lines"])
     return "\n".join(lines)
+
+
+def retrieval_text(features: dict[str, Any]) -> str:
+    """Return how well retrieval matched a candidate, from the features its scorer wrote.
+
+    The rule scorer writes ``retrieval`` (the lexical score over the list's best); the learned ranker has no
+    such feature but ``lexical`` (the same ratio, 0 for an answer only the dense search found) and ``dense``
+    (the MiniLM cosine). A rejected candidate was never scored: it has neither.
+    """
+    if isinstance(features.get("retrieval"), (int, float)):
+        return f"retrieval={features['retrieval']:.2f}"
+    if isinstance(features.get("lexical"), (int, float)) or isinstance(features.get("dense"), (int, float)):
+        return f"lexical={float(features.get('lexical', 0.0)):.2f} dense={float(features.get('dense', 0.0)):.2f}"
+    return "retrieval=n/a"
+
+
+def _rejected_lines(step: dict[str, Any], *, shown: int) -> list[str]:
+    """Return the ``--explain`` line of a step's rejected candidates: the true count, the ones listed, each
+    with the reason the choose stage recorded (``rejected_reasons``)."""
+    rejected = step.get("rejected") or []
+    if not rejected:
+        return []
+    total = int(step.get("rejected_total") or len(rejected))
+    listed = rejected[:shown]
+    head = f"  rejected ({total}" + (f", first {len(listed)} shown" if len(listed) < total else "") + "): "
+    return [head + ", ".join(f"{c['id']} ({_rejection_text(c)})" for c in listed)]
+
+
+def _rejection_text(cand: dict[str, Any]) -> str:
+    reason = cand.get("reason") or ""
+    missing = (cand.get("agreement") or {}).get("missing") or []
+    if reason == "no agreement" and missing:
+        return "no agreement: missing " + "; ".join(missing)
+    if reason == "constraint":
+        return "violates the customer's constraint"
+    return reason or "not kept"
 
 
 # already tried (issue 13): what the customer reported done, and the answers demoted for repeating it

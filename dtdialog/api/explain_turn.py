@@ -1,4 +1,5 @@
-"""Build the explain panel of one turn: the question's DT, the chosen answer's DT and the matched chains, as pictures."""
+"""Build the explain panel of one turn: the question's DT, the chosen answer's DT and the matched chains, as pictures,
+and the plain-language summary of why the reply was chosen (``dtdialog.explanation``)."""
 
 from __future__ import annotations
 
@@ -6,29 +7,7 @@ from typing import Any
 
 from dtdialog.api.explain import chains_to_svg
 from dtdialog.api.models import Explanation
-
-
-def _candidate_agreement(trace: dict[str, Any], answer_id: str) -> dict[str, Any] | None:
-    steps = [trace] + [s for s in trace.get("steps") or [] if isinstance(s, dict)]
-    for holder in steps:
-        for cand in holder.get("candidates") or []:
-            if isinstance(cand, dict) and cand.get("id") == answer_id and isinstance(cand.get("agreement"), dict):
-                return cand["agreement"]
-    return None
-
-
-def _agreement_of(trace: dict[str, Any], answer_id: str | None, history: list[dict[str, Any]]) -> dict[str, Any] | None:
-    # The delivered answer's agreement: in this turn's candidates, else in an earlier turn's (an answer
-    # picked from clarification options was ranked on the turn that offered it).
-    if answer_id:
-        for t in [trace] + list(reversed(history)):
-            found = _candidate_agreement(t, answer_id) if isinstance(t, dict) else None
-            if found is not None:
-                return found
-        return None
-    cands = trace.get("candidates") or []
-    first = cands[0] if cands and isinstance(cands[0], dict) else None
-    return first.get("agreement") if first and isinstance(first.get("agreement"), dict) else None
+from dtdialog.explanation import deciding_step, feature_lines, summarize
 
 
 def explain_turn(service: Any, *, result: Any, user_text: str, session_question: str = "",
@@ -57,11 +36,16 @@ def explain_turn(service: Any, *, result: Any, user_text: str, session_question:
             atree = selector.answer_tree(doc)
             out.answer_id, out.answer = answer_id, doc.text
             out.answer_tree, out.answer_svg = atree.to_dict(), tree_to_svg(atree)
-    agreement = _agreement_of(trace, answer_id, history or [])
-    if agreement is not None:
+    # The verdict is about the delivered answer only, as ranked (this turn, else the turn that offered it as an
+    # option): with no answer delivered there is no answer to agree, and none is claimed.
+    _, _, chosen = deciding_step(trace, answer_id, history or [])
+    agreement = chosen.get("agreement") if chosen is not None else None
+    if isinstance(agreement, dict):
         out.verdict = bool(agreement.get("verdict"))
         out.agreement_score = float(agreement.get("score") or 0.0)
         out.chains = [str(c) for c in agreement.get("chains") or []]
         out.missing = [str(m) for m in agreement.get("missing") or []]
-    out.chains_svg = chains_to_svg(out.chains, missing=out.missing)
+        out.chains_svg = chains_to_svg(out.chains, missing=out.missing)
+    out.summary = summarize(trace, history or [])["lines"]
+    out.details = feature_lines(chosen.get("features") or {}) if chosen is not None else []
     return out

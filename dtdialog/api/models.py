@@ -123,11 +123,18 @@ class Explanation(BaseModel):
     answer: str | None = None
     answer_tree: dict[str, Any] | None = None
     answer_svg: str | None = None
-    verdict: bool | None = None
+    verdict: bool | None = Field(default=None, description="Whether the delivered answer's DT agrees with the "
+                                 "question's; null when no answer was delivered in this turn.")
     agreement_score: float | None = None
     chains: list[str] = Field(default_factory=list, description="'Q relation[words] -> A relation[words]' pairs.")
     missing: list[str] = Field(default_factory=list)
-    chains_svg: str | None = Field(default=None, description="The chains as a picture: Q boxes -> A boxes.")
+    chains_svg: str | None = Field(default=None, description="The chains as a picture: Q boxes -> A boxes "
+                                   "(null when no answer was delivered: there is no answer to match).")
+    summary: list[str] = Field(default_factory=list, description="Why this reply, in plain sentences: the part of "
+                               "the question the answer addresses, what the customer already tried, the confidence "
+                               "and the closest alternatives with why they lost.")
+    details: list[str] = Field(default_factory=list, description="The delivered answer's ranker features, labelled "
+                               "('label (feature) +contribution'); empty when no answer was delivered.")
 
 
 class TurnResponse(BaseModel):

@@ -41,7 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", default=None, metavar="ID", help="resume the session with this id")
     parser.add_argument("--sessions", type=Path, default=None,
                         help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")
-    parser.add_argument("--explain", action="store_true", help="print each turn's trace (DT-Q, queries, scores, chains)")
+    parser.add_argument("--explain", nargs="?", const="summary", default=None, choices=("summary", "details"),
+                        help="print each turn's trace (DT-Q, queries, scores, chains) and why the reply was chosen, "
+                             "in plain words; --explain=details adds the ranker's per-feature contributions")
+    parser.add_argument("--explain-details", dest="explain", action="store_const", const="details",
+                        help="the same as --explain=details")
     # chat --json (issue 13): one JSON object per bot turn, for scripts and tests
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object per bot turn (kind, reply, confidence, state, answer_id, options) "
@@ -88,7 +92,7 @@ def _open_trace(path: Path):
             f"cannot write the trace file {path}: {exc.strerror or exc}") from None
 
 
-def _print_result(result, *, explain: bool, out) -> None:
+def _print_result(result, *, explain: str | None, out, history=None) -> None:
     lines = result.reply.splitlines() or [""]
     print(f"bot> {lines[0]}", file=out)
     for line in lines[1:]:
@@ -96,7 +100,7 @@ def _print_result(result, *, explain: bool, out) -> None:
     if explain:
         from dtdialog.trace import format_trace
 
-        print(format_trace(result.trace), file=out)
+        print(format_trace(result.trace, details=explain == "details", history=history), file=out)
     out.flush()
 
 
@@ -254,7 +258,9 @@ def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
     if args.json:
         print(json.dumps(_turn_json(result), ensure_ascii=False), file=out, flush=True)
     else:
-        _print_result(result, explain=args.explain, out=out)
+        # an answer picked from options was ranked on an earlier turn: the summary looks there
+        history = manager.session(session_id).traces[:-1] if args.explain else None
+        _print_result(result, explain=args.explain, out=out, history=history)
     if trace_file is not None:
         trace_file.write(json.dumps(result.trace, ensure_ascii=False) + "\n")
         trace_file.flush()

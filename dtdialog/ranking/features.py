@@ -58,6 +58,66 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "hybrid": HYBRID_FEATURES,
     "hybrid+dt": HYBRID_FEATURES + DT_FEATURES,
 }
+#: What each feature means to a support agent reading ``chat --explain=details`` or the page's details view.
+FEATURE_LABELS: dict[str, str] = {
+    "lexical": "keyword search score (share of the best)",
+    "lexical_rr": "rank in the keyword search",
+    "bm25": "shared wording with the whole question (share of the best)",
+    "bm25_rr": "rank by shared wording",
+    "dense": "similar meaning to the question",
+    "dense_gap": "how close in meaning, next to the best match",
+    "dense_z": "how much closer in meaning than the other answers",
+    "dense_rr": "rank by meaning",
+    "dense_csls": "similar meaning, generic answers discounted",
+    "dense_csls_gap": "how close in meaning, next to the best match (generic answers discounted)",
+    "dense_csls_rr": "rank by meaning (generic answers discounted)",
+    "term_overlap": "share of the question's terms in the answer",
+    "log_answer_words": "answer length",
+    "length_ratio": "answer length against question length",
+    "agreement_verdict": "answers every relation of the question",
+    "agreement_score": "rhetorical agreement score",
+    "addressed": "question relations answered",
+    "required": "question relations to answer",
+    "addressed_share": "share of the question relations answered",
+    "rr_edu_matches": "relation phrases matched",
+    "entity_overlap": "shared things (parts, symptoms) in related phrases",
+    "compat_any": "some question relation has a matching answer relation",
+    "compat_all": "every question relation has a matching answer relation",
+    "sg": "shared phrase structure",
+    # the rule scorer's terms and the engine's bonuses
+    "retrieval": "keyword search score (share of the best)",
+    "agreement": "rhetorical agreement score",
+    "continuation": "continues the logged dialogue",
+    "question_match": "shared wording with the question",
+    "step_match": "fits this step of the conversation",
+    "topic": "covers the question's topic",
+    "topic_ratio": "covers the topic, compared with the best answer",
+}
+
+
+#: The plain summary speaks of what a feature is about, not of each feature: (prefix or name, what it measures).
+FEATURE_GROUPS: tuple[tuple[str, str], ...] = (
+    ("dense", "its closeness in meaning to the question"),
+    ("lexical", "the words it shares with the question"), ("bm25", "the words it shares with the question"),
+    ("term_overlap", "the words it shares with the question"),
+    ("agreement", "how its discourse answers the question's"), ("addressed", "how its discourse answers the question's"),
+    ("required", "how its discourse answers the question's"), ("compat", "how its discourse answers the question's"),
+    ("rr_edu", "how its discourse answers the question's"), ("entity_overlap", "how its discourse answers the question's"),
+    ("sg", "its phrases built like the question's"),
+    ("log_answer_words", "its length"), ("length_ratio", "its length"),
+)
+
+
+def feature_group(name: str) -> str:
+    """Return what a feature is about, in a support agent's words (``FEATURE_GROUPS``; its label when none)."""
+    return next((group for prefix, group in FEATURE_GROUPS if name.startswith(prefix)), feature_label(name))
+
+
+def feature_label(name: str) -> str:
+    """Return the agent-readable label of a feature (its name when it has none)."""
+    return FEATURE_LABELS.get(name, name.replace("_", " "))
+
+
 CSLS_WEIGHT = 0.5
 MAX_ENTITY_OVERLAP = 5
 

@@ -35,6 +35,8 @@ def choose(candidates: list[RankedCandidate], scored: Scored, *, record: StepRec
     rejected = [c for c in candidates if c.document.id not in kept_ids]
     off_topic = [c.document.id for c in alternatives if c.document.id not in kept_ids]
     record.candidates, record.rejected, record.off_topic = kept, rejected, off_topic
+    record.rejected_reasons = {c.document.id: rejection_reason(c, off_topic=c.document.id in off_topic)
+                               for c in rejected}
     return Choice(kept=kept, rejected=rejected, off_topic=off_topic)
 
 
@@ -47,3 +49,18 @@ def on_topic(cand: RankedCandidate, best_topic: float) -> bool:
     if cand.features.get("continuation", 0.0) > 0 or "topic" not in cand.features or best_topic <= 0:
         return True
     return cand.features["topic"] >= TOPIC_RATIO * best_topic
+
+
+def rejection_reason(cand: RankedCandidate, *, off_topic: bool) -> str:
+    """Return why a candidate was not offered, in the words the trace shows (``rejected_reasons``).
+
+    A scorer drops a candidate for a constraint it violates or for failing rhetorical agreement (the only
+    two rules ``RuleScorer`` and ``LearnedScorer`` drop by); ``choose`` drops off-topic alternatives.
+    """
+    if off_topic:
+        return "off topic"
+    if cand.features.get("constraint_violations", 0.0) > 0:
+        return "constraint"
+    if not cand.agreement.verdict:
+        return "no agreement"
+    return "not kept by the ranker"

@@ -15,7 +15,7 @@ class StepRecord:
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
     scoring: ``rescued``; already tried: ``tried``, ``already_tried``; condition clash: ``condition_clash``; choose: ``candidates``, ``rejected``,
-    ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
+    ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
 
@@ -39,6 +39,8 @@ class StepRecord:
     already_tried: dict[str, str] = field(default_factory=dict)
     # condition clash (issue 13): answer id -> why it was demoted (it stops when the customer says it happens)
     condition_clash: dict[str, str] = field(default_factory=dict)
+    # choose: rejected answer id -> why it was not offered (off topic, constraint, no agreement)
+    rejected_reasons: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self, *, limit: int = 10) -> dict[str, Any]:
         """Return the JSON trace of this step (top ``limit`` kept and rejected candidates)."""
@@ -46,7 +48,8 @@ class StepRecord:
             "part_index": self.part_index, "requirements": self.requirements, "query": self.query,
             "constraints": self.constraints, "followup_dt": self.followup_dt,
             "candidates": [c.to_dict() for c in self.candidates[:limit]],
-            "rejected": [c.to_dict() for c in self.rejected[:limit]],
+            "rejected": [{**c.to_dict(), "reason": self.rejected_reasons.get(c.id, "")} for c in self.rejected[:limit]],
+            "rejected_total": len(self.rejected),
             "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
             "tried": self.tried, "already_tried": self.already_tried, "condition_clash": self.condition_clash,

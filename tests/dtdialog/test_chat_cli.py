@@ -192,3 +192,21 @@ def test_an_engine_spec_with_engine_options_is_a_one_line_error(built, capsys, t
     assert "cannot read engine spec" in capsys.readouterr().err
     assert main(["chat", "--save-engine", str(tmp_path)]) == 2  # a directory
     assert "cannot write engine spec" in capsys.readouterr().err
+
+
+def test_explain_says_why_in_plain_words_and_details_add_the_features(built, capsys):
+    code, out, err = _chat(built, capsys, [PAPER_Q], "--explain")
+    assert code == 0
+    trace = _last(built[1], _session_id(err)).traces[-1]
+    answer_id = trace["decision"]["answer_id"]
+    assert answer_id and f"why this reply:\n  Chose answer {answer_id}." in out
+    assert "intent=new_question" in out and "part of the question" in out
+    assert "(retrieval)" not in out  # the per-feature view is behind --explain=details
+    code, details, _ = _chat(built, capsys, [PAPER_Q], "--explain=details")
+    assert code == 0 and "why this reply:" in details
+    chosen = next(c for c in trace["steps"][-1]["candidates"] if c["id"] == answer_id)
+    # the rule scorer's terms, labelled, with the values it scored the answer by
+    assert f"keyword search score (share of the best) (retrieval) {chosen['features']['retrieval']:.2f}" in details
+    assert f"rhetorical agreement score (agreement) {chosen['features']['agreement']:.2f}" in details
+    code, same, _ = _chat(built, capsys, [PAPER_Q], "--explain-details")
+    assert code == 0 and same.split("why this reply:")[1] == details.split("why this reply:")[1]

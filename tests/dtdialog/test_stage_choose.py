@@ -36,3 +36,17 @@ def test_without_topic_features_every_kept_candidate_stays():
     kept = [_cand("a#1", topic=None, score=0.9), _cand("b#1", topic=None, score=0.1)]
     choice = choose(kept, Scored(kept=kept), record=StepRecord())
     assert [c.id for c in choice.kept] == ["a#1", "b#1"] and choice.rejected == [] and choice.off_topic == []
+
+
+def test_each_rejected_candidate_is_recorded_with_why_it_was_not_offered():
+    best = _cand("best#1", topic=0.6, score=0.9)
+    off = _cand("off#1", topic=0.6 * TOPIC_RATIO - 0.01, score=0.7)
+    violating = _cand("rule#1", topic=0.6)
+    violating.features["constraint_violations"] = 1.0
+    disagreeing = _cand("dis#1", topic=0.6)
+    disagreeing.agreement = AgreementResult(verdict=False, score=0.0, addressed=0, required=1)
+    record = StepRecord()
+    choose([best, off, violating, disagreeing], Scored(kept=[best, off]), record=record)
+    assert record.rejected_reasons == {"off#1": "off topic", "rule#1": "constraint", "dis#1": "no agreement"}
+    assert [r["reason"] for r in record.to_dict()["rejected"]] == ["off topic", "constraint", "no agreement"]
+    assert record.to_dict(limit=1)["rejected_total"] == 3 and len(record.to_dict(limit=1)["rejected"]) == 1

@@ -106,18 +106,32 @@ function setSvg(id, svg, fallback) {
   if (svg) { el.innerHTML = svg; } else { el.textContent = fallback; }
 }
 
+function fillList(id, items) {
+  const list = $(id);
+  list.replaceChildren();
+  for (const text of items || []) {
+    const li = document.createElement("li"); li.textContent = text; list.appendChild(li);
+  }
+}
+
 function renderExplain(ex, turn) {
   if (!ex) return;
   $("explain-empty").hidden = true;
   $("explain-body").hidden = false;
-  const verdict = ex.verdict === null || ex.verdict === undefined ? "no agreement check for this turn"
-    : (ex.verdict ? "the answer's DT agrees with the question's DT" : "no rhetorical agreement");
-  const score = typeof ex.agreement_score === "number" ? ` (score ${ex.agreement_score.toFixed(2)})` : "";
+  // The agreement verdict is about the delivered answer: with none delivered, no verdict is claimed.
+  let verdict;
+  if (!ex.answer_id) verdict = "no answer delivered in this turn, so no agreement verdict";
+  else if (ex.verdict === null || ex.verdict === undefined) verdict = "no agreement check for this answer";
+  else verdict = ex.verdict ? "the answer's DT agrees with the question's DT" : "no rhetorical agreement";
+  const score = ex.answer_id && typeof ex.agreement_score === "number" ? ` (score ${ex.agreement_score.toFixed(2)})` : "";
   $("explain-verdict").textContent = `Reply kind: ${turn.kind.replace(/_/g, " ")} — ${verdict}${score}.`;
+  fillList("explain-summary", ex.summary);
+  fillList("explain-features", ex.details);
+  $("explain-details").hidden = !(ex.details && ex.details.length);
   setSvg("question-tree", ex.question_svg, "No question tree for this turn.");
   setSvg("answer-tree", ex.answer_svg, "No answer delivered in this turn.");
   $("answer-id").textContent = ex.answer_id ? `(${ex.answer_id})` : "";
-  setSvg("chains", ex.chains_svg, "No chains.");
+  setSvg("chains", ex.chains_svg, ex.answer_id ? "No chains." : "No answer delivered in this turn.");
   const list = $("chains-text");
   list.replaceChildren();
   for (const c of ex.chains || []) {

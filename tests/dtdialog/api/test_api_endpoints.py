@@ -87,10 +87,32 @@ def test_explain_returns_both_trees_and_the_chains_picture(client):
         body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": "1"}).json()
     ex = body["explain"]
     assert ex["question_tree"]["edus"] and ex["question_svg"].lstrip().startswith("<svg")
-    assert ex["chains_svg"].lstrip().startswith("<svg")
+    assert ex["summary"]
     if body["kind"] == "answer":
         assert ex["answer_id"] == body["answer_id"]
         assert ex["answer_svg"].lstrip().startswith("<svg") and ex["answer"]
+        assert ex["chains_svg"].lstrip().startswith("<svg")
+
+
+def test_no_agreement_verdict_is_claimed_when_no_answer_is_delivered(client):
+    # the page said "answer's DT agrees (0.67)" next to "No answer delivered in this turn": the verdict was the
+    # top candidate's. On the small index the spark-plug question ranks candidates but the engine abstains.
+    sid = client.post("/sessions").json()["session_id"]
+    body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": SPARK_PLUG_QUESTION}).json()
+    assert body["answer_id"] is None and body["kind"] != "answer", body["kind"]
+    assert body["trace"]["candidates"]  # there were candidates with an agreement of their own
+    ex = body["explain"]
+    assert ex["answer_id"] is None and ex["verdict"] is None and ex["agreement_score"] is None
+    assert ex["chains"] == [] and ex["chains_svg"] is None and ex["details"] == []
+    assert ex["summary"][0].startswith("No answer delivered in this turn")
+    # a delivered answer's verdict is its own traced agreement
+    sid = client.post("/sessions").json()["session_id"]
+    body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": "My brakes squeal."}).json()
+    assert body["kind"] == "answer"
+    chosen = next(c for s in body["trace"]["steps"] for c in s["candidates"] if c["id"] == body["answer_id"])
+    ex = body["explain"]
+    assert ex["verdict"] == chosen["agreement"]["verdict"] and ex["agreement_score"] == chosen["agreement"]["score"]
+    assert ex["summary"][0] == f"Chose answer {body['answer_id']}." and ex["details"]
 
 
 def test_index_stats_and_adding_answers_makes_them_searchable(make_client, index_copy):

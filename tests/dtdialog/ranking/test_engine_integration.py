@@ -159,7 +159,14 @@ def test_chat_explain_prints_the_learned_contributions(dense_index, tmp_path):
         # the index holds 12 brake dialogues: a question about brakes (a starting question is out of its domain)
         result = manager.handle(session_id=manager.start_session(),
                                 text="My brakes squeal although the pads are new.")
-        text = format_trace(result.trace)
-        assert "learned ranker logit" in text and "dense" in text.split("learned ranker logit", 1)[1]
+        text = format_trace(result.trace, details=True)
+        assert "learned ranker logit" in text and "(dense" in text.split("learned ranker logit", 1)[1]
+        assert "learned ranker logit" not in format_trace(result.trace)  # the per-feature view is a detail
+        # the retrieval numbers are the learned ranker's own features (it writes no "retrieval": all read 0.00)
+        for cand in result.trace["steps"][-1]["candidates"][:5]:
+            feats = cand["features"]
+            line = next(x for x in text.splitlines() if x.startswith(f"  + {cand['id']}  "))
+            assert f"lexical={feats['lexical']:.2f} dense={feats['dense']:.2f}" in line, line
+        assert any(c["features"]["dense"] > 0 for c in result.trace["steps"][-1]["candidates"])
     finally:
         runtime.close()
