@@ -153,6 +153,17 @@ class SessionOut(BaseModel):
     traces: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ProfileResponse(BaseModel):
+    """The wording of the served bot (its domain profile): what the chat page shows before the first turn."""
+
+    name: str = Field(description="what the bot calls itself")
+    domain: str = Field(description="the domain of the questions it answers")
+    title: str = Field(description="the chat page's title and heading")
+    greeting: str = Field(description="the bot's first message")
+    placeholder: str = Field(description="an example question for the message box")
+    language: str = Field(description="the customers' language (BCP 47 code)")
+
+
 class HealthResponse(BaseModel):
     status: Literal["ok"]
     version: str
