@@ -26,6 +26,8 @@ from parsers.errors import ConfigError
 PROFILE_INFO_KEY = "profile"
 #: The profile shipped with the built-in corpus.
 BUILTIN_PROFILE_PATH = Path(__file__).resolve().parent.parent / "data" / "car_profile.yaml"
+#: The keys of a project's ``dtdialog.yaml`` (``dtdialog.project``), which holds a profile under ``profile``.
+PROJECT_KEYS = frozenset({"data", "format", "index", "tests", "profile"})
 #: A profile file larger than this is refused (it is a page of wording, not data).
 MAX_PROFILE_BYTES = 1_000_000
 
@@ -118,7 +120,10 @@ class Profile:
         synonyms = values.get("synonyms")
         if isinstance(synonyms, str):
             path = Path(synonyms).expanduser()
-            values["synonyms"] = load_synonyms(path if path.is_absolute() or base is None else base / path)
+            try:
+                values["synonyms"] = load_synonyms(path if path.is_absolute() or base is None else base / path)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
         try:
             return cls(**values)
         except ConfigError as exc:
@@ -208,7 +213,7 @@ def load_profile(path: str | Path) -> Profile:
     key; a project without one gets the generic profile)."""
     path = Path(path).expanduser()
     data = read_yaml(path, "profile")
-    if isinstance(data, Mapping) and ("profile" in data or "data" in data):
+    if isinstance(data, Mapping) and set(data) & PROJECT_KEYS:
         data = data.get("profile") or {}
     return Profile.from_dict(data, base=path.parent, where=f"profile {path}")
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dtdialog.profile import Profile, load_profile, read_yaml
+from dtdialog.profile import PROJECT_KEYS, Profile, load_profile, read_yaml
 from parsers.errors import ConfigError
 
 PROJECT_FILE = "dtdialog.yaml"
@@ -28,7 +28,7 @@ PROJECT_FILE = "dtdialog.yaml"
 PROJECT_FORMATS = ("csv", "jsonl", "mechanics", "twitter", "irc")
 DEFAULT_INDEX = ".dtdialog/index.sqlite"
 DEFAULT_TESTS = "tests/conversations.yaml"
-_KEYS = ("data", "format", "index", "tests", "profile")
+_KEYS = tuple(sorted(PROJECT_KEYS))
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,6 @@ def load_project(config: Path) -> Project:
     fmt = data.get("format")
     if fmt not in PROJECT_FORMATS:
         raise ConfigError(f"{where}: format must be one of {', '.join(PROJECT_FORMATS)}, got {fmt!r}")
-    profile = load_profile(config)
-    return Project(root=root, data=path("data", None), format=fmt, index=path("index", DEFAULT_INDEX),
-                   tests=path("tests", DEFAULT_TESTS), profile=profile, config=config)
+    data_path, index, tests = path("data", None), path("index", DEFAULT_INDEX), path("tests", DEFAULT_TESTS)
+    return Project(root=root, data=data_path, format=fmt, index=index, tests=tests, profile=load_profile(config),
+                   config=config)

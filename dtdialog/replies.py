@@ -92,7 +92,7 @@ class Replies:
     #: ... when it names a part but not what happens
     abstain_symptom: str = "What exactly happens - an error message, something that does not work, something missing?"
     #: ... when both are there
-    abstain_context: str = "When does it happen, and what have you already checked or replaced?"
+    abstain_context: str = "When does it happen, and what have you already tried?"
     #: the hand-off reason after an abstention did not lead to a confident answer
     handoff_unsure: str = "I could not find an answer I'm confident about"
 
