@@ -52,14 +52,14 @@ class Replies:
                                "Could you describe it differently or add a detail (symptom, model, what you tried)?")
     #: said before the options are listed again after a constraint removed some
     constraint_noted: str = 'Noted: "{said}". '
-    choose: str = "A few different fixes match your description. Which one fits your situation best?"
+    choose: str = "A few different answers match your description. Which one fits your situation best?"
     choose_again: str = ("Sorry, I could not match that to an option. "
                          "Reply with a number, a few words from an option, or 'none of these':")
     option_line: str = "  {number}) {label}"
     # --- clarification people can use (issue 13, item 6) ---
     #: none of the offered answers fits and no other strong one is on topic: ask for the one missing detail
     none_fit_detail: str = ("Then I am missing a detail to find the right answer. In a few words: what exactly happens "
-                            "(the symptom), and which part or system is involved? Or say 'human' to talk to a person.")
+                            "(the symptom), and which product, part or service is involved? Or say 'human' to talk to a person.")
     #: said before other strong candidates are offered after "none of these"
     none_fit_others: str = "OK, not those. "
     handoff_none_fit: str = "none of the suggested answers fit"
