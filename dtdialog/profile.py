@@ -14,12 +14,14 @@ ones the default template uses, so a typo fails when the profile is loaded, not 
 from __future__ import annotations
 
 import json
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from dtdialog.replies import Replies
 from parsers.errors import ConfigError
 
 #: The key of the index's build information (``SqliteIndex.info()``) holding the profile as a dict.
@@ -30,6 +32,8 @@ BUILTIN_PROFILE_PATH = Path(__file__).resolve().parent.parent / "data" / "car_pr
 PROJECT_KEYS = frozenset({"data", "format", "index", "tests", "profile"})
 #: A profile file larger than this is refused (it is a page of wording, not data).
 MAX_PROFILE_BYTES = 1_000_000
+#: A BCP 47 language tag, loosely: "en", "pt-BR", "zh-Hant-TW".
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 
 
 @dataclass(frozen=True)
@@ -49,11 +53,10 @@ class Profile:
 
     name: str = "support assistant"
     domain: str = "support"
-    greeting: str = ("Hi! Describe your question - what happens, and what you have already tried.")
+    greeting: str = Replies.greeting
     page_title: str = "Support chat"
     placeholder: str = "e.g. I tried the usual fix, but it still does not work."
-    handoff: str = ("I'm passing you to a human agent ({reason}). They will see our whole conversation "
-                    "({messages} messages), so you won't have to repeat anything.")
+    handoff: str = Replies.handoff
     language: str = "en"
     prompts: Mapping[str, str] = field(default_factory=dict)
     synonyms: Mapping[str, tuple[str, ...]] | None = None
@@ -63,6 +66,8 @@ class Profile:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"profile: {name} must be non-empty text, got {value!r}")
+        if not _LANGUAGE.fullmatch(self.language):
+            raise ConfigError(f"profile: language must be a language code such as 'en' or 'pt-BR', got {self.language!r}")
         if not isinstance(self.prompts, Mapping):
             raise ConfigError("profile: prompts must be a mapping of reply name -> text")
         known = _reply_templates()
@@ -76,10 +81,8 @@ class Profile:
             object.__setattr__(self, "synonyms", _checked_synonyms(self.synonyms, "profile: synonyms"))
         object.__setattr__(self, "prompts", dict(self.prompts))
 
-    def replies(self):
+    def replies(self) -> Replies:
         """Return the ``Replies`` this profile words: the generic defaults, the domain, then ``prompts``."""
-        from dtdialog.replies import Replies
-
         worded = {
             "greeting": self.greeting,
             "handoff": self.handoff,
@@ -132,8 +135,6 @@ class Profile:
 
 def _reply_templates() -> dict[str, str]:
     """Return every text field of ``Replies`` with its default wording."""
-    from dtdialog.replies import Replies
-
     return {f.name: f.default for f in fields(Replies) if isinstance(f.default, str)}
 
 

@@ -94,6 +94,7 @@ prompts:
     ("synonyms: {login: sign in}\n", "aliases of 'login' must be a list"),
     ("synonyms: missing.json\n", "does not exist"),
     ("greeting: [unclosed\n", "not valid YAML"),
+    ("language: English please\n", "language must be a language code"),
 ])
 def test_a_bad_profile_is_one_line_config_error(tmp_path, text, message):
     path = _write(tmp_path / "p.yaml", text)
