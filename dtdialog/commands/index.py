@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         "'Contrast [start car]'; query-language characters are plain text.")
     search.add_argument("query", metavar="QUERY", help="e.g. \"battery Contrast [replaced battery start car]\"")
     search.add_argument("--index", type=Path, default=None,
-                        help=f"SQLite index file (default: $DTDIALOG_INDEX or {default_index_path()})")
+                        help=f"SQLite index file (default: the project's in a dtdialog.yaml folder, else "
+                             f"$DTDIALOG_INDEX or {default_index_path()})")
     search.add_argument("--backend", choices=BACKENDS, default="sqlite", help="index backend (default: sqlite)")
     search.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
     search.add_argument("--index-name", default=DEFAULT_INDEX_NAME, help="Elasticsearch index/alias name")
@@ -193,6 +194,11 @@ def run_search(args: argparse.Namespace) -> int:
     from index.registry import open_index
 
     query = parse_query_string(args.query, size=args.size, relations=tuple(args.relation))
+    if args.index is None and args.backend == "sqlite":
+        from dtdialog.project import find_project
+
+        project = find_project()
+        args.index = project.index if project is not None else None
     with open_index(backend=args.backend, path=args.index, url=args.es_url, index_name=args.index_name) as index:
         hits = index.search(query)
     if args.json:

@@ -60,6 +60,8 @@ def test_init_makes_a_project_that_builds_chats_and_holds_passing_tests(tmp_path
     assert main(["index", "build", "--quiet"]) == 0  # no flags: the project's data, format, index and profile
     assert "indexed 8 of 8 answers" in capsys.readouterr().out
     assert Profile.from_dict(_stored_info(project.index)[PROFILE_INFO_KEY]) == project.profile
+    assert main(["index", "search", "router red lights", "--json"]) == 0  # the project's index, no --index
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["id"] == "faq-5#1"
 
     script = tmp_path / "turns.txt"
     script.write_text("The lights on my router are all red and nothing works.\n", encoding="utf-8")
