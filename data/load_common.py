@@ -8,6 +8,7 @@ list the caller can read (``on_error="skip"``). Nothing is dropped silently.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import re
@@ -194,9 +195,48 @@ def html_to_text(fragment: str) -> str:
     """Return the visible text of an HTML fragment: tags removed, entities decoded first, one line per block.
 
     ``parsers.text_input.strip_html`` does the work, so entity-encoded markup (``&lt;svg onload=...&gt;``)
-    is removed like markup, never turned into it.
+    is removed like markup, never turned into it. A link keeps its target after its text
+    (``inline_link_targets``): "Reset your password (https://...)", or an answer would point nowhere.
     """
-    return normalize_space(strip_html(fragment))
+    targets: list[str] = []
+    text = normalize_space(strip_html(inline_link_targets(fragment, targets)))
+    # the targets go in after the markup is gone: decoding them as HTML again would turn "&para=" into "¶="
+    return _TARGET_MARK.sub(lambda m: targets[int(m.group(1))] if int(m.group(1)) < len(targets) else "", text)
+
+
+_ANCHOR = re.compile(r"<a\b([^>]*)>(.*?)</a\s*>", re.IGNORECASE | re.DOTALL)
+_HREF = re.compile(r"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.IGNORECASE)
+#: Only targets a customer can follow from the answer text: a site-relative ``/privacy-policy`` names no site, and
+#: ``javascript:`` or ``#anchor`` links do nothing outside the page they came from.
+_FOLLOWABLE = re.compile(r"(?:https?://|mailto:)\S+$", re.IGNORECASE)
+
+
+#: Where ``inline_link_targets`` put the n-th target (private-use characters: no answer text holds them).
+_TARGET_MARK = re.compile("\ue000(\\d+)\ue001")
+
+
+def inline_link_targets(fragment: str, targets: list[str]) -> str:
+    """Return ``fragment`` (still HTML) with each ``<a href="URL">text</a>`` written ``text (MARK)``, where MARK
+    stands for the URL appended to ``targets`` (``_TARGET_MARK``).
+
+    Only absolute ``http(s)`` and ``mailto`` targets are kept (``_FOLLOWABLE``); a link whose text already shows
+    its target is left as it is.
+    """
+    def inline(match: re.Match[str]) -> str:
+        attributes, inner = match.group(1), match.group(2)
+        href = _HREF.search(attributes)
+        if href is None:
+            return inner
+        url = html.unescape(next(g for g in href.groups() if g is not None)).strip()
+        if not _FOLLOWABLE.match(url):
+            return inner
+        shown = url[len("mailto:"):] if url.lower().startswith("mailto:") else url
+        if shown.lower() in strip_html(inner).lower():
+            return inner
+        targets.append(shown)
+        return f"{inner} (\ue000{len(targets) - 1}\ue001)"
+
+    return _ANCHOR.sub(inline, fragment)
 
 
 def normalize_space(text: str) -> str:

@@ -9,7 +9,7 @@ and loaded as JSON stamped with a format version, so a run can say exactly which
 benchmark call it; the evaluation's needs are explicit keyword hooks (an already open pool index, a scorer
 wrapper, a dense-vector seed, an encoder), never flags that change what a spec means.
 
-With no index location the built-in car-repair corpus is used: its index is built once into
+With no index location the built-in corpus is used: its index is built once into
 ``dtdialog.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
 corpus or another parser gets a fresh index and an unchanged one is reused.
 
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dtdialog.engine_config import EngineConfig
+from dtdialog.profile import Profile, resolve_profile
 from dtdialog.selector import AnswerSelector
 from index.base import AnswerIndex
 from index.registry import BACKENDS
@@ -38,7 +39,7 @@ from parsers.errors import ConfigError, DTDialogError
 SPEC_FORMAT = 1
 CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 RANKER_CHOICES = (None, "auto", "learned", "rules")
-_PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path")
+_PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile")
 
 
 #: The parser the shipped ranker (``ranker-v1``) and its calibrator were trained with. The engine keeps it when
@@ -70,6 +71,8 @@ class EngineSpec:
     candidate_depth: learned ranker only - each retriever's list depth (None: the model's training depth).
     sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager).
     config: the ``EngineConfig``.
+    profile: a profile YAML file (``dtdialog.profile``) whose wording the engine speaks (None: the profile stored
+        in the index, else the built-in corpus's, else the generic one); stored in an index the spec builds.
     """
 
     parser: str | None = None
@@ -84,6 +87,7 @@ class EngineSpec:
     candidate_depth: int | None = None
     sessions_path: str | None = None
     config: EngineConfig = field(default_factory=EngineConfig)
+    profile: str | None = None
 
     def __post_init__(self) -> None:
         for name in _PATH_FIELDS:  # paths are kept as strings: the spec is JSON data
@@ -168,7 +172,7 @@ class Engine:
     """A built engine: ``parser``, ``index``, the ``selector`` over them and, with a session store, ``manager``.
 
     ``ranker`` is the ranker the spec resolved to (``learned`` or ``rules``); ``index_location`` the index file
-    (or ``elasticsearch``); ``built`` whether this build (re)built the index.
+    (or ``elasticsearch``); ``built`` whether this build (re)built the index; ``profile`` the wording it speaks.
     """
 
     spec: EngineSpec
@@ -181,6 +185,7 @@ class Engine:
     built: bool = False
     store: Any = None
     manager: Any = None
+    profile: Profile = field(default_factory=Profile)
 
     @property
     def generator(self):
@@ -198,7 +203,8 @@ class Engine:
         The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
         """
         self.selector, self.ranker = _selector(self.spec, parser=self.parser, index=self.index,
-                                               index_path=self.index_path, hooks=_Hooks(), progress=progress)
+                                               index_path=self.index_path, hooks=_Hooks(), progress=progress,
+                                               profile=self.profile)
         if self.manager is not None:
             self.manager.selector = self.selector
 
@@ -257,6 +263,7 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     """
     spec = spec or EngineSpec()
     rst = parser if parser is not None else get_parser(engine_parser_name(spec.parser))
+    given_index = index is not None
     if index is not None:
         if spec.index_path is not None or spec.corpus is not None:
             raise ConfigError("build_engine: give an open index or an index location in the spec, not both")
@@ -268,25 +275,32 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
         index, path, location, built = open_spec_index(spec, rst, progress=progress)
     hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors, warm=warm)
     try:
-        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, hooks=hooks, progress=progress)
-        store, manager = _manager(spec, selector)
+        profile = resolve_profile(path=spec.profile, info=index.info(),
+                                  builtin=not given_index and spec.index_path is None and spec.corpus is None)
+        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, hooks=hooks, progress=progress,
+                                     profile=profile)
+        store, manager = _manager(spec, selector, profile)
     except BaseException:
         index.close()
         raise
     engine = Engine(spec=spec, parser=rst, index=index, selector=selector, ranker=ranker, index_path=path,
-                    index_location=location, built=built, store=store, manager=manager)
+                    index_location=location, built=built, store=store, manager=manager, profile=profile)
     if warm:
         engine.warm_up()
     return engine
 
 
 def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
-              progress: bool) -> tuple[AnswerSelector, str]:
-    """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks."""
+              progress: bool, profile: Profile) -> tuple[AnswerSelector, str]:
+    """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks, entity
+    matching with the profile's synonyms (the default list when it names none)."""
+    from dtdialog.entities import EntityNormalizer
+
     generator, scorer = _ranking(spec, index=index, index_path=index_path, hooks=hooks, progress=progress)
     ranker = "rules" if scorer is None else "learned"
+    normalizer = EntityNormalizer(synonyms=profile.synonyms) if profile.synonyms is not None else None
     selector = AnswerSelector(index=index, parser=parser, config=spec.config, generator=generator, scorer=scorer,
-                              calibrator=engine_calibrator(spec, scorer))
+                              normalizer=normalizer, calibrator=engine_calibrator(spec, scorer))
     return selector, ranker
 
 
@@ -315,8 +329,9 @@ def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, h
     return generator, scorer
 
 
-def _manager(spec: EngineSpec, selector: AnswerSelector):
-    """Return ``(session store, DialogueManager)`` over ``spec.sessions_path``, or ``(None, None)`` without one."""
+def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
+    """Return ``(session store, DialogueManager)`` over ``spec.sessions_path``, speaking ``profile``'s wording, or
+    ``(None, None)`` without a session store."""
     if spec.sessions_path is None:
         return None, None
     from dtdialog.manager import DialogueManager
@@ -332,7 +347,7 @@ def _manager(spec: EngineSpec, selector: AnswerSelector):
                       mass=spec.config.scope_mass, dense=_nearest_answer_cosine(selector),
                       dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
-                                  calibrator=selector.calibrator)
+                                  calibrator=selector.calibrator, replies=profile.replies())
 
 
 def _nearest_answer_cosine(selector: AnswerSelector):
@@ -364,6 +379,6 @@ def engine_calibrator(spec: EngineSpec, scorer):
 def _warm_parser(parser: RSTParser) -> None:
     """Load the parser's NLP pipeline now (it loads lazily), not in the first user's turn."""
     try:
-        parser.parse("The car starts.")
+        parser.parse("The order arrived.")
     except DTDialogError:  # warming is an optimisation; a real problem surfaces, with its message, on the first turn
         pass

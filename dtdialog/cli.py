@@ -17,7 +17,7 @@ import sys
 from parsers.errors import one_line_errors
 from parsers.storage import storage_error
 
-COMMAND_MODULES = ("parse", "index", "chat", "test", "eval", "serve", "sessions")
+COMMAND_MODULES = ("init", "parse", "index", "chat", "test", "eval", "serve", "sessions")
 
 
 def build_parser() -> argparse.ArgumentParser:

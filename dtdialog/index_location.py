@@ -1,8 +1,9 @@
 """Where an engine's answer index comes from: open it, or build it from a corpus first (``open_spec_index``).
 
-With no index location the built-in car-repair corpus is used: its index is built once into
+With no index location the built-in corpus is used: its index is built once into
 ``dtdialog.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
 corpus or another parser gets a fresh index and an unchanged one is reused. ``dtdialog.assembly`` calls this.
+An index built here stores the spec's profile (or the built-in corpus's) with it, as ``dtdialog index build`` does.
 """
 
 from __future__ import annotations
@@ -27,6 +28,18 @@ def load_dialogues(corpus: str | Path | None, corpus_format: str):
     from data.loaders import load_corpus
 
     return load_corpus(Path(corpus), fmt=corpus_format, on_error="skip")
+
+
+def build_info(spec) -> dict | None:
+    """Return the build information an index built for ``spec`` stores: the profile whose wording it speaks
+    (the spec's profile file, else the built-in corpus's for the built-in corpus; None for another corpus)."""
+    from dtdialog.profile import PROFILE_INFO_KEY, builtin_profile, load_profile
+
+    if spec.profile is not None:
+        return {PROFILE_INFO_KEY: load_profile(spec.profile).to_dict()}
+    if spec.corpus is None:
+        return {PROFILE_INFO_KEY: builtin_profile().to_dict()}
+    return None
 
 
 def corpus_fingerprint(dialogues, parser_key: str) -> str:
@@ -99,7 +112,8 @@ def _sqlite_file(spec, parser: RSTParser, *, progress: bool) -> tuple[Path, bool
     if (spec.corpus is not None and spec.index_path is not None) or not path.exists():
         if progress:
             print(f"building the answer index ({len(dialogues)} dialogues) into {path} ...", file=sys.stderr)
-        build_index(dialogues=dialogues, parser=parser, backend="sqlite", out=path, progress=progress)
+        build_index(dialogues=dialogues, parser=parser, backend="sqlite", out=path, progress=progress,
+                    info=build_info(spec))
         return path, True
     return path, False
 
@@ -119,6 +133,6 @@ def _open_sqlite(spec, parser: RSTParser, path: Path, *, progress: bool) -> tupl
             print(f"the cached index {path} is outdated; rebuilding it ...", file=sys.stderr)
         # force: a damaged cache file is not an index any more, and it is ours to replace
         build_index(dialogues=load_dialogues(spec.corpus, spec.corpus_format), parser=parser, backend="sqlite",
-                    out=path, progress=progress, force=True)
+                    out=path, progress=progress, force=True, info=build_info(spec))
         return open_index(backend="sqlite", path=path), True
     return index, False

@@ -2,7 +2,8 @@
 
 ``Replies`` holds the wording as plain templates so a deployment for another domain can pass its
 own instance (``DialogueManager(replies=...)``) without touching the state machine; ``DEFAULT_REPLIES``
-is the car-repair wording. Templates use ``str.format`` fields named after what they receive.
+is the generic wording, with no domain words: a domain's wording comes from its profile (``dtdialog.profile``,
+``Profile.replies()``). Templates use ``str.format`` fields named after what they receive.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class Replies:
     """The manager's wording; each field is a sentence or a ``str.format`` template."""
 
     #: nothing to search with while no question is open
-    greeting: str = "Hi! Describe your car problem - what happens, and what you have already checked or replaced."
+    greeting: str = "Hi! Describe your question - what happens, and what you have already tried."
     #: a reply with no content while an answer is on screen
     feedback_prompt: str = ("Tell me what happened when you tried that, or say 'didn't help' for another "
                             "suggestion, or 'thanks' if it is fixed.")
@@ -48,35 +49,34 @@ class Replies:
     fallback_off_part: str = ("I found answers on this topic, but none that deals with {missing}. "
                               "Could you add a detail - the exact symptom, when it happens, or what you already tried?")
     fallback_not_found: str = ("I could not find an answer about {missing}. "
-                               "Could you describe it differently or add a detail (symptom, make/model, what you tried)?")
+                               "Could you describe it differently or add a detail (symptom, model, what you tried)?")
     #: said before the options are listed again after a constraint removed some
     constraint_noted: str = 'Noted: "{said}". '
-    choose: str = "A few different fixes match your description. Which one fits your situation best?"
+    choose: str = "A few different answers match your description. Which one fits your situation best?"
     choose_again: str = ("Sorry, I could not match that to an option. "
                          "Reply with a number, a few words from an option, or 'none of these':")
     option_line: str = "  {number}) {label}"
     # --- clarification people can use (issue 13, item 6) ---
     #: none of the offered answers fits and no other strong one is on topic: ask for the one missing detail
     none_fit_detail: str = ("Then I am missing a detail to find the right answer. In a few words: what exactly happens "
-                            "(the symptom), and which part or system is involved? Or say 'human' to talk to a person.")
+                            "(the symptom), and which product, part or service is involved? Or say 'human' to talk to a person.")
     #: said before other strong candidates are offered after "none of these"
     none_fit_others: str = "OK, not those. "
     handoff_none_fit: str = "none of the suggested answers fit"
     handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
     # --- out-of-scope gate (issue 13, item 3): what the bot says instead of answering from the index ---
     #: small talk with no question: say what the bot is for and invite the question
-    out_of_scope_greeting: str = ("Hi! I'm the car-repair assistant: I answer questions about car problems from our "
-                                  "support answers. What is going on with your car - what happens, and what have you "
-                                  "already checked or replaced?")
+    out_of_scope_greeting: str = ("Hi! I'm the support assistant: I answer questions from our support answers. "
+                                  "What is your question - what happens, and what have you already tried?")
     #: keyboard mash, random characters
-    out_of_scope_gibberish: str = ("Sorry, I could not make sense of that. Could you rephrase it as a question about your "
-                                   "car - what happens, and when?")
+    out_of_scope_gibberish: str = ("Sorry, I could not make sense of that. Could you rephrase it as a question - what "
+                                   "happens, and when?")
     #: not English; ``{language}`` is the detected language code (may be empty)
-    out_of_scope_language: str = ("Sorry, I can only understand English. Please describe your car problem in English "
+    out_of_scope_language: str = ("Sorry, I can only understand English. Please describe your question in English "
                                   "(or say 'human' to talk to a person).")
     #: English, but not about what the index covers
-    out_of_scope_domain: str = ("Sorry, that seems to be outside what I can help with: I only answer car-repair "
-                                "questions. If it is about your car, could you describe the symptom in a few words? "
+    out_of_scope_domain: str = ("Sorry, that seems to be outside what I can help with: it is not a question our "
+                                "support answers cover. If it is, could you describe it in a few words? "
                                 "Or say 'human' to talk to a person.")
 
     def out_of_scope_text(self, reason: str, *, language: str | None = None) -> str:
@@ -88,11 +88,11 @@ class Replies:
     abstain: str = ("I'm not sure I have the right answer for this yet. {question} "
                     "Or say 'human' and I'll pass our conversation to a person.")
     #: the detail question when the question names no part or system the stored answers know
-    abstain_part: str = "Which part or system is it about (for example the brakes, the battery, the engine)?"
+    abstain_part: str = "Which product, part or service is it about?"
     #: ... when it names a part but not what happens
-    abstain_symptom: str = "What exactly happens - a noise, a warning light, it won't start, a leak?"
+    abstain_symptom: str = "What exactly happens - an error message, something that does not work, something missing?"
     #: ... when both are there
-    abstain_context: str = "When does it happen, and what have you already checked or replaced?"
+    abstain_context: str = "When does it happen, and what have you already tried?"
     #: the hand-off reason after an abstention did not lead to a confident answer
     handoff_unsure: str = "I could not find an answer I'm confident about"
 

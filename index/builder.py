@@ -198,6 +198,7 @@ def build_index(
     lock_timeout: float = 0.0,
     reuse_side_files: bool = False,
     api_answers: str = "keep",
+    info: dict[str, Any] | None = None,
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
@@ -220,6 +221,8 @@ def build_index(
     ``api_answers`` (sqlite): what happens to the answers the index at ``out`` holds from the API (``keep``: they
     are carried into the new index; ``drop``: only into its history); the history is always carried over
     (``index.carry_over``, read under the build lock, before ``finish``).
+    ``info`` (sqlite): more build information stored in the new index (``SqliteIndex.info()``), written in the same
+    atomic swap, e.g. the profile whose wording the index's bot speaks; Elasticsearch stores none.
     """
     _check_build(backend, out=out, force=force, finish=finish, batch_size=batch_size, n_process=n_process)
     t0 = time.perf_counter()
@@ -234,7 +237,7 @@ def build_index(
     if backend == "sqlite":
         side = _SideFiles(encoder=encoder, progress=progress, reuse=reuse_side_files) if dense else None
         _write_sqlite(Path(out), documents, report, side=side, progress=progress, force=force,
-                      lock_timeout=lock_timeout, finish=finish, api_answers=api_answers)
+                      lock_timeout=lock_timeout, finish=finish, api_answers=api_answers, info=info)
     else:
         _write_es(url, index_name, documents, report, dense=dense, encoder=encoder, progress=progress)
     report.seconds = time.perf_counter() - t0
@@ -260,7 +263,7 @@ class _SideFiles:
 
 def _write_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildReport, *, side: _SideFiles | None,
                   progress: bool, force: bool, lock_timeout: float, finish: Callable[[Any], None] | None,
-                  api_answers: str = "keep") -> None:
+                  api_answers: str = "keep", info: dict[str, Any] | None = None) -> None:
     """Write the SQLite index at ``out`` (and, with ``side``, its vectors and SG phrases beside it) under the lock,
     carrying over the old index's API answers and history (``index.carry_over``)."""
     from index.carry_over import read_carry_over
@@ -275,6 +278,8 @@ def _write_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildR
 
         def finish_all(new_index: Any) -> None:
             carry(new_index)
+            if info:
+                new_index.set_info(**info)
             if finish is not None:
                 finish(new_index)
 

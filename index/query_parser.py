@@ -29,7 +29,7 @@ def parse_query_string(text: str, *, size: int = 10, relations: tuple[str, ...] 
     ``ConfigError`` for an unknown relation in ``relations``.
     """
     if text is None or not text.strip():
-        raise InputError("empty query: give keywords and/or RR terms such as 'Contrast [start car]'")
+        raise InputError("empty query: give keywords and/or RR terms such as 'Contrast [reset password]'")
     if len(text) > MAX_QUERY_CHARS:
         raise InputError(f"query too long ({len(text)} characters; at most {MAX_QUERY_CHARS})")
     rr_terms: list[RRTerm] = []

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from dtdialog.api import routes_health, routes_index, routes_parse, routes_search, routes_sessions
+from dtdialog.api import routes_health, routes_index, routes_parse, routes_profile, routes_search, routes_sessions
 from dtdialog.api.deps import api_version
 from dtdialog.api.errors import BodySizeLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from dtdialog.api.hosts import HostAllowListMiddleware
@@ -28,7 +28,7 @@ WORKER_SETTINGS_ENV = "DTDIALOG_WORKER_SETTINGS"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 STATIC_DIR = Path(__file__).parent / "static"
 DESCRIPTION = (
-    "Discourse-tree dialogue manager for car-repair support (Galitsky & Ilvovsky). "
+    "Discourse-tree dialogue manager for customer support (Galitsky & Ilvovsky); its wording comes from the index's domain profile (`GET /profile`). "
     "Every error is `{\"error\": {\"code\": ..., \"message\": ...}}`. Index writes and the answer history "
     "need a key configured on the server and sent as `X-API-Key` (403 `index_writes_disabled` when the server has "
     "none); per-client quotas answer 429 with `Retry-After`."
@@ -66,7 +66,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.state.service = service
     app.state.quotas = Quotas(settings)
     install_error_handlers(app)
-    for module in (routes_health, routes_parse, routes_search, routes_sessions, routes_index):
+    for module in (routes_health, routes_profile, routes_parse, routes_search, routes_sessions, routes_index):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

@@ -35,7 +35,7 @@ class ParseRequest(_Strict):
     text: StrictStr = Field(min_length=1, description="The text to parse; at most the server's max_text_chars "
                                                       f"(default {MAX_CHARS:,} characters, the parser's limit) with "
                                                       f"the API key, a turn's {MAX_TURN_CHARS:,} without it (413 above it).",
-                      examples=["I replaced the battery, but the car still does not start."])
+                      examples=["I reset my password, but I still cannot log in."])
 
 
 class ParseResponse(BaseModel):
@@ -52,12 +52,12 @@ class SearchRequest(_Strict):
     query: StrictStr = Field(min_length=1, description="A customer question, at most a customer message's "
                                                        f"{MAX_TURN_CHARS:,} characters (413 above it), or a query string "
                                                        "in 'query' mode (the general text limit, max_text_chars).",
-                             examples=["My car does not start although I replaced the battery."])
+                             examples=["I cannot log in although I reset my password."])
     size: StrictInt = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
     mode: Literal["question", "query"] = Field(
         default="question",
         description="'question': parse the text, retrieve and rank by rhetorical agreement with its DT. "
-                    "'query': a query string such as 'Contrast [start car] battery', retrieval only.")
+                    "'query': a query string such as 'Contrast [reset password] login', retrieval only.")
 
 
 class Agreement(BaseModel):
@@ -103,8 +103,8 @@ class MessageRequest(_Strict):
     text: StrictStr = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option "
                                                       f"number; at most {MAX_TURN_CHARS:,} characters, the engine's "
                                                       "turn limit (413 above it).",
-                            examples=["I have checked the spark plugs, replaced the battery, also replaced ignition coils "
-                                "and the solenoid, but I still could not start my car."])
+                            examples=["I have reset my password, cleared the browser cache and tried another browser, but I "
+                                "still cannot log in."])
 
 
 class TurnOption(BaseModel):
@@ -158,6 +158,17 @@ class SessionOut(BaseModel):
     session_id: str
     transcript: list[dict[str, Any]] = Field(default_factory=list)
     traces: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ProfileResponse(BaseModel):
+    """The wording of the served bot (its domain profile): what the chat page shows before the first turn."""
+
+    name: str = Field(description="what the bot calls itself")
+    domain: str = Field(description="the domain of the questions it answers")
+    title: str = Field(description="the chat page's title and heading")
+    greeting: str = Field(description="the bot's first message")
+    placeholder: str = Field(description="an example question for the message box")
+    language: str = Field(description="the customers' language (BCP 47 code)")
 
 
 class HealthResponse(BaseModel):

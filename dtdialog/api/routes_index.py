@@ -206,6 +206,7 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
     source = _source_path(body, settings.rebuild_roots)
 
     def work() -> RebuildResponse:
+        from dtdialog.profile import PROFILE_INFO_KEY
         from index.builder import build_index
 
         start = time.perf_counter()
@@ -217,7 +218,8 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
         # The API answers and the history are read from the file under that lock (``index.carry_over``).
         report = build_index(dialogues=dialogues, parser=service.parser(), backend="sqlite", out=target,
                              progress=False, dense=service.ranks_with_vectors(), reuse_side_files=True,
-                             api_answers="drop" if body.drop_api_answers else "keep")
+                             api_answers="drop" if body.drop_api_answers else "keep",
+                             info={PROFILE_INFO_KEY: service.profile().to_dict()})  # the bot keeps its wording
         runtime = service.build_engine(index_path=target)
         service.replace_runtime(runtime)
         return RebuildResponse(documents=runtime.index.count(), dialogues=report.dialogues, skipped=len(report.skipped),

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import queue
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -287,10 +288,24 @@ class EngineService:
         s = self.settings
         if index_path is not None:
             return EngineSpec(parser=s.parser, backend="sqlite", index_path=index_path, ranker=s.ranker,
-                              sessions_path=s.sessions_path)
+                              sessions_path=s.sessions_path, profile=s.profile)
         return EngineSpec(parser=s.parser, backend=s.backend, index_path=s.index_path, index_url=s.index_url,
                           corpus=s.corpus, corpus_format=s.corpus_format if s.corpus is not None else "builtin",
-                          ranker=s.ranker, sessions_path=s.sessions_path)
+                          ranker=s.ranker, sessions_path=s.sessions_path, profile=s.profile)
+
+    def profile(self) -> Any:
+        """Return the ``Profile`` the served bot speaks: the loaded engine's, else read without loading the engine
+        (the chat page asks for it first, and must not wait for spaCy and the ranker)."""
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime.profile
+        from dtdialog.profile import resolve_profile
+
+        s = self.settings
+        info: dict[str, Any] = {}
+        if s.backend == "sqlite" and s.index_path is not None and s.corpus is None and s.index_path.is_file():
+            info = _index_info(s.index_path)
+        return resolve_profile(path=s.profile, info=info, builtin=s.index_path is None and s.corpus is None)
 
     def build_engine(self, *, index_path=None) -> Any:
         """Return a new ``Engine`` built from the settings (see ``engine_spec``), sharing the loaded parser."""
@@ -399,7 +414,7 @@ class EngineService:
 
         Raises the loading problem's ``DTDialogError`` (not an HTTP error): it runs before serving.
         """
-        self.load().selector.rank(question="My car does not start, but the battery is new.", size=1)
+        self.load().selector.rank(question="It does not work any more, but the part is new.", size=1)
 
     def ranks_with_vectors(self) -> bool:
         """Return True when the loaded engine ranks with the learned ranker (dense vectors beside the index)."""
@@ -431,3 +446,20 @@ class EngineService:
                 old.store.close()
             if runtime is None or old.index is not runtime.index:
                 old.index.close()
+
+
+def _index_info(path: Any) -> dict[str, Any]:
+    """Return the build information of the SQLite index at ``path`` ({} when it cannot be read: the engine's load
+    reports that problem itself)."""
+    from index.sqlite_index import SqliteIndex
+
+    try:
+        index = SqliteIndex(path, readonly=True)
+    except (DTDialogError, OSError, sqlite3.Error):
+        return {}
+    try:
+        return index.info()
+    except (DTDialogError, OSError, sqlite3.Error):
+        return {}
+    finally:
+        index.close()

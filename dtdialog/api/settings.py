@@ -85,9 +85,13 @@ class ApiSettings:
     #: folder of the quota state the workers share (rate counters, session admission lock); None: per process.
     #: ``dtdialog serve --workers N`` (N > 1) sets it, fresh for each start.
     shared_dir: Path | None = None
+    #: a profile YAML file whose wording the bot speaks (None: the one stored in the index, else the built-in
+    #: corpus's, else the generic one; ``dtdialog.profile``)
+    profile: Path | None = None
 
     def __post_init__(self) -> None:
         self.index_path = Path(self.index_path) if self.index_path is not None else None
+        self.profile = Path(self.profile) if self.profile is not None else None
         self.corpus = Path(self.corpus) if self.corpus is not None else None
         self.sessions_path = Path(self.sessions_path)
         self.shared_dir = Path(self.shared_dir) if self.shared_dir is not None else None

@@ -1,4 +1,8 @@
-"""``dtdialog chat``: the car-repair chatbot, interactive or replaying a script of user turns."""
+"""``dtdialog chat``: the support chatbot, interactive or replaying a script of user turns.
+
+Run in a project folder (``dtdialog.yaml``, ``dtdialog init``) with no corpus or index option, it answers from the
+project's index (built from its data on first use) in the project profile's wording.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from parsers.errors import DTDialogError, InputError, StorageError
 from parsers.storage import storage_error
 
 NAME = "chat"
-HELP = "chat with the car-repair assistant (built-in corpus by default); --script replays user turns"
+HELP = ("chat with the support assistant (the project's index in a dtdialog.yaml folder, else the built-in "
+        "car-repair corpus); --script replays user turns")
 CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 QUIT_WORDS = frozenset({"quit", "exit", "/quit", "/exit", "bye"})
 #: A script file larger than this is refused (it is a list of user turns, not a corpus).
@@ -22,8 +27,10 @@ MAX_SCRIPT_BYTES = 5_000_000
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, default=None, help="dialogue corpus to answer from (with --format)")
-    parser.add_argument("--format", dest="fmt", choices=CORPUS_FORMATS, default="builtin",
+    parser.add_argument("--format", dest="fmt", choices=CORPUS_FORMATS, default=None,
                         help="corpus format (default: builtin, the shipped car-repair corpus)")
+    parser.add_argument("--profile", type=Path, default=None, metavar="FILE",
+                        help="domain profile YAML whose wording the bot speaks (default: the one stored in the index)")
     parser.add_argument("--index", type=Path, default=None,
                         help="SQLite index file to use; a missing one is an error unless --build or --corpus is given")
     parser.add_argument("--build", action="store_true",
@@ -139,7 +146,6 @@ class _WarmUp:
 
 def run(args: argparse.Namespace) -> int:
     from dtdialog.assembly import build_engine
-    from dtdialog.manager import GREETING
 
     spec = engine_spec(args)
     if args.save_engine is not None:
@@ -165,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             session_id = manager.start_session()
             print(f"session {session_id} (resume with --session {session_id})", file=sys.stderr)
             if not args.json:
-                print(f"bot> {GREETING}", file=out)
+                print(f"bot> {manager.replies.greeting}", file=out)
         trace_file = _open_trace(args.trace_json) if args.trace_json else None
         try:
             if script is not None:
@@ -188,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 #: The chat options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
-ENGINE_OPTIONS = {"corpus": None, "fmt": "builtin", "index": None, "build": False, "backend": "sqlite", "es_url": None, "parser": None,
+ENGINE_OPTIONS = {"corpus": None, "fmt": None, "index": None, "build": False, "profile": None, "backend": "sqlite",
+                  "es_url": None, "parser": None,
                   "ranker": None, "agreement_table": None, "overlap_scope": "relation", "clarify_margin": None,
                   "clarify_ratio": None}
 
@@ -217,8 +224,18 @@ def engine_spec(args: argparse.Namespace):
         options["clarify_margin"] = args.clarify_margin
     if args.clarify_ratio is not None:
         options["clarify_ratio"] = args.clarify_ratio
-    return EngineSpec(parser=args.parser, backend=args.backend, index_path=args.index, index_url=args.es_url,
-                      corpus=args.corpus, corpus_format=args.fmt, ranker=args.ranker,
+    index, corpus, fmt, profile = args.index, args.corpus, args.fmt or "builtin", args.profile
+    if args.index is None and args.corpus is None and args.fmt is None and args.backend == "sqlite":
+        from dtdialog.project import find_project
+
+        project = find_project()
+        if project is not None:
+            # the project's index, built from its data only when missing (an index with a corpus is rebuilt)
+            index, profile = project.index, profile or project.config
+            if not project.index.exists():
+                corpus, fmt = project.data, project.format
+    return EngineSpec(parser=args.parser, backend=args.backend, index_path=index, index_url=args.es_url,
+                      corpus=corpus, corpus_format=fmt, ranker=args.ranker, profile=profile,
                       sessions_path=args.sessions or sessions_path(), config=EngineConfig(**options))
 
 

@@ -24,11 +24,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            description="Parse every answer of a corpus and write the index (atomically).")
     build.add_argument("--corpus", type=Path, help="corpus file (a directory of *.jsonl for --format jsonl); "
                        "not needed for --format builtin")
-    build.add_argument("--format", dest="fmt", choices=CORPUS_FORMATS, default="builtin",
-                       help="corpus format (default: builtin, the shipped car-repair corpus)")
+    build.add_argument("--format", dest="fmt", choices=CORPUS_FORMATS, default=None,
+                       help="corpus format (default: the project's in a dtdialog.yaml folder, else builtin, the "
+                            "shipped car-repair corpus)")
+    build.add_argument("--profile", type=Path, default=None, metavar="FILE",
+                       help="domain profile YAML (the bot's wording) stored with the index (default: the project's, "
+                            "the built-in corpus's for --format builtin, else the generic one)")
     build.add_argument("--backend", choices=BACKENDS, default="sqlite", help="index backend (default: sqlite)")
     build.add_argument("--out", type=Path, default=None,
-                       help=f"SQLite index file to write (default: $DTDIALOG_INDEX or {default_index_path()})")
+                       help=f"SQLite index file to write (default: the project's, else $DTDIALOG_INDEX or "
+                            f"{default_index_path()})")
     build.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
     build.add_argument("--index-name", default=DEFAULT_INDEX_NAME, help="Elasticsearch index/alias name")
     build.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the parser "
@@ -59,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         "'Contrast [start car]'; query-language characters are plain text.")
     search.add_argument("query", metavar="QUERY", help="e.g. \"battery Contrast [replaced battery start car]\"")
     search.add_argument("--index", type=Path, default=None,
-                        help=f"SQLite index file (default: $DTDIALOG_INDEX or {default_index_path()})")
+                        help=f"SQLite index file (default: the project's in a dtdialog.yaml folder, else "
+                             f"$DTDIALOG_INDEX or {default_index_path()})")
     search.add_argument("--backend", choices=BACKENDS, default="sqlite", help="index backend (default: sqlite)")
     search.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
     search.add_argument("--index-name", default=DEFAULT_INDEX_NAME, help="Elasticsearch index/alias name")
@@ -118,10 +124,39 @@ def load_dialogues(args: argparse.Namespace, issues: list | None = None):
     return dialogues
 
 
+def project_defaults(args: argparse.Namespace) -> None:
+    """Fill ``--corpus``/``--format``/``--out``/``--profile`` from the project in the working folder (``dtdialog.yaml``)
+    when none of the corpus options is given."""
+    if args.fmt is not None or args.corpus is not None:
+        args.fmt = args.fmt or "builtin"
+        return
+    from dtdialog.project import find_project
+
+    project = find_project()
+    if project is None:
+        args.fmt = "builtin"
+        return
+    args.corpus, args.fmt = project.data, project.format
+    if args.out is None and args.backend == "sqlite":
+        args.out = project.index
+    if args.profile is None:
+        args.profile = project.config
+
+
+def build_profile(args: argparse.Namespace):
+    """Return the profile the build stores: ``--profile``, else the built-in corpus's, else the generic one."""
+    from dtdialog.profile import builtin_profile, generic_profile, load_profile
+
+    if args.profile is not None:
+        return load_profile(args.profile)
+    return builtin_profile() if args.fmt == "builtin" else generic_profile()
+
+
 def run_build(args: argparse.Namespace) -> int:
     import logging
 
     from dtdialog.assembly import engine_parser_name
+    from dtdialog.profile import PROFILE_INFO_KEY
     from index.builder import build_index
     from parsers.base import get_parser
 
@@ -136,6 +171,8 @@ def run_build(args: argparse.Namespace) -> int:
 
         if not dense_available():  # refuse before parsing anything, not after minutes of work
             raise ConfigError(f"--dense needs the [dense] extra ({INSTALL_HINT})")
+    project_defaults(args)
+    profile = build_profile(args)  # before parsing: a bad profile fails at once, not after minutes of work
     issues: list = []
     dialogues = load_dialogues(args, issues)
     parser = get_parser(engine_parser_name(args.parser))
@@ -143,7 +180,8 @@ def run_build(args: argparse.Namespace) -> int:
     report = build_index(dialogues=dialogues, parser=parser, backend=args.backend, out=out, url=args.es_url,
                          batch_size=args.batch_size, n_process=args.n_process, progress=not args.quiet,
                          index_name=args.index_name, dense=args.dense, force=args.force, lock_timeout=args.wait,
-                         api_answers="drop" if args.drop_api_answers else "keep")
+                         api_answers="drop" if args.drop_api_answers else "keep",
+                         info={PROFILE_INFO_KEY: profile.to_dict()})
     report.malformed = len(issues)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
@@ -159,6 +197,11 @@ def run_search(args: argparse.Namespace) -> int:
     from index.registry import open_index
 
     query = parse_query_string(args.query, size=args.size, relations=tuple(args.relation))
+    if args.index is None and args.backend == "sqlite":
+        from dtdialog.project import find_project
+
+        project = find_project()
+        args.index = project.index if project is not None else None
     with open_index(backend=args.backend, path=args.index, url=args.es_url, index_name=args.index_name) as index:
         hits = index.search(query)
     if args.json:

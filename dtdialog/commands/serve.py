@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dialogue corpus to index at start-up (default: the built-in corpus, indexed once)")
     parser.add_argument("--format", dest="corpus_format", default=None,
                         help="format of --corpus: jsonl (default), csv, mechanics, twitter or irc")
+    parser.add_argument("--profile", type=Path, default=None, metavar="FILE",
+                        help="domain profile YAML whose wording the bot and the page use (default: the one stored "
+                             "in the index)")
     parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the built-in)")
     parser.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
                         help="answer ranking: auto (default, or $DTDIALOG_RANKER), learned or rules")
@@ -128,9 +131,18 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
     proxies = forwarded_allow_ips(args.forwarded_allow_ips)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    index, corpus, corpus_format, profile = args.index, args.corpus, args.corpus_format, args.profile
+    if index is None and corpus is None and corpus_format is None and args.backend == "sqlite":
+        from dtdialog.project import find_project
+
+        project = find_project()
+        if project is not None:  # a dtdialog.yaml folder: its index (built from its data when missing), its wording
+            index, profile = project.index, profile or project.config
+            if not project.index.exists():
+                corpus, corpus_format = project.data, project.format
     settings = ApiSettings.from_env(
-        index_path=args.index, backend=args.backend, index_url=args.es_url, corpus=args.corpus, corpus_format=args.corpus_format,
-        parser=args.parser, ranker=args.ranker,
+        index_path=index, backend=args.backend, index_url=args.es_url, corpus=corpus, corpus_format=corpus_format,
+        parser=args.parser, ranker=args.ranker, profile=profile,
         sessions_path=args.sessions, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
         rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload, api_key=api_key(args.api_key_file),
         allowed_hosts=allowed_hosts(args.host, args.allowed_hosts), session_rate=args.session_rate,

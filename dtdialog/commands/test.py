@@ -33,18 +33,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class TestTarget:
-    """What ``dtdialog test`` runs: the test file and the index (None: the built-in corpus's, as chat)."""
+    """What ``dtdialog test`` runs: the test file and the index (None: the built-in corpus's, as chat); in a
+    project whose index is not built yet, the corpus to build it from and the project's profile."""
 
     tests: Path
     index: Path | None
+    corpus: Path | None = None
+    corpus_format: str | None = None
+    profile: Path | None = None
 
 
 def resolve_target(args: argparse.Namespace) -> TestTarget:
     """Return the test file and index the options name, filling in the defaults.
 
-    Without FILE and ``--index`` the built-in corpus's own test file runs against its index; a test file for
-    another index must be named.
+    Without FILE and ``--index``: inside a project (``dtdialog.yaml`` in the working folder, ``dtdialog init``) its
+    test file runs against its index, built from its data first when missing, as ``dtdialog chat`` does; elsewhere
+    the built-in corpus's own test file runs against its index. A test file for another index must be named.
     """
+    if args.index is None:
+        from dtdialog.project import find_project
+
+        project = find_project()
+        if project is not None:
+            missing = not project.index.exists()
+            return TestTarget(tests=args.file or project.tests, index=project.index, profile=project.config,
+                              corpus=project.data if missing else None,
+                              corpus_format=project.format if missing else None)
     if args.file is not None:
         tests = args.file
     elif args.index is None:
@@ -68,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--junit {args.junit} is a folder; give a file path")
     # a throw-away session store: test sessions are not the team's conversations
     with tempfile.TemporaryDirectory(prefix="dtdialog-test-") as tmp:
-        spec = EngineSpec(parser=args.parser, index_path=target.index, ranker=args.ranker,
+        spec = EngineSpec(parser=args.parser, index_path=target.index, ranker=args.ranker, corpus=target.corpus,
+                          corpus_format=target.corpus_format or "builtin", profile=target.profile,
                           sessions_path=str(Path(tmp) / "sessions.sqlite"))
         engine = build_engine(spec, progress=not args.quiet)
         try:

@@ -65,6 +65,27 @@ def test_html_to_text_drops_scripts_and_keeps_blocks() -> None:
     assert html_to_text("<p>if a &lt; b</p>") == "if a < b"
 
 
+def test_csv_answers_keep_their_link_targets(tmp_path: Path) -> None:
+    # the finance FAQ's answers point customers at pages: "Your Profile" alone would point nowhere
+    answer = ('<p>Change it at <a href="https://example.com/profile?a=1&amp;para=2" id="L1">Your Profile</a>, '
+              "read the <a href='/privacy'>Privacy Policy</a>, visit <a href=http://m.example.com>http://m.example.com</a>"
+              ' or <a href="mailto:help@example.com"><b>write to us</b></a>.</p>')
+    path = write(tmp_path / "faq.csv", f'QUESTION,ANSWER\n"How do I change my password?","{answer.replace(chr(34), chr(34) * 2)}"\n')
+    text = load_corpus(path, fmt="csv")[0].turns[1].text
+    assert text == ("Change it at Your Profile (https://example.com/profile?a=1&para=2), read the Privacy Policy, "
+                    "visit http://m.example.com or write to us (help@example.com).")
+
+
+@pytest.mark.shared_data
+def test_finance_faq_links_survive(shared_data: Path) -> None:
+    path = shared_data / "faq" / "fidelity_faq_answer_anatomy.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    dialogues = load_corpus(path, fmt="csv", on_error="skip")
+    linked = [d for d in dialogues if "(https://" in d.turns[1].text or "(http://" in d.turns[1].text]
+    assert len(linked) >= 50, len(linked)  # 95 of its answers link to an absolute URL
+
+
 # --- JSONL -----------------------------------------------------------------
 def dialogue_record(did: str, *turns: tuple[str, str]) -> str:
     return json.dumps({"id": did, "turns": [{"role": r, "text": t} for r, t in turns]})

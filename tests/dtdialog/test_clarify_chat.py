@@ -14,7 +14,6 @@ import pytest
 from dtdialog.clarification import MAX_LABEL_CHARS, NONE_LABEL
 from dtdialog.engine_config import EngineConfig
 from dtdialog.manager import MAX_REPROMPTS
-from dtdialog.replies import DEFAULT_REPLIES
 from dtdialog.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
 
 #: Short questions that the built-in corpus answers with a choice between close candidates.
@@ -136,7 +135,7 @@ def test_repeated_none_of_these_ends_in_the_hand_off_with_the_transcript(engine)
         if result.kind == "handoff":
             break
     assert kinds[-1] == "handoff" and result.state == HANDED_OFF
-    assert DEFAULT_REPLIES.handoff_none_fit in result.reply
+    assert manager.replies.handoff_none_fit in result.reply
     decision = manager.session(sid).traces[-1]["decision"]
     assert decision["transcript"][0]["text"] == "My car is leaking fluid."
 
@@ -155,10 +154,10 @@ def test_the_detail_question_then_the_hand_off_when_the_detail_finds_nothing(ind
             if result.state != AWAITING_DETAIL:
                 continue
             reached += 1
-            assert result.reply == DEFAULT_REPLIES.none_fit_detail
+            assert result.reply == manager.replies.none_fit_detail
             after = manager.handle(session_id=sid, text="purple elephants")
             assert after.kind == "handoff" and after.state == HANDED_OFF, after.reply
-            assert DEFAULT_REPLIES.handoff_no_detail in after.reply
+            assert manager.replies.handoff_no_detail in after.reply
         assert reached >= 1, "no broad question reached the detail question: pick others that do"
     finally:
         eng.close()
@@ -217,6 +216,6 @@ def test_none_of_these_after_an_answer_never_moves_to_another_system(engine):
         assert ranked[answer_id].features["topic"] >= config.clarify_ratio * bar.features["topic"], answer_id
         assert ranked[answer_id].score >= config.clarify_ratio * bar.score, answer_id
     if result.state == AWAITING_DETAIL:
-        assert result.reply == DEFAULT_REPLIES.none_fit_detail
+        assert result.reply == manager.replies.none_fit_detail
         # a detail that names nothing in the corpus ends with a person, not a guess
         assert manager.handle(session_id=sid, text="purple elephants").kind == "handoff"

@@ -184,6 +184,20 @@ async function send(text, shown) {
   }
 }
 
+// The bot's wording comes from the index's domain profile (GET /profile), never from this page.
+async function applyProfile() {
+  try {
+    const p = await api("GET", "/profile");
+    document.title = p.title;
+    $("page-title").textContent = p.title;
+    $("message").placeholder = p.placeholder;
+    document.documentElement.lang = p.language;
+    $("greeting").textContent = p.greeting;
+  } catch (e) {
+    // the page works without it: the generic title stays and the first reply introduces the bot
+  }
+}
+
 async function restore() {
   if (!sessionId) return;
   try {
@@ -236,5 +250,5 @@ document.addEventListener("DOMContentLoaded", () => {
       b.textContent = actual ? "Fit to panel" : "Actual size";
     });
   }
-  restore().finally(() => box.focus());
+  restore().then(applyProfile).finally(() => box.focus());
 });

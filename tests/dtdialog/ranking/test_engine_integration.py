@@ -24,9 +24,13 @@ def test_resolve_ranker(monkeypatch):
 
 
 class _NoIndex:
-    """Stands in for an index the ranking never reads (the rules, or a fallback before any search)."""
+    """Stands in for an index the ranking never reads (the rules, or a fallback before any search); the engine
+    reads only its build information, where no profile is stored."""
 
     backend = "sqlite"
+
+    def info(self) -> dict:
+        return {}
 
     def close(self) -> None:
         pass
