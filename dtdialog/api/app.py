@@ -46,7 +46,8 @@ def worker_app() -> FastAPI:
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
-    """Return the app; the engine (parser, index, sessions) loads on first use, or at start-up with ``settings.preload``."""
+    """Return the app; the engine (parser, index, sessions) loads on first use, or at start-up with ``settings.preload``
+    (before serving) or ``settings.warm_up_in_background`` (while serving)."""
     settings = settings or ApiSettings.from_env()
     service = EngineService(settings)
 
@@ -54,6 +55,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.preload and not service.loaded:  # `dtdialog serve --preload` loads it before listening
             await service.call(service.warm_up)
+        elif settings.warm_up_in_background:  # `dtdialog serve`: the port opens now, /healthz says when it is ready
+            service.start_warm_up()
         if not settings.api_key:  # said when serving starts: a start-up that fails prints only its one error line
             log.info("index writes are disabled (no API key): set %s or start `dtdialog serve --api-key-file FILE` "
                      "to enable POST /index/documents, POST /index/rebuild and the answer history", API_KEY_ENV)

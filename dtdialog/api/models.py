@@ -157,6 +157,12 @@ class HealthResponse(BaseModel):
     status: Literal["ok"]
     version: str
     engine_loaded: bool
+    ready: bool = Field(description="True when a request need not wait for the start-up load: it is done, or the "
+                                    "server loads the engine on first use (`dtdialog serve --lazy`).")
+    loading: bool = Field(default=False, description="True while the engine loads at start-up (the first "
+                                                     "requests wait for it).")
+    problem: str | None = Field(default=None, description="Why the start-up load failed (requests then answer 503 "
+                                                          "`engine_unavailable` and try again).")
 
 
 class IndexStats(BaseModel):

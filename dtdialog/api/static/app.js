@@ -129,6 +129,27 @@ function renderExplain(ex, turn) {
   $("trace").textContent = JSON.stringify(turn.trace, null, 2);
 }
 
+// The server loads its engine at start-up (tens of seconds); until /healthz says it is ready the page says so
+// instead of leaving the first message hanging.
+const READY_POLL_MS = 1000;
+
+async function waitUntilReady() {
+  for (;;) {
+    let health = null;
+    try { health = await api("GET", "/healthz"); } catch (e) { health = null; }
+    if (health && !health.loading) {
+      if (health.problem) showError(`The support engine could not be loaded: ${health.problem}`);
+      if (busy) setBusy(false, "");
+      return;
+    }
+    if (!busy) setBusy(true, "");
+    $("status").textContent = health ? "Loading the support engine… you can type, replies start when it is ready."
+      : "Waiting for the server…";
+    $("status").dataset.loading = "true";
+    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+  }
+}
+
 async function ensureSession() {
   if (sessionId) return sessionId;
   const data = await api("POST", "/sessions");
@@ -203,6 +224,7 @@ document.addEventListener("DOMContentLoaded", () => {
     ev.preventDefault();
     const text = box.value;
     if (!text.trim()) { showError("Please type a message first."); box.focus(); return; }
+    if (busy) return;  // kept in the box: sent once the engine is ready or the reply in flight is in
     box.value = "";
     send(text);
   });
@@ -222,5 +244,6 @@ document.addEventListener("DOMContentLoaded", () => {
       b.textContent = actual ? "Fit to panel" : "Actual size";
     });
   }
+  waitUntilReady().finally(() => { delete $("status").dataset.loading; });
   restore().finally(() => box.focus());
 });
