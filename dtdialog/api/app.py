@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 
 from dtdialog.api import routes_health, routes_index, routes_parse, routes_search, routes_sessions
 from dtdialog.api.deps import api_version
+from dtdialog.api.docs_pages import install_docs
 from dtdialog.api.errors import BodySizeLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from dtdialog.api.hosts import HostAllowListMiddleware
 from dtdialog.api.quotas import Quotas
@@ -65,13 +66,16 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         finally:
             service.close()
 
-    app = FastAPI(title="dtdialog", version=api_version(), description=DESCRIPTION, lifespan=lifespan)
+    # /docs and /redoc come from install_docs: FastAPI's own load their assets from a CDN (blank offline)
+    app = FastAPI(title="dtdialog", version=api_version(), description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.service = service
     app.state.quotas = Quotas(settings)
     install_error_handlers(app)
     for module in (routes_health, routes_parse, routes_search, routes_sessions, routes_index):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    install_docs(app)
 
     @app.get("/", include_in_schema=False)
     async def chat_page() -> FileResponse:
