@@ -13,7 +13,14 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from dtdialog.api import routes_health, routes_index, routes_parse, routes_search, routes_sessions
+from dtdialog.api import (
+    routes_health,
+    routes_index,
+    routes_parse,
+    routes_search,
+    routes_sessions,
+    routes_webhook,
+)
 from dtdialog.api.deps import api_version
 from dtdialog.api.docs_pages import install_docs
 from dtdialog.api.errors import BodySizeLimitMiddleware, CatchAllMiddleware, install_error_handlers
@@ -72,7 +79,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.state.service = service
     app.state.quotas = Quotas(settings)
     install_error_handlers(app)
-    for module in (routes_health, routes_parse, routes_search, routes_sessions, routes_index):
+    for module in (routes_health, routes_parse, routes_search, routes_sessions, routes_webhook, routes_index):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     install_docs(app)
