@@ -268,7 +268,8 @@ class EngineService:
             except Exception as exc:
                 problem = str(exc) if isinstance(exc, DTDialogError) else f"{type(exc).__name__}: {exc}"
                 self.warm_up_problem = scrub_paths(problem)
-                log.error("cannot load the engine: %s", problem)
+                # a bug (not a bad index or backend) keeps its traceback in the log
+                log.error("cannot load the engine: %s", problem, exc_info=not isinstance(exc, DTDialogError))
             else:
                 log.info("engine ready after %.1f s", time.monotonic() - started)
 

@@ -228,7 +228,12 @@ const READY_POLL_MS = 1000;
 async function waitUntilReady() {
   for (;;) {
     let health = null;
-    try { health = await api("GET", "/healthz"); } catch (e) { health = null; }
+    try {
+      health = await api("GET", "/healthz");
+    } catch (e) {
+      // an answer that is an error (a stalled engine's 503) is not loading: sending says what is wrong
+      if (e.status) health = { loading: false };
+    }
     if (health && !health.loading) {
       if (health.problem) showError(`The support engine could not be loaded: ${health.problem}`);
       if (busy) setBusy(false, "");
