@@ -20,6 +20,16 @@ ASSETS_URL = "/docs-assets"
 ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
 DOCS_URL = "/docs"
 REDOC_URL = "/redoc"
+#: the pages may load nothing from another host: ReDoc's bundle still asks a CDN for its footer logo, and Swagger UI
+#: may ask an online validator for a badge; refused here, the browser never sends those requests. Inline script
+#: and style: both pages start their bundle from an inline script; blob: workers: ReDoc's search.
+DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+            "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'")
+
+
+def _local_only(page: HTMLResponse) -> HTMLResponse:
+    page.headers["Content-Security-Policy"] = DOCS_CSP
+    return page
 
 
 def install_docs(app: FastAPI) -> None:
@@ -33,11 +43,11 @@ def install_docs(app: FastAPI) -> None:
     @app.get(DOCS_URL, include_in_schema=False)
     async def swagger_ui(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "")
-        return get_swagger_ui_html(
+        return _local_only(get_swagger_ui_html(
             openapi_url=root + (app.openapi_url or "/openapi.json"), title=f"{app.title} - Swagger UI",
             oauth2_redirect_url=root + redirect_url, swagger_js_url=f"{assets(request)}/swagger-ui-bundle.js",
             swagger_css_url=f"{assets(request)}/swagger-ui.css", swagger_favicon_url=f"{assets(request)}/favicon.png",
-            swagger_ui_parameters=app.swagger_ui_parameters)
+            swagger_ui_parameters=app.swagger_ui_parameters))
 
     @app.get(redirect_url, include_in_schema=False)
     async def swagger_ui_redirect() -> HTMLResponse:
@@ -47,6 +57,6 @@ def install_docs(app: FastAPI) -> None:
     async def redoc(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "")
         # with_google_fonts=False: the fonts would be the one thing still fetched from another host
-        return get_redoc_html(openapi_url=root + (app.openapi_url or "/openapi.json"), title=f"{app.title} - ReDoc",
+        return _local_only(get_redoc_html(openapi_url=root + (app.openapi_url or "/openapi.json"), title=f"{app.title} - ReDoc",
                               redoc_js_url=f"{assets(request)}/redoc.standalone.js",
-                              redoc_favicon_url=f"{assets(request)}/favicon.png", with_google_fonts=False)
+                              redoc_favicon_url=f"{assets(request)}/favicon.png", with_google_fonts=False))

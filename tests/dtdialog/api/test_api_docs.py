@@ -24,6 +24,9 @@ def test_docs_pages_reference_only_local_assets_that_are_served(client, page):
         assert served.status_code == 200, asset
         assert len(served.content) > 1000, asset  # the real bundle, not an error page
     assert "/openapi.json" in html
+    # the browser may fetch nothing from another host, even what the bundles themselves ask for (ReDoc's logo)
+    policy = response.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "img-src 'self' data:" in policy and "http" not in policy
     assert client.get("/openapi.json").status_code == 200
 
 
