@@ -146,9 +146,13 @@ class DialogueManager:
         self._locks_guard = threading.Lock()
 
     # --- public API -----------------------------------------------------------
-    def start_session(self) -> str:
-        """Create and store a new session; return its id (uuid4 hex)."""
-        record = SessionRecord(id=new_session_id())
+    def start_session(self, session_id: str | None = None) -> str:
+        """Create and store a new session; return its id (``session_id``, else a uuid4 hex).
+
+        A given id is the caller's key for a conversation (the API's REST webhook derives it from the sender);
+        a stored session of that id is replaced by the new, empty one.
+        """
+        record = SessionRecord(id=session_id or new_session_id())
         self.store.save(record)
         return record.id
 

@@ -115,7 +115,7 @@ def tree_to_svg(tree: DiscourseTree, *, title: str = "") -> str:
     for edu in tree.edus:
         p = leaf_at[edu.index]
         lines = _wrap(edu.text)
-        box_h = (len(lines) + 1) * LINE_H
+        box_h = (len(lines) + 1) * LINE_H + LINE_H // 2  # room for the last line's descenders
         out.append(f'<rect x="{p.x - LEAF_W / 2:.1f}" y="{leaf_y:.1f}" width="{LEAF_W}" height="{box_h}" rx="3" '
                    f'fill="#f1f3f5" stroke="#adb5bd"/>')
         out.append(f'<text x="{p.x - LEAF_W / 2 + 6:.1f}" y="{leaf_y + LINE_H:.1f}" fill="#868e96" '

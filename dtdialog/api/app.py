@@ -13,8 +13,17 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from dtdialog.api import routes_health, routes_index, routes_parse, routes_profile, routes_search, routes_sessions
+from dtdialog.api import (
+    routes_health,
+    routes_index,
+    routes_parse,
+    routes_profile,
+    routes_search,
+    routes_sessions,
+    routes_webhook,
+)
 from dtdialog.api.deps import api_version
+from dtdialog.api.docs_pages import install_docs
 from dtdialog.api.errors import BodySizeLimitMiddleware, CatchAllMiddleware, install_error_handlers
 from dtdialog.api.hosts import HostAllowListMiddleware
 from dtdialog.api.quotas import Quotas
@@ -46,7 +55,8 @@ def worker_app() -> FastAPI:
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
-    """Return the app; the engine (parser, index, sessions) loads on first use, or at start-up with ``settings.preload``."""
+    """Return the app; the engine (parser, index, sessions) loads on first use, or at start-up with ``settings.preload``
+    (before serving) or ``settings.warm_up_in_background`` (while serving)."""
     settings = settings or ApiSettings.from_env()
     service = EngineService(settings)
 
@@ -54,6 +64,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.preload and not service.loaded:  # `dtdialog serve --preload` loads it before listening
             await service.call(service.warm_up)
+        elif settings.warm_up_in_background:  # `dtdialog serve`: the port opens now, /healthz says when it is ready
+            service.start_warm_up()
         if not settings.api_key:  # said when serving starts: a start-up that fails prints only its one error line
             log.info("index writes are disabled (no API key): set %s or start `dtdialog serve --api-key-file FILE` "
                      "to enable POST /index/documents, POST /index/rebuild and the answer history", API_KEY_ENV)
@@ -62,13 +74,17 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         finally:
             service.close()
 
-    app = FastAPI(title="dtdialog", version=api_version(), description=DESCRIPTION, lifespan=lifespan)
+    # /docs and /redoc come from install_docs: FastAPI's own load their assets from a CDN (blank offline)
+    app = FastAPI(title="dtdialog", version=api_version(), description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.service = service
     app.state.quotas = Quotas(settings)
     install_error_handlers(app)
-    for module in (routes_health, routes_profile, routes_parse, routes_search, routes_sessions, routes_index):
+    for module in (routes_health, routes_profile, routes_parse, routes_search, routes_sessions, routes_webhook,
+                   routes_index):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    install_docs(app)
 
     @app.get("/", include_in_schema=False)
     async def chat_page() -> FileResponse:

@@ -107,6 +107,32 @@ class MessageRequest(_Strict):
                                 "still cannot log in."])
 
 
+class RestWebhookRequest(BaseModel):
+    """Rasa's REST channel body. Other fields (Rasa's ``metadata``, a widget's own) are accepted and ignored, so
+    existing widgets work unchanged."""
+
+    sender: StrictStr = Field(min_length=1, max_length=128, pattern=r"\S",
+                              description="The conversation's key, chosen by the client: its first message starts a "
+                                          "session, later ones continue it (until it expires after the session TTL).",
+                              examples=["customer-42"])
+    message: StrictStr = Field(min_length=1, description="The customer's turn, as `text` of "
+                                                         "POST /sessions/{id}/messages (an option number picks a button).",
+                               examples=["My car does not start although I replaced the battery."])
+
+
+class RestButton(BaseModel):
+    title: str = Field(description="The option's label.")
+    payload: str = Field(description="Send it back as the next `message` to pick the option (its number).")
+
+
+class RestMessage(BaseModel):
+    recipient_id: str = Field(description="The request's `sender`.")
+    text: str = Field(description="The bot's reply.")
+    buttons: list[RestButton] | None = Field(default=None, description="Clarification options; absent when none.")
+    custom: dict[str, Any] = Field(default_factory=dict,
+                                   description="What the engine decided: `kind`, `state`, `answer_id`, `confidence`.")
+
+
 class TurnOption(BaseModel):
     number: int
     label: str
@@ -175,6 +201,12 @@ class HealthResponse(BaseModel):
     status: Literal["ok"]
     version: str
     engine_loaded: bool
+    ready: bool = Field(description="True when a request need not wait for the start-up load: it is done, or the "
+                                    "server loads the engine on first use (`dtdialog serve --lazy`).")
+    loading: bool = Field(default=False, description="True while the engine loads at start-up (the first "
+                                                     "requests wait for it).")
+    problem: str | None = Field(default=None, description="Why the start-up load failed (requests then answer 503 "
+                                                          "`engine_unavailable` and try again).")
 
 
 class IndexStats(BaseModel):

@@ -343,12 +343,13 @@ class Quotas:
                            f"{self.settings.max_sessions} live sessions; try again later",
                            headers={"Retry-After": "60"})
 
-    def start_session(self, manager: Any) -> str:
-        """Return the id of a new session of ``manager``, admitted under ``max_sessions`` (see ``admit_session``)."""
+    def start_session(self, manager: Any, session_id: str | None = None) -> str:
+        """Return the id of a new session of ``manager`` (``session_id``, else a fresh one), admitted under
+        ``max_sessions`` (see ``admit_session``)."""
         self.purge_due(manager.store)
         with self._sessions_lock, self._admission():
             self._check_live(manager.store)
-            return manager.start_session()
+            return manager.start_session(session_id)
 
     def _admission(self) -> AbstractContextManager[None]:
         """Return the lock that makes the count and the creation one step across the workers (one process: none)."""

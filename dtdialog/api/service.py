@@ -172,6 +172,9 @@ class EngineService:
         self._retry_reload_at = 0.0
         # the index generation the selector's caches were made from (see ``_refresh_if_written``)
         self._generation: str | None = None
+        # the start-up load running in the background (``start_warm_up``), and why it failed (one line)
+        self._warming: Future[None] | None = None
+        self.warm_up_problem: str | None = None
 
     # -- threading -------------------------------------------------------
     def _pool(self) -> EnginePool:
@@ -227,7 +230,8 @@ class EngineService:
         """
         executor = self._executor
         busy = executor.busy_seconds() if executor is not None else 0.0  # the longest-running call of any thread
-        if busy > self.settings.health_stall_seconds:
+        # a start-up load may build the index for minutes: that is "loading" (``loading``), not a stalled engine
+        if busy > self.settings.health_stall_seconds and not self.loading:
             return f"an engine call has been running for {busy:.0f} s"
         runtime = self._runtime
         if runtime is not None:
@@ -235,6 +239,42 @@ class EngineService:
                 if part is not None and not part.lock_free(lock_timeout):
                     return f"the {name} stays locked"
         return None
+
+    @property
+    def loading(self) -> bool:
+        """Return True while the start-up load of ``start_warm_up`` is running."""
+        return self._warming is not None and not self._warming.done()
+
+    @property
+    def ready(self) -> bool:
+        """Return True when a request need not wait for a start-up load: none is running, and the engine is loaded
+        or was never asked to load at start-up (``dtdialog serve --lazy``: the first request loads it)."""
+        return not self.loading and (self.loaded or self.warm_up_problem is None)
+
+    def start_warm_up(self) -> None:
+        """Start ``warm_up`` on an engine thread and return at once: the port opens while the engine loads.
+
+        A problem is logged as one line and kept in ``warm_up_problem`` (``/healthz`` shows it); requests then try
+        the load again and answer 503 ``engine_unavailable`` while it fails.
+        """
+        if self.loaded or self.loading:
+            return
+        self.warm_up_problem = None
+        started = time.monotonic()
+
+        def warm() -> None:
+            # the problem is kept before the future completes: ``ready`` never sees a done load without it
+            try:
+                self.warm_up()
+            except Exception as exc:
+                problem = str(exc) if isinstance(exc, DTDialogError) else f"{type(exc).__name__}: {exc}"
+                self.warm_up_problem = scrub_paths(problem)
+                # a bug (not a bad index or backend) keeps its traceback in the log
+                log.error("cannot load the engine: %s", problem, exc_info=not isinstance(exc, DTDialogError))
+            else:
+                log.info("engine ready after %.1f s", time.monotonic() - started)
+
+        self._warming = self.submit(warm)
 
     def _close_resources(self, deadline: float) -> None:
         # alone: no engine call may be using the index or the store being closed

@@ -58,7 +58,11 @@ class ApiSettings:
     max_text_chars: int = MAX_CHARS
     max_documents_per_request: int = 200
     rebuild_roots: tuple[Path, ...] = ()
+    #: load the engine before serving (``dtdialog serve --preload``: a bad index stops the start-up)
     preload: bool = False
+    #: load the engine at start-up on an engine thread while the port is already open (``dtdialog serve``'s
+    #: default; ``/healthz`` says ``loading`` until it is done); False with ``preload`` False: on first use
+    warm_up_in_background: bool = False
     #: ``/healthz`` answers 503 once one engine call has run for longer than this (the engine is hung or stalled)
     health_stall_seconds: float = 30.0
     #: Host headers answered (DNS-rebinding guard): exact names, ``*.example.com`` for a domain, ``*`` for any

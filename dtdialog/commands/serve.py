@@ -38,7 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder POST /index/rebuild may read a corpus from (repeatable; default: none)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="request body limit (default 1000000)")
     parser.add_argument("--max-text-chars", type=int, default=None, help="text limit per request field (default 100000)")
-    parser.add_argument("--preload", action="store_true", help="load the engine at start-up instead of on first use")
+    loading = parser.add_mutually_exclusive_group()
+    loading.add_argument("--preload", action="store_true",
+                         help="load the engine before the port opens (a bad index stops the start-up with one error "
+                              "line); default: it loads in the background while the port is open, and /healthz says "
+                              "when it is ready")
+    loading.add_argument("--lazy", action="store_true",
+                         help="do not load the engine at start-up: the first request loads it (and waits for it)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     security = parser.add_argument_group("index protection")
     security.add_argument("--api-key-file", type=Path, default=None,
@@ -144,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
         index_path=index, backend=args.backend, index_url=args.es_url, corpus=corpus, corpus_format=corpus_format,
         parser=args.parser, ranker=args.ranker, profile=profile,
         sessions_path=args.sessions, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
-        rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload, api_key=api_key(args.api_key_file),
+        rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload,
+        warm_up_in_background=not (args.preload or args.lazy), api_key=api_key(args.api_key_file),
         allowed_hosts=allowed_hosts(args.host, args.allowed_hosts), session_rate=args.session_rate,
         turn_rate=args.turn_rate, search_rate=args.search_rate, max_sessions=args.max_sessions,
         session_ttl=args.session_ttl, engine_seconds=args.engine_seconds, max_pending=args.max_pending,

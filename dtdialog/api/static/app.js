@@ -103,7 +103,99 @@ function renderOptions(options) {
 
 function setSvg(id, svg, fallback) {
   const el = $(id);
-  if (svg) { el.innerHTML = svg; } else { el.textContent = fallback; }
+  if (svg) { el.innerHTML = svg; showPicture(el); } else { el.textContent = fallback; }
+}
+
+// Tree pictures: shrunk to the panel, a six-EDU tree's text was 7 px. They are drawn so that their smallest text
+// is at least MIN_TEXT_PX and scroll when large; the zoom bar, +/- keys and Ctrl+wheel change the size, "Fit"
+// shrinks the picture to the panel on request. A zoom the reader chose is kept for the next turn's picture.
+const MIN_TEXT_PX = 12;
+const ZOOM_STEP = 1.25;
+const ZOOM_MIN = 0.2;
+const ZOOM_MAX = 4;
+
+function pictureSize(svg) {
+  const vb = svg.viewBox && svg.viewBox.baseVal;
+  if (vb && vb.width > 0 && vb.height > 0) return { w: vb.width, h: vb.height };
+  return { w: parseFloat(svg.getAttribute("width")) || 300, h: parseFloat(svg.getAttribute("height")) || 150 };
+}
+
+function readableZoom(svg) {
+  let smallest = Infinity;
+  for (const t of svg.querySelectorAll("text")) {
+    const px = parseFloat(getComputedStyle(t).fontSize);
+    if (px > 0) smallest = Math.min(smallest, px);
+  }
+  return smallest === Infinity ? 1 : Math.max(1, MIN_TEXT_PX / smallest);
+}
+
+function setZoom(box, zoom) {
+  const svg = box.querySelector("svg");
+  if (!svg) return;
+  zoom = Math.min(ZOOM_MAX, Math.max(ZOOM_MIN, zoom));
+  const { w, h } = pictureSize(svg);
+  svg.style.width = `${Math.round(w * zoom)}px`;
+  svg.style.height = `${Math.round(h * zoom)}px`;
+  box.dataset.zoom = zoom.toFixed(3);
+  const level = document.querySelector(`.zoombar[data-controls="${box.id}"] .zoom-level`);
+  if (level) level.textContent = `${Math.round(zoom * 100)}%`;
+}
+
+function zoomTo(box, zoom) {
+  box.dataset.userZoom = String(zoom);
+  setZoom(box, zoom);
+}
+
+function showPicture(box) {
+  const svg = box.querySelector("svg");
+  if (!svg) return;
+  const { w, h } = pictureSize(svg);
+  // without a viewBox a picture keeps its drawing at 1:1 whatever its size: give it one so zoom scales it
+  if (!svg.getAttribute("viewBox")) svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  box.dataset.readable = String(readableZoom(svg));
+  setZoom(box, parseFloat(box.dataset.userZoom || box.dataset.readable));
+}
+
+function fitZoom(box) {
+  const svg = box.querySelector("svg");
+  if (!svg) return 1;
+  const style = getComputedStyle(box);
+  const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return room / pictureSize(svg).w;
+}
+
+function setUpZoom(bar) {
+  const box = $(bar.dataset.controls);
+  const current = () => parseFloat(box.dataset.zoom || "1");
+  const button = (text, label, action) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "zoom secondary";
+    b.textContent = text;
+    b.setAttribute("aria-label", label);
+    b.setAttribute("aria-controls", box.id);
+    b.addEventListener("click", action);
+    return b;
+  };
+  const level = document.createElement("span");
+  level.className = "zoom-level";
+  level.setAttribute("aria-live", "polite");
+  bar.append(
+    button("−", "Zoom out", () => zoomTo(box, current() / ZOOM_STEP)),
+    level,
+    button("+", "Zoom in", () => zoomTo(box, current() * ZOOM_STEP)),
+    button("Fit", "Fit to the panel", () => zoomTo(box, fitZoom(box))),
+    button("Readable", "Readable size", () => { delete box.dataset.userZoom; setZoom(box, parseFloat(box.dataset.readable || "1")); }),
+  );
+  box.addEventListener("wheel", (ev) => {
+    if (!ev.ctrlKey || !box.querySelector("svg")) return;  // a plain wheel scrolls the picture
+    ev.preventDefault();
+    zoomTo(box, current() * (ev.deltaY < 0 ? ZOOM_STEP : 1 / ZOOM_STEP));
+  }, { passive: false });
+  box.addEventListener("keydown", (ev) => {
+    if (ev.key === "+" || ev.key === "=") { ev.preventDefault(); zoomTo(box, current() * ZOOM_STEP); }
+    if (ev.key === "-") { ev.preventDefault(); zoomTo(box, current() / ZOOM_STEP); }
+  });
 }
 
 function fillList(id, items) {
@@ -141,6 +233,32 @@ function renderExplain(ex, turn) {
     const li = document.createElement("li"); li.textContent = `${m} — not addressed`; list.appendChild(li);
   }
   $("trace").textContent = JSON.stringify(turn.trace, null, 2);
+}
+
+// The server loads its engine at start-up (tens of seconds); until /healthz says it is ready the page says so
+// instead of leaving the first message hanging.
+const READY_POLL_MS = 1000;
+
+async function waitUntilReady() {
+  for (;;) {
+    let health = null;
+    try {
+      health = await api("GET", "/healthz");
+    } catch (e) {
+      // an answer that is an error (a stalled engine's 503) is not loading: sending says what is wrong
+      if (e.status) health = { loading: false };
+    }
+    if (health && !health.loading) {
+      if (health.problem) showError(`The support engine could not be loaded: ${health.problem}`);
+      if (busy) setBusy(false, "");
+      return;
+    }
+    if (!busy) setBusy(true, "");
+    $("status").textContent = health ? "Loading the support engine… you can type, replies start when it is ready."
+      : "Waiting for the server…";
+    $("status").dataset.loading = "true";
+    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+  }
 }
 
 async function ensureSession() {
@@ -231,6 +349,7 @@ document.addEventListener("DOMContentLoaded", () => {
     ev.preventDefault();
     const text = box.value;
     if (!text.trim()) { showError("Please type a message first."); box.focus(); return; }
+    if (busy) return;  // kept in the box: sent once the engine is ready or the reply in flight is in
     box.value = "";
     send(text);
   });
@@ -241,14 +360,7 @@ document.addEventListener("DOMContentLoaded", () => {
     }
   });
   $("new-session").addEventListener("click", newSession);
-  for (const b of document.querySelectorAll("button.zoom")) {
-    // Big trees are shrunk to the panel by default; this toggles the picture's real size (scrollable).
-    b.addEventListener("click", () => {
-      const box = $(b.getAttribute("aria-controls"));
-      const actual = box.classList.toggle("fit") === false;
-      b.setAttribute("aria-pressed", String(actual));
-      b.textContent = actual ? "Fit to panel" : "Actual size";
-    });
-  }
+  for (const bar of document.querySelectorAll(".zoombar[data-controls]")) setUpZoom(bar);
+  waitUntilReady().finally(() => { delete $("status").dataset.loading; });
   restore().then(applyProfile).finally(() => box.focus());
 });

@@ -62,8 +62,8 @@ class _Manager:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
 
-    def start_session(self) -> str:
-        record = SessionRecord(id=new_session_id())
+    def start_session(self, session_id: str | None = None) -> str:
+        record = SessionRecord(id=session_id or new_session_id())
         self.store.save(record)
         return record.id
 

@@ -1,0 +1,79 @@
+"""``POST /webhooks/rest/webhook``: Rasa's REST channel, so chat widgets that speak it can talk to dtdialog.
+
+``{"sender": "...", "message": "..."}`` -> ``[{"recipient_id": sender, "text": ..., "buttons": [...]}]``. The
+sender is the conversation: its session id is derived from it (``sender_session_id``), so the mapping survives
+restarts and is shared by the workers of ``dtdialog serve --workers N`` through the session store. A sender whose
+session expired starts a new one. Quotas: the turn rate and engine budget of the client, and ``max_sessions`` when a
+new sender starts one (a client cannot start sessions here faster than its turn rate).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from dtdialog.api.deps import check_text, get_service, message_limit
+from dtdialog.api.models import ErrorResponse, RestButton, RestMessage, RestWebhookRequest
+from dtdialog.api.quotas import TURN, get_quotas, rate_limit
+from dtdialog.session import SessionNotFoundError
+
+router = APIRouter(tags=["webhooks"])
+WEBHOOK_PATH = "/webhooks/rest/webhook"
+#: prefix of the session ids of webhook conversations (beside the uuid4 hex ids of POST /sessions)
+SESSION_PREFIX = "rest-"
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422, 429, 503)}
+
+
+def sender_session_id(sender: str) -> str:
+    """Return the session id of ``sender``'s conversation (a digest: any sender text makes a valid, fixed-size id)."""
+    return SESSION_PREFIX + hashlib.sha256(sender.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def rest_message(sender: str, result: Any) -> RestMessage:
+    """Return the Rasa REST view of an engine ``TurnResult``: its reply, and its options as buttons."""
+    buttons = [RestButton(title=str(o.label), payload=str(int(o.number))) for o in result.options or ()]
+    return RestMessage(recipient_id=sender, text=result.reply, buttons=buttons or None,
+                       custom={"kind": str(result.kind), "state": str(result.state), "answer_id": result.answer_id,
+                               "confidence": getattr(result, "confidence", None)})
+
+
+@router.post(WEBHOOK_PATH, response_model=list[RestMessage], responses=_ERRORS,
+             dependencies=[Depends(rate_limit("turn"))])
+async def rest_webhook(body: RestWebhookRequest, request: Request) -> Response:
+    """Handle one customer turn the way Rasa's REST channel does: the sender's session is started on its first
+    message and continued afterwards; the reply comes back as a list of bot messages (one here), with the
+    clarification options as buttons whose payload, sent back as the message, picks the option."""
+    service = get_service(request)
+    quotas = get_quotas(request)
+    session_id = sender_session_id(body.sender)
+
+    def work() -> Response:
+        manager = service.manager()
+        quotas.purge_due(manager.store)
+        text = check_text(body.message, service.settings, field="message", limit=message_limit(service))
+        with manager.session_lock(session_id):  # the lookup, a new session and the turn are one step
+            try:
+                record = manager.session(session_id, traces=False)
+            except SessionNotFoundError:
+                record = None
+            if record is not None and quotas.expired(record):
+                manager.store.delete(session_id)
+                record = None
+            if record is None:
+                quotas.start_session(manager, session_id)
+            payload: list[str] = []
+
+            def respond(result: Any, record: Any) -> None:
+                # serialised before the session is written: if this fails, the turn is not saved
+                message = rest_message(body.sender, result).model_dump(mode="json")
+                if message["buttons"] is None:  # as Rasa: no "buttons" key on a message without options
+                    del message["buttons"]
+                payload.append(json.dumps([message]))
+
+            manager.handle(session_id=session_id, text=text, before_save=respond)
+        return Response(content=payload[0], media_type="application/json")
+
+    return await quotas.run(request, work, lane=TURN)

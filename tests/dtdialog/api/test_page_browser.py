@@ -1,0 +1,141 @@
+"""The chat page's tree pictures, loading state and the offline API docs in headless Debian Chromium (Playwright),
+against a real ``dtdialog serve`` over the small hand-written index."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+import pytest
+from api_helpers import SPARK_PLUG_QUESTION
+from test_api_browser import CHROMIUM, CHROMIUM_ARGS
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+#: the rendered size (CSS px) of the smallest text of a tree picture: its font size times the picture's scale
+SMALLEST_TEXT_PX = """(id) => {
+  const svg = document.querySelector(`#${id} svg`);
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  const sizes = [...svg.querySelectorAll("text")].map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+  return Math.min(...sizes);
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"Debian chromium not found at {CHROMIUM} (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server_url(small_index, tmp_path_factory):
+    from eval.load_test import local_server
+
+    with local_server(index=small_index, startup_timeout=600, workdir=tmp_path_factory.mktemp("page-server")) as url:
+        yield url
+
+
+def _offline_page(browser, server_url):
+    """Return a page whose requests to any other host are aborted, and the list of those requests."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    local = urlsplit(server_url).netloc
+    blocked: list[str] = []
+
+    def only_local(route):
+        if urlsplit(route.request.url).netloc == local:
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    return page, blocked
+
+
+def test_trees_are_readable_scroll_when_large_and_zoom(browser, server_url):
+    page, _ = _offline_page(browser, server_url)
+    page.goto(server_url + "/")
+    page.wait_for_load_state("networkidle")
+    page.keyboard.type(SPARK_PLUG_QUESTION)
+    page.keyboard.press("Enter")
+    page.locator("#question-tree svg").wait_for(timeout=120_000)
+
+    readable = page.evaluate(SMALLEST_TEXT_PX, "question-tree")
+    assert readable >= 11.9, readable  # 12 px, give or take the rounding of the picture's width to whole pixels
+    box = page.evaluate("""() => { const b = document.getElementById('question-tree');
+        return {scroll: b.scrollWidth, client: b.clientWidth, svg: b.querySelector('svg').getBoundingClientRect().width}; }""")
+    if box["svg"] > box["client"]:
+        assert box["scroll"] > box["client"], box  # a large tree scrolls instead of shrinking
+
+    bar = page.locator('.zoombar[data-controls="question-tree"]')
+    bar.get_by_role("button", name="Zoom in").click()
+    bigger = page.evaluate(SMALLEST_TEXT_PX, "question-tree")
+    assert bigger > readable * 1.2, (readable, bigger)
+    assert bar.locator(".zoom-level").inner_text().endswith("%")
+
+    bar.get_by_role("button", name="Fit to the panel").click()
+    fitted = page.evaluate("""() => { const b = document.getElementById('question-tree');
+        return [b.querySelector('svg').getBoundingClientRect().width, b.clientWidth]; }""")
+    assert fitted[0] <= fitted[1], fitted
+
+    page.locator("#question-tree").hover()
+    before = page.evaluate(SMALLEST_TEXT_PX, "question-tree")
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -100)
+    page.keyboard.up("Control")
+    page.wait_for_function(f"({SMALLEST_TEXT_PX})('question-tree') > {before}")
+
+    bar.get_by_role("button", name="Readable size").click()
+    assert page.evaluate(SMALLEST_TEXT_PX, "question-tree") == pytest.approx(readable, abs=0.05)
+    if page.locator("#answer-tree svg").count():  # an answer was delivered: its tree is readable too
+        assert page.evaluate(SMALLEST_TEXT_PX, "answer-tree") >= 11.9
+    page.close()
+
+
+def test_page_says_it_is_loading_until_the_engine_is_ready(browser, server_url):
+    page = browser.new_page()
+    state = {"loading": True, "asked": 0}
+
+    def health(route):
+        state["asked"] += 1
+        if not state["loading"]:
+            route.continue_()
+            return
+        body = {"status": "ok", "version": "test", "engine_loaded": False, "ready": False, "loading": True,
+                "problem": None}
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route("**/healthz", health)
+    page.goto(server_url + "/")
+    page.wait_for_function("document.getElementById('status').textContent.includes('Loading')")
+    assert page.locator("#send").is_disabled()
+    page.locator("#message").fill("My brakes squeal.")
+    page.keyboard.press("Enter")
+    assert page.locator("#message").input_value() == "My brakes squeal."  # kept while the engine loads
+    assert page.locator("#transcript li").count() == 0
+    state["loading"] = False
+    page.wait_for_function("!document.getElementById('send').disabled", timeout=30_000)
+    assert "Loading" not in page.locator("#status").inner_text()
+    assert state["asked"] >= 2
+    page.close()
+
+
+def test_swagger_ui_and_redoc_render_with_other_hosts_blocked(browser, server_url):
+    page, blocked = _offline_page(browser, server_url)
+    page.goto(server_url + "/docs")
+    page.locator(".opblock").first.wait_for(timeout=60_000)
+    paths = page.locator(".opblock-summary-path").all_inner_texts()
+    assert any("/healthz" in p for p in paths) and any("/sessions" in p for p in paths), paths
+
+    page.goto(server_url + "/redoc")
+    # a locator, not wait_for_function: the docs pages' policy forbids the eval that one runs on
+    headings = page.locator("h2")
+    headings.filter(has_text="Healthz").first.wait_for(timeout=60_000)
+    assert {"Healthz", "Readyz", "Rest Webhook"} <= {h.strip() for h in headings.all_inner_texts()}
+    assert blocked == [], blocked  # neither page even tried another host
+    page.close()
