@@ -76,3 +76,37 @@ def load_project(config: Path) -> Project:
     data_path, index, tests = path("data", None), path("index", DEFAULT_INDEX), path("tests", DEFAULT_TESTS)
     return Project(root=root, data=data_path, format=fmt, index=index, tests=tests, profile=load_profile(config),
                    config=config)
+
+
+@dataclass(frozen=True)
+class EngineTarget:
+    """What a command's engine runs on: the index file, the corpus to (re)build it from, and the profile."""
+
+    index: Path | None
+    corpus: Path | None
+    corpus_format: str | None
+    profile: Path | None
+
+
+def engine_target(*, index: Path | None, corpus: Path | None, corpus_format: str | None, profile: Path | None,
+                  backend: str = "sqlite", build: bool = False) -> EngineTarget:
+    """Return what ``chat``, ``serve`` and ``test`` run on, from their options.
+
+    A missing ``index`` is refused unless ``build`` or a ``corpus`` says to make it: a mistyped path would otherwise
+    get a fresh index of the built-in corpus, silently. Given no corpus or index at all, inside a project folder,
+    the project's index (built from its data only when missing) and its profile.
+    """
+    from parsers.errors import InputError
+
+    if index is not None and backend == "sqlite" and not build and corpus is None \
+            and not Path(index).expanduser().exists():
+        raise InputError(f"index {index} not found; check the path, or add --build to build it there "
+                         "(from --corpus, default the built-in corpus)")
+    if index is None and corpus is None and corpus_format is None and backend == "sqlite":
+        project = find_project()
+        if project is not None:
+            missing = not project.index.exists()
+            return EngineTarget(index=project.index, profile=profile or project.config,
+                                corpus=project.data if missing else None,
+                                corpus_format=project.format if missing else None)
+    return EngineTarget(index=index, corpus=corpus, corpus_format=corpus_format, profile=profile)

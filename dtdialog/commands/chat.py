@@ -218,36 +218,19 @@ def engine_spec(args: argparse.Namespace):
             spec = replace(spec, sessions_path=str(args.sessions or sessions_path()))
         return spec
 
-    check_index_exists(args)
+    from dtdialog.project import engine_target
+
+    target = engine_target(index=args.index, corpus=args.corpus, corpus_format=args.fmt, profile=args.profile,
+                           backend=args.backend, build=args.build)
     options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
     if args.clarify_margin is not None:
         options["clarify_margin"] = args.clarify_margin
     if args.clarify_ratio is not None:
         options["clarify_ratio"] = args.clarify_ratio
-    index, corpus, fmt, profile = args.index, args.corpus, args.fmt or "builtin", args.profile
-    if args.index is None and args.corpus is None and args.fmt is None and args.backend == "sqlite":
-        from dtdialog.project import find_project
-
-        project = find_project()
-        if project is not None:
-            # the project's index, built from its data only when missing (an index with a corpus is rebuilt)
-            index, profile = project.index, profile or project.config
-            if not project.index.exists():
-                corpus, fmt = project.data, project.format
+    index, corpus, fmt, profile = target.index, target.corpus, target.corpus_format or "builtin", target.profile
     return EngineSpec(parser=args.parser, backend=args.backend, index_path=index, index_url=args.es_url,
                       corpus=corpus, corpus_format=fmt, ranker=args.ranker, profile=profile,
                       sessions_path=args.sessions or sessions_path(), config=EngineConfig(**options))
-
-
-def check_index_exists(args: argparse.Namespace) -> None:
-    """Refuse a missing ``--index`` unless ``--build`` or ``--corpus`` says to make it: a mistyped path would
-    otherwise get a fresh index of the built-in corpus, silently."""
-    index = args.index
-    if index is None or args.backend != "sqlite" or args.build or args.corpus is not None:
-        return
-    if not Path(index).expanduser().exists():
-        raise InputError(f"index {index} not found; check the path, or add --build to build it there "
-                         "(from --corpus, default the built-in corpus)")
 
 
 def _shown(line: str, limit: int = 300) -> str:

@@ -19,7 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
     parser.add_argument("--index", type=Path, default=None,
-                        help="SQLite answer index (default: the built-in corpus's index in $DTDIALOG_HOME, as dtdialog chat)")
+                        help="SQLite answer index; a missing one is an error unless --build or --corpus is given (default: "
+                             "the project's, or the built-in corpus's index in $DTDIALOG_HOME, as dtdialog chat)")
+    parser.add_argument("--build", action="store_true",
+                        help="build a missing --index from --corpus (default: the built-in corpus) first")
     parser.add_argument("--backend", default="sqlite", help="index backend: sqlite or elasticsearch")
     parser.add_argument("--es-url", default=None, help="Elasticsearch URL for --backend elasticsearch")
     parser.add_argument("--corpus", type=Path, default=None,
@@ -137,15 +140,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
     proxies = forwarded_allow_ips(args.forwarded_allow_ips)
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
-    index, corpus, corpus_format, profile = args.index, args.corpus, args.corpus_format, args.profile
-    if index is None and corpus is None and corpus_format is None and args.backend == "sqlite":
-        from dtdialog.project import find_project
+    from dtdialog.project import engine_target
 
-        project = find_project()
-        if project is not None:  # a dtdialog.yaml folder: its index (built from its data when missing), its wording
-            index, profile = project.index, profile or project.config
-            if not project.index.exists():
-                corpus, corpus_format = project.data, project.format
+    target = engine_target(index=args.index, corpus=args.corpus, corpus_format=args.corpus_format,
+                           profile=args.profile, backend=args.backend, build=args.build)
+    index, corpus, corpus_format, profile = target.index, target.corpus, target.corpus_format, target.profile
     settings = ApiSettings.from_env(
         index_path=index, backend=args.backend, index_url=args.es_url, corpus=corpus, corpus_format=corpus_format,
         parser=args.parser, ranker=args.ranker, profile=profile,

@@ -51,14 +51,13 @@ def resolve_target(args: argparse.Namespace) -> TestTarget:
     the built-in corpus's own test file runs against its index. A test file for another index must be named.
     """
     if args.index is None:
-        from dtdialog.project import find_project
+        from dtdialog.project import engine_target, find_project
 
         project = find_project()
         if project is not None:
-            missing = not project.index.exists()
-            return TestTarget(tests=args.file or project.tests, index=project.index, profile=project.config,
-                              corpus=project.data if missing else None,
-                              corpus_format=project.format if missing else None)
+            target = engine_target(index=None, corpus=None, corpus_format=None, profile=None)
+            return TestTarget(tests=args.file or project.tests, index=target.index, profile=target.profile,
+                              corpus=target.corpus, corpus_format=target.corpus_format)
     if args.file is not None:
         tests = args.file
     elif args.index is None:

@@ -58,6 +58,15 @@ def test_chat_refuses_a_missing_index_unless_asked_to_build(homes, tmp_path, cap
     assert main(["chat", "--index", str(typo), "--script", str(script), "--quiet"]) == 0  # there now: used as is
 
 
+def test_serve_refuses_a_missing_index_before_listening(homes, tmp_path, capsys):
+    home, _ = homes
+    typo = tmp_path / "nonexist.sqlite"
+    assert main(["serve", "--index", str(typo), "--port", "8765"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: index {typo} not found") and "--build" in err and err.count("\n") == 1
+    assert not typo.exists() and not home.exists()
+
+
 def test_default_paths_follow_dtdialog_home(homes):
     home, user = homes
     from dtdialog.paths import sessions_path
