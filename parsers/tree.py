@@ -57,11 +57,13 @@ class EDU:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Node:
     """A tree node: a leaf (``edu`` set) or a relation over ``children``.
 
-    ``first``/``last`` are the inclusive EDU indices the node spans.
+    ``first``/``last`` are the inclusive EDU indices the node spans. Equality, hashing and ``repr`` walk the tree
+    with loops: the generated ones recurse once per level, and a long text's tree can be over a thousand levels
+    deep (a RecursionError in a comparison).
     """
 
     first: int
@@ -70,6 +72,28 @@ class Node:
     nuclearity: tuple[str, ...] = ()
     children: tuple[Node, ...] = ()
     edu: int | None = None
+
+    def _preorder(self) -> list[tuple]:
+        """Return every node's own fields and child count in pre-order: two trees are equal when these are."""
+        out, stack = [], [self]
+        while stack:
+            node = stack.pop()
+            out.append((node.first, node.last, node.relation, node.nuclearity, node.edu, len(node.children)))
+            stack.extend(reversed(node.children))
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Node):
+            return NotImplemented
+        return self is other or self._preorder() == other._preorder()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._preorder()))
+
+    def __repr__(self) -> str:
+        inner = "" if self.is_leaf else f", relation={self.relation!r}, nuclearity={self.nuclearity!r}, " \
+                                        f"children=<{len(self.children)} nodes>"
+        return f"Node(first={self.first}, last={self.last}{inner}, edu={self.edu})"
 
     @property
     def is_leaf(self) -> bool:
