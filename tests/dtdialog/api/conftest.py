@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -79,3 +80,22 @@ def make_client(make_settings: Callable[..., ApiSettings]) -> Iterator[Callable[
 @pytest.fixture
 def client(make_client: Callable[..., TestClient]) -> TestClient:
     return make_client()
+
+
+#: Debian's chromium, which the browser tests drive through Playwright (``DTDIALOG_CHROMIUM`` points elsewhere).
+CHROMIUM = Path(os.environ.get("DTDIALOG_CHROMIUM", "/usr/bin/chromium"))
+#: No background networking: this machine's closed network refuses it, many connections at a time.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium per test module; skips with the reason when chromium or playwright is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"Debian chromium not found at {CHROMIUM} (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()

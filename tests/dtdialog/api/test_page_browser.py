@@ -8,7 +8,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from api_helpers import SPARK_PLUG_QUESTION
-from test_api_browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -19,17 +18,6 @@ SMALLEST_TEXT_PX = """(id) => {
   const sizes = [...svg.querySelectorAll("text")].map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
   return Math.min(...sizes);
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"Debian chromium not found at {CHROMIUM} (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ bot says (CLI transcript, API JSON) or in the page's title and visible text afte
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -15,9 +14,6 @@ import pytest
 
 from dtdialog.cli import main
 
-CHROMIUM = Path(os.environ.get("DTDIALOG_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 CAR_WORDS = re.compile(r"\b(car|cars|vehicle|engine|mechanic)\b", re.IGNORECASE)
 PROFILE = """\
 name: brokerage assistant
@@ -45,17 +41,6 @@ def faq_csv(shared_data: Path) -> Path:
     if not path.is_file():
         pytest.skip(f"the finance FAQ is not at {path}")
     return path
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"Debian chromium not found at {CHROMIUM} (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 def test_finance_faq_profile_shows_no_car_wording(faq_csv, browser, tmp_path, monkeypatch, capsys):
