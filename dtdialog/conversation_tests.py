@@ -186,9 +186,10 @@ def _yaml_items(path: Path, text: str) -> list:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        from dtdialog.profile import yaml_error
+
+        line, problem = yaml_error(exc)
+        where = f" at line {line}" if line is not None else ""
         raise InputError(f"{path}: not valid YAML{where}: {problem}") from None
     if not isinstance(doc, dict) or "tests" not in doc:
         raise InputError(f"{path}: expected a mapping with a 'tests' list at the top")

@@ -189,10 +189,15 @@ def read_yaml(path: Path, what: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line, problem = yaml_error(exc)
+        at = f":{line}" if line is not None else ""
         raise ConfigError(f"{what} {path}{at}: not valid YAML ({problem})") from None
+
+
+def yaml_error(exc: Exception) -> tuple[int | None, str]:
+    """Return the 1-based line of a ``yaml.YAMLError`` (None when it names none) and its problem in one line."""
+    mark = getattr(exc, "problem_mark", None)
+    return (mark.line + 1 if mark is not None else None), getattr(exc, "problem", None) or str(exc).splitlines()[0]
 
 
 def load_synonyms(path: Path) -> dict[str, tuple[str, ...]]:

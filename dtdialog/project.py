@@ -80,12 +80,14 @@ def load_project(config: Path) -> Project:
 
 @dataclass(frozen=True)
 class EngineTarget:
-    """What a command's engine runs on: the index file, the corpus to (re)build it from, and the profile."""
+    """What a command's engine runs on: the index file, the corpus to (re)build it from, the profile, and the project
+    they came from (None when the options named them)."""
 
     index: Path | None
     corpus: Path | None
     corpus_format: str | None
     profile: Path | None
+    project: Project | None = None
 
 
 def engine_target(*, index: Path | None, corpus: Path | None, corpus_format: str | None, profile: Path | None,
@@ -108,5 +110,5 @@ def engine_target(*, index: Path | None, corpus: Path | None, corpus_format: str
             missing = not project.index.exists()
             return EngineTarget(index=project.index, profile=profile or project.config,
                                 corpus=project.data if missing else None,
-                                corpus_format=project.format if missing else None)
+                                corpus_format=project.format if missing else None, project=project)
     return EngineTarget(index=index, corpus=corpus, corpus_format=corpus_format, profile=profile)

@@ -202,13 +202,11 @@ def build_index(
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
 
-    ``backend="sqlite"`` writes ``out`` atomically (temp file + rename); ``backend="elasticsearch"``
-    loads ``url`` (default ``$ELASTICSEARCH_URL``) under alias ``index_name``. Raises ``ConfigError``
-    for an unknown backend or bad option, ``InputError`` when there is no answer to index.
-    ``dense=True`` (sqlite) also writes the answers' MiniLM vectors beside the file (``index.dense_store``)
-    and their syntactic-generalization phrases (``index.sg_store``).
-    ``dense=True`` (elasticsearch) writes each answer's vector and hubness with its document and the
-    term statistics beside the index (``ElasticsearchIndex.rebuild(..., dense=store)``).
+    ``backend="sqlite"`` writes ``out`` atomically (temp file + rename); ``backend="elasticsearch"`` loads ``url``
+    (default ``$ELASTICSEARCH_URL``) under alias ``index_name``. Raises ``ConfigError`` for an unknown backend or bad
+    option, ``InputError`` when there is no answer to index. ``dense=True`` also writes the answers' MiniLM vectors
+    and SG phrases: beside the file (sqlite: ``index.dense_store``, ``index.sg_store``), or with each document and
+    the term statistics beside the index (elasticsearch: ``ElasticsearchIndex.rebuild(..., dense=store)``).
     ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
     ``force`` (sqlite): replace ``out`` even when it is a regular file that is not a dtdialog index (devices,
     directories and links to them are always refused, ``InputError``). ``lock_timeout`` (sqlite): seconds to

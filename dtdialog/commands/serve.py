@@ -49,6 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     loading.add_argument("--lazy", action="store_true",
                          help="do not load the engine at start-up: the first request loads it (and waits for it)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.add_argument("--workers", type=int, default=1,
+                        help="server processes on the port (default 1; at most 4 per CPU core): they share the index, "
+                             "the sessions and the per-client rates; each has its own --engine-threads")
+    _protection_arguments(parser)
+    _quota_arguments(parser)
+
+
+def _protection_arguments(parser: argparse.ArgumentParser) -> None:
     security = parser.add_argument_group("index protection")
     security.add_argument("--api-key-file", type=Path, default=None,
                           help="file holding the key that enables index writes (or set $DTDIALOG_API_KEY); "
@@ -60,9 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     security.add_argument("--allowed-hosts", default=None, metavar="NAMES",
                           help="comma-separated Host names answered besides localhost, 127.0.0.1, ::1 and --host "
                                "(*.example.com for a domain, * for any); other Host headers get 400")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="server processes on the port (default 1; at most 4 per CPU core): they share the index, "
-                             "the sessions and the per-client rates; each has its own --engine-threads")
+
+
+def _quota_arguments(parser: argparse.ArgumentParser) -> None:
     quotas = parser.add_argument_group("quotas (per client: remote address, or API key)")
     quotas.add_argument("--session-rate", default=None, help="new sessions per client (default 10/minute; off)")
     quotas.add_argument("--turn-rate", default=None, help="turns per client (default 30/minute; off)")

@@ -51,12 +51,11 @@ def resolve_target(args: argparse.Namespace) -> TestTarget:
     the built-in corpus's own test file runs against its index. A test file for another index must be named.
     """
     if args.index is None:
-        from dtdialog.project import engine_target, find_project
+        from dtdialog.project import engine_target
 
-        project = find_project()
-        if project is not None:
-            target = engine_target(index=None, corpus=None, corpus_format=None, profile=None)
-            return TestTarget(tests=args.file or project.tests, index=target.index, profile=target.profile,
+        target = engine_target(index=None, corpus=None, corpus_format=None, profile=None)
+        if target.project is not None:
+            return TestTarget(tests=args.file or target.project.tests, index=target.index, profile=target.profile,
                               corpus=target.corpus, corpus_format=target.corpus_format)
     if args.file is not None:
         tests = args.file
