@@ -13,6 +13,7 @@ file's sha256 is checked once when it loads: a different file is refused, never 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import tempfile
 import threading
@@ -84,26 +85,16 @@ def int8_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA256
     Runtime's dynamic quantisation (int8 activations scaled per call, ``MatMulInteger``) runs MiniLM about 2x
     faster, with its states within mean cosine ~0.99 of the float ones, and the parser's heads are trained on
     exactly these states. The derivation (float weights rebuilt from the int8 ones, then
-    ``onnxruntime.quantization.quantize_dynamic``, per channel) needs the ``onnx`` package and takes ~2 s; the
-    result is named by the source's pin and the ONNX Runtime version, and written atomically.
+    ``onnxruntime.quantization.quantize_dynamic``, per channel) needs the ``onnx`` package and takes ~2 s.
     """
-    import onnxruntime
-
-    target = data_home() / "models" / f"minilm-l6-v2-int8-dynamic-{sha256[:12]}-ort{onnxruntime.__version__}.onnx"
-    if target.is_file():
-        return target
-    if importlib.util.find_spec("onnx") is None:
-        raise ModelNotAvailableError(f"the neural parser's int8 MiniLM is derived with the onnx package: {INSTALL_HINT}")
-    source = model_file(sha256) if source is None else source
-    check_pin(source, sha256)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".derive-") as tmp:
-        float_graph, out = Path(tmp) / "float.onnx", Path(tmp) / "int8.onnx"
-        _float_matmul_weights(source, float_graph)
+    def build(model, out: Path) -> None:
         import logging
 
+        import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
+        float_graph = out.with_suffix(".float.onnx")
+        onnx.save(model, str(float_graph))
         quiet = logging.getLogger().level
         logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process the graph is not for us
         try:
@@ -111,12 +102,57 @@ def int8_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA256
                              op_types_to_quantize=["MatMul"])
         finally:
             logging.getLogger().setLevel(quiet)
+
+    return _derived_model("int8-dynamic", build, "the neural parser's int8 MiniLM", source, sha256)
+
+
+def float_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA256) -> Path:
+    """Return the shipped graph rewritten to run faster with the same float arithmetic, derived once.
+
+    Two changes, nothing else: the int8 MatMul weights become float initializers once (the shipped graph
+    rebuilds them at every run), and each layer's self-attention (about 80 small nodes of the export's
+    scaled-dot-product attention and mask arithmetic, which ONNX Runtime's BERT optimizer does not recognise)
+    becomes one ``com.microsoft.MultiHeadAttention`` node. Vectors are checked against the shipped graph's
+    before the file is kept (``_check_same_vectors``), so vectors of both mix under one ``model_label``.
+    """
+    def build(model, out: Path) -> None:
+        import onnx
+
+        _fuse_attention(model)
+        onnx.save(model, str(out))
+        _check_same_vectors(source_path, out)
+
+    source_path = model_file(sha256) if source is None else source
+    return _derived_model("float-fused", build, "the fast float MiniLM", source_path, sha256)
+
+
+def _derived_model(kind: str, build, purpose: str, source: Path | None, sha256: str) -> Path:
+    """Return ``data_home()/models``'s copy of the pinned graph rewritten by ``build(folded model, out path)``.
+
+    The copy is named by the source's pin, ``kind`` and the ONNX Runtime version (its operators and fusions
+    may change between versions), made from the graph with float MatMul weights (``_float_matmul_weights``)
+    and written atomically: a failed or interrupted derivation leaves nothing behind.
+    """
+    import onnxruntime
+
+    target = data_home() / "models" / f"minilm-l6-v2-{kind}-{sha256[:12]}-ort{onnxruntime.__version__}.onnx"
+    if target.is_file():
+        return target
+    if importlib.util.find_spec("onnx") is None:
+        raise ModelNotAvailableError(f"{purpose} is derived with the onnx package: {INSTALL_HINT}")
+    source = model_file(sha256) if source is None else source
+    check_pin(source, sha256)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".derive-") as tmp:
+        out = Path(tmp) / target.name
+        build(_float_matmul_weights(source), out)
         os.replace(out, target)
     return target
 
 
-def _float_matmul_weights(source: Path, out: Path) -> None:
-    """Write ``source`` with every int8 MatMul weight (``Cast`` + ``Mul`` by its scale) as a float initializer."""
+def _float_matmul_weights(source: Path):
+    """Return ``source`` as an ONNX model with every int8 MatMul weight (``Cast`` + ``Mul`` by its scale) as a
+    float initializer."""
     from collections import defaultdict
 
     import onnx
@@ -141,7 +177,99 @@ def _float_matmul_weights(source: Path, out: Path) -> None:
         graph.node.remove(mul)
         for name in (cast.input[0], scale):  # the int8 copy and its scale have no other reader
             graph.initializer.remove(inits.pop(name))
-    onnx.save(model, str(out))
+    return model
+
+
+#: Heads of MiniLM-L6's self-attention (384 = 12 x 32).
+_HEADS = 12
+_LAYERS = 6
+
+
+def _fuse_attention(model) -> None:
+    """Replace each layer's self-attention, from its Q/K/V bias ``Add`` to what its output projection reads,
+    by one ``MultiHeadAttention`` (scale 1/sqrt(32), keys masked by ``attention_mask``), in place.
+
+    The export's attention is found by its node names (the graph is pinned by sha256); a graph that does not
+    have exactly the expected layers raises ``ValueError`` (the caller falls back to the shipped graph).
+    """
+    from onnx import TensorProto, helper
+
+    graph = model.graph
+    by_name = {n.name: n for n in graph.node}
+    mask = helper.make_node("Cast", ["attention_mask"], ["attention_mask_int32"], to=TensorProto.INT32,
+                            name="attention_mask_int32")
+    before: dict[str, object] = {}  # output projection name -> the fused node that feeds it
+    for layer in range(_LAYERS):
+        prefix = f"/inner/encoder/layer.{layer}/attention/"
+        names = [prefix + f"self/{x}/Add" for x in ("query", "key", "value")] + [prefix + "output/dense/MatMul"]
+        if any(name not in by_name for name in names):
+            raise ValueError(f"layer {layer}'s attention is not where this export puts it")
+        *qkv, projection = (by_name[name] for name in names)
+        fused = helper.make_node("MultiHeadAttention", [n.output[0] for n in qkv] + ["", mask.output[0]],
+                                 [prefix + "fused_output"], domain="com.microsoft", num_heads=_HEADS,
+                                 name=prefix + "MultiHeadAttention")
+        projection.input[0] = fused.output[0]
+        before[projection.name] = fused
+    nodes = [mask]
+    for node in graph.node:
+        if node.name in before:
+            nodes.append(before[node.name])
+        nodes.append(node)
+    needed = {o.name for o in graph.output}
+    live = []
+    for node in reversed(nodes):  # what no output depends on any more: the unfused attention and mask nodes
+        if any(o in needed for o in node.output):
+            live.append(node)
+            needed.update(x for x in node.input if x)
+    del graph.node[:]
+    graph.node.extend(reversed(live))
+    used = [t for t in graph.initializer if t.name in needed]
+    del graph.initializer[:]
+    graph.initializer.extend(used)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+
+
+#: What ``_check_same_vectors`` runs: one short, one long text, padded together (the mask matters).
+_CHECK_TEXTS = ("Why do my brakes squeal?",
+                "The check engine light came on after I filled the tank, and the car hesitates when it accelerates "
+                "up a hill; the dealer said the gas cap was loose but the light is still on two days later.")
+
+
+def _check_same_vectors(shipped: Path, derived: Path, min_cosine: float = 0.99999) -> None:
+    """Raise ``ValueError`` unless ``derived`` gives the vectors and layer-4 states ``shipped`` gives."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
+    encodings = tokenizer.encode_batch(list(_CHECK_TEXTS))
+    ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+    mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    runs = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, feed)
+            for p in (shipped, derived)]
+    for a, b in zip(*runs):
+        a, b = a[mask.astype(bool)], b[mask.astype(bool)]  # padded positions are not used by anyone
+        cos = (a * b).sum(axis=-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+        if cos.min() < min_cosine:
+            raise ValueError(f"the derived graph's states differ from the shipped graph's (cosine {cos.min():.6f})")
+
+
+_fallen_back: set[str] = set()
+
+
+def _float_graph(source: Path, sha256: str) -> Path:
+    """Return ``float_arithmetic_model``'s graph, or ``source`` with one logged warning when it cannot be derived:
+    the shipped graph gives the same vectors, only slower, so no chat should fail for it."""
+    if sha256 in _fallen_back:
+        return source
+    try:
+        return float_arithmetic_model(source, sha256)
+    except Exception as exc:  # noqa: BLE001  (onnx and ONNX Runtime raise many types; any of them means: fall back)
+        _fallen_back.add(sha256)
+        logging.getLogger(__name__).warning("MiniLM runs its shipped graph (slower, same vectors): %s",
+                                            str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return source
 
 
 @dataclass
@@ -206,7 +334,8 @@ class OnnxMiniLM:
             if not path.is_file():
                 raise ModelNotAvailableError(f"the MiniLM encoder file {path} is missing: reinstall with {INSTALL_HINT}")
         check_pin(model_path, self.sha256)
-        graph = model_path if self.arithmetic == "float" else int8_arithmetic_model(model_path, self.sha256)
+        graph = (_float_graph(model_path, self.sha256) if self.arithmetic == "float"
+                 else int8_arithmetic_model(model_path, self.sha256))
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1

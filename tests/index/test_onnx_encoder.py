@@ -255,3 +255,85 @@ def test_batches_on_several_threads_give_the_same_vectors_in_order(monkeypatch):
         OnnxMiniLM()
     with pytest.raises(ConfigError, match="workers"):
         OnnxMiniLM(workers=0)
+
+
+def _builtin_texts() -> list[str]:
+    from data.builtin import load_builtin_corpus
+
+    corpus = load_builtin_corpus()
+    return list(dict.fromkeys([d.question for d in corpus] + [t.text for d in corpus for _, t in d.answers()]))
+
+
+def _shipped_vectors(texts, monkeypatch, caplog) -> np.ndarray:
+    """Vectors of the shipped graph: what an encoder falls back to when the onnx package is missing."""
+    import importlib.util
+
+    import parsers.encoder as pe
+
+    model_file()  # assembled while onnx is importable
+    monkeypatch.setattr(pe, "_fallen_back", set())
+    real = importlib.util.find_spec
+    with monkeypatch.context() as patch:
+        patch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a))
+        with caplog.at_level(logging.WARNING, logger="parsers.encoder"):
+            vectors = OnnxMiniLM(workers=1).encode(texts)
+            OnnxMiniLM(workers=1).encode(texts[:1])  # a second encoder neither retries nor warns again
+    warnings = [r for r in caplog.records if r.name == "parsers.encoder"]
+    assert len(warnings) == 1 and "shipped graph" in warnings[0].getMessage() and "onnx" in warnings[0].getMessage()
+    return vectors
+
+
+@needs_onnx
+def test_float_graph_is_derived_once_and_gives_the_shipped_vectors(tmp_path, monkeypatch, caplog):
+    """Built-in questions and answers: the derived graph's vectors are the shipped graph's (cosine >= 0.99999),
+    so indexes, the prebuilt bundle and the ranker made with either stay valid under one model label."""
+    pytest.importorskip("onnx", reason="deriving the float graph needs the onnx package ([dense])")
+    import onnx
+
+    from parsers.encoder import float_arithmetic_model
+
+    monkeypatch.setenv("DTDIALOG_HOME", str(tmp_path))
+    texts = _builtin_texts()
+    assert len(texts) >= 300
+    shipped = _shipped_vectors(texts, monkeypatch, caplog)
+    assert not list((tmp_path / "models").glob("*float*"))  # the fallback derived nothing
+    import parsers.encoder as pe
+
+    monkeypatch.setattr(pe, "_fallen_back", set())
+    enc = OnnxMiniLM(workers=1)
+    derived = enc.encode(texts)
+    path = float_arithmetic_model()
+    assert path.parent == tmp_path / "models" and enc.model_id == pe.MODEL_ID
+    stamp = path.stat().st_mtime_ns
+    assert float_arithmetic_model() == path and path.stat().st_mtime_ns == stamp  # reused, not derived again
+    ops = [n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node]
+    assert ops.count("MultiHeadAttention") == 6 and "Softmax" not in ops  # really the fused graph that ran
+    cos = np.sum(shipped * derived, axis=1)
+    assert cos.min() >= 0.99999, f"min {cos.min():.7f}"
+    states = enc.token_states(texts[:3])  # layer 4 is an output of the derived graph too
+    assert all(s.shape == (len(o), 768) for o, s in states)
+
+
+@needs_onnx
+def test_a_derivation_that_changes_the_vectors_is_refused_and_the_shipped_graph_runs(tmp_path, monkeypatch, caplog):
+    pytest.importorskip("onnx", reason="deriving the float graph needs the onnx package ([dense])")
+    import parsers.encoder as pe
+
+    monkeypatch.setenv("DTDIALOG_HOME", str(tmp_path))
+    real_fuse = pe._fuse_attention
+
+    def wrong_heads(model) -> None:  # a fusion bug: 6 heads of 64 instead of 12 of 32
+        real_fuse(model)
+        for node in model.graph.node:
+            if node.op_type == "MultiHeadAttention":
+                node.attribute[0].i = 6
+
+    monkeypatch.setattr(pe, "_fuse_attention", wrong_heads)
+    monkeypatch.setattr(pe, "_fallen_back", set())
+    with caplog.at_level(logging.WARNING, logger="parsers.encoder"):
+        vectors = OnnxMiniLM(workers=1).encode(["Why do my brakes squeal?"])
+    assert vectors.shape == (1, 384)
+    [warning] = [r for r in caplog.records if r.name == "parsers.encoder"]
+    assert "differ" in warning.getMessage() and "\n" not in warning.getMessage()
+    leftovers = [p.name for p in (tmp_path / "models").iterdir() if "float" in p.name or p.name.startswith(".derive")]
+    assert leftovers == []  # nothing half-written, nothing wrong kept for the next process
