@@ -246,7 +246,9 @@ def _check_same_vectors(shipped: Path, derived: Path, min_cosine: float = 0.9999
     ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
     mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
     feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-    runs = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, feed)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # a one-off check: no thread pool taking both cores of a serving machine
+    runs = [ort.InferenceSession(str(p), sess_options=options, providers=["CPUExecutionProvider"]).run(None, feed)
             for p in (shipped, derived)]
     for a, b in zip(*runs):
         a, b = a[mask.astype(bool)], b[mask.astype(bool)]  # padded positions are not used by anyone
