@@ -72,11 +72,11 @@ def word_weight(lemma: str, pos: str) -> float:
     return 0.3
 
 
+_NOMINAL = frozenset({"NOUN", "PROPN"})
+
+
 def _pos_compatible(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    nominal = {"NOUN", "PROPN"}
-    return a in nominal and b in nominal
+    return a == b or (a in _NOMINAL and b in _NOMINAL)
 
 
 def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
@@ -86,21 +86,35 @@ def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     """
     if p1.kind != p2.kind or not (p1.content & p2.content):
         return None
-    n, m = len(p1.lemmas), len(p2.lemmas)
+    l1, t1, l2, t2 = p1.lemmas, p1.pos, p2.lemmas, p2.pos
+    n, m = len(l1), len(l2)
+    # The weight of each aligned pair, looked up once (None where the POS disagree): the
+    # table and the loops below read plain lists, as the alignment runs for ~thousands of pairs per turn.
+    same = [word_weight(lem, t) for lem, t in zip(l1, t1)]
+    star = [word_weight("*", t) for t in t1]
+    weight = [[(same[i] if l1[i] == l2[j] else star[i]) if _pos_compatible(t1[i], t2[j]) else None
+               for j in range(m)] for i in range(n)]
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
+        row, below, w_row = best[i], best[i + 1], weight[i]
         for j in range(m - 1, -1, -1):
-            score = max(best[i + 1][j], best[i][j + 1])
-            pair = _pair(p1, i, p2, j)
-            if pair is not None:
-                score = max(score, pair[2] + best[i + 1][j + 1])
-            best[i][j] = score
+            # max(below, right), then max(that, diagonal), spelled out: a strict > keeps the first on ties as max() does
+            score = below[j]
+            right = row[j + 1]
+            if right > score:
+                score = right
+            w = w_row[j]
+            if w is not None:
+                diagonal = w + below[j + 1]
+                if diagonal > score:
+                    score = diagonal
+            row[j] = score
     lemmas, pos, i, j = [], [], 0, 0
     while i < n and j < m:
-        pair = _pair(p1, i, p2, j)
-        if pair is not None and math.isclose(best[i][j], pair[2] + best[i + 1][j + 1]):
-            lemmas.append(pair[0])
-            pos.append(pair[1])
+        w = weight[i][j]
+        if w is not None and math.isclose(best[i][j], w + best[i + 1][j + 1]):
+            lemmas.append(l1[i] if l1[i] == l2[j] else "*")
+            pos.append(t1[i])
             i, j = i + 1, j + 1
         elif math.isclose(best[i][j], best[i + 1][j]):
             i += 1
@@ -117,15 +131,6 @@ def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
         return None
     score = sum(word_weight(lem, p) for lem, p in zip(lemmas, pos))
     return CommonPhrase(kind=p1.kind, lemmas=tuple(lemmas), pos=tuple(pos), score=score)
-
-
-def _pair(p1: PhraseChunk, i: int, p2: PhraseChunk, j: int) -> tuple[str, str, float] | None:
-    l1, l2, t1, t2 = p1.lemmas[i], p2.lemmas[j], p1.pos[i], p2.pos[j]
-    if not _pos_compatible(t1, t2):
-        return None
-    if l1 == l2:
-        return l1, t1, word_weight(l1, t1)
-    return "*", t1, word_weight("*", t1)
 
 
 def _is_subsequence(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
