@@ -75,10 +75,6 @@ def word_weight(lemma: str, pos: str) -> float:
 _NOMINAL = frozenset({"NOUN", "PROPN"})
 
 
-def _pos_compatible(a: str, b: str) -> bool:
-    return a == b or (a in _NOMINAL and b in _NOMINAL)
-
-
 def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     """Return the maximal common sub-phrase of two same-type phrases, or None when they share no content lemma.
 
@@ -88,48 +84,51 @@ def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
         return None
     l1, t1, l2, t2 = p1.lemmas, p1.pos, p2.lemmas, p2.pos
     n, m = len(l1), len(l2)
-    # The weight of each aligned pair, looked up once (None where the POS disagree): the
-    # table and the loops below read plain lists, as the alignment runs for ~thousands of pairs per turn.
+    # An aligned pair weighs word_weight(lemma, pos of p1) when the lemmas agree, word_weight("*", pos) when only
+    # the POS do, and cannot align when they do not: the weights of p1's words are looked up once, and the
+    # loops read plain locals, as the alignment runs for ~a thousand phrase pairs per turn.
     same = [word_weight(lem, t) for lem, t in zip(l1, t1)]
     star = [word_weight("*", t) for t in t1]
-    weight = [[(same[i] if l1[i] == l2[j] else star[i]) if _pos_compatible(t1[i], t2[j]) else None
-               for j in range(m)] for i in range(n)]
+    nominal = [t in _NOMINAL for t in t1]
+    nominal2 = [t in _NOMINAL for t in t2]
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
-        row, below, w_row = best[i], best[i + 1], weight[i]
+        row, below = best[i], best[i + 1]
+        li, ti, wi, si, ni = l1[i], t1[i], same[i], star[i], nominal[i]
         for j in range(m - 1, -1, -1):
             # max(below, right), then max(that, diagonal), spelled out: a strict > keeps the first on ties as max() does
             score = below[j]
             right = row[j + 1]
             if right > score:
                 score = right
-            w = w_row[j]
-            if w is not None:
-                diagonal = w + below[j + 1]
+            if t2[j] == ti or (ni and nominal2[j]):
+                diagonal = (wi if l2[j] == li else si) + below[j + 1]
                 if diagonal > score:
                     score = diagonal
             row[j] = score
-    lemmas, pos, i, j = [], [], 0, 0
+    lemmas, pos, weights, i, j = [], [], [], 0, 0
     while i < n and j < m:
-        w = weight[i][j]
-        if w is not None and math.isclose(best[i][j], w + best[i + 1][j + 1]):
+        aligned = t2[j] == t1[i] or (nominal[i] and nominal2[j])
+        w = same[i] if l2[j] == l1[i] else star[i]
+        if aligned and math.isclose(best[i][j], w + best[i + 1][j + 1]):
             lemmas.append(l1[i] if l1[i] == l2[j] else "*")
             pos.append(t1[i])
+            weights.append(w)  # word_weight of the kept (lemma, pos)
             i, j = i + 1, j + 1
         elif math.isclose(best[i][j], best[i + 1][j]):
             i += 1
         else:
             j += 1
     # A generalization starts and ends with a real common word: bare wildcards at the edges say nothing.
-    while lemmas and lemmas[0] == "*":
-        lemmas.pop(0)
-        pos.pop(0)
-    while lemmas and lemmas[-1] == "*":
-        lemmas.pop()
-        pos.pop()
+    start, end = 0, len(lemmas)
+    while start < end and lemmas[start] == "*":
+        start += 1
+    while end > start and lemmas[end - 1] == "*":
+        end -= 1
+    lemmas, pos = lemmas[start:end], pos[start:end]
     if not any(lem != "*" and p in CONTENT_POS for lem, p in zip(lemmas, pos)):
         return None
-    score = sum(word_weight(lem, p) for lem, p in zip(lemmas, pos))
+    score = sum(weights[start:end])
     return CommonPhrase(kind=p1.kind, lemmas=tuple(lemmas), pos=tuple(pos), score=score)
 
 
