@@ -89,3 +89,71 @@ def test_parses_are_cached(sg):
     assert sg.analyze(text) is first
     sg.warm([text, "Replace the thermostat."])
     assert sg.analyze("Replace the thermostat.")[0]
+
+
+def _reference_generalization(p1, p2):
+    """The alignment written plainly (one DP cell at a time, the pair weight recomputed where needed)."""
+    import math
+
+    from dtdialog.syntactic_generalization import CONTENT_POS, word_weight
+
+    def pair(i, j):
+        a, b = p1.pos[i], p2.pos[j]
+        if not (a == b or (a in ("NOUN", "PROPN") and b in ("NOUN", "PROPN"))):
+            return None
+        lemma = p1.lemmas[i] if p1.lemmas[i] == p2.lemmas[j] else "*"
+        return lemma, a, word_weight(lemma, a)
+
+    if p1.kind != p2.kind or not (p1.content & p2.content):
+        return None
+    n, m = len(p1.lemmas), len(p2.lemmas)
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            found = pair(i, j)
+            best[i][j] = max(best[i + 1][j], best[i][j + 1])
+            if found is not None:
+                best[i][j] = max(best[i][j], found[2] + best[i + 1][j + 1])
+    kept, i, j = [], 0, 0
+    while i < n and j < m:
+        found = pair(i, j)
+        if found is not None and math.isclose(best[i][j], found[2] + best[i + 1][j + 1]):
+            kept.append(found[:2])
+            i, j = i + 1, j + 1
+        elif math.isclose(best[i][j], best[i + 1][j]):
+            i += 1
+        else:
+            j += 1
+    while kept and kept[0][0] == "*":
+        kept.pop(0)
+    while kept and kept[-1][0] == "*":
+        kept.pop()
+    if not any(lem != "*" and p in CONTENT_POS for lem, p in kept):
+        return None
+    return tuple(k[0] for k in kept), tuple(k[1] for k in kept), sum(word_weight(lem, p) for lem, p in kept)
+
+
+def test_generalize_phrases_equals_the_plain_alignment_on_random_phrases():
+    """The optimised alignment gives the plain DP's generalization, to the last bit of its score."""
+    import random
+
+    from dtdialog.syntactic_generalization import generalize_phrases
+    from parsers.phrase_chunks import PhraseChunk
+
+    rng = random.Random(3)
+    words = [("engine", "NOUN"), ("motor", "NOUN"), ("ford", "PROPN"), ("the", "DET"), ("a", "DET"),
+             ("check", "VERB"), ("be", "AUX"), ("get", "VERB"), ("new", "ADJ"), ("2", "NUM"), ("4", "NUM"),
+             ("quickly", "ADV"), ("of", "ADP"), ("fuse", "NOUN")]
+
+    def phrase():
+        picked = [rng.choice(words) for _ in range(rng.randint(1, 10))]
+        return PhraseChunk(kind=rng.choice(("NP", "VP")), lemmas=tuple(w for w, _ in picked),
+                           pos=tuple(p for _, p in picked))
+
+    found = 0
+    for _ in range(3000):
+        p1, p2 = phrase(), phrase()
+        g, ref = generalize_phrases(p1, p2), _reference_generalization(p1, p2)
+        assert (None if g is None else (g.lemmas, g.pos, g.score)) == ref
+        found += g is not None
+    assert found > 300
