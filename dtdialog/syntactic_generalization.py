@@ -152,13 +152,15 @@ def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]
 #: Generalizations already computed, by phrase pair: the same phrases ("the battery", "check the fuse") recur across
 #: answers, and the alignment is the costly part of scoring ~40-70 candidates per turn. Bounded and cleared when
 #: full: kept small, because every live entry is scanned by each full garbage collection of the serving process.
-_PAIR_MEMO: dict[tuple[PhraseChunk, PhraseChunk], CommonPhrase | None] = {}
+_PAIR_MEMO: dict[tuple, CommonPhrase | None] = {}
 _PAIR_MEMO_SIZE = 5_000
 _WEIGHT_MEMO: dict[PhraseChunk, float] = {}
 
 
 def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
-    key = (p1, p2)
+    # keyed by what a generalization depends on, in plain tuples: hashed and compared in C, where a key of two
+    # phrases runs their Python __hash__ and (answer phrases being decoded afresh) __eq__ on every lookup
+    key = (p1.kind, p1.lemmas, p1.pos, p2.kind, p2.lemmas, p2.pos)
     try:
         return _PAIR_MEMO[key]
     except KeyError:
