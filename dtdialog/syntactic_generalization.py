@@ -33,11 +33,12 @@ from parsers.phrase_chunks import (
     extract_phrases,
     phrases_of_text,
     phrases_of_texts,
+    unused_pipes,
 )
 
 __all__ = ["CONTENT_POS", "LIGHT_VERBS", "MAX_PHRASE_TOKENS", "PHRASE_WEIGHTS", "CommonPhrase", "PhraseChunk",
            "SyntacticGeneralizer", "extract_phrases", "generalize", "generalize_phrase_lists", "generalize_phrases",
-           "raw_score", "reduce_by_subsumption", "sg_score", "sg_score_phrases", "word_weight"]
+           "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_score_phrases", "word_weight"]
 
 PHRASE_WEIGHTS = {"NP": 1.0, "VP": 1.5, "PP": 0.8}
 LIGHT_VERBS = frozenset({"be", "have", "do", "get", "make", "go", "take", "let", "seem"})
@@ -277,6 +278,20 @@ class SyntacticGeneralizer:
         self._pending[text] = future
         future.add_done_callback(lambda _: self._pending.pop(text, None))  # the result is in the cache by then
 
+    def seed(self, text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> bool:
+        """Cache the phrases of ``text`` from its parse by another user of spaCy (the engine's RST parser), so the
+        query is not parsed a second time; return whether it did.
+
+        Only a parse this generalizer would have made itself qualifies: the same pipeline (the same model package
+        and version with the same pipes; ``load_spacy()`` may hand the parser its own copy) run with the same pipes
+        skipped (``unused_pipes``) on exactly ``text``, so the phrases are the same.
+        """
+        if not _same_pipeline(nlp, self.nlp) or set(disabled) != set(unused_pipes(nlp)) or analyzed.text != text:
+            return False
+        if text not in self._cache and text not in self._pending:
+            self._store(text, extract_phrases(analyzed))
+        return True
+
     def warm(self, texts: Iterable[str], *, batch_size: int = 64, progress: bool = False) -> None:
         """Parse many texts in batches (much faster than one by one) into the cache."""
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -322,6 +337,18 @@ class SyntacticGeneralizer:
         return min(1.0, raw_score(generalize_phrase_lists(qp, ap), weights=self.weights) / math.sqrt(qs * as_))
 
 
+def _same_pipeline(a, b) -> bool:
+    """Return True when two spaCy pipelines are the same object or loads of the same model package and version."""
+    if a is b:
+        return True
+    meta_a, meta_b = getattr(a, "meta", None), getattr(b, "meta", None)
+    if not isinstance(meta_a, dict) or not isinstance(meta_b, dict):
+        return False
+    key = ("lang", "name", "version", "spacy_version")
+    return all(meta_a.get(k) == meta_b.get(k) for k in key) and bool(meta_a.get("name")) \
+        and list(a.pipe_names) == list(b.pipe_names)
+
+
 _DEFAULT: SyntacticGeneralizer | None = None
 
 
@@ -345,6 +372,11 @@ def sg_score(q, a) -> float:
 def prefetch(q: str) -> None:
     """Start parsing the query text ``q`` in the background (``SyntacticGeneralizer.prefetch``)."""
     _default().prefetch(q)
+
+
+def seed(text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> bool:
+    """Cache the phrases of ``text`` from a parse already made (``SyntacticGeneralizer.seed``)."""
+    return _default().seed(text, analyzed, nlp=nlp, disabled=disabled)
 
 
 def sg_score_phrases(q, answer: Sequence[PhraseChunk]) -> float:

@@ -157,3 +157,50 @@ def test_generalize_phrases_equals_the_plain_alignment_on_random_phrases():
         assert (None if g is None else (g.lemmas, g.pos, g.score)) == ref
         found += g is not None
     assert found > 300
+
+
+def test_seed_reuses_the_rule_parsers_analysis_only_when_it_is_the_same_parse():
+    """The engine's RST parse of a question gives the SG feature the phrases its own parse would give; another
+    text or another set of skipped pipes is refused (it could give other phrases)."""
+    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+    from parsers.errors import ModelNotAvailableError
+    from parsers.phrase_chunks import phrases_of_text
+    from parsers.rule_parser import RuleParser
+
+    parser = RuleParser()
+    try:
+        backend = parser.nlp
+    except ModelNotAvailableError as exc:
+        pytest.skip(str(exc))
+    text = "My 2009 Ford Focus stalls at idle after I replaced the battery. How do I check the idle air valve?"
+    analyzed = backend.analyze(text)
+    sg = SyntacticGeneralizer()
+    assert not sg.seed(text + " ", analyzed, nlp=backend.nlp, disabled=backend.disable)
+    assert not sg.seed(text, analyzed, nlp=backend.nlp, disabled=())
+    assert text not in sg._cache
+    assert sg.seed(text, analyzed, nlp=backend.nlp, disabled=backend.disable)
+    phrases, self_score = sg._cache[text]
+    assert phrases == phrases_of_text(text, nlp=sg.nlp) and len(phrases) > 3
+    assert self_score == SyntacticGeneralizer(nlp=sg.nlp).analyze(text)[1]
+
+
+def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree():
+    """With the hook set, the selector builds the rule parser's tree from the analysis it hands on: the same tree."""
+    from dtdialog.selector import AnswerSelector
+    from parsers.errors import ModelNotAvailableError
+    from parsers.rule_parser import RuleParser
+
+    parser = RuleParser()
+    try:
+        assert parser.nlp is not None  # loads spaCy
+    except ModelNotAvailableError as exc:
+        pytest.skip(str(exc))
+    seen = []
+    selector = AnswerSelector(index=None, parser=parser)
+    selector.question_analyzed = (lambda text, analyzed, backend: seen.append((text, analyzed.text)),)
+    question = "The car will not start. I replaced the starter, but it still clicks."
+    assert selector.plan(question).tree.to_dict() == parser.parse(question).to_dict()
+    assert seen == [(question, question)]
+    messy = "The car   will not start.\n\nIt clicks."
+    assert selector.plan(messy).tree.to_dict() == parser.parse(messy).to_dict()
+    assert len(seen) == 1  # cleaning changed the text: the ranking asks for the raw one, so nothing is handed on
