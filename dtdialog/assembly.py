@@ -301,6 +301,9 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     normalizer = EntityNormalizer(synonyms=profile.synonyms) if profile.synonyms is not None else None
     selector = AnswerSelector(index=index, parser=parser, config=spec.config, generator=generator, scorer=scorer,
                               normalizer=normalizer, calibrator=engine_calibrator(spec, scorer))
+    seed = getattr(getattr(scorer, "extractor", None), "seed_query", None)
+    if seed is not None:  # the SG feature takes the question's phrases from the RST parser's spaCy parse
+        selector.question_analyzed = (seed,)
     return selector, ranker
 
 

@@ -89,6 +89,9 @@ class AnswerSelector:
         self.generator = generator or LexicalGenerator(index=index)
         self.scorer = scorer or RuleScorer(config=self.config)
         self.normalizer = normalizer or EntityNormalizer()
+        #: called with (question, its spaCy ``AnalyzedText``, the parser's NLP backend) when the rule parser plans a
+        #: question (``_parse_question``): the learned ranker's SG feature reuses the parse (``assembly``)
+        self.question_analyzed: tuple = ()
         table = AgreementTable.load(self.config.agreement_table)
         self.agreement = RhetoricalAgreement(table=table, normalizer=self.normalizer, ratio=self.config.agreement_ratio,
                                               overlap_scope=self.config.overlap_scope)
@@ -109,7 +112,30 @@ class AnswerSelector:
         """Return DT-Q and its ordered parts. Raises ``InputError`` for empty text."""
         if not question or not question.strip():
             raise InputError("the question is empty")
-        return split_question(self.parse(question), question=question)
+        return split_question(self._parse_question(question), question=question)
+
+    def _parse_question(self, question: str) -> DiscourseTree:
+        """Return the DT of ``question``; with ``question_analyzed`` hooks and the rule parser, also hand them its
+        spaCy analysis (the SG feature would otherwise parse the same question again, on another thread).
+
+        The steps are ``RuleParser.parse``'s own (clean, analyse, build the tree), so the tree is the same; the
+        hooks get the analysis only when cleaning left the question unchanged, the text the ranking will ask for.
+        """
+        from parsers.rule_parser import RuleParser
+        from parsers.text_input import clean_text
+
+        parser = self.parser
+        if not self.question_analyzed or type(parser).parse is not RuleParser.parse \
+                or not isinstance(parser, RuleParser):
+            return self.parse(question)
+        cleaned = clean_text(question, max_chars=parser.max_chars)
+        backend = parser.nlp
+        analyzed = backend.analyze(cleaned)
+        tree = parser.parse_analyzed(analyzed)
+        if cleaned == question:
+            for hook in self.question_analyzed:
+                hook(question, analyzed, backend)
+        return tree
 
     # --- ranking --------------------------------------------------------------
     def rank(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),

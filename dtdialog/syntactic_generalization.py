@@ -33,11 +33,12 @@ from parsers.phrase_chunks import (
     extract_phrases,
     phrases_of_text,
     phrases_of_texts,
+    unused_pipes,
 )
 
 __all__ = ["CONTENT_POS", "LIGHT_VERBS", "MAX_PHRASE_TOKENS", "PHRASE_WEIGHTS", "CommonPhrase", "PhraseChunk",
            "SyntacticGeneralizer", "extract_phrases", "generalize", "generalize_phrase_lists", "generalize_phrases",
-           "raw_score", "reduce_by_subsumption", "sg_score", "sg_score_phrases", "word_weight"]
+           "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_score_phrases", "word_weight"]
 
 PHRASE_WEIGHTS = {"NP": 1.0, "VP": 1.5, "PP": 0.8}
 LIGHT_VERBS = frozenset({"be", "have", "do", "get", "make", "go", "take", "let", "seem"})
@@ -72,11 +73,7 @@ def word_weight(lemma: str, pos: str) -> float:
     return 0.3
 
 
-def _pos_compatible(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    nominal = {"NOUN", "PROPN"}
-    return a in nominal and b in nominal
+_NOMINAL = frozenset({"NOUN", "PROPN"})
 
 
 def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
@@ -86,46 +83,54 @@ def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     """
     if p1.kind != p2.kind or not (p1.content & p2.content):
         return None
-    n, m = len(p1.lemmas), len(p2.lemmas)
+    l1, t1, l2, t2 = p1.lemmas, p1.pos, p2.lemmas, p2.pos
+    n, m = len(l1), len(l2)
+    # An aligned pair weighs word_weight(lemma, pos of p1) when the lemmas agree, word_weight("*", pos) when only
+    # the POS do, and cannot align when they do not: the weights of p1's words are looked up once, and the
+    # loops read plain locals, as the alignment runs for ~a thousand phrase pairs per turn.
+    same = [word_weight(lem, t) for lem, t in zip(l1, t1)]
+    star = [word_weight("*", t) for t in t1]
+    nominal = [t in _NOMINAL for t in t1]
+    nominal2 = [t in _NOMINAL for t in t2]
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
+        row, below = best[i], best[i + 1]
+        li, ti, wi, si, ni = l1[i], t1[i], same[i], star[i], nominal[i]
         for j in range(m - 1, -1, -1):
-            score = max(best[i + 1][j], best[i][j + 1])
-            pair = _pair(p1, i, p2, j)
-            if pair is not None:
-                score = max(score, pair[2] + best[i + 1][j + 1])
-            best[i][j] = score
-    lemmas, pos, i, j = [], [], 0, 0
+            # max(below, right), then max(that, diagonal), spelled out: a strict > keeps the first on ties as max() does
+            score = below[j]
+            right = row[j + 1]
+            if right > score:
+                score = right
+            if t2[j] == ti or (ni and nominal2[j]):
+                diagonal = (wi if l2[j] == li else si) + below[j + 1]
+                if diagonal > score:
+                    score = diagonal
+            row[j] = score
+    lemmas, pos, weights, i, j = [], [], [], 0, 0
     while i < n and j < m:
-        pair = _pair(p1, i, p2, j)
-        if pair is not None and math.isclose(best[i][j], pair[2] + best[i + 1][j + 1]):
-            lemmas.append(pair[0])
-            pos.append(pair[1])
+        aligned = t2[j] == t1[i] or (nominal[i] and nominal2[j])
+        w = same[i] if l2[j] == l1[i] else star[i]
+        if aligned and math.isclose(best[i][j], w + best[i + 1][j + 1]):
+            lemmas.append(l1[i] if l1[i] == l2[j] else "*")
+            pos.append(t1[i])
+            weights.append(w)  # word_weight of the kept (lemma, pos)
             i, j = i + 1, j + 1
         elif math.isclose(best[i][j], best[i + 1][j]):
             i += 1
         else:
             j += 1
     # A generalization starts and ends with a real common word: bare wildcards at the edges say nothing.
-    while lemmas and lemmas[0] == "*":
-        lemmas.pop(0)
-        pos.pop(0)
-    while lemmas and lemmas[-1] == "*":
-        lemmas.pop()
-        pos.pop()
+    start, end = 0, len(lemmas)
+    while start < end and lemmas[start] == "*":
+        start += 1
+    while end > start and lemmas[end - 1] == "*":
+        end -= 1
+    lemmas, pos = lemmas[start:end], pos[start:end]
     if not any(lem != "*" and p in CONTENT_POS for lem, p in zip(lemmas, pos)):
         return None
-    score = sum(word_weight(lem, p) for lem, p in zip(lemmas, pos))
+    score = sum(weights[start:end])
     return CommonPhrase(kind=p1.kind, lemmas=tuple(lemmas), pos=tuple(pos), score=score)
-
-
-def _pair(p1: PhraseChunk, i: int, p2: PhraseChunk, j: int) -> tuple[str, str, float] | None:
-    l1, l2, t1, t2 = p1.lemmas[i], p2.lemmas[j], p1.pos[i], p2.pos[j]
-    if not _pos_compatible(t1, t2):
-        return None
-    if l1 == l2:
-        return l1, t1, word_weight(l1, t1)
-    return "*", t1, word_weight("*", t1)
 
 
 def _is_subsequence(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
@@ -148,13 +153,15 @@ def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]
 #: Generalizations already computed, by phrase pair: the same phrases ("the battery", "check the fuse") recur across
 #: answers, and the alignment is the costly part of scoring ~40-70 candidates per turn. Bounded and cleared when
 #: full: kept small, because every live entry is scanned by each full garbage collection of the serving process.
-_PAIR_MEMO: dict[tuple[PhraseChunk, PhraseChunk], CommonPhrase | None] = {}
+_PAIR_MEMO: dict[tuple, CommonPhrase | None] = {}
 _PAIR_MEMO_SIZE = 5_000
 _WEIGHT_MEMO: dict[PhraseChunk, float] = {}
 
 
 def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
-    key = (p1, p2)
+    # keyed by what a generalization depends on, in plain tuples: hashed and compared in C, where a key of two
+    # phrases runs their Python __hash__ and (answer phrases being decoded afresh) __eq__ on every lookup
+    key = (p1.kind, p1.lemmas, p1.pos, p2.kind, p2.lemmas, p2.pos)
     try:
         return _PAIR_MEMO[key]
     except KeyError:
@@ -271,6 +278,20 @@ class SyntacticGeneralizer:
         self._pending[text] = future
         future.add_done_callback(lambda _: self._pending.pop(text, None))  # the result is in the cache by then
 
+    def seed(self, text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> bool:
+        """Cache the phrases of ``text`` from its parse by another user of spaCy (the engine's RST parser), so the
+        query is not parsed a second time; return whether it did.
+
+        Only a parse this generalizer would have made itself qualifies: the same pipeline (the same model package
+        and version with the same pipes; ``load_spacy()`` may hand the parser its own copy) run with the same pipes
+        skipped (``unused_pipes``) on exactly ``text``, so the phrases are the same.
+        """
+        if not _same_pipeline(nlp, self.nlp) or set(disabled) != set(unused_pipes(nlp)) or analyzed.text != text:
+            return False
+        if text not in self._cache and text not in self._pending:
+            self._store(text, extract_phrases(analyzed))
+        return True
+
     def warm(self, texts: Iterable[str], *, batch_size: int = 64, progress: bool = False) -> None:
         """Parse many texts in batches (much faster than one by one) into the cache."""
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -316,6 +337,18 @@ class SyntacticGeneralizer:
         return min(1.0, raw_score(generalize_phrase_lists(qp, ap), weights=self.weights) / math.sqrt(qs * as_))
 
 
+def _same_pipeline(a, b) -> bool:
+    """Return True when two spaCy pipelines are the same object or loads of the same model package and version."""
+    if a is b:
+        return True
+    meta_a, meta_b = getattr(a, "meta", None), getattr(b, "meta", None)
+    if not isinstance(meta_a, dict) or not isinstance(meta_b, dict):
+        return False
+    key = ("lang", "name", "version", "spacy_version")
+    return all(meta_a.get(k) == meta_b.get(k) for k in key) and bool(meta_a.get("name")) \
+        and list(a.pipe_names) == list(b.pipe_names)
+
+
 _DEFAULT: SyntacticGeneralizer | None = None
 
 
@@ -339,6 +372,11 @@ def sg_score(q, a) -> float:
 def prefetch(q: str) -> None:
     """Start parsing the query text ``q`` in the background (``SyntacticGeneralizer.prefetch``)."""
     _default().prefetch(q)
+
+
+def seed(text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> bool:
+    """Cache the phrases of ``text`` from a parse already made (``SyntacticGeneralizer.seed``)."""
+    return _default().seed(text, analyzed, nlp=nlp, disabled=disabled)
 
 
 def sg_score_phrases(q, answer: Sequence[PhraseChunk]) -> float:

@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,47 @@ log = logging.getLogger(__name__)
 
 HUB_K = 10
 _BLOCK = 1024
+
+
+class _OneBlasThread:
+    """Run a block with OpenBLAS (numpy's BLAS) on one thread, restored when the last such block leaves.
+
+    A query's product with the answer matrix is ~1 ms of work, but OpenBLAS hands half of it to a worker
+    thread that then busy-waits for the next call: measured on the 10k-answer index, ~80 ms of CPU per turn
+    on the other core, taken from the query's own parse and from other processes. The per-row dot products
+    are the same with one thread (checked bit for bit), so the scores do not change. The limit is
+    process-wide and the API's engine threads search side by side: the first block to enter sets it and the
+    last to leave restores it (as ``dtdialog.ranking.dense_signals._TorchThreads`` does for torch).
+    Without threadpoolctl (the ``dense`` extra) it does nothing.
+    """
+
+    _lock = threading.Lock()
+    _users = 0
+    _limiter = None
+    _controller = None
+
+    def __enter__(self) -> None:
+        cls = type(self)
+        with cls._lock:
+            if cls._users == 0:
+                if cls._controller is None:
+                    try:
+                        from threadpoolctl import ThreadpoolController
+                    except ImportError:
+                        cls._controller = False
+                    else:  # built once: finding the loaded BLAS libraries costs ~0.5 ms
+                        cls._controller = ThreadpoolController()
+                if cls._controller:
+                    cls._limiter = cls._controller.limit(limits=1, user_api="blas")
+            cls._users += 1
+
+    def __exit__(self, *exc: object) -> None:
+        cls = type(self)
+        with cls._lock:
+            cls._users -= 1
+            if cls._users == 0 and cls._limiter is not None:
+                cls._limiter.restore_original_limits()
+                cls._limiter = None
 
 
 @dataclass(frozen=True)
@@ -192,7 +234,8 @@ class DenseStore:
         out = np.full(len(ids), np.nan, dtype=np.float32)
         known = rows >= 0
         if known.any():
-            out[known] = np.asarray(self.vectors[rows[known]]) @ query
+            with _OneBlasThread():
+                out[known] = np.asarray(self.vectors[rows[known]]) @ query
         return out
 
     def hub_of(self, ids: Sequence[str]) -> np.ndarray:
@@ -215,8 +258,11 @@ class DenseStore:
             rows = np.sort(rows[(rows >= 0) & (rows < len(self.ids))])  # store order: ties break as in exact search
             if excluded:
                 rows = rows[~np.isin(rows, excluded)]
-            return self._best(rows, np.asarray(self.vectors[rows]) @ query, k)
-        scores = np.asarray(self.vectors) @ query
+            with _OneBlasThread():
+                scores = np.asarray(self.vectors[rows]) @ query
+            return self._best(rows, scores, k)
+        with _OneBlasThread():
+            scores = np.asarray(self.vectors) @ query
         if excluded:
             scores[excluded] = -np.inf
         return self._best(np.arange(len(self.ids)), scores, k)

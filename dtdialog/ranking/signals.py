@@ -91,6 +91,14 @@ class SignalExtractor:
 
             prefetch(query)
 
+    def seed_query(self, text: str, analyzed, backend) -> None:
+        """Give the SG feature the engine's own parse of a question (``backend``: the parser's spaCy backend),
+        so the step's SG query parse (``prefetch``) finds it done (no-op without the SG feature)."""
+        if self.use_sg:
+            from dtdialog.syntactic_generalization import seed
+
+            seed(text, analyzed, nlp=backend.nlp, disabled=getattr(backend, "disable", ()))
+
     def _sg(self, query: str, candidates: Sequence[RankedCandidate]) -> list[float]:
         """Return the SG score of each candidate: from its stored phrases when the store has them, else parsed."""
         from dtdialog.syntactic_generalization import sg_score, sg_score_phrases

@@ -73,3 +73,25 @@ def test_logged_successor_and_drop_repeats_on_their_own(tmp_path):
                         tools.analyze)
     assert [c.document.id for c in pool.candidates] == ["nostart#3"] and pool.duplicates == []
     index.close()
+
+
+def test_near_duplicate_size_bound_agrees_with_every_pairwise_jaccard():
+    """The size bound skips only pairs that cannot reach the threshold: the verdicts equal the plain pairwise
+    test, including pairs exactly at it (9 of 10 shared terms) and empty term sets (Jaccard 1)."""
+    import random
+
+    from dtdialog.stages.candidates import DUPLICATE_JACCARD, _near_duplicate, jaccard
+
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(14)]
+    sets = [frozenset(), frozenset(vocab[:9]), frozenset(vocab[:10]), frozenset(vocab[:1])]
+    sets += [frozenset(rng.sample(vocab, rng.randint(0, 14))) for _ in range(300)]
+    verdicts = set()
+    for i, terms in enumerate(sets):
+        kept = [(len(s), s) for s in sets[max(0, i - 6):i]]
+        expected = any(jaccard(terms, s) >= DUPLICATE_JACCARD for _, s in kept)
+        assert _near_duplicate(terms, kept) == expected
+        verdicts.add(expected)
+    assert verdicts == {True, False}
+    assert jaccard(frozenset(vocab[:9]), frozenset(vocab[:10])) == DUPLICATE_JACCARD
+    assert _near_duplicate(frozenset(vocab[:10]), [(9, frozenset(vocab[:9]))])

@@ -89,3 +89,118 @@ def test_parses_are_cached(sg):
     assert sg.analyze(text) is first
     sg.warm([text, "Replace the thermostat."])
     assert sg.analyze("Replace the thermostat.")[0]
+
+
+def _reference_generalization(p1, p2):
+    """The alignment written plainly (one DP cell at a time, the pair weight recomputed where needed)."""
+    import math
+
+    from dtdialog.syntactic_generalization import CONTENT_POS, word_weight
+
+    def pair(i, j):
+        a, b = p1.pos[i], p2.pos[j]
+        if not (a == b or (a in ("NOUN", "PROPN") and b in ("NOUN", "PROPN"))):
+            return None
+        lemma = p1.lemmas[i] if p1.lemmas[i] == p2.lemmas[j] else "*"
+        return lemma, a, word_weight(lemma, a)
+
+    if p1.kind != p2.kind or not (p1.content & p2.content):
+        return None
+    n, m = len(p1.lemmas), len(p2.lemmas)
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            found = pair(i, j)
+            best[i][j] = max(best[i + 1][j], best[i][j + 1])
+            if found is not None:
+                best[i][j] = max(best[i][j], found[2] + best[i + 1][j + 1])
+    kept, i, j = [], 0, 0
+    while i < n and j < m:
+        found = pair(i, j)
+        if found is not None and math.isclose(best[i][j], found[2] + best[i + 1][j + 1]):
+            kept.append(found[:2])
+            i, j = i + 1, j + 1
+        elif math.isclose(best[i][j], best[i + 1][j]):
+            i += 1
+        else:
+            j += 1
+    while kept and kept[0][0] == "*":
+        kept.pop(0)
+    while kept and kept[-1][0] == "*":
+        kept.pop()
+    if not any(lem != "*" and p in CONTENT_POS for lem, p in kept):
+        return None
+    return tuple(k[0] for k in kept), tuple(k[1] for k in kept), sum(word_weight(lem, p) for lem, p in kept)
+
+
+def test_generalize_phrases_equals_the_plain_alignment_on_random_phrases():
+    """The optimised alignment gives the plain DP's generalization, to the last bit of its score."""
+    import random
+
+    from dtdialog.syntactic_generalization import generalize_phrases
+    from parsers.phrase_chunks import PhraseChunk
+
+    rng = random.Random(3)
+    words = [("engine", "NOUN"), ("motor", "NOUN"), ("ford", "PROPN"), ("the", "DET"), ("a", "DET"),
+             ("check", "VERB"), ("be", "AUX"), ("get", "VERB"), ("new", "ADJ"), ("2", "NUM"), ("4", "NUM"),
+             ("quickly", "ADV"), ("of", "ADP"), ("fuse", "NOUN")]
+
+    def phrase():
+        picked = [rng.choice(words) for _ in range(rng.randint(1, 10))]
+        return PhraseChunk(kind=rng.choice(("NP", "VP")), lemmas=tuple(w for w, _ in picked),
+                           pos=tuple(p for _, p in picked))
+
+    found = 0
+    for _ in range(3000):
+        p1, p2 = phrase(), phrase()
+        g, ref = generalize_phrases(p1, p2), _reference_generalization(p1, p2)
+        assert (None if g is None else (g.lemmas, g.pos, g.score)) == ref
+        found += g is not None
+    assert found > 300
+
+
+def test_seed_reuses_the_rule_parsers_analysis_only_when_it_is_the_same_parse():
+    """The engine's RST parse of a question gives the SG feature the phrases its own parse would give; another
+    text or another set of skipped pipes is refused (it could give other phrases)."""
+    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+    from parsers.errors import ModelNotAvailableError
+    from parsers.phrase_chunks import phrases_of_text
+    from parsers.rule_parser import RuleParser
+
+    parser = RuleParser()
+    try:
+        backend = parser.nlp
+    except ModelNotAvailableError as exc:
+        pytest.skip(str(exc))
+    text = "My 2009 Ford Focus stalls at idle after I replaced the battery. How do I check the idle air valve?"
+    analyzed = backend.analyze(text)
+    sg = SyntacticGeneralizer()
+    assert not sg.seed(text + " ", analyzed, nlp=backend.nlp, disabled=backend.disable)
+    assert not sg.seed(text, analyzed, nlp=backend.nlp, disabled=())
+    assert text not in sg._cache
+    assert sg.seed(text, analyzed, nlp=backend.nlp, disabled=backend.disable)
+    phrases, self_score = sg._cache[text]
+    assert phrases == phrases_of_text(text, nlp=sg.nlp) and len(phrases) > 3
+    assert self_score == SyntacticGeneralizer(nlp=sg.nlp).analyze(text)[1]
+
+
+def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree():
+    """With the hook set, the selector builds the rule parser's tree from the analysis it hands on: the same tree."""
+    from dtdialog.selector import AnswerSelector
+    from parsers.errors import ModelNotAvailableError
+    from parsers.rule_parser import RuleParser
+
+    parser = RuleParser()
+    try:
+        assert parser.nlp is not None  # loads spaCy
+    except ModelNotAvailableError as exc:
+        pytest.skip(str(exc))
+    seen = []
+    selector = AnswerSelector(index=None, parser=parser)
+    selector.question_analyzed = (lambda text, analyzed, backend: seen.append((text, analyzed.text)),)
+    question = "The car will not start. I replaced the starter, but it still clicks."
+    assert selector.plan(question).tree.to_dict() == parser.parse(question).to_dict()
+    assert seen == [(question, question)]
+    messy = "The car   will not start.\n\nIt clicks."
+    assert selector.plan(messy).tree.to_dict() == parser.parse(messy).to_dict()
+    assert len(seen) == 1  # cleaning changed the text: the ranking asks for the raw one, so nothing is handed on

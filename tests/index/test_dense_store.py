@@ -156,3 +156,41 @@ def test_sqlite_generation_changes_on_every_add(tmp_path):
     build_index(dialogues=small_corpus(), parser=StandInParser(), backend="sqlite", out=rebuilt, progress=False)
     with SqliteIndex(rebuilt) as index:
         assert index.generation() not in ("", first, second)  # a rebuilt file never repeats a generation
+
+
+
+def _blas_threads(threadpoolctl) -> int:
+    """Return the threads of numpy's own BLAS (other libraries loaded later may bring theirs)."""
+    infos = threadpoolctl.ThreadpoolController().select(user_api="blas").info()
+    return next(i for i in infos if "numpy" in i["filepath"])["num_threads"]
+
+
+def test_search_runs_blas_on_one_thread_with_the_same_scores_and_restores_the_setting():
+    """An idle OpenBLAS worker busy-waits after each call, so the query product runs on one thread: the scores
+    are the multi-threaded product's bit for bit, and the process's BLAS setting is left as it was found,
+    also when two blocks overlap (the API's engine threads)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not any("numpy" in i["filepath"] for i in threadpoolctl.ThreadpoolController().select(user_api="blas").info()):
+        pytest.skip("numpy has no BLAS threadpoolctl can see")
+    from index.dense_store import _OneBlasThread
+
+    vectors = unit_rows(3000, dim=384, seed=3)
+    ids = [f"a{i}" for i in range(3000)]
+    store = DenseStore(ids=ids, vectors=vectors)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        expected = vectors @ vectors[5]
+        hits = store.search(vectors[5], k=10)
+        assert _blas_threads(threadpoolctl) == 2
+        rows = [ids.index(doc_id) for doc_id, _ in hits]
+        expected_cos = vectors[rows] @ vectors[5]
+        cos = store.cosines(vectors[5], [h[0] for h in hits])
+        assert _blas_threads(threadpoolctl) == 2
+        first, second = _OneBlasThread(), _OneBlasThread()
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert _blas_threads(threadpoolctl) == 1  # still inside the second block
+        second.__exit__(None, None, None)
+        assert _blas_threads(threadpoolctl) == 2
+    assert [score for _, score in hits] == [float(expected[r]) for r in rows]
+    assert cos.tolist() == expected_cos.tolist()

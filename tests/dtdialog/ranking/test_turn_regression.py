@@ -1,0 +1,81 @@
+"""The learned ranker's first turns give the recorded answers: speed work on the turn must not move a result.
+
+``data/first_turn_top5.json`` holds, for the first 60 built-in questions over the 12-dialogue dense index of
+``conftest.dense_index``, the chosen answer, the reply and the top 5 candidates (id, raw score) of each
+question's first turn, as the engine gave them before the turn was made faster (issue 16). Regenerate it only
+for a change meant to move results: ``python tests/dtdialog/ranking/test_turn_regression.py`` (writes the file).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "data" / "first_turn_top5.json"
+QUESTIONS = 60
+TOP = 5
+
+
+def first_turns(index_path: Path, sessions_dir: Path) -> list[dict]:
+    """Return each question's first turn: answer id, reply, kind and its top candidates with raw scores."""
+    from data.builtin import load_builtin_corpus
+    from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
+    from index.sqlite_index import SqliteIndex
+    from parsers.base import get_parser
+
+    spec = EngineSpec(ranker="learned", sessions_path=str(sessions_dir / "sessions.sqlite"))
+    engine = build_engine(spec, progress=False, parser=get_parser(engine_parser_name()),
+                          index=SqliteIndex(index_path), index_path=index_path)
+    scored: list[list] = []
+    score = engine.scorer.score
+
+    def recording(**kwargs):
+        kept = score(**kwargs)
+        scored.append([[c.id, c.score] for c in kept[:TOP]])
+        return kept
+
+    engine.scorer.score = recording
+    out = []
+    try:
+        manager = engine.manager
+        for dialogue in load_builtin_corpus()[:QUESTIONS]:
+            scored.clear()
+            result = manager.handle(session_id=manager.start_session(), text=dialogue.question)
+            out.append({"question": dialogue.question, "answer_id": result.answer_id, "kind": result.kind,
+                        "reply": result.reply, "steps": list(scored)})
+    finally:
+        engine.close()
+    return out
+
+
+@pytest.mark.dense
+def test_first_turns_give_the_recorded_answers_candidates_and_scores(dense_index, tmp_path):
+    expected = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    got = first_turns(dense_index, tmp_path)
+    assert [t["question"] for t in got] == [t["question"] for t in expected]
+    assert sum(1 for t in expected if t["steps"] and t["steps"][0]) >= QUESTIONS // 2  # most turns rank something
+    for new, old in zip(got, expected):
+        assert (new["answer_id"], new["kind"], new["reply"]) == (old["answer_id"], old["kind"], old["reply"]), new["question"]
+        assert [[c[0] for c in step] for step in new["steps"]] == [[c[0] for c in step] for step in old["steps"]]
+        for step_new, step_old in zip(new["steps"], old["steps"]):
+            assert [c[1] for c in step_new] == pytest.approx([c[1] for c in step_old], abs=1e-9, rel=0)
+
+
+if __name__ == "__main__":  # regenerate the recorded turns (see the module docstring)
+    from data.builtin import load_builtin_corpus
+    from dtdialog.assembly import engine_parser_name
+    from index.builder import build_index
+    from parsers.base import get_parser
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "answers.sqlite"
+        build_index(dialogues=load_builtin_corpus()[:12], parser=get_parser(engine_parser_name()), backend="sqlite",
+                    out=path, progress=False, dense=True)
+        turns = first_turns(path, Path(tmp))
+    GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+    GOLDEN.write_text(json.dumps(turns, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {len(turns)} turns to {GOLDEN}", file=sys.stderr)
