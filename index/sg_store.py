@@ -29,7 +29,8 @@ from typing import Any
 from index.base import AnswerIndex
 from index.index_files import has_side_store, index_generation, load_side_store, prune_side_files, side_path
 from parsers.errors import InputError, ModelNotAvailableError
-from parsers.phrase_chunks import PhraseChunk, phrases_of_texts
+from parsers.nlp_base import AnalyzedText
+from parsers.phrase_chunks import PhraseChunk, extract_phrases, phrases_of_texts
 
 log = logging.getLogger("dtdialog.index")
 KIND = "dtdialog-sg-phrases"
@@ -195,6 +196,36 @@ class SGPhraseStore:
             return cls.from_dict(data)
         except InputError as exc:
             raise InputError(f"corrupt SG phrase file {path}: {exc}") from None
+
+
+class ParsedPhrases:
+    """The SG phrases of answers read off the analyses the build's parser already made, by answer id.
+
+    ``build_sg_store(previous=parsed.as_previous(...))`` then keeps them instead of running spaCy over the
+    same texts a second time; an answer missing here (parsed one by one after a refused batch, added by a
+    ``finish`` step) or whose stored text differs is parsed there as before.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, doc_id: str, text: str, analyzed: AnalyzedText) -> None:
+        """Keep the phrases of ``analyzed``, the analysis of the answer ``doc_id`` whose text is ``text``."""
+        from index.dense_store import text_digest
+
+        self._entries[doc_id] = (text_digest(text), _encode(extract_phrases(analyzed)))
+
+    def as_previous(self, previous: SGPhraseStore | None = None) -> SGPhraseStore:
+        """Return a store of these phrases, plus the entries of ``previous`` (an older store) not parsed here."""
+        entries = dict(self._entries)
+        if previous is not None and previous.digests is not None:
+            for doc_id in previous.ids:
+                entries.setdefault(doc_id, (previous.digests[doc_id], previous._raw[doc_id]))
+        ids = list(entries)
+        return SGPhraseStore(ids=ids, encoded=[entries[i][1] for i in ids], digests=[entries[i][0] for i in ids])
 
 
 def build_sg_store(*, ids: Sequence[str], texts: Sequence[str], nlp=None, fingerprint: dict[str, Any] | None = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from parsers.errors import ModelNotAvailableError
 from parsers.nlp_base import AnalyzedText, Token
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
@@ -114,6 +115,19 @@ def unused_pipes(nlp) -> list[str]:
     (and the parse ~40% cheaper)."""
     names = list(getattr(nlp, "pipe_names", ()))
     return ["ner"] if names and names[-1] == "ner" else []
+
+
+def phrases_from_analysis_of(nlp_backend: object) -> bool:
+    """Return True when the analyses of ``nlp_backend`` give the phrases ``phrases_of_texts`` would (its default
+    pipeline, ``load_spacy()``): the same spaCy pipeline, skipping nothing but the entities, which phrases never read."""
+    from parsers.nlp_spacy import SpacyBackend, load_spacy
+
+    if not isinstance(nlp_backend, SpacyBackend) or set(nlp_backend.disable) - {"ner"}:
+        return False
+    try:
+        return nlp_backend.nlp is load_spacy()
+    except ModelNotAvailableError:
+        return False
 
 
 def phrases_of_text(text: str, *, nlp=None) -> list[PhraseChunk]:
