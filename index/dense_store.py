@@ -364,8 +364,6 @@ class BackgroundEncoding:
     def __init__(self, encoder, *, total: int = 0, progress: bool = True, batch_size: int = ENCODE_BATCH) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from tqdm import tqdm
-
         self.encoder = encoder
         self.batch_size = batch_size
         self._ids: list[str] = []
@@ -373,11 +371,16 @@ class BackgroundEncoding:
         self._start = 0  # first text not submitted yet
         self._batches: list = []
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dtdialog-encode")
-        self._bar = tqdm(total=total or None, desc="encoding answers", unit="answer", file=sys.stderr,
-                         disable=not progress, dynamic_ncols=True)
+        self._total, self._progress = total, progress
+        self._bar = None  # shown from the first answer on: the encoding stage starts with the parse's output
 
     def add(self, doc_id: str, text: str) -> None:
         """Queue one answer; a full batch goes to the worker at once."""
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self._total or None, desc="encoding answers", unit="answer", file=sys.stderr,
+                             disable=not self._progress, dynamic_ncols=True)
         self._ids.append(doc_id)
         self._texts.append(text)
         if len(self._texts) - self._start >= self.batch_size:
@@ -407,7 +410,8 @@ class BackgroundEncoding:
     def close(self) -> None:
         """Stop: batches not started are dropped (a running one ends on its own, its result unused)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def encoder_id(encoder) -> str:

@@ -243,7 +243,9 @@ def build_sg_store(*, ids: Sequence[str], texts: Sequence[str], nlp=None, finger
     digests = [text_digest(t) for t in texts]
     old = previous.digests if previous is not None and previous.digests is not None else {}
     todo = [i for i, (doc_id, digest) in enumerate(zip(ids, digests)) if old.get(doc_id) != digest]
-    parsed = phrases_of_texts([texts[i] for i in todo], nlp=nlp, progress=progress, desc="SG phrases") if todo else []
+    # the bar shows even when every answer is kept: the stage is there, only quick
+    parsed = phrases_of_texts([texts[i] for i in todo], nlp=nlp, progress=progress, desc="SG phrases",
+                              done=len(ids) - len(todo))
     fresh = dict(zip(todo, (_encode(p) for p in parsed)))
     encoded = [fresh[i] if i in fresh else previous._raw[doc_id] for i, doc_id in enumerate(ids)]
     return SGPhraseStore(ids=ids, encoded=encoded, fingerprint=fingerprint, digests=digests)

@@ -139,16 +139,23 @@ def phrases_of_text(text: str, *, nlp=None) -> list[PhraseChunk]:
 
 
 def phrases_of_texts(texts: Sequence[str], *, nlp=None, batch_size: int = 64, progress: bool = False,
-                     desc: str = "parsing (SG)") -> list[list[PhraseChunk]]:
-    """Return the phrases of each of ``texts`` (one batched spaCy pass; ``nlp`` defaults to ``load_spacy()``)."""
+                     desc: str = "parsing (SG)", done: int = 0) -> list[list[PhraseChunk]]:
+    """Return the phrases of each of ``texts`` (one batched spaCy pass; ``nlp`` defaults to ``load_spacy()``).
+
+    ``done``: texts of the same job whose phrases the caller has already (the bar counts them as done).
+    """
     from parsers.nlp_spacy import doc_to_analyzed, load_spacy
 
-    nlp = nlp if nlp is not None else load_spacy()
-    docs = nlp.pipe(texts, batch_size=batch_size, disable=unused_pipes(nlp))
+    # nothing to parse loads nothing: a caller that has every phrase already may have no spaCy at all
+    docs = iter(()) if not texts else None
+    if docs is None:
+        nlp = nlp if nlp is not None else load_spacy()
+        docs = nlp.pipe(texts, batch_size=batch_size, disable=unused_pipes(nlp))
     if progress:
         import sys
 
         from tqdm import tqdm
 
-        docs = tqdm(docs, total=len(texts), desc=desc, unit="text", file=sys.stderr, dynamic_ncols=True)
+        docs = tqdm(docs, total=len(texts) + done, initial=done, desc=desc, unit="text", file=sys.stderr,
+                    dynamic_ncols=True)
     return [extract_phrases(doc_to_analyzed(doc)) for doc in docs]
