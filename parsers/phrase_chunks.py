@@ -146,9 +146,8 @@ def phrases_of_texts(texts: Sequence[str], *, nlp=None, batch_size: int = 64, pr
     """
     from parsers.nlp_spacy import doc_to_analyzed, load_spacy
 
-    # nothing to parse loads nothing: a caller that has every phrase already may have no spaCy at all
-    docs = iter(()) if not texts else None
-    if docs is None:
+    docs: Iterable = ()  # nothing to parse loads nothing: a caller holding every phrase may have no spaCy at all
+    if texts:
         nlp = nlp if nlp is not None else load_spacy()
         docs = nlp.pipe(texts, batch_size=batch_size, disable=unused_pipes(nlp))
     if progress:

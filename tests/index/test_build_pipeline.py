@@ -167,3 +167,14 @@ def test_failure_while_encoding_during_the_parse_keeps_the_old_index(tmp_path, r
                     dense=True, encoder=FailingEncoder())
     after = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm")))
     assert after == before  # same index, same side files, no temp or lock file
+
+
+def test_only_the_sg_pipeline_s_own_analyses_stand_in_for_its_pass(rules_parser) -> None:
+    from parsers.nlp_spacy import SpacyBackend, load_spacy
+    from parsers.phrase_chunks import phrases_from_analysis_of
+
+    assert load_spacy() is load_spacy(None) is load_spacy(model=None)  # one default pipeline per process
+    assert phrases_from_analysis_of(rules_parser.nlp)  # skips NER only: phrases never read entities
+    assert phrases_from_analysis_of(SpacyBackend())
+    assert not phrases_from_analysis_of(SpacyBackend(disable=("ner", "lemmatizer")))  # lemmas are the phrases
+    assert not phrases_from_analysis_of(StandInParser())
