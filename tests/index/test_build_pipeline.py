@@ -87,6 +87,7 @@ def test_builtin_build_equals_the_separate_passes(tmp_path, rules_parser, sg_par
     if not dense_available():
         pytest.skip("the [dense] extra is not installed")
     corpus, encoder = load_builtin_corpus(), DenseEncoder()
+    monkeypatch.setattr(index.builder, "ENCODE_WHILE_PARSING", True)  # the most changed path: encoding alongside
     new = tmp_path / "new.sqlite"
     report = build_index(dialogues=corpus, parser=rules_parser, backend="sqlite", out=new, progress=False,
                          dense=True, encoder=encoder)
@@ -113,7 +114,9 @@ def test_builtin_build_equals_the_separate_passes(tmp_path, rules_parser, sg_par
                                atol=1e-6, rtol=0)
 
 
-def test_answers_a_finish_step_adds_are_parsed_and_encoded_once(tmp_path, rules_parser, sg_parses) -> None:
+@pytest.mark.parametrize("overlap", [True, False])
+def test_answers_a_finish_step_adds_are_parsed_and_encoded_once(tmp_path, rules_parser, sg_parses, monkeypatch,
+                                                                  overlap) -> None:
     api_text = "Top up the coolant once the engine is cold, then check the hoses for leaks."
 
     def finish(new_index) -> None:
@@ -122,6 +125,7 @@ def test_answers_a_finish_step_adds_are_parsed_and_encoded_once(tmp_path, rules_
 
     encoder = CountingEncoder()
     out = tmp_path / "answers.sqlite"
+    monkeypatch.setattr(index.builder, "ENCODE_WHILE_PARSING", overlap)
     report = build_index(dialogues=small_corpus(), parser=rules_parser, backend="sqlite", out=out, progress=False,
                          dense=True, encoder=encoder, finish=finish)
     docs, dense, sg = _contents(out)
@@ -156,7 +160,9 @@ class FailingEncoder(CountingEncoder):
 
 
 @pytest.mark.parametrize("parser_name", ["standin", "rules"])
-def test_failure_while_encoding_during_the_parse_keeps_the_old_index(tmp_path, rules_parser, parser_name) -> None:
+def test_failure_while_encoding_during_the_parse_keeps_the_old_index(tmp_path, rules_parser, parser_name,
+                                                                     monkeypatch) -> None:
+    monkeypatch.setattr(index.builder, "ENCODE_WHILE_PARSING", True)
     parser = rules_parser if parser_name == "rules" else StandInParser()
     out = tmp_path / "answers.sqlite"
     build_index(dialogues=small_corpus()[:2], parser=parser, backend="sqlite", out=out, progress=False,
