@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 HUB_K = 10
 _BLOCK = 1024
+#: Answers per encoder call of a build.
+ENCODE_BATCH = 256
 
 
 class _OneBlasThread:
@@ -369,7 +371,7 @@ def _open_ann(path: Path, store: DenseStore):
     return ann
 
 
-def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None, batch_size: int = 256,
+def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None, batch_size: int = ENCODE_BATCH,
                       progress: bool = True) -> DenseStore:
     """Encode ``texts`` in batches (tqdm bar on stderr) and return the store; ``encoder`` defaults to MiniLM.
 
@@ -394,6 +396,68 @@ def build_dense_store(*, ids: Sequence[str], texts: Sequence[str], encoder=None,
     vectors = np.vstack(parts) if parts else np.zeros((0, dim), dtype=np.float32)
     return DenseStore(ids=ids, vectors=vectors, model=encoder_id(encoder), terms=TermStats.of(texts),
                       digests=[text_digest(t) for t in texts])
+
+
+class BackgroundEncoding:
+    """Encode answers in one worker thread as they arrive, while the caller goes on (the builder: parsing).
+
+    The encoder's ONNX session releases the GIL, so the parse keeps one core and the encoding the rest.
+    Texts are cut into the batches ``build_dense_store`` makes of the same texts in the same order: the int8
+    model quantizes each batch as a whole, so other batches could give other vectors. ``store()`` waits for the
+    last batch and returns the store ``build_dense_store`` would have; ``close()`` drops what is not started.
+    """
+
+    def __init__(self, encoder, *, total: int = 0, progress: bool = True, batch_size: int = ENCODE_BATCH) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self._ids: list[str] = []
+        self._texts: list[str] = []
+        self._start = 0  # first text not submitted yet
+        self._batches: list = []
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dtdialog-encode")
+        self._total, self._progress = total, progress
+        self._bar = None  # shown from the first answer on: the encoding stage starts with the parse's output
+
+    def add(self, doc_id: str, text: str) -> None:
+        """Queue one answer; a full batch goes to the worker at once."""
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self._total or None, desc="encoding answers", unit="answer", file=sys.stderr,
+                             disable=not self._progress, dynamic_ncols=True)
+        self._ids.append(doc_id)
+        self._texts.append(text)
+        if len(self._texts) - self._start >= self.batch_size:
+            self._submit()
+
+    def _submit(self) -> None:
+        chunk = self._texts[self._start:self._start + self.batch_size]
+        self._start += len(chunk)
+        self._batches.append(self._pool.submit(self._encode, chunk))
+
+    def _encode(self, chunk: list[str]) -> np.ndarray:
+        vectors = np.asarray(self.encoder.encode(chunk), dtype=np.float32)
+        self._bar.update(len(chunk))
+        return vectors
+
+    def store(self) -> DenseStore:
+        """Return the store of every answer added (raises what the encoder raised)."""
+        while self._start < len(self._texts):
+            self._submit()
+        parts = [batch.result() for batch in self._batches]
+        self.close()
+        dim = parts[0].shape[1] if parts else 384
+        vectors = np.vstack(parts) if parts else np.zeros((0, dim), dtype=np.float32)
+        return DenseStore(ids=self._ids, vectors=vectors, model=encoder_id(self.encoder),
+                          terms=TermStats.of(self._texts), digests=[text_digest(t) for t in self._texts])
+
+    def close(self) -> None:
+        """Stop: batches not started are dropped (a running one ends on its own, its result unused)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._bar is not None:
+            self._bar.close()
 
 
 def encoder_id(encoder) -> str:

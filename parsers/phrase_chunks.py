@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from parsers.errors import ModelNotAvailableError
 from parsers.nlp_base import AnalyzedText, Token
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
@@ -116,6 +117,19 @@ def unused_pipes(nlp) -> list[str]:
     return ["ner"] if names and names[-1] == "ner" else []
 
 
+def phrases_from_analysis_of(nlp_backend: object) -> bool:
+    """Return True when the analyses of ``nlp_backend`` give the phrases ``phrases_of_texts`` would (its default
+    pipeline, ``load_spacy()``): the same spaCy pipeline, skipping nothing but the entities, which phrases never read."""
+    from parsers.nlp_spacy import SpacyBackend, load_spacy
+
+    if not isinstance(nlp_backend, SpacyBackend) or set(nlp_backend.disable) - {"ner"}:
+        return False
+    try:
+        return nlp_backend.nlp is load_spacy()
+    except ModelNotAvailableError:
+        return False
+
+
 def phrases_of_text(text: str, *, nlp=None) -> list[PhraseChunk]:
     """Return the phrases of one text (``nlp`` defaults to ``load_spacy()``)."""
     from parsers.nlp_spacy import doc_to_analyzed, load_spacy
@@ -125,16 +139,22 @@ def phrases_of_text(text: str, *, nlp=None) -> list[PhraseChunk]:
 
 
 def phrases_of_texts(texts: Sequence[str], *, nlp=None, batch_size: int = 64, progress: bool = False,
-                     desc: str = "parsing (SG)") -> list[list[PhraseChunk]]:
-    """Return the phrases of each of ``texts`` (one batched spaCy pass; ``nlp`` defaults to ``load_spacy()``)."""
+                     desc: str = "parsing (SG)", done: int = 0) -> list[list[PhraseChunk]]:
+    """Return the phrases of each of ``texts`` (one batched spaCy pass; ``nlp`` defaults to ``load_spacy()``).
+
+    ``done``: texts of the same job whose phrases the caller has already (the bar counts them as done).
+    """
     from parsers.nlp_spacy import doc_to_analyzed, load_spacy
 
-    nlp = nlp if nlp is not None else load_spacy()
-    docs = nlp.pipe(texts, batch_size=batch_size, disable=unused_pipes(nlp))
+    docs: Iterable = ()  # nothing to parse loads nothing: a caller holding every phrase may have no spaCy at all
+    if texts:
+        nlp = nlp if nlp is not None else load_spacy()
+        docs = nlp.pipe(texts, batch_size=batch_size, disable=unused_pipes(nlp))
     if progress:
         import sys
 
         from tqdm import tqdm
 
-        docs = tqdm(docs, total=len(texts), desc=desc, unit="text", file=sys.stderr, dynamic_ncols=True)
+        docs = tqdm(docs, total=len(texts) + done, initial=done, desc=desc, unit="text", file=sys.stderr,
+                    dynamic_ncols=True)
     return [extract_phrases(doc_to_analyzed(doc)) for doc in docs]

@@ -148,9 +148,16 @@ class RuleParser(RSTParser):
 
         Every text is cleaned first, so one bad text raises ``InputError`` before any parsing.
         """
+        for _, tree in self.analyze_and_parse_many(texts, batch_size=batch_size, n_process=n_process):
+            yield tree
+
+    def analyze_and_parse_many(self, texts: Iterable[str | bytes], *, batch_size: int = 64,
+                               n_process: int = 1) -> Iterator[tuple[AnalyzedText, DiscourseTree]]:
+        """Yield ``(analysis, tree)`` of ``texts`` in order, as ``parse_many`` does: the analysis is what a caller
+        needing more of the same parse (the index's SG phrases) reads instead of parsing every text again."""
         cleaned = [clean_text(t, max_chars=self.max_chars) for t in texts]
         for doc in self.nlp.analyze_many(cleaned, batch_size=batch_size, n_process=n_process):
-            yield self.parse_analyzed(doc)
+            yield doc, self.parse_analyzed(doc)
 
     def parse_analyzed(self, doc: AnalyzedText) -> DiscourseTree:
         """Return the tree of an already analysed (and cleaned) text."""
