@@ -62,7 +62,10 @@ def test_first_turns_give_the_recorded_answers_candidates_and_scores(dense_index
         assert (new["answer_id"], new["kind"], new["reply"]) == (old["answer_id"], old["kind"], old["reply"]), new["question"]
         assert [[c[0] for c in step] for step in new["steps"]] == [[c[0] for c in step] for step in old["steps"]]
         for step_new, step_old in zip(new["steps"], old["steps"]):
-            assert [c[1] for c in step_new] == pytest.approx([c[1] for c in step_old], abs=1e-9, rel=0)
+            # 1e-5, not exact: the encoder's fused float graph (parsers.encoder.float_arithmetic_model) rounds
+            # differently from the graph the file was recorded with (vectors within cosine 0.99999), which moves
+            # scores by ~1e-6; work on the turn itself moved nothing (checked at 1e-9 before the encoder change)
+            assert [c[1] for c in step_new] == pytest.approx([c[1] for c in step_old], abs=1e-5, rel=0)
 
 
 if __name__ == "__main__":  # regenerate the recorded turns (see the module docstring)
