@@ -106,6 +106,24 @@ def iter_answers(dialogues: Iterable[Dialogue]) -> Iterator[tuple[Dialogue, int,
             yield dialogue, position, turn
 
 
+def _cleaned_answers(answers: list[tuple[Dialogue, int, Turn]],
+                     skipped: list[tuple[str, str]]) -> list[tuple[Dialogue, int, str]]:
+    """Return the answers with a safe id and a non-empty cleaned text; the others go to ``skipped``."""
+    ready: list[tuple[Dialogue, int, str]] = []
+    for dialogue, position, turn in answers:
+        try:
+            check_id(dialogue.answer_id(position))  # an unsafe id skips the answer here, not the whole build later
+            text = _clean(turn.text)
+        except InputError as exc:
+            skipped.append((dialogue.answer_id(position), str(exc)))
+            continue
+        if not text:
+            skipped.append((dialogue.answer_id(position), "empty answer text"))
+            continue
+        ready.append((dialogue, position, text))
+    return ready
+
+
 def parse_documents(
     answers: list[tuple[Dialogue, int, Turn]],
     *,
@@ -126,18 +144,7 @@ def parse_documents(
     from tqdm import tqdm
 
     skipped = skipped if skipped is not None else []
-    ready: list[tuple[Dialogue, int, str]] = []
-    for dialogue, position, turn in answers:
-        try:
-            check_id(dialogue.answer_id(position))  # an unsafe id skips the answer here, not the whole build later
-            text = _clean(turn.text)
-        except InputError as exc:
-            skipped.append((dialogue.answer_id(position), str(exc)))
-            continue
-        if not text:
-            skipped.append((dialogue.answer_id(position), "empty answer text"))
-            continue
-        ready.append((dialogue, position, text))
+    ready = _cleaned_answers(answers, skipped)
     bar = tqdm(total=len(ready), desc="parsing answers", unit="answer", file=sys.stderr, disable=not progress,
                dynamic_ncols=True)
 
@@ -218,26 +225,20 @@ def build_index(
     info: dict[str, Any] | None = None,
 ) -> BuildReport:
     """Build (or rebuild) the index of every answer in ``dialogues``; return the ``BuildReport``.
-
     ``backend="sqlite"`` writes ``out`` atomically (temp file + rename); ``backend="elasticsearch"`` loads ``url``
     (default ``$ELASTICSEARCH_URL``) under alias ``index_name``. Raises ``ConfigError`` for an unknown backend or bad
     option, ``InputError`` when there is no answer to index. ``dense=True`` also writes the answers' MiniLM vectors
     and SG phrases: beside the file (sqlite: ``index.dense_store``, ``index.sg_store``), or with each document and
     the term statistics beside the index (elasticsearch: ``ElasticsearchIndex.rebuild(..., dense=store)``).
-    ``encoder``: what encodes the answers for ``dense=True`` (default: the packaged MiniLM).
-    ``force`` (sqlite): replace ``out`` even when it is a regular file that is not a dtdialog index (devices,
-    directories and links to them are always refused, ``InputError``). ``lock_timeout`` (sqlite): seconds to
-    wait for another build of ``out`` to finish before ``IndexBusyError``.
-    ``finish`` (sqlite only): called with the new, still writable ``SqliteIndex`` once the corpus answers are in,
-    under the build lock and before the side files and the rename, so what must survive a rebuild (answers added
-    through the API, the answers' version history) lands in the same atomic swap.
-    ``reuse_side_files`` (sqlite, ``dense``): start from the vectors and SG phrases of the index being replaced, so
-    only new or edited answers are encoded and parsed (they must come from the same encoder).
-    ``api_answers`` (sqlite): what happens to the answers the index at ``out`` holds from the API (``keep``: they
-    are carried into the new index; ``drop``: only into its history); the history is always carried over
-    (``index.carry_over``, read under the build lock, before ``finish``).
-    ``info`` (sqlite): more build information stored in the new index (``SqliteIndex.info()``), written in the same
-    atomic swap, e.g. the profile whose wording the index's bot speaks; Elasticsearch stores none.
+    ``encoder`` encodes the answers for ``dense=True`` (default: the packaged MiniLM). The rest is sqlite only:
+    ``force`` replaces ``out`` even when it is a regular file that is not a dtdialog index (devices, directories and
+    links to them are always refused, ``InputError``); ``lock_timeout``: seconds to wait for another build of ``out``
+    before ``IndexBusyError``; ``finish(index)`` runs on the new, still writable ``SqliteIndex`` under the build lock,
+    before the side files and the rename, so what must survive a rebuild (API answers, version history) lands in
+    the same atomic swap; ``reuse_side_files`` (with ``dense``) starts from the replaced index's vectors and SG
+    phrases, so only new or edited answers are encoded and parsed (same encoder only); ``api_answers``: ``keep``
+    carries the API's answers into the new index, ``drop`` only into its history (the history is always carried,
+    ``index.carry_over``); ``info``: build information (e.g. the bot's profile) stored in the same swap.
     """
     _check_build(backend, out=out, force=force, finish=finish, batch_size=batch_size, n_process=n_process)
     t0 = time.perf_counter()
