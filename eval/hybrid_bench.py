@@ -43,7 +43,8 @@ from tqdm import tqdm
 from parsers.errors import DTDialogError, InputError
 from parsers.home import data_home
 
-TARGET_P95_MS = 150.0
+#: Issue 16: learned-ranker turn p95 at 10k answers (an earlier issue asked 150 ms).
+TARGET_P95_MS = 40.0
 MODELS = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.joblib"}
 SHARED_DATASETS = ("mechanics", "twitter", "irc")
 DEFAULT_CACHE = data_home() / "hybrid_bench"
