@@ -225,6 +225,8 @@ class SyntacticGeneralizer:
         self._pending: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._executor = None
+        # self-similarity of stored phrase lists, by the list object (kept in the value, so its id cannot be reused)
+        self._stored_self: dict[int, tuple[Sequence[PhraseChunk], float]] = {}
 
     @property
     def nlp(self):
@@ -329,7 +331,19 @@ class SyntacticGeneralizer:
         ``answer`` came from ``extract_phrases`` of ``a``'s parse.
         """
         qp, qs = self.phrases(q)
-        return self._normalised(qp, qs, answer, self._self_score(answer))
+        return self._normalised(qp, qs, answer, self._stored_self_score(answer))
+
+    def _stored_self_score(self, answer: Sequence[PhraseChunk]) -> float:
+        """Return ``_self_score(answer)``, computed once per phrase list: a phrase store hands out the same decoded
+        tuple of an answer turn after turn, and hashing every phrase of every candidate again was ~7% of a turn."""
+        hit = self._stored_self.get(id(answer))
+        if hit is not None and hit[0] is answer:
+            return hit[1]
+        score = self._self_score(answer)
+        if len(self._stored_self) >= 2048:  # it keeps the lists alive: no more than a phrase store's decoded cache
+            self._stored_self.clear()
+        self._stored_self[id(answer)] = (answer, score)
+        return score
 
     def _normalised(self, qp: Sequence[PhraseChunk], qs: float, ap: Sequence[PhraseChunk], as_: float) -> float:
         if qs <= 0 or as_ <= 0:

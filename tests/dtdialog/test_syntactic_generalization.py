@@ -204,3 +204,18 @@ def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree():
     messy = "The car   will not start.\n\nIt clicks."
     assert selector.plan(messy).tree.to_dict() == parser.parse(messy).to_dict()
     assert len(seen) == 1  # cleaning changed the text: the ranking asks for the raw one, so nothing is handed on
+
+
+def test_a_stored_phrase_list_scores_the_same_from_its_remembered_self_similarity() -> None:
+    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+    from parsers.phrase_chunks import phrases_of_text
+
+    sg = SyntacticGeneralizer()
+    q = "The engine cranks but will not start after I replaced the battery."
+    stored = tuple(phrases_of_text("Check the fuel pump relay when the engine cranks but does not start.", nlp=sg.nlp))
+    first = sg.score_phrases(q, stored)
+    assert first > 0
+    assert sg.score_phrases(q, stored) == first  # the remembered self-similarity
+    assert sg.score_phrases(q, tuple(stored)) == first  # an equal list (or the same one) scores the same
+    other = tuple(phrases_of_text("Replace the battery terminals.", nlp=sg.nlp))
+    assert sg.score_phrases(q, other) == sg._normalised(*sg.phrases(q), other, sg._self_score(other))

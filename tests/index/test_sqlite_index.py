@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from index.base import SearchQuery
-from index.sqlite_index import SqliteIndex, match_expression
+from index.sqlite_index import DecodedDocuments, SqliteIndex, encode_doc, match_expression
 from parsers.errors import ConfigError, InputError
 
 
@@ -55,6 +55,29 @@ def test_add_replaces_same_id(tmp_path: Path, documents) -> None:
         assert [h.document.id for h in ix.search(SearchQuery(keywords=("ignition",)))] == [changed.id]
         assert changed.id not in [h.document.id for h in ix.search(SearchQuery(keywords=("relay",)))]
         assert ix.search(SearchQuery(keywords=("belt",)).with_relation_filter("Contrast"))[0].document.id == "alt#1"
+
+
+def test_decoded_documents_are_shared_until_the_stored_answer_changes(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as ix:
+        ix.add(documents)
+        first = ix.get(documents[0].id)
+        assert ix.get(documents[0].id) is first  # decoded once, then shared
+        assert first == documents[0]
+        hit = next(h for h in ix.search(SearchQuery(keywords=documents[0].keywords[:1])) if h.document.id == first.id)
+        assert hit.document is first
+        ix.add([replace(documents[0], text="Replace the ignition switch.")])  # a new blob: never the old copy
+        assert ix.get(documents[0].id).text == "Replace the ignition switch."
+
+
+def test_decoded_documents_keep_at_most_size_entries(documents) -> None:
+    cache = DecodedDocuments(size=2)
+    blobs = [encode_doc(d) for d in documents[:3]]
+    decoded = [cache(b) for b in blobs]
+    assert [d.id for d in decoded] == [d.id for d in documents[:3]]
+    assert cache(blobs[2]) is decoded[2]
+    assert cache(blobs[0]) is not decoded[0]  # the oldest was dropped and is decoded again, equal
+    assert cache(blobs[0]) == decoded[0]
 
 
 def test_match_expression_quotes_every_token() -> None:
