@@ -115,26 +115,18 @@ class AnswerSelector:
         return split_question(self._parse_question(question), question=question)
 
     def _parse_question(self, question: str) -> DiscourseTree:
-        """Return the DT of ``question``; with ``question_analyzed`` hooks and the rule parser, also hand them its
-        spaCy analysis (the SG feature would otherwise parse the same question again, on another thread).
-
-        The steps are ``RuleParser.parse``'s own (clean, analyse, build the tree), so the tree is the same; the
-        hooks get the analysis only when cleaning left the question unchanged, the text the ranking will ask for.
+        """Return the DT of ``question``; with ``question_analyzed`` hooks and a parser that hands out its analysis
+        (``RuleParser.analyze_and_parse``), also hand them that analysis (the SG feature would otherwise parse the
+        same question again, on another thread). The hooks get it only when cleaning left the question unchanged,
+        the text the ranking will ask for.
         """
-        from parsers.rule_parser import RuleParser
-        from parsers.text_input import clean_text
-
-        parser = self.parser
-        if not self.question_analyzed or type(parser).parse is not RuleParser.parse \
-                or not isinstance(parser, RuleParser):
+        analyze_and_parse = getattr(self.parser, "analyze_and_parse", None)
+        if not self.question_analyzed or analyze_and_parse is None:
             return self.parse(question)
-        cleaned = clean_text(question, max_chars=parser.max_chars)
-        backend = parser.nlp
-        analyzed = backend.analyze(cleaned)
-        tree = parser.parse_analyzed(analyzed)
-        if cleaned == question:
+        analyzed, tree = analyze_and_parse(question)
+        if analyzed.text == question:
             for hook in self.question_analyzed:
-                hook(question, analyzed, backend)
+                hook(question, analyzed, self.parser.nlp)
         return tree
 
     # --- ranking --------------------------------------------------------------

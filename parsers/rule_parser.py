@@ -139,8 +139,13 @@ class RuleParser(RSTParser):
     # --- public API ---------------------------------------------------------
     def parse(self, text: str | bytes) -> DiscourseTree:
         """Return the discourse tree of ``text``; ``InputError`` for empty, too long or undecodable text."""
-        cleaned = clean_text(text, max_chars=self.max_chars)
-        return self.parse_analyzed(self.nlp.analyze(cleaned))
+        return self.analyze_and_parse(text)[1]
+
+    def analyze_and_parse(self, text: str | bytes) -> tuple[AnalyzedText, DiscourseTree]:
+        """Return ``(analysis, tree)`` of ``text`` as ``parse`` makes them: the analysis (of the cleaned text) is
+        for a caller that needs more of the same parse (the learned ranker's SG phrases of a question)."""
+        analysis = self.nlp.analyze(clean_text(text, max_chars=self.max_chars))
+        return analysis, self.parse_analyzed(analysis)
 
     def parse_many(self, texts: Iterable[str | bytes], *, batch_size: int = 64,
                    n_process: int = 1) -> Iterator[DiscourseTree]:
