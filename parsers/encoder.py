@@ -50,6 +50,9 @@ _RUNTIME = ("onnxruntime", "tokenizers")
 #: ``float``: the shipped graph's float arithmetic (dense retrieval), run by ``float_arithmetic_model``'s faster
 #: rewrite of it; ``int8``: derived from it with int8 arithmetic (``int8_arithmetic_model``: the neural parser).
 ARITHMETIC = ("float", "int8")
+#: Who runs the ``float`` arithmetic: ``onnxruntime`` (float32), ``openvino`` (bfloat16 products where the CPU has
+#: bfloat16 units, ``parsers.encoder_openvino``), or ``auto``: openvino when it is installed and the CPU has them.
+RUNTIMES = ("auto", "onnxruntime", "openvino")
 
 
 def onnx_available() -> bool:
@@ -75,6 +78,11 @@ def _default_threads() -> int:
 def _default_workers() -> int:
     """Batches encoded at once by ``encode``: one per core, at most 4 (``DTDIALOG_ENCODER_WORKERS`` overrides)."""
     return _positive_env("DTDIALOG_ENCODER_WORKERS", min(4, os.cpu_count() or 1))
+
+
+def _default_runtime() -> str:
+    """``DTDIALOG_ENCODER_RUNTIME`` (one of ``RUNTIMES``), ``auto`` when unset."""
+    return os.environ.get("DTDIALOG_ENCODER_RUNTIME", "auto")
 
 
 def int8_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA256) -> Path:
@@ -124,6 +132,20 @@ def float_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA25
 
     source_path = model_file(sha256) if source is None else source
     return _derived_model("float-fused", build, "the fast float MiniLM", source_path, sha256)
+
+
+def folded_weights_model(source: Path | None = None, sha256: str = MODEL_SHA256) -> Path:
+    """Return the shipped graph with its int8 MatMul weights stored as float, derived once (no other change).
+
+    For OpenVINO (``parsers.encoder_openvino``): it reads the shipped graph too, but keeps its weights int8 and
+    widens them at every run, about 15% slower than from float weights (3.3 against 3.9 ms for a 51-token query).
+    """
+    def build(model, out: Path) -> None:
+        import onnx
+
+        onnx.save(model, str(out))
+
+    return _derived_model("float-weights", build, "the OpenVINO MiniLM", source, sha256)
 
 
 def _derived_model(kind: str, build, purpose: str, source: Path | None, sha256: str) -> Path:
@@ -239,6 +261,17 @@ _CHECK_TEXTS = ("Why do my brakes squeal?",
 def _check_same_vectors(shipped: Path, derived: Path, min_cosine: float = 0.99999) -> None:
     """Raise ``ValueError`` unless ``derived`` gives the vectors and layer-4 states ``shipped`` gives."""
     import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # a one-off check: no thread pool taking both cores of a serving machine
+    session = ort.InferenceSession(str(derived), sess_options=options, providers=["CPUExecutionProvider"])
+    _check_same_states(shipped, session.run, min_cosine)
+
+
+def _check_same_states(shipped: Path, run, min_cosine: float) -> None:
+    """Raise ``ValueError`` unless ``run(outputs, feed)`` (a session's ``run``) gives every token of the check
+    texts the final and layer-4 states ``shipped`` gives under ONNX Runtime, within ``min_cosine``."""
+    import onnxruntime as ort
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
@@ -247,17 +280,21 @@ def _check_same_vectors(shipped: Path, derived: Path, min_cosine: float = 0.9999
     mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
     feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1  # a one-off check: no thread pool taking both cores of a serving machine
-    runs = [ort.InferenceSession(str(p), sess_options=options, providers=["CPUExecutionProvider"]).run(None, feed)
-            for p in (shipped, derived)]
-    for a, b in zip(*runs):
+    options.intra_op_num_threads = 1
+    outputs = ["last_hidden_state", "hidden_4"]
+    reference = ort.InferenceSession(str(shipped), sess_options=options, providers=["CPUExecutionProvider"])
+    for a, b in zip(reference.run(outputs, feed), run(outputs, feed)):
         a, b = a[mask.astype(bool)], b[mask.astype(bool)]  # padded positions are not used by anyone
         cos = (a * b).sum(axis=-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
         if cos.min() < min_cosine:
-            raise ValueError(f"the derived graph's states differ from the shipped graph's (cosine {cos.min():.6f})")
+            raise ValueError(f"the states differ from the shipped graph's (cosine {cos.min():.6f})")
 
 
 _fallen_back: set[str] = set()
+_fallen_back_openvino: set[str] = set()
+#: How close bfloat16 OpenVINO's token states must be to ONNX Runtime's float32 ones (measured: 0.99996 on the
+#: check texts, 0.9998 on real ones; sentence vectors 0.99994 at worst on 1,258 real texts, docs/encoder.md).
+_BF16_MIN_COSINE = 0.9995
 
 
 def _float_graph(source: Path, sha256: str) -> Path:
@@ -295,6 +332,7 @@ class OnnxMiniLM:
     batch_size: int = 4
     arithmetic: str = "float"
     workers: int = field(default_factory=_default_workers)
+    runtime: str = field(default_factory=_default_runtime)
     _session: object = field(default=None, init=False, repr=False)
     _tokenizer: object = field(default=None, init=False, repr=False)
     _word_tokenizer: object = field(default=None, init=False, repr=False)
@@ -311,6 +349,9 @@ class OnnxMiniLM:
             raise ConfigError(f"workers must be positive, got {self.workers}")
         if self.arithmetic not in ARITHMETIC:
             raise ConfigError(f"arithmetic must be one of {', '.join(ARITHMETIC)}, got {self.arithmetic!r}")
+        if self.runtime not in RUNTIMES:
+            raise ConfigError(f"the encoder runtime (DTDIALOG_ENCODER_RUNTIME) must be one of {', '.join(RUNTIMES)}, "
+                              f"got {self.runtime!r}")
 
     @property
     def model_id(self) -> str:
@@ -339,6 +380,11 @@ class OnnxMiniLM:
             if not path.is_file():
                 raise ModelNotAvailableError(f"the MiniLM encoder file {path} is missing: reinstall with {INSTALL_HINT}")
         check_pin(model_path, self.sha256)
+        tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+        if self.arithmetic == "float" and self.runtime != "onnxruntime":
+            session = self._openvino_session(model_path)
+            if session is not None:
+                return session, tokenizer
         graph = (_float_graph(model_path, self.sha256) if self.arithmetic == "float"
                  else int8_arithmetic_model(model_path, self.sha256))
         options = ort.SessionOptions()
@@ -348,7 +394,36 @@ class OnnxMiniLM:
         # spinning threads take the cores the others need
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(graph), sess_options=options, providers=["CPUExecutionProvider"])
-        return session, Tokenizer.from_file(str(self.tokenizer_path))
+        return session, tokenizer
+
+    def _openvino_session(self, model_path: Path):
+        """Return a verified ``OpenVinoSession``, or None (``auto`` on a CPU or install without bfloat16 OpenVINO,
+        or whose check failed: logged once) for ONNX Runtime to run instead; ``openvino`` asked for and not
+        usable is a one-line error."""
+        from parsers import encoder_openvino as ovr
+
+        asked = self.runtime == "openvino"
+        if not ovr.available():
+            if asked:
+                raise ModelNotAvailableError(f"DTDIALOG_ENCODER_RUNTIME=openvino needs OpenVINO: {ovr.INSTALL_HINT}")
+            return None
+        if not ovr.computes_bf16():
+            if asked:
+                raise ModelNotAvailableError("DTDIALOG_ENCODER_RUNTIME=openvino: this CPU has no bfloat16 units, "
+                                             "where OpenVINO is no faster than ONNX Runtime; unset it")
+            return None
+        try:
+            return ovr.verified_session(folded_weights_model(model_path, self.sha256), self.sha256,
+                                        threads=self.threads, streams=self.workers,
+                                        check=lambda s: _check_same_states(model_path, s.run, _BF16_MIN_COSINE))
+        except Exception as exc:  # noqa: BLE001  (OpenVINO raises its own types; any of them means: fall back)
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if asked:
+                raise ModelNotAvailableError(f"OpenVINO cannot run the MiniLM here: {message}") from None
+            if self.sha256 not in _fallen_back_openvino:
+                _fallen_back_openvino.add(self.sha256)
+                logging.getLogger(__name__).warning("MiniLM runs on ONNX Runtime, not OpenVINO: %s", message)
+            return None
 
     def _run(self, texts: Sequence[str], outputs: list[str]) -> tuple[list, np.ndarray, list[np.ndarray]]:
         """Return the encodings, the attention mask and the requested outputs of one batch."""
@@ -442,14 +517,15 @@ class OnnxMiniLM:
         return out
 
 
-_shared: dict[str, OnnxMiniLM] = {}
+_shared: dict[tuple[str, str], OnnxMiniLM] = {}
 _shared_lock = threading.Lock()
 
 
 def shared_encoder(arithmetic: str = "float") -> OnnxMiniLM:
-    """Return the process's one encoder of that arithmetic (one ONNX session shared by its users: ``float`` for
-    dense retrieval, ``int8`` for the neural parser)."""
+    """Return the process's one encoder of that arithmetic and ``DTDIALOG_ENCODER_RUNTIME`` (one session shared
+    by its users: ``float`` for dense retrieval, ``int8`` for the neural parser)."""
+    key = (arithmetic, _default_runtime())
     with _shared_lock:
-        if arithmetic not in _shared:
-            _shared[arithmetic] = OnnxMiniLM(arithmetic=arithmetic)
-        return _shared[arithmetic]
+        if key not in _shared:
+            _shared[key] = OnnxMiniLM(arithmetic=arithmetic, runtime=key[1])
+        return _shared[key]

@@ -62,7 +62,7 @@ def test_missing_file_is_one_line(tmp_path):
 def test_batched_equals_one_by_one_and_order_is_kept():
     texts = ["The brakes squeal when I stop.", "Check engine light", "", "Why does my car pull to the left "
              "when I brake hard on the highway, and shake at speed?", "Squealing brakes while stopping."]
-    enc = OnnxMiniLM(batch_size=2)
+    enc = OnnxMiniLM(batch_size=2, runtime="onnxruntime")  # float32: padding moves nothing (openvino: its own test)
     batched = enc.encode(texts)
     single = np.vstack([enc.encode([t]) for t in texts])
     assert np.allclose(batched, single, atol=1e-4)
@@ -276,8 +276,8 @@ def _shipped_vectors(texts, monkeypatch, caplog) -> np.ndarray:
     with monkeypatch.context() as patch:
         patch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a))
         with caplog.at_level(logging.WARNING, logger="parsers.encoder"):
-            vectors = OnnxMiniLM(workers=1).encode(texts)
-            OnnxMiniLM(workers=1).encode(texts[:1])  # a second encoder neither retries nor warns again
+            vectors = OnnxMiniLM(workers=1, runtime="onnxruntime").encode(texts)
+            OnnxMiniLM(workers=1, runtime="onnxruntime").encode(texts[:1])  # neither retries nor warns again
     warnings = [r for r in caplog.records if r.name == "parsers.encoder"]
     assert len(warnings) == 1 and "shipped graph" in warnings[0].getMessage() and "onnx" in warnings[0].getMessage()
     return vectors
@@ -300,7 +300,7 @@ def test_float_graph_is_derived_once_and_gives_the_shipped_vectors(tmp_path, mon
     import parsers.encoder as pe
 
     monkeypatch.setattr(pe, "_fallen_back", set())
-    enc = OnnxMiniLM(workers=1)
+    enc = OnnxMiniLM(workers=1, runtime="onnxruntime")
     derived = enc.encode(texts)
     path = float_arithmetic_model()
     assert path.parent == tmp_path / "models" and enc.model_id == pe.MODEL_ID
@@ -331,7 +331,7 @@ def test_a_derivation_that_changes_the_vectors_is_refused_and_the_shipped_graph_
     monkeypatch.setattr(pe, "_fuse_attention", wrong_heads)
     monkeypatch.setattr(pe, "_fallen_back", set())
     with caplog.at_level(logging.WARNING, logger="parsers.encoder"):
-        vectors = OnnxMiniLM(workers=1).encode(["Why do my brakes squeal?"])
+        vectors = OnnxMiniLM(workers=1, runtime="onnxruntime").encode(["Why do my brakes squeal?"])
     assert vectors.shape == (1, 384)
     [warning] = [r for r in caplog.records if r.name == "parsers.encoder"]
     assert "differ" in warning.getMessage() and "\n" not in warning.getMessage()
