@@ -140,7 +140,8 @@ def markdown_table(result: dict[str, Any]) -> str:
     lines += ["", *target_lines(result["targets"]), "",
               f"{result['questions']} questions, pool of {result['pool']} answers; parser {s['parser']}; "
               f"haystack-ai {s['haystack_version']}; threads: torch {s['torch_threads']}, "
-              f"DTDIALOG_ENCODER_THREADS {s['encoder_threads']}, DTDIALOG_ENCODER_WORKERS {s['encoder_workers']}; "
+              f"DTDIALOG_ENCODER_THREADS {s['encoder_threads']}, DTDIALOG_ENCODER_WORKERS {s['encoder_workers']}, "
+              f"MiniLM on {s.get('encoder_runtime', 'onnxruntime')}; "
               f"{s['cpu_count']} cores; load average {s['load_average'][0]} -> {s['load_average'][1]}"]
     return "\n".join(lines)
 
@@ -246,6 +247,16 @@ def _time(fn, *args) -> tuple[Any, float]:
     return out, (time.perf_counter() - t0) * 1000
 
 
+def _encoder_runtime() -> str:
+    """Who runs dtdialog's MiniLM here (``DTDIALOG_ENCODER_RUNTIME=auto`` decides per machine)."""
+    from parsers.encoder import shared_encoder
+
+    try:
+        return shared_encoder().runtime_in_use
+    except DTDialogError as exc:
+        return f"none ({exc})"
+
+
 def _settings(torch_threads: int | None) -> dict[str, Any]:
     import torch
 
@@ -262,7 +273,7 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
         haystack_version = "unknown"
     return {"parser": engine_parser_name(), "haystack_version": haystack_version,
             "torch_threads": torch.get_num_threads(), "encoder_threads": _default_threads(),
-            "encoder_workers": _default_workers(), "cpu_count": os.cpu_count(),
+            "encoder_workers": _default_workers(), "encoder_runtime": _encoder_runtime(), "cpu_count": os.cpu_count(),
             "retriever_top_k": RETRIEVER_TOP_K}
 
 

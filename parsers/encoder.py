@@ -318,7 +318,8 @@ class OnnxMiniLM:
     ``threads``: ONNX Runtime intra-op threads (default 1, see ``_default_threads``); ``batch_size``:
     texts per forward pass (positive); ``workers``: forward passes ``encode`` runs at once on threads (default
     one per core, at most 4); ``arithmetic``: ``float`` (the shipped graph's vectors, from ``float_arithmetic_model``; the shipped
-    graph itself when that cannot be derived) or ``int8`` (``int8_arithmetic_model``).
+    graph itself when that cannot be derived) or ``int8`` (``int8_arithmetic_model``); ``runtime``: who runs the
+    float arithmetic (``RUNTIMES``; ``int8`` always runs on ONNX Runtime).
     ``model_path`` / ``sha256`` default to the pinned file (``parsers.minilm_file.model_file``) and its pin. Thread-safe: ONNX Runtime sessions may
     be run from several threads at once.
     """
@@ -356,6 +357,12 @@ class OnnxMiniLM:
     @property
     def model_id(self) -> str:
         return model_label(self.sha256, self.arithmetic)
+
+    @property
+    def runtime_in_use(self) -> str:
+        """``openvino`` or ``onnxruntime``: who runs this encoder's passes (loads it; for reports)."""
+        session, _ = self._load()
+        return "onnxruntime" if hasattr(session, "get_providers") else "openvino"
 
     @property
     def step(self) -> int:

@@ -51,7 +51,7 @@ def test_auto_runs_openvino_within_cosine_0_9999_of_onnxruntime_and_remembers_th
     assert len(texts) >= 300
     auto = OnnxMiniLM()
     vectors = auto.encode(texts)
-    assert isinstance(auto._session, ovr.OpenVinoSession)
+    assert isinstance(auto._session, ovr.OpenVinoSession) and auto.runtime_in_use == "openvino"
     reference = OnnxMiniLM(runtime="onnxruntime").encode(texts)
     cos = np.sum(vectors * reference, axis=1)
     assert cos.min() >= 0.9999, f"min {cos.min():.6f}"
