@@ -145,6 +145,12 @@ def _content_words_of(text: str) -> tuple[str, ...]:
     return tuple(w for w in entity_words(text) if is_entity_word(w))
 
 
+@lru_cache(maxsize=65536)
+def _content_stems_of(text: str) -> tuple[str, ...]:
+    """Return the stem of each of ``_content_words_of(text)``, in the same order."""
+    return tuple(stem(w) for w in _content_words_of(text))
+
+
 def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: int = 4) -> str:
     """Return a few content words of ``edus`` in text order, words whose stem is in ``prefer`` first.
 
@@ -152,7 +158,9 @@ def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: 
     """
     preferred = set(prefer)
     words = [w for e in edus for w in _content_words_of(e.text)]
-    chosen_idx = [i for i, w in enumerate(words) if stem(w) in preferred]
+    # with nothing preferred (a requirement's label in every candidate's check) no word needs its stem
+    chosen_idx = [i for i, s in enumerate(s for e in edus for s in _content_stems_of(e.text)) if s in preferred] \
+        if preferred else []
     seen = {words[i] for i in chosen_idx}
     for i, w in enumerate(words):
         if len(chosen_idx) >= max_words:
