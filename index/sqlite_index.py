@@ -559,7 +559,8 @@ class SqliteIndex(AnswerIndex):
 
     @staticmethod
     def _stem_tokens(words: str, relation: str) -> list[str]:
-        return rr_tokens(relation, words.split()) if relation else [p for w in words.split() for p in search_tokens(w)]
+        # the pieces of the whole string are the pieces of each word in turn (a piece never spans a space)
+        return rr_tokens(relation, words.split()) if relation else search_tokens(words)
 
     def _prime_stem_sets(self, keys: list[tuple[str, str]]) -> None:
         """Compute the stem sets of every uncached ``(words, relation)`` key with a single stemmer call."""
