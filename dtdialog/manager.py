@@ -315,24 +315,34 @@ class DialogueManager:
             if verdict is None or verdict.in_scope:
                 return self._plan_and_select(record, joined, trace)
             return self._refuse(record, question, verdict, trace)
-        verdict = self._scope_verdict(question, trace)
+        ahead: list[_PlanAhead] = []
+        # the question is parsed on a thread of its own while the gate encodes it (the encoder and spaCy's
+        # kernels run outside the GIL): both are on a new question's path, one after the other
+        verdict = self._scope_verdict(question, trace,
+                                      meanwhile=lambda: ahead.append(_PlanAhead(self.selector.plan, question)))
         if verdict is not None and not verdict.in_scope:
             return self._refuse(record, question, verdict, trace)
-        return self._plan_and_select(record, question, trace)
+        return self._plan_and_select(record, question, trace, plan=ahead[0].result() if ahead else None)
 
-    def _plan_and_select(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
-        plan = self.selector.plan(question)
+    def _plan_and_select(self, record: SessionRecord, question: str, trace: TurnTrace, *,
+                         plan: QuestionPlan | None = None) -> TurnResult:
+        if plan is None:
+            plan = self.selector.plan(question)
         record.start_question(question, plan.to_dict())
         trace.plan(plan, full=True)
         # constraints stated up front ("... and I can't remove the engine") apply from the first answer
         self._add_constraints(record, extract_constraints(question), trace)
         return self._select(record, trace, plan=plan)
 
-    def _scope_verdict(self, text: str, trace: TurnTrace) -> ScopeVerdict | None:
-        """Return the scope gate's verdict on a message that would start a question (None without a gate)."""
+    def _scope_verdict(self, text: str, trace: TurnTrace, *,
+                       meanwhile: Callable[[], object] | None = None) -> ScopeVerdict | None:
+        """Return the scope gate's verdict on a message that would start a question (None without a gate).
+
+        ``meanwhile``: called when the gate is about to encode the message (``ScopeGate.check``).
+        """
         if self.scope is None:
             return None
-        verdict = self.scope.check(text)
+        verdict = self.scope.check(text, meanwhile=meanwhile) if meanwhile is not None else self.scope.check(text)
         if verdict.in_scope:
             trace.note(f"in scope: {verdict.signals}")
         return verdict
@@ -725,6 +735,32 @@ class DialogueManager:
                     yield
                 finally:
                     lock.depth = 0
+
+
+class _PlanAhead:
+    """``plan(question)`` run on a thread of its own; ``result`` waits for it and raises what it raised.
+
+    A thread per new question, not a pool: turns of different sessions never queue behind each other's parse.
+    """
+
+    def __init__(self, plan: Callable[[str], QuestionPlan], question: str) -> None:
+        self._plan: QuestionPlan | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(plan, question), name="plan-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self, plan: Callable[[str], QuestionPlan], question: str) -> None:
+        try:
+            self._plan = plan(question)
+        except BaseException as exc:  # noqa: BLE001 - handed to the turn's own thread, raised there by ``result``
+            self._error = exc
+
+    def result(self) -> QuestionPlan:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._plan is not None
+        return self._plan
 
 
 class _SessionLock:
