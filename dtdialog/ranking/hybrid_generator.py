@@ -35,6 +35,11 @@ class HybridGenerator:
         self.lexical_k = lexical_k
         self.prefetch = tuple(prefetch)
 
+    def prepare(self, *, plan: QuestionPlan, followups: Sequence[str]) -> None:
+        """Start encoding the step's dense query now, before the step is planned (``AnswerSelector.rank_outcome``):
+        a reply's parse then runs beside its encoding, which ``generate`` would otherwise start only after it."""
+        self.dense.prefetch(dense_query_text(plan.question, followups))
+
     def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],
                  size: int) -> list[SearchHit]:
         """Return lexical hits then dense-only hits; no answer twice, none of ``query.exclude_ids``."""
