@@ -9,9 +9,11 @@ different sessions run in parallel.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -315,11 +317,11 @@ class DialogueManager:
             if verdict is None or verdict.in_scope:
                 return self._plan_and_select(record, joined, trace)
             return self._refuse(record, question, verdict, trace)
-        ahead: list[_PlanAhead] = []
-        # the question is parsed on a thread of its own while the gate encodes it (the encoder and spaCy's
-        # kernels run outside the GIL): both are on a new question's path, one after the other
+        ahead: list[Future] = []
+        # the question is parsed on a worker thread while the gate encodes it (the encoder and spaCy's kernels
+        # run outside the GIL): both are on a new question's path, one after the other
         verdict = self._scope_verdict(question, trace,
-                                      meanwhile=lambda: ahead.append(_PlanAhead(self.selector.plan, question)))
+                                      meanwhile=lambda: ahead.append(_plan_ahead(self.selector.plan, question)))
         if verdict is not None and not verdict.in_scope:
             return self._refuse(record, question, verdict, trace)
         return self._plan_and_select(record, question, trace, plan=ahead[0].result() if ahead else None)
@@ -737,30 +739,22 @@ class DialogueManager:
                     lock.depth = 0
 
 
-class _PlanAhead:
-    """``plan(question)`` run on a thread of its own; ``result`` waits for it and raises what it raised.
+_planner: ThreadPoolExecutor | None = None
+_planner_guard = threading.Lock()
 
-    A thread per new question, not a pool: turns of different sessions never queue behind each other's parse.
+
+def _plan_ahead(plan: Callable[[str], QuestionPlan], question: str) -> Future:
+    """Return ``plan(question)`` running on a worker thread (``Future.result`` raises what it raised).
+
+    The workers are shared by every manager of the process and stay alive between turns: starting a thread
+    per question made the turn wait ~1 ms for it to be scheduled. As many workers as cores, at least two: more
+    parses at once than cores would only take turns on them.
     """
-
-    def __init__(self, plan: Callable[[str], QuestionPlan], question: str) -> None:
-        self._plan: QuestionPlan | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(plan, question), name="plan-ahead", daemon=True)
-        self._thread.start()
-
-    def _run(self, plan: Callable[[str], QuestionPlan], question: str) -> None:
-        try:
-            self._plan = plan(question)
-        except BaseException as exc:  # noqa: BLE001 - handed to the turn's own thread, raised there by ``result``
-            self._error = exc
-
-    def result(self) -> QuestionPlan:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._plan is not None
-        return self._plan
+    global _planner
+    with _planner_guard:
+        if _planner is None:
+            _planner = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="plan-ahead")
+    return _planner.submit(plan, question)
 
 
 class _SessionLock:

@@ -379,7 +379,7 @@ def test_a_question_planned_while_the_gate_encodes_it_gets_the_same_turn_and_its
     manager.scope = ScopeGate(profile=DomainProfile.of([(q, []) for q in questions]), threshold=0.0, mass=None,
                               dense=lambda text: 0.9)
     assert [turn(q) for q in questions] == before
-    assert planned_on == ["plan-ahead", "plan-ahead"]
+    assert len(planned_on) == 2 and all(name.startswith("plan-ahead") for name in planned_on)
 
     def unreadable(question: str):
         raise InputError("no sentence in it")
