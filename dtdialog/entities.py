@@ -87,6 +87,10 @@ class EntityNormalizer:
 
     def terms_of_text(self, text: str) -> frozenset[str]:
         """Return the entity terms of raw text (content words, synonym-normalised)."""
+        return self._text_terms(text)
+
+    @lru_cache(maxsize=8192)  # noqa: B019 - as ``_terms``; a turn asks for each candidate's logged question twice
+    def _text_terms(self, text: str) -> frozenset[str]:
         return self._terms(_stems_of(text), ())
 
     def terms_of_edu(self, edu: EDU) -> frozenset[str]:
