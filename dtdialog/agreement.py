@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,10 @@ class AgreementResult:
     overlap: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # what ``dataclasses.asdict`` gives (fresh lists), without its deep copy of every string: a turn's trace
+        # holds this for each of its 20 candidates shown
+        return {"verdict": self.verdict, "score": self.score, "addressed": self.addressed, "required": self.required,
+                "chains": list(self.chains), "missing": list(self.missing), "overlap": list(self.overlap)}
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,13 @@ class Requirement:
     terms: frozenset[str]
 
     def label(self, prefer: Iterable[str] = ()) -> str:
-        return f"{self.relation}[{short_phrase(self.edus, prefer=prefer)}]"
+        preferred = frozenset(prefer)
+        return self._plain_label if not preferred else f"{self.relation}[{short_phrase(self.edus, prefer=preferred)}]"
+
+    @cached_property
+    def _plain_label(self) -> str:
+        """The label without preferred terms: the same for every candidate that misses this requirement."""
+        return f"{self.relation}[{short_phrase(self.edus)}]"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from itertools import chain
 
 # Words, stop words and stems come from ``index.vocabulary`` (its agreement role).
 from index.vocabulary import entity_words, is_entity_word, stem
@@ -45,24 +46,28 @@ class EntityNormalizer:
         if synonyms is None and use_builtin:
             synonyms = load_default_synonyms()
         self._synonyms = synonyms
-        self._stemmed: tuple[dict[tuple[str, ...], tuple[str, ...]], int] | None = None
+        self._stemmed: tuple[dict[tuple[str, ...], tuple[str, ...]], int, frozenset[str]] | None = None
         self._lock = threading.Lock()
 
-    def _synonym_index(self) -> tuple[dict[tuple[str, ...], tuple[str, ...]], int]:
-        """Return (stemmed synonym map, longest alias in stems), made on first use."""
+    def _synonym_index(self) -> tuple[dict[tuple[str, ...], tuple[str, ...]], int, frozenset[str]]:
+        """Return (stemmed synonym map, longest alias in stems, the stems an alias starts with), made on first use."""
         if self._stemmed is None:
             with self._lock:
                 if self._stemmed is None:
                     mapping = _synonym_map(self._synonyms)
-                    self._stemmed = mapping, max((len(k) for k in mapping), default=1)
+                    self._stemmed = mapping, max((len(k) for k in mapping), default=1), frozenset(k[0] for k in mapping)
         return self._stemmed
 
-    def _normalise(self, stems: list[str]) -> set[str]:
+    def _normalise(self, stems: Sequence[str]) -> set[str]:
         """Return single stems plus every synonym n-gram found in ``stems``, mapped to canonical terms."""
-        synonyms, longest = self._synonym_index()
+        synonyms, longest, starts = self._synonym_index()
         out: set[str] = set()
         i = 0
         while i < len(stems):
+            if stems[i] not in starts:  # no alias begins here: skip building the n-gram keys (most stems)
+                out.add(stems[i])
+                i += 1
+                continue
             matched = False
             for n in range(min(longest, len(stems) - i), 0, -1):
                 key = tuple(stems[i:i + n])
@@ -82,22 +87,26 @@ class EntityNormalizer:
 
     def terms_of_text(self, text: str) -> frozenset[str]:
         """Return the entity terms of raw text (content words, synonym-normalised)."""
-        return self._terms(tuple(w for w in entity_words(text)), ())
+        return self._text_terms(text)
+
+    @lru_cache(maxsize=8192)  # noqa: B019 - as ``_terms``; a turn asks for each candidate's logged question twice
+    def _text_terms(self, text: str) -> frozenset[str]:
+        return self._terms(_stems_of(text), ())
 
     def terms_of_edu(self, edu: EDU) -> frozenset[str]:
         """Return the entity terms of one EDU: its lemmas (or words), noun phrases and synonyms."""
-        lemmas = tuple(w for lemma in edu.lemmas for w in entity_words(lemma)) if edu.lemmas else tuple(entity_words(edu.text))
-        return self._terms(lemmas, tuple(edu.entities))
+        # stems per lemma, memoised: an answer's EDUs are new to the turn that retrieves it, their lemmas are not
+        stems = tuple(chain.from_iterable(map(_short_stems, edu.lemmas))) if edu.lemmas else _stems_of(edu.text)
+        return self._terms(stems, tuple(edu.entities))
 
     @lru_cache(maxsize=32768)  # noqa: B019 - instances live as long as the runtime; the cache is the point
-    def _terms(self, words: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
-        content = [w for w in words if is_entity_word(w)]
-        terms = self._normalise([stem(w) for w in content])
+    def _terms(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
+        terms = self._normalise(stems)
         for phrase in phrases:
-            stems = [stem(w) for w in entity_words(phrase) if is_entity_word(w)]
-            if len(stems) > 1:
-                terms.add(" ".join(stems))
-            terms.update(self._normalise(stems))
+            phrase_stems = _short_stems(phrase)
+            if len(phrase_stems) > 1:
+                terms.add(" ".join(phrase_stems))
+            terms.update(self._normalise(phrase_stems))
         return frozenset(terms)
 
     def terms_of_edus(self, edus: Iterable[EDU]) -> frozenset[str]:
@@ -125,9 +134,25 @@ def load_default_synonyms() -> dict[str, list[str]]:
         return {}
 
 
+def _stems_of(text: str) -> tuple[str, ...]:
+    """Return the stems of the entity words of ``text``, in order."""
+    return tuple(stem(w) for w in entity_words(text) if is_entity_word(w))
+
+
+#: ``_stems_of`` memoised for the short strings that recur across answers (lemmas, noun phrases); a whole text
+#: is not kept (an answer's text seldom recurs, and 65k of them would hold megabytes)
+_short_stems = lru_cache(maxsize=65536)(_stems_of)
+
+
 @lru_cache(maxsize=65536)
 def _content_words_of(text: str) -> tuple[str, ...]:
     return tuple(w for w in entity_words(text) if is_entity_word(w))
+
+
+@lru_cache(maxsize=65536)
+def _content_stems_of(text: str) -> tuple[str, ...]:
+    """Return the stem of each of ``_content_words_of(text)``, in the same order."""
+    return tuple(stem(w) for w in _content_words_of(text))
 
 
 def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: int = 4) -> str:
@@ -137,7 +162,9 @@ def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: 
     """
     preferred = set(prefer)
     words = [w for e in edus for w in _content_words_of(e.text)]
-    chosen_idx = [i for i, w in enumerate(words) if stem(w) in preferred]
+    # with nothing preferred (a requirement's label in every candidate's check) no word needs its stem
+    chosen_idx = [i for i, s in enumerate(s for e in edus for s in _content_stems_of(e.text)) if s in preferred] \
+        if preferred else []
     seen = {words[i] for i in chosen_idx}
     for i, w in enumerate(words):
         if len(chosen_idx) >= max_words:

@@ -9,9 +9,11 @@ different sessions run in parallel.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -315,24 +317,34 @@ class DialogueManager:
             if verdict is None or verdict.in_scope:
                 return self._plan_and_select(record, joined, trace)
             return self._refuse(record, question, verdict, trace)
-        verdict = self._scope_verdict(question, trace)
+        ahead: list[Future] = []
+        # the question is parsed on a worker thread while the gate encodes it (the encoder and spaCy's kernels
+        # run outside the GIL): both are on a new question's path, one after the other
+        verdict = self._scope_verdict(question, trace,
+                                      meanwhile=lambda: ahead.append(_plan_ahead(self.selector.plan, question)))
         if verdict is not None and not verdict.in_scope:
             return self._refuse(record, question, verdict, trace)
-        return self._plan_and_select(record, question, trace)
+        return self._plan_and_select(record, question, trace, plan=ahead[0].result() if ahead else None)
 
-    def _plan_and_select(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
-        plan = self.selector.plan(question)
+    def _plan_and_select(self, record: SessionRecord, question: str, trace: TurnTrace, *,
+                         plan: QuestionPlan | None = None) -> TurnResult:
+        if plan is None:
+            plan = self.selector.plan(question)
         record.start_question(question, plan.to_dict())
         trace.plan(plan, full=True)
         # constraints stated up front ("... and I can't remove the engine") apply from the first answer
         self._add_constraints(record, extract_constraints(question), trace)
         return self._select(record, trace, plan=plan)
 
-    def _scope_verdict(self, text: str, trace: TurnTrace) -> ScopeVerdict | None:
-        """Return the scope gate's verdict on a message that would start a question (None without a gate)."""
+    def _scope_verdict(self, text: str, trace: TurnTrace, *,
+                       meanwhile: Callable[[], object] | None = None) -> ScopeVerdict | None:
+        """Return the scope gate's verdict on a message that would start a question (None without a gate).
+
+        ``meanwhile``: called when the gate is about to encode the message (``ScopeGate.check``).
+        """
         if self.scope is None:
             return None
-        verdict = self.scope.check(text)
+        verdict = self.scope.check(text, meanwhile=meanwhile) if meanwhile is not None else self.scope.check(text)
         if verdict.in_scope:
             trace.note(f"in scope: {verdict.signals}")
         return verdict
@@ -725,6 +737,24 @@ class DialogueManager:
                     yield
                 finally:
                     lock.depth = 0
+
+
+_planner: ThreadPoolExecutor | None = None
+_planner_guard = threading.Lock()
+
+
+def _plan_ahead(plan: Callable[[str], QuestionPlan], question: str) -> Future:
+    """Return ``plan(question)`` running on a worker thread (``Future.result`` raises what it raised).
+
+    The workers are shared by every manager of the process and stay alive between turns: starting a thread
+    per question made the turn wait ~1 ms for it to be scheduled. As many workers as cores, at least two: more
+    parses at once than cores would only take turns on them.
+    """
+    global _planner
+    with _planner_guard:
+        if _planner is None:
+            _planner = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="plan-ahead")
+    return _planner.submit(plan, question)
 
 
 class _SessionLock:

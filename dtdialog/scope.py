@@ -228,8 +228,12 @@ class ScopeGate:
     def threshold(self) -> float:
         return self.fixed_threshold if self.fixed_threshold is not None else self.profile().threshold(self.quantile)
 
-    def check(self, text: str) -> ScopeVerdict:
-        """Return the verdict on ``text`` (a cleaned user turn that would start a question)."""
+    def check(self, text: str, *, meanwhile: Callable[[], object] | None = None) -> ScopeVerdict:
+        """Return the verdict on ``text`` (a cleaned user turn that would start a question).
+
+        ``meanwhile`` is called once the text has passed every cheap check and is about to be encoded, so the
+        caller can start work that overlaps the encoding (the manager plans the question); not called otherwise.
+        """
         profile = self.profile()
         words = [w for w in words_of(text) if _LETTER.search(w)]
         signals: dict[str, Any] = {"words": len(words)}
@@ -254,7 +258,7 @@ class ScopeGate:
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
         # the unaltered message shares its encoding with the first ranking step (the encoder's cache)
-        in_domain = self._in_domain(rest if small_talk else text, score, detail, signals)
+        in_domain = self._in_domain(rest if small_talk else text, score, detail, signals, meanwhile=meanwhile)
         if small_talk and not in_domain:
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
@@ -262,11 +266,14 @@ class ScopeGate:
             return ScopeVerdict(DOMAIN, signals)
         return ScopeVerdict(None, signals)
 
-    def _in_domain(self, text: str, score: float, detail: dict[str, Any], signals: dict[str, Any]) -> bool:
+    def _in_domain(self, text: str, score: float, detail: dict[str, Any], signals: dict[str, Any], *,
+                   meanwhile: Callable[[], object] | None = None) -> bool:
         """Return whether ``text`` is about the index's domain: by its vocabulary, and its cosine when there is one."""
         lexical = score >= signals["threshold"] or (self.mass is not None and detail["domain_mass"] >= self.mass)
         if self.dense is None or not message_stems(text):
             return lexical
+        if meanwhile is not None:
+            meanwhile()
         cosine = float(self.dense(text))
         signals["dense"] = round(cosine, 3)
         return cosine >= self.dense_sure or (lexical and cosine >= self.dense_floor)

@@ -155,6 +155,9 @@ class AnswerSelector:
         added, and answers whose main recommendation repeats one are demoted (``already_tried_penalty``).
         """
         plan = question if isinstance(question, QuestionPlan) else self.plan(question)
+        prepare = getattr(self.generator, "prepare", None)  # optional: work a generator can start ahead of the step
+        if prepare is not None:
+            prepare(plan=plan, followups=followups)
         tools, record, depth = self._tools(), StepRecord(), self.config.candidates
         step_plan = plan_step(plan, step=step, followups=followups, constraints=_as_constraints(constraints),
                               context_ids=context_ids, tools=tools, record=record)

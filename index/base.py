@@ -174,6 +174,10 @@ class AnswerIndex(ABC):
     def get(self, doc_id: str) -> AnswerDocument | None:
         """Return the document with ``doc_id``, or None."""
 
+    def get_many(self, doc_ids: Sequence[str]) -> dict[str, AnswerDocument]:
+        """Return the documents of ``doc_ids`` still in the index, by id; the default is one ``get`` each."""
+        return {doc_id: doc for doc_id in dict.fromkeys(doc_ids) if (doc := self.get(doc_id)) is not None}
+
     def search_scores(self, query: SearchQuery) -> list[tuple[str, float]]:
         """Return up to ``query.size`` ``(id, score)`` pairs, best first, without building hits.
 

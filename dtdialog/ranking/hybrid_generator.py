@@ -35,6 +35,11 @@ class HybridGenerator:
         self.lexical_k = lexical_k
         self.prefetch = tuple(prefetch)
 
+    def prepare(self, *, plan: QuestionPlan, followups: Sequence[str]) -> None:
+        """Start encoding the step's dense query now, before the step is planned (``AnswerSelector.rank_outcome``):
+        a reply's parse then runs beside its encoding, which ``generate`` would otherwise start only after it."""
+        self.dense.prefetch(dense_query_text(plan.question, followups))
+
     def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],
                  size: int) -> list[SearchHit]:
         """Return lexical hits then dense-only hits; no answer twice, none of ``query.exclude_ids``."""
@@ -43,10 +48,12 @@ class HybridGenerator:
         hits = [] if query.is_empty() else self.index.search(query.with_size(self.lexical_k or size))
         seen = {h.document.id for h in hits}
         dense_hits = self.dense.search(text, k=self.dense_k or size, exclude_ids=query.exclude_ids)
+        # the dense-only answers in one read (a turn has ~30 of them), not a query each
+        docs = self.index.get_many([doc_id for doc_id, _ in dense_hits if doc_id not in seen])
         for doc_id, cosine in dense_hits:
             if doc_id in seen:
                 continue
-            doc = self.index.get(doc_id)
+            doc = docs.get(doc_id)
             if doc is None:  # the store is older than the index: skip what the index no longer holds
                 continue
             seen.add(doc_id)

@@ -119,7 +119,7 @@ def test_chat_abstains_on_a_brake_question_when_no_brake_answer_is_indexed(corpu
     monkeypatch.setenv("DTDIALOG_RANKER", "rules")
     # the calibrator's path alone: with no brake answer indexed, the out-of-scope gate (learned from this index)
     # would refuse the brake question before ranking (test below), and nothing would be left to abstain on
-    monkeypatch.setattr(dtdialog.scope.ScopeGate, "check", lambda self, text: dtdialog.scope.ScopeVerdict(None))
+    monkeypatch.setattr(dtdialog.scope.ScopeGate, "check", lambda self, text, **_: dtdialog.scope.ScopeVerdict(None))
     script = tmp_path / "script.txt"
     script.write_text("My brakes squeal loudly every time I stop at a light, and the pedal feels soft.\n"
                       "It started after the pads were replaced last week.\n", encoding="utf-8")

@@ -351,3 +351,39 @@ def test_followup_context_words_count_less_than_the_users_words(tmp_path):
             share = cand.features["context_share"]
             assert 0.0 <= share <= 1.0
             assert cand.retrieval_score == pytest.approx(raw[cand.id] * (1 - (1 - CONTEXT_TERM_WEIGHT) * share))
+
+
+
+def test_a_question_planned_while_the_gate_encodes_it_gets_the_same_turn_and_its_errors(tmp_path):
+    """With a dense scope gate the question is planned on a thread of its own during the encoding: the same
+    reply and trace as planning after the gate, and a plan that fails still gets the unreadable-text prompt."""
+    from dtdialog.manager import PROMPT
+    from dtdialog.scope import DomainProfile, ScopeGate
+    from parsers.errors import InputError
+
+    selector, manager, _ = car_world(tmp_path)
+    questions = [text_of(PAPER_Q), text_of(BRAKE_Q)]
+
+    def turn(text: str) -> dict:
+        out = manager.handle(session_id=manager.start_session(), text=text).to_dict()
+        out.pop("session_id")
+        for volatile in ("session_id", "elapsed_ms", "notes"):  # the gate's note says what it measured
+            out["trace"].pop(volatile, None)
+        return out
+
+    before = [turn(q) for q in questions]
+    assert {t["kind"] for t in before} == {"answer"}
+    planned_on: list[str] = []
+    plan = selector.plan
+    selector.plan = lambda q: planned_on.append(threading.current_thread().name) or plan(q)
+    manager.scope = ScopeGate(profile=DomainProfile.of([(q, []) for q in questions]), threshold=0.0, mass=None,
+                              dense=lambda text: 0.9)
+    assert [turn(q) for q in questions] == before
+    assert len(planned_on) == 2 and all(name.startswith("plan-ahead") for name in planned_on)
+
+    def unreadable(question: str):
+        raise InputError("no sentence in it")
+
+    selector.plan = unreadable
+    result = manager.handle(session_id=manager.start_session(), text=questions[0])
+    assert result.kind == PROMPT and "no sentence in it" in result.reply

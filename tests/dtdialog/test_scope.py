@@ -157,3 +157,20 @@ def test_the_learned_engine_gate_reads_the_cosine(builtin_learned_index, tmp_pat
 def test_scope_settings_are_validated(bad):
     with pytest.raises(ConfigError):
         EngineConfig(**bad)
+
+
+def test_meanwhile_runs_just_before_the_encoding_and_only_then():
+    """The manager starts planning a question when the gate is about to encode it: never for a message refused
+    on the cheap checks (greeting, mash, another language), once for one the encoder decides."""
+    events: list[str] = []
+
+    def nearest(text: str) -> float:
+        events.append("encode")
+        return 0.9
+
+    gate = _gate(CARS, threshold=0.0, mass=None, dense_floor=0.3, dense_sure=0.4, dense=nearest)
+    for refused in ("asdfghjkl", "hello?", "Mein Auto springt nicht an, was kann ich tun?"):
+        assert not gate.check(refused, meanwhile=lambda: events.append("meanwhile")).in_scope
+    assert events == []
+    assert gate.check("My brakes squeal when I stop", meanwhile=lambda: events.append("meanwhile")).in_scope
+    assert events == ["meanwhile", "encode"]

@@ -145,3 +145,15 @@ def test_answer_texts_reads_every_document_in_insertion_order(tmp_path: Path, do
     with SqliteIndex(path) as ix:
         ids, texts = ix.answer_texts()
         assert ids == ix.ids() and texts == [ix.get(i).text for i in ids]
+
+
+def test_get_many_reads_what_get_reads_in_one_query(tmp_path: Path, documents) -> None:
+    path = tmp_path / "ix.sqlite"
+    with SqliteIndex(path, readonly=False) as ix:
+        ix.add(documents)
+    with SqliteIndex(path) as ix:
+        ids = [d.id for d in reversed(documents)]
+        got = ix.get_many([*ids, "gone#9", ids[0]])
+        assert sorted(got) == sorted(ids)  # each once, the missing id left out
+        assert all(got[i] == ix.get(i) for i in ids)
+        assert ix.get_many([]) == {}

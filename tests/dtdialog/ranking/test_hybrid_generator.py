@@ -55,3 +55,17 @@ def test_bad_depths(selector_parts, dense_signals):
         HybridGenerator(index=index, dense=dense_signals, dense_k=0)
     with pytest.raises(ConfigError):
         HybridGenerator(index=index, dense=dense_signals, lexical_k=-1)
+
+
+def test_prepare_starts_the_step_query_encoding_before_the_step_is_planned(selector_parts, dense_signals):
+    index, plan, query = selector_parts
+    gen = HybridGenerator(index=index, dense=dense_signals, dense_k=3)
+    followups = ["It clicks once and the dash lights dim."]
+    text = dense_query_text(plan.question, followups)
+    assert text not in dense_signals._cache
+    gen.prepare(plan=plan, followups=followups)
+    with dense_signals._lock:
+        assert text in dense_signals._cache or text in dense_signals._pending  # encoding, or already encoded
+    expected = dense_signals.search(text, k=3)  # waits for the encoding the prepare started
+    hits = gen.generate(plan=plan, part_index=0, query=query, followups=followups, size=3)
+    assert {i for i, _ in expected} <= {h.document.id for h in hits}
