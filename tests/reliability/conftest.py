@@ -12,12 +12,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from protection_helpers import LOCAL_URL, NO_QUOTAS
-from reliability_helpers import API_KEY, namespaces_work
+from reliability_helpers import API_KEY, STRIDE, namespaces_work
 
 from dtdialog.api import ApiSettings, create_app
-
-#: every STRIDE-th built-in dialogue goes into the small index: one or two per topic, quick to build
-STRIDE = 15
 
 
 @pytest.fixture(scope="session")

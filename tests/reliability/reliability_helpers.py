@@ -13,6 +13,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 #: the clients hold the key: these tests probe faults, not access control
 API_KEY = "reliability-probe-key-0123"
+#: every STRIDE-th built-in dialogue goes into the small indexes: one or two per topic, quick to build (here, not in
+#: conftest.py: ``from conftest import`` resolves to whichever test folder's conftest was imported first)
+STRIDE = 15
 
 
 def python_env() -> dict[str, str]:

@@ -285,7 +285,7 @@ def _search_runner(run_call: _Counted, query: str, mode: str) -> Callable[[], di
 def dense_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return the reliability suite's small index built with the learned ranker's dense vectors and SG phrases."""
     pytest.importorskip("onnxruntime", reason="the learned ranker needs the [dense] extra")
-    from conftest import STRIDE
+    from reliability_helpers import STRIDE
 
     from data.builtin import load_builtin_corpus
     from dtdialog.assembly import engine_parser_name

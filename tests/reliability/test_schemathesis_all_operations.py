@@ -22,13 +22,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 from protection_helpers import API_KEY as WRITER_KEY
 from protection_helpers import assert_error, write_corpus
-from reliability_helpers import API_KEY
+from reliability_helpers import API_KEY, STRIDE
 
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is not installed (pip install schemathesis)")
 
 EXAMPLES = int(os.environ.get("DTDIALOG_SCHEMATHESIS_EXAMPLES", "20"))
-#: every STRIDE-th built-in dialogue stands in for the built-in corpus of ``{"source": "builtin"}`` rebuilds
-STRIDE = 15
 KEY = {"X-API-Key": API_KEY}
 ANSWER = {"text": "If the wipers stop in the middle of the glass, replace the wiper motor park switch.",
           "dialogue_id": "api-wipers", "position": 1}
