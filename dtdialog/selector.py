@@ -112,6 +112,9 @@ class AnswerSelector:
         """Return DT-Q and its ordered parts. Raises ``InputError`` for empty text."""
         if not question or not question.strip():
             raise InputError("the question is empty")
+        prepare = getattr(self.generator, "prepare_question", None)  # optional, as ``prepare`` in ``rank_outcome``
+        if prepare is not None:
+            prepare(question)
         return split_question(self._parse_question(question), question=question)
 
     def _parse_question(self, question: str) -> DiscourseTree:

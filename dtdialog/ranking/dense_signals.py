@@ -127,16 +127,31 @@ class DenseSignals:
         return vec
 
     def query_vector(self, text: str) -> np.ndarray:
-        """Return the unit embedding of ``text`` (cached; waits for a ``prefetch`` of it in progress)."""
+        """Return the unit embedding of ``text`` (cached; waits for an encoding of it in progress)."""
         with self._lock:
             vec = self._cache.get(text)
             if vec is not None:
                 self._cache.move_to_end(text)
                 return vec
             pending = self._pending.get(text)
-        if pending is not None:
+            if pending is None:
+                # announced as in progress, so a ``prefetch`` of the same text from another thread (a question
+                # planned while the scope gate encodes it) waits for this encoding instead of running its own
+                pending = self._pending[text] = Future()
+                mine = True
+            else:
+                mine = False
+        if not mine:
             return pending.result()
-        return self._encode_and_cache(text)
+        try:
+            vec = self._encode_and_cache(text)
+            pending.set_result(vec)
+            return vec
+        except BaseException as exc:
+            pending.set_exception(exc)
+            raise
+        finally:
+            self._forget(text)
 
     def prime(self, texts: Sequence[str]) -> None:
         """Encode many query texts in one batch (evaluation runs), filling the cache."""
