@@ -150,6 +150,7 @@ def markdown_table(result: dict[str, Any]) -> str:
 def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float]:
     """Return (engine over a fresh index of the pool, indexing answers/s); the parser and encoder load untimed."""
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
+    from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
     from eval.methods.dtq import pool_dialogues
     from eval.out_of_fold import out_of_fold
@@ -171,6 +172,7 @@ def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float]:
     spec = EngineSpec(ranker="learned", ranker_model=str(model))
     engine = build_engine(spec, progress=progress, parser=parser, index=open_index(backend="sqlite", path=path),
                           index_path=path, encoder=encoder, wrap_scorer=out_of_fold(model))
+    freeze_loaded()  # as a serving process (dtdialog serve, chat) and the other turn benchmarks do
     return engine, rate
 
 
