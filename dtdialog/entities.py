@@ -96,14 +96,14 @@ class EntityNormalizer:
     def terms_of_edu(self, edu: EDU) -> frozenset[str]:
         """Return the entity terms of one EDU: its lemmas (or words), noun phrases and synonyms."""
         # stems per lemma, memoised: an answer's EDUs are new to the turn that retrieves it, their lemmas are not
-        stems = tuple(chain.from_iterable(map(_short_stems, edu.lemmas))) if edu.lemmas else _stems_of(edu.text)
+        stems = tuple(chain.from_iterable(map(_content_stems_of, edu.lemmas))) if edu.lemmas else _stems_of(edu.text)
         return self._terms(stems, tuple(edu.entities))
 
     @lru_cache(maxsize=32768)  # noqa: B019 - instances live as long as the runtime; the cache is the point
     def _terms(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
         terms = self._normalise(stems)
         for phrase in phrases:
-            phrase_stems = _short_stems(phrase)
+            phrase_stems = _content_stems_of(phrase)
             if len(phrase_stems) > 1:
                 terms.add(" ".join(phrase_stems))
             terms.update(self._normalise(phrase_stems))
@@ -139,11 +139,6 @@ def _stems_of(text: str) -> tuple[str, ...]:
     return tuple(stem(w) for w in entity_words(text) if is_entity_word(w))
 
 
-#: ``_stems_of`` memoised for the short strings that recur across answers (lemmas, noun phrases); a whole text
-#: is not kept (an answer's text seldom recurs, and 65k of them would hold megabytes)
-_short_stems = lru_cache(maxsize=65536)(_stems_of)
-
-
 @lru_cache(maxsize=65536)
 def _content_words_of(text: str) -> tuple[str, ...]:
     return tuple(w for w in entity_words(text) if is_entity_word(w))
@@ -151,7 +146,8 @@ def _content_words_of(text: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=65536)
 def _content_stems_of(text: str) -> tuple[str, ...]:
-    """Return the stem of each of ``_content_words_of(text)``, in the same order."""
+    """Return the stem of each of ``_content_words_of(text)``, in the same order: ``_stems_of`` memoised, for the
+    short strings that recur across answers (lemmas, noun phrases, EDUs); a whole answer seldom recurs."""
     return tuple(stem(w) for w in _content_words_of(text))
 
 

@@ -344,7 +344,7 @@ class DialogueManager:
         """
         if self.scope is None:
             return None
-        verdict = self.scope.check(text, meanwhile=meanwhile) if meanwhile is not None else self.scope.check(text)
+        verdict = self.scope.check(text, meanwhile=meanwhile)
         if verdict.in_scope:
             trace.note(f"in scope: {verdict.signals}")
         return verdict

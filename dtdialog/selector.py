@@ -112,9 +112,7 @@ class AnswerSelector:
         """Return DT-Q and its ordered parts. Raises ``InputError`` for empty text."""
         if not question or not question.strip():
             raise InputError("the question is empty")
-        prepare = getattr(self.generator, "prepare_question", None)  # optional, as ``prepare`` in ``rank_outcome``
-        if prepare is not None:
-            prepare(question)
+        self._prepare(question, ())
         return split_question(self._parse_question(question), question=question)
 
     def _parse_question(self, question: str) -> DiscourseTree:
@@ -131,6 +129,12 @@ class AnswerSelector:
             for hook in self.question_analyzed:
                 hook(question, analyzed, self.parser.nlp)
         return tree
+
+    def _prepare(self, question: str, followups: Sequence[str]) -> None:
+        """Let the generator start work for the step of ``question`` and ``followups`` (optional: ``prepare``)."""
+        prepare = getattr(self.generator, "prepare", None)
+        if prepare is not None:
+            prepare(question=question, followups=followups)
 
     # --- ranking --------------------------------------------------------------
     def rank(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
@@ -158,9 +162,7 @@ class AnswerSelector:
         added, and answers whose main recommendation repeats one are demoted (``already_tried_penalty``).
         """
         plan = question if isinstance(question, QuestionPlan) else self.plan(question)
-        prepare = getattr(self.generator, "prepare", None)  # optional: work a generator can start ahead of the step
-        if prepare is not None:
-            prepare(plan=plan, followups=followups)
+        self._prepare(plan.question, followups)
         tools, record, depth = self._tools(), StepRecord(), self.config.candidates
         step_plan = plan_step(plan, step=step, followups=followups, constraints=_as_constraints(constraints),
                               context_ids=context_ids, tools=tools, record=record)

@@ -361,8 +361,10 @@ class OnnxMiniLM:
     @property
     def runtime_in_use(self) -> str:
         """``openvino`` or ``onnxruntime``: who runs this encoder's passes (loads it; for reports)."""
+        from parsers.encoder_openvino import OpenVinoSession
+
         session, _ = self._load()
-        return "onnxruntime" if hasattr(session, "get_providers") else "openvino"
+        return "openvino" if isinstance(session, OpenVinoSession) else "onnxruntime"
 
     @property
     def step(self) -> int:

@@ -35,15 +35,10 @@ class HybridGenerator:
         self.lexical_k = lexical_k
         self.prefetch = tuple(prefetch)
 
-    def prepare_question(self, question: str) -> None:
-        """Start encoding a new question's first dense query now (``AnswerSelector.plan``, before the parse): the
-        question's parse then runs beside its encoding instead of before it."""
-        self.dense.prefetch(dense_query_text(question))
-
-    def prepare(self, *, plan: QuestionPlan, followups: Sequence[str]) -> None:
-        """Start encoding the step's dense query now, before the step is planned (``AnswerSelector.rank_outcome``):
-        a reply's parse then runs beside its encoding, which ``generate`` would otherwise start only after it."""
-        self.dense.prefetch(dense_query_text(plan.question, followups))
+    def prepare(self, *, question: str, followups: Sequence[str]) -> None:
+        """Start encoding a step's dense query now (``AnswerSelector``: before a new question's parse, and before a
+        step is planned), so the parse and the planning run beside the encoding instead of before it."""
+        self.dense.prefetch(dense_query_text(question, followups))
 
     def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],
                  size: int) -> list[SearchHit]:

@@ -29,8 +29,9 @@ DUPLICATE_JACCARD = 0.9
 class CandidateGenerator(Protocol):
     """Returns retrieval hits for one step's query.
 
-    A generator may also offer ``prepare(*, plan, followups)``: the selector calls it before planning the step,
-    so slow work that needs only the question and replies (``HybridGenerator``: the query's encoding) can start.
+    A generator may also offer ``prepare(*, question, followups)``: the selector calls it before parsing a new
+    question and before planning a step, so slow work that needs only the texts (``HybridGenerator``: the query's
+    encoding) can start.
     """
 
     def generate(self, *, plan: QuestionPlan, part_index: int, query: SearchQuery, followups: Sequence[str],

@@ -64,7 +64,7 @@ def test_prepare_starts_the_step_query_encoding_before_the_step_is_planned(selec
     followups = ["It clicks once and the dash lights dim."]
     text = dense_query_text(plan.question, followups)
     assert text not in dense_signals._cache
-    gen.prepare(plan=plan, followups=followups)
+    gen.prepare(question=plan.question, followups=followups)
     with dense_signals._lock:
         assert text in dense_signals._cache or text in dense_signals._pending  # encoding, or already encoded
     expected = dense_signals.search(text, k=3)  # waits for the encoding the prepare started
