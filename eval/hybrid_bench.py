@@ -221,7 +221,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
-    from eval.turn_bench import TimedCall, summarize
+    from eval.turn_bench import summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
@@ -252,14 +252,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         manager, generator, scorer = engine.manager, engine.generator, engine.scorer
         for d in dialogues[:3]:  # warm-up: model, spaCy, SQLite pages, imports
             manager.handle(session_id=manager.start_session(), text=d.question)
-        stages = {"generation": TimedCall(generator.generate), "signals": TimedCall(scorer.extractor.signals),
-                  "sg": TimedCall(scorer.extractor._sg), "model": TimedCall(scorer.model.logits),
-                  "parser": TimedCall(parser.parse)}
-        generator.generate = stages["generation"]  # type: ignore[method-assign]
-        scorer.extractor.signals = stages["signals"]  # type: ignore[method-assign]
-        scorer.extractor._sg = stages["sg"]  # type: ignore[method-assign]
-        scorer.model.logits = stages["model"]  # type: ignore[method-assign]
-        parser.parse = stages["parser"]  # type: ignore[method-assign]
+        stages = _timed_stages(manager, generator, scorer, parser)
         scored: list[int] = []
         real_score = scorer.score
 
@@ -290,12 +283,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     everything = first + follow
     total_ms = sum(everything)
     turns = len(everything)
-    stage_ms = {name: s.seconds * 1000 for name, s in stages.items()}
-    # signals include SG; the parser runs inside generation-free engine code (planning, follow-up DT)
-    split = {"generation (lexical + dense search)": stage_ms["generation"],
-             "signals without SG": stage_ms["signals"] - stage_ms["sg"], "SG feature": stage_ms["sg"],
-             "model": stage_ms["model"], "RST parser (question, follow-up)": stage_ms["parser"]}
-    split["rest (agreement, topic, session)"] = total_ms - sum(split.values())
+    split = _stage_split(stages, total_ms)
     p95 = summarize(everything)["p95_ms"] if everything else float("nan")
     return {
         "corpus": corpus_mode, "answers_indexed": size, "distinct_answers": corpus.distinct,
@@ -308,9 +296,48 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         "cpu_per_turn": summarize(cpu), "load_average": [round(load_before, 2), round(load_after, 2)],
         "cpu_count": os.cpu_count(),
         "stage_ms_per_turn": {k: round(v / turns, 1) for k, v in split.items()} if turns else {},
-        "stage_share": {k: round(v / total_ms, 3) for k, v in split.items()} if total_ms else {},
+        "stage_share": {k: round(v / total_ms, 3) for k, v in split.items() if not k.startswith("(apart)")}
+        if total_ms else {},
         "target_p95_ms": TARGET_P95_MS, "meets_target": bool(p95 <= TARGET_P95_MS),
     }
+
+
+def _timed_stages(manager, generator, scorer, parser) -> dict[str, Any]:
+    """Wrap the engine's stages in ``TimedCall``s (in place) and return them by name."""
+    from eval.turn_bench import TimedCall
+
+    # the rules parser's ``parse`` calls its ``analyze_and_parse`` (the question's path): time that one only
+    parse_name = "analyze_and_parse" if hasattr(parser, "analyze_and_parse") else "parse"
+    stages = {"generation": TimedCall(generator.generate), "signals": TimedCall(scorer.extractor.signals),
+              "sg": TimedCall(scorer.extractor._sg), "model": TimedCall(scorer.model.logits),
+              "parser": TimedCall(getattr(parser, parse_name)), "start": TimedCall(manager._start),
+              "scope": TimedCall(manager._scope_verdict), "select": TimedCall(manager._plan_and_select)}
+    generator.generate = stages["generation"]
+    scorer.extractor.signals = stages["signals"]
+    scorer.extractor._sg = stages["sg"]
+    scorer.model.logits = stages["model"]
+    setattr(parser, parse_name, stages["parser"])
+    manager._start, manager._scope_verdict, manager._plan_and_select = (
+        stages["start"], stages["scope"], stages["select"])
+    return stages
+
+
+def _stage_split(stages: dict[str, Any], total_ms: float) -> dict[str, float]:
+    """Return the milliseconds of each stage on the turn's thread, over all turns, and the rest.
+
+    A new question is parsed on a worker thread while the scope gate encodes it: that parse is not on the
+    turn's thread, only the wait for it after the gate is (``_start`` minus the gate and the selection it
+    starts). So the stages add up to the turns' wall time, and the parse done ahead is reported apart.
+    """
+    ms = {name: s.seconds * 1000 for name, s in stages.items()}
+    split = {"scope gate (question encoding)": ms["scope"],
+             "waiting for the question's parse": max(0.0, ms["start"] - ms["scope"] - ms["select"]),
+             "generation (lexical + dense search)": ms["generation"],
+             "signals without SG": ms["signals"] - ms["sg"], "SG feature": ms["sg"], "model": ms["model"],
+             "RST parser (follow-ups, on the turn's thread)": ms["parser"]}
+    split["rest (candidate analysis, agreement, reply, session)"] = total_ms - sum(split.values())
+    split["(apart) question parse ahead, overlapping the gate"] = stages["parser"].elsewhere_seconds * 1000
+    return split
 
 
 def _print(result: dict[str, Any]) -> None:

@@ -73,3 +73,22 @@ def test_rule_scorer_bench_builds_the_index_only(tmp_path):
     with SqliteIndex(path) as index:
         assert index.count() == 12 == manifest["indexed"]
     assert not DenseStore.exists(path) and not SGPhraseStore.exists(path)
+
+
+def test_stage_split_adds_up_to_the_turns_and_keeps_overlapped_work_apart():
+    from eval.hybrid_bench import _stage_split
+    from eval.turn_bench import TimedCall
+
+    stages = {name: TimedCall(print) for name in
+              ("generation", "signals", "sg", "model", "parser", "start", "scope", "select")}
+    seconds = {"generation": 0.010, "signals": 0.012, "sg": 0.008, "model": 0.001, "parser": 0.002,
+               "start": 0.030, "scope": 0.004, "select": 0.024}
+    for name, value in seconds.items():
+        stages[name].seconds = value
+    stages["parser"].elsewhere_seconds = 0.006  # the question parsed while the gate encoded it
+    split = _stage_split(stages, total_ms=45.0)
+    on_thread = {k: v for k, v in split.items() if not k.startswith("(apart)")}
+    assert abs(sum(on_thread.values()) - 45.0) < 1e-9
+    assert abs(split["waiting for the question's parse"] - 2.0) < 1e-9  # 30 - 4 - 24
+    assert abs(split["signals without SG"] - 4.0) < 1e-9
+    assert abs(split["(apart) question parse ahead, overlapping the gate"] - 6.0) < 1e-9

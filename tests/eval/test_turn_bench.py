@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dtdialog"))
 from engine_helpers import ANSWERS, make_index  # noqa: E402
 
-from eval.turn_bench import percentile, replicated_index, summarize  # noqa: E402
+from eval.turn_bench import TimedCall, percentile, replicated_index, summarize  # noqa: E402
 
 
 def test_percentile_and_summary():
@@ -31,3 +31,17 @@ def test_replicated_index_has_unique_ids_and_the_asked_size(tmp_path):
     assert copy.dialogue_id == "nostart~r1" and copy.tree == source.get("nostart#1").tree
     target.close()
     source.close()
+
+
+def test_timed_call_counts_calls_on_other_threads_apart():
+    """Work done ahead on a worker thread overlaps the turn: it must not be added to the turn's own stages."""
+    import threading
+
+    timed = TimedCall(lambda x: x * 2)
+    assert timed(2) == 4
+    worker = threading.Thread(target=timed, args=(3,))
+    worker.start()
+    worker.join()
+    assert timed.calls == 2
+    assert timed.seconds > 0 and timed.elsewhere_seconds > 0
+    assert timed.all_seconds == timed.seconds + timed.elsewhere_seconds
