@@ -155,13 +155,17 @@ def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]
 #: full: kept small, because every live entry is scanned by each full garbage collection of the serving process.
 _PAIR_MEMO: dict[tuple, CommonPhrase | None] = {}
 _PAIR_MEMO_SIZE = 5_000
-_WEIGHT_MEMO: dict[PhraseChunk, float] = {}
+#: summed word weights of a whole phrase, by (kind, lemmas, pos); bounded as the pair memo
+_WEIGHT_MEMO: dict[tuple, float] = {}
 
 
 def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     # keyed by what a generalization depends on, in plain tuples: hashed and compared in C, where a key of two
     # phrases runs their Python __hash__ and (answer phrases being decoded afresh) __eq__ on every lookup
-    key = (p1.kind, p1.lemmas, p1.pos, p2.kind, p2.lemmas, p2.pos)
+    return _generalize_keyed((p1.kind, p1.lemmas, p1.pos, p2.kind, p2.lemmas, p2.pos), p1, p2)
+
+
+def _generalize_keyed(key: tuple, p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     try:
         return _PAIR_MEMO[key]
     except KeyError:
@@ -173,31 +177,68 @@ def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     return g
 
 
-def _phrase_weight(p: PhraseChunk) -> float:
-    """Return the summed word weights of a whole phrase (its score generalized with itself), memoized."""
-    w = _WEIGHT_MEMO.get(p)
+def _phrase_weight(key: tuple) -> float:
+    """Return the summed word weights of a whole phrase ``(kind, lemmas, pos)`` (its score generalized with itself),
+    memoized."""
+    w = _WEIGHT_MEMO.get(key)
     if w is None:
-        w = sum(word_weight(lem, pos) for lem, pos in zip(p.lemmas, p.pos))
+        w = sum(word_weight(lem, pos) for lem, pos in zip(key[1], key[2]))
         if len(_WEIGHT_MEMO) >= _PAIR_MEMO_SIZE:
             _WEIGHT_MEMO.clear()
-        _WEIGHT_MEMO[p] = w
+        _WEIGHT_MEMO[key] = w
     return w
+
+
+class _IndexedPhrases:
+    """One text's phrases indexed by (type, content lemma), to find the phrases of another text they pair with.
+
+    A turn scores one question against ~40 answers of ~35 phrases each, most sharing no lemma with the question:
+    indexing the question once and looking each answer phrase up in it skips those at the cost of a set test,
+    where indexing every answer cost a dictionary entry per content lemma (the pairs found are the same).
+    """
+
+    __slots__ = ("by_lemma", "keys", "lemmas", "phrases")
+
+    def __init__(self, phrases: Sequence[PhraseChunk]) -> None:
+        self.phrases = phrases
+        self.by_lemma: dict[tuple[str, str], list[int]] = {}
+        for idx, p in enumerate(phrases):
+            for lem in p.content:
+                self.by_lemma.setdefault((p.kind, lem), []).append(idx)
+        self.lemmas = frozenset(lem for _, lem in self.by_lemma)
+        self.keys = [(p.kind, p.lemmas, p.pos) for p in phrases]
+
+    def pairs(self, other: Sequence[PhraseChunk]) -> list[tuple[int, int]]:
+        """Return the sorted (own index, other's index) of same-type phrases sharing a content lemma."""
+        lemmas, by_lemma = self.lemmas, self.by_lemma
+        found: set[tuple[int, int]] = set()
+        for idx, p in enumerate(other):
+            if lemmas.isdisjoint(p.lemmas):
+                continue
+            kind = p.kind
+            for lem, pos in zip(p.lemmas, p.pos):
+                if pos in CONTENT_POS:
+                    for own in by_lemma.get((kind, lem), ()):
+                        found.add((own, idx))
+        return sorted(found)
+
+    def generalize(self, other: Sequence[PhraseChunk],
+                   pairs: list[tuple[int, int]] | None = None) -> list[CommonPhrase]:
+        """Return ``generalize_phrase_lists(self.phrases, other)`` (``pairs``: ``self.pairs(other)`` if known)."""
+        phrases, keys = self.phrases, self.keys
+        found: list[CommonPhrase] = []
+        # in the order of the phrases of ``self``, then of ``other``: the order reduce_by_subsumption sees
+        for own, idx in (self.pairs(other) if pairs is None else pairs):
+            p2 = other[idx]
+            g = _generalize_keyed(keys[own] + (p2.kind, p2.lemmas, p2.pos), phrases[own], p2)
+            if g is not None:
+                found.append(g)
+        return reduce_by_subsumption(found)
 
 
 def generalize_phrase_lists(q: Sequence[PhraseChunk], a: Sequence[PhraseChunk]) -> list[CommonPhrase]:
     """Return the maximal common phrases of two phrase lists (pairs of the same type sharing a content lemma)."""
-    by_lemma: dict[tuple[str, str], list[int]] = {}
-    for idx, p in enumerate(a):
-        for lem in p.content:
-            by_lemma.setdefault((p.kind, lem), []).append(idx)
-    found: list[CommonPhrase] = []
-    for p in q:
-        partners = sorted({idx for lem in p.content for idx in by_lemma.get((p.kind, lem), ())})
-        for idx in partners:
-            g = _generalize_memo(p, a[idx])
-            if g is not None:
-                found.append(g)
-    return reduce_by_subsumption(found)
+    return _IndexedPhrases(q).generalize(a)
 
 
 def raw_score(common: Iterable[CommonPhrase], *, weights: dict[str, float] | None = None) -> float:
@@ -227,6 +268,8 @@ class SyntacticGeneralizer:
         self._executor = None
         # self-similarity of stored phrase lists, by the list object (kept in the value, so its id cannot be reused)
         self._stored_self: dict[int, tuple[Sequence[PhraseChunk], float]] = {}
+        # the (type, lemma) index of a cached text's phrases (a turn's question), by the list object; 64 at most
+        self._indexed_texts: dict[int, _IndexedPhrases] = {}
 
     @property
     def nlp(self):
@@ -245,9 +288,11 @@ class SyntacticGeneralizer:
         return entry
 
     def _self_score(self, phrases: Sequence[PhraseChunk]) -> float:
-        # A text generalized with itself keeps each distinct phrase whole.
-        # (a PhraseChunk hashes and compares as its (kind, lemmas, pos): the same distinct set, summed in the same order)
-        return sum(self.weights.get(p.kind, 0.0) * _phrase_weight(p) for p in set(phrases))
+        # A text generalized with itself keeps each distinct phrase whole. The set of (kind, lemmas, pos) keys holds
+        # and iterates as a set of the phrases would (a PhraseChunk hashes and compares as that key), so the sum
+        # adds the same numbers in the same order, with hashing and comparing done in C.
+        weights = self.weights
+        return sum(weights.get(key[0], 0.0) * _phrase_weight(key) for key in {(p.kind, p.lemmas, p.pos) for p in phrases})
 
     def analyze(self, text: str) -> tuple[list[PhraseChunk], float]:
         """Return (phrases, self-similarity) of ``text``, parsing it only the first time."""
@@ -331,7 +376,16 @@ class SyntacticGeneralizer:
         ``answer`` came from ``extract_phrases`` of ``a``'s parse.
         """
         qp, qs = self.phrases(q)
-        return self._normalised(qp, qs, answer, self._stored_self_score(answer))
+        if qs <= 0:
+            return 0.0
+        indexed = self._indexed(qp)
+        pairs = indexed.pairs(answer)
+        if not pairs:  # nothing in common scores 0 whatever the answer's self-similarity: not worked out
+            return 0.0
+        as_ = self._stored_self_score(answer)
+        if as_ <= 0:
+            return 0.0
+        return min(1.0, raw_score(indexed.generalize(answer, pairs), weights=self.weights) / math.sqrt(qs * as_))
 
     def _stored_self_score(self, answer: Sequence[PhraseChunk]) -> float:
         """Return ``_self_score(answer)``, computed once per phrase list: a phrase store hands out the same decoded
@@ -349,6 +403,17 @@ class SyntacticGeneralizer:
         if qs <= 0 or as_ <= 0:
             return 0.0
         return min(1.0, raw_score(generalize_phrase_lists(qp, ap), weights=self.weights) / math.sqrt(qs * as_))
+
+    def _indexed(self, qp: list[PhraseChunk]) -> _IndexedPhrases:
+        """Return the index of a cached text's phrase list, made once for all the candidates of its turn."""
+        hit = self._indexed_texts.get(id(qp))
+        if hit is not None and hit.phrases is qp:  # the entry holds the list, so its id is not reused while kept
+            return hit
+        indexed = _IndexedPhrases(qp)
+        if len(self._indexed_texts) >= 64:
+            self._indexed_texts.clear()
+        self._indexed_texts[id(qp)] = indexed
+        return indexed
 
 
 def _same_pipeline(a, b) -> bool:

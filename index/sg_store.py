@@ -63,6 +63,13 @@ def _decode(raw: str) -> tuple[PhraseChunk, ...]:
     return tuple(PhraseChunk.from_list(p) for p in data)
 
 
+def _decode_checked(raw: str) -> tuple[PhraseChunk, ...]:
+    """Return ``_decode(raw)`` for an entry ``_decode`` accepted before (a loaded store's): the same chunks, built
+    without checking every field again. JSON gives each lemma and POS as a ``str``, as ``from_list`` makes them."""
+    trusted = PhraseChunk._trusted
+    return tuple([trusted(kind, tuple(lemmas), tuple(pos)) for kind, lemmas, pos in json.loads(raw)])
+
+
 class SGPhraseStore:
     """Phrase lists by answer id; ``phrases(doc_id)`` returns None for an answer it does not hold.
 
@@ -75,6 +82,9 @@ class SGPhraseStore:
     # ~0.3 ms (JSON parsing most of it). 4096 against 512, 200 mechanics questions at 10k, A/B twice on the same
     # index: turn p50 87-89 vs 95-97 ms, p95 134-139 vs 145-148 ms, p99 155-174 vs 251-335 ms, RSS +26 MB.
     DECODED_CACHE = 4096
+
+    # ``encoded`` entries are ``_encode`` output (``encoded()`` of another store, or a file ``from_dict`` checked):
+    # ``phrases`` decodes them without checking every field again.
 
     def __init__(self, *, ids: Sequence[str], phrases: Sequence[Sequence[PhraseChunk]] | None = None,
                  encoded: Sequence[str] | None = None, fingerprint: dict[str, Any] | None = None,
@@ -111,7 +121,7 @@ class SGPhraseStore:
         raw = self._raw.get(doc_id)
         if raw is None:
             return None
-        decoded = _decode(raw)  # validated at load, so this cannot fail on a loaded store
+        decoded = _decode_checked(raw)  # validated when the store was made or loaded
         with self._lock:
             self._decoded[doc_id] = decoded
             if len(self._decoded) > self.DECODED_CACHE:

@@ -28,22 +28,34 @@ class PhraseChunk:
     kind: str
     lemmas: tuple[str, ...]
     pos: tuple[str, ...]
-    # derived once: generalization asks for the content lemmas and hashes phrases for every candidate pair
-    _content: frozenset[str] = field(init=False, repr=False, compare=False)
-    _hash: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_content",
-                           frozenset(lem for lem, p in zip(self.lemmas, self.pos) if p in CONTENT_POS))
-        object.__setattr__(self, "_hash", hash((self.kind, self.lemmas, self.pos)))
+    # derived on first use and kept: generalization asks for the content lemmas and hashes phrases for every
+    # candidate pair; an answer's phrases decoded from a store mostly need neither (``_trusted``)
+    _content: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return self._hash
+        h = self._hash
+        if h is None:
+            h = hash((self.kind, self.lemmas, self.pos))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     @property
     def content(self) -> frozenset[str]:
         """Return the content lemmas (nouns, verbs, adjectives, adverbs, numbers)."""
-        return self._content
+        c = self._content
+        if c is None:
+            c = frozenset(lem for lem, p in zip(self.lemmas, self.pos) if p in CONTENT_POS)
+            object.__setattr__(self, "_content", c)
+        return c
+
+    @classmethod
+    def _trusted(cls, kind: str, lemmas: tuple[str, ...], pos: tuple[str, ...]) -> PhraseChunk:
+        """Return the chunk of fields already checked (a phrase store validated at load): no dataclass __init__,
+        which with its frozen field setting was most of decoding a candidate's ~35 phrases, ~1300 per turn."""
+        self = object.__new__(cls)
+        self.__dict__.update(kind=kind, lemmas=lemmas, pos=pos, _content=None, _hash=None)
+        return self
 
     def __str__(self) -> str:
         return f"{self.kind}[{' '.join(self.lemmas)}]"
