@@ -38,7 +38,8 @@ from parsers.phrase_chunks import (
 
 __all__ = ["CONTENT_POS", "LIGHT_VERBS", "MAX_PHRASE_TOKENS", "PHRASE_WEIGHTS", "CommonPhrase", "PhraseChunk",
            "SyntacticGeneralizer", "extract_phrases", "generalize", "generalize_phrase_lists", "generalize_phrases",
-           "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_score_phrases", "word_weight"]
+           "PhraseKey", "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_score_keys", "sg_score_phrases",
+           "word_weight"]
 
 PHRASE_WEIGHTS = {"NP": 1.0, "VP": 1.5, "PP": 0.8}
 LIGHT_VERBS = frozenset({"be", "have", "do", "get", "make", "go", "take", "let", "seem"})
@@ -55,6 +56,14 @@ class CommonPhrase:
 
     def __str__(self) -> str:
         return f"{self.kind}[{' '.join(self.lemmas)}]"
+
+    @classmethod
+    def _of(cls, kind: str, lemmas: tuple[str, ...], pos: tuple[str, ...], score: float) -> CommonPhrase:
+        """Return ``CommonPhrase(kind, lemmas, pos, score)`` without the frozen dataclass's __init__ (one
+        ``object.__setattr__`` per field), for the alignment's ~130 new generalizations per turn."""
+        self = object.__new__(cls)
+        self.__dict__.update(kind=kind, lemmas=lemmas, pos=pos, score=score)
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "lemmas": list(self.lemmas), "pos": list(self.pos), "score": round(self.score, 4)}
@@ -83,14 +92,24 @@ def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     """
     if p1.kind != p2.kind or not (p1.content & p2.content):
         return None
-    l1, t1, l2, t2 = p1.lemmas, p1.pos, p2.lemmas, p2.pos
+    return _align(p1.kind, p1.lemmas, p1.pos, _word_weights(p1.lemmas, p1.pos), p2.lemmas, p2.pos)
+
+
+def _word_weights(lemmas: tuple[str, ...], pos: tuple[str, ...]) -> tuple[list[float], list[float], list[bool]]:
+    """Return what ``_align`` reads of its first phrase's words: the weight of each word kept, of each word
+    matched on its POS only (``*``), and whether each is a noun; a turn's question phrases work it out once."""
+    return ([word_weight(lem, t) for lem, t in zip(lemmas, pos)], [word_weight("*", t) for t in pos],
+            [t in _NOMINAL for t in pos])
+
+
+def _align(kind: str, l1: tuple[str, ...], t1: tuple[str, ...], weights1: tuple[list[float], list[float], list[bool]],
+           l2: tuple[str, ...], t2: tuple[str, ...]) -> CommonPhrase | None:
+    """Return ``generalize_phrases`` of two same-type phrases known to share a content lemma."""
     n, m = len(l1), len(l2)
     # An aligned pair weighs word_weight(lemma, pos of p1) when the lemmas agree, word_weight("*", pos) when only
     # the POS do, and cannot align when they do not: the weights of p1's words are looked up once, and the
     # loops read plain locals, as the alignment runs for ~a thousand phrase pairs per turn.
-    same = [word_weight(lem, t) for lem, t in zip(l1, t1)]
-    star = [word_weight("*", t) for t in t1]
-    nominal = [t in _NOMINAL for t in t1]
+    same, star, nominal = weights1
     nominal2 = [t in _NOMINAL for t in t2]
     best = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
@@ -108,15 +127,16 @@ def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
                     score = diagonal
             row[j] = score
     lemmas, pos, weights, i, j = [], [], [], 0, 0
+    isclose = math.isclose
     while i < n and j < m:
         aligned = t2[j] == t1[i] or (nominal[i] and nominal2[j])
         w = same[i] if l2[j] == l1[i] else star[i]
-        if aligned and math.isclose(best[i][j], w + best[i + 1][j + 1]):
+        if aligned and isclose(best[i][j], w + best[i + 1][j + 1]):
             lemmas.append(l1[i] if l1[i] == l2[j] else "*")
             pos.append(t1[i])
             weights.append(w)  # word_weight of the kept (lemma, pos)
             i, j = i + 1, j + 1
-        elif math.isclose(best[i][j], best[i + 1][j]):
+        elif isclose(best[i][j], best[i + 1][j]):
             i += 1
         else:
             j += 1
@@ -127,10 +147,12 @@ def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     while end > start and lemmas[end - 1] == "*":
         end -= 1
     lemmas, pos = lemmas[start:end], pos[start:end]
-    if not any(lem != "*" and p in CONTENT_POS for lem, p in zip(lemmas, pos)):
+    for lem, p in zip(lemmas, pos):
+        if lem != "*" and p in CONTENT_POS:
+            break
+    else:
         return None
-    score = sum(weights[start:end])
-    return CommonPhrase(kind=p1.kind, lemmas=tuple(lemmas), pos=tuple(pos), score=score)
+    return CommonPhrase._of(kind, tuple(lemmas), tuple(pos), sum(weights[start:end]))
 
 
 def _is_subsequence(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
@@ -159,13 +181,15 @@ _PAIR_MEMO_SIZE = 5_000
 _WEIGHT_MEMO: dict[tuple, float] = {}
 
 
+#: A phrase as what its generalizations depend on, ``(kind, lemmas, pos)``: how a phrase store hands out an answer's
+#: phrases for scoring (``SGPhraseStore.phrase_keys``); it hashes and compares as the ``PhraseChunk`` would, in C.
+PhraseKey = tuple[str, tuple[str, ...], tuple[str, ...]]
+
+
 def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
     # keyed by what a generalization depends on, in plain tuples: hashed and compared in C, where a key of two
     # phrases runs their Python __hash__ and (answer phrases being decoded afresh) __eq__ on every lookup
-    return _generalize_keyed((p1.kind, p1.lemmas, p1.pos, p2.kind, p2.lemmas, p2.pos), p1, p2)
-
-
-def _generalize_keyed(key: tuple, p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
+    key = (p1.kind, p1.lemmas, p1.pos, p2.kind, p2.lemmas, p2.pos)
     try:
         return _PAIR_MEMO[key]
     except KeyError:
@@ -177,9 +201,8 @@ def _generalize_keyed(key: tuple, p1: PhraseChunk, p2: PhraseChunk) -> CommonPhr
     return g
 
 
-def _phrase_weight(key: tuple) -> float:
-    """Return the summed word weights of a whole phrase ``(kind, lemmas, pos)`` (its score generalized with itself),
-    memoized."""
+def _phrase_weight(key: PhraseKey) -> float:
+    """Return the summed word weights of a whole phrase (its score generalized with itself), memoized."""
     w = _WEIGHT_MEMO.get(key)
     if w is None:
         w = sum(word_weight(lem, pos) for lem, pos in zip(key[1], key[2]))
@@ -194,10 +217,11 @@ class _IndexedPhrases:
 
     A turn scores one question against ~40 answers of ~35 phrases each, most sharing no lemma with the question:
     indexing the question once and looking each answer phrase up in it skips those at the cost of a set test,
-    where indexing every answer cost a dictionary entry per content lemma (the pairs found are the same).
+    where indexing every answer cost a dictionary entry per content lemma (the pairs found are the same). The
+    question's word weights for the alignment are worked out here once too.
     """
 
-    __slots__ = ("by_lemma", "keys", "lemmas", "phrases")
+    __slots__ = ("by_lemma", "keys", "lemmas", "phrases", "weights")
 
     def __init__(self, phrases: Sequence[PhraseChunk]) -> None:
         self.phrases = phrases
@@ -207,38 +231,49 @@ class _IndexedPhrases:
                 self.by_lemma.setdefault((p.kind, lem), []).append(idx)
         self.lemmas = frozenset(lem for _, lem in self.by_lemma)
         self.keys = [(p.kind, p.lemmas, p.pos) for p in phrases]
+        self.weights = [_word_weights(p.lemmas, p.pos) for p in phrases]
 
-    def pairs(self, other: Sequence[PhraseChunk]) -> list[tuple[int, int]]:
+    def pairs(self, other: Sequence[PhraseKey]) -> list[tuple[int, int]]:
         """Return the sorted (own index, other's index) of same-type phrases sharing a content lemma."""
-        lemmas, by_lemma = self.lemmas, self.by_lemma
+        disjoint, by_lemma = self.lemmas.isdisjoint, self.by_lemma
         found: set[tuple[int, int]] = set()
-        for idx, p in enumerate(other):
-            if lemmas.isdisjoint(p.lemmas):
+        for idx, (kind, lemmas, pos) in enumerate(other):
+            if disjoint(lemmas):
                 continue
-            kind = p.kind
-            for lem, pos in zip(p.lemmas, p.pos):
-                if pos in CONTENT_POS:
+            for lem, t in zip(lemmas, pos):
+                if t in CONTENT_POS:
                     for own in by_lemma.get((kind, lem), ()):
                         found.add((own, idx))
         return sorted(found)
 
-    def generalize(self, other: Sequence[PhraseChunk],
-                   pairs: list[tuple[int, int]] | None = None) -> list[CommonPhrase]:
+    def generalize(self, other: Sequence[PhraseKey], pairs: list[tuple[int, int]] | None = None) -> list[CommonPhrase]:
         """Return ``generalize_phrase_lists(self.phrases, other)`` (``pairs``: ``self.pairs(other)`` if known)."""
-        phrases, keys = self.phrases, self.keys
+        keys, weights, memo = self.keys, self.weights, _PAIR_MEMO
         found: list[CommonPhrase] = []
         # in the order of the phrases of ``self``, then of ``other``: the order reduce_by_subsumption sees
         for own, idx in (self.pairs(other) if pairs is None else pairs):
-            p2 = other[idx]
-            g = _generalize_keyed(keys[own] + (p2.kind, p2.lemmas, p2.pos), phrases[own], p2)
+            k2 = other[idx]
+            key = keys[own] + k2  # the key _generalize_memo makes of the two phrases
+            try:
+                g = memo[key]
+            except KeyError:
+                kind, l1, t1 = keys[own]
+                g = _align(kind, l1, t1, weights[own], k2[1], k2[2])  # a shared content lemma: no check needed
+                if len(memo) >= _PAIR_MEMO_SIZE:
+                    memo.clear()
+                memo[key] = g
             if g is not None:
                 found.append(g)
         return reduce_by_subsumption(found)
 
 
+def _keys(phrases: Sequence[PhraseChunk]) -> list[PhraseKey]:
+    return [(p.kind, p.lemmas, p.pos) for p in phrases]
+
+
 def generalize_phrase_lists(q: Sequence[PhraseChunk], a: Sequence[PhraseChunk]) -> list[CommonPhrase]:
     """Return the maximal common phrases of two phrase lists (pairs of the same type sharing a content lemma)."""
-    return _IndexedPhrases(q).generalize(a)
+    return _IndexedPhrases(q).generalize(_keys(a))
 
 
 def raw_score(common: Iterable[CommonPhrase], *, weights: dict[str, float] | None = None) -> float:
@@ -291,8 +326,15 @@ class SyntacticGeneralizer:
         # A text generalized with itself keeps each distinct phrase whole. The set of (kind, lemmas, pos) keys holds
         # and iterates as a set of the phrases would (a PhraseChunk hashes and compares as that key), so the sum
         # adds the same numbers in the same order, with hashing and comparing done in C.
-        weights = self.weights
-        return sum(weights.get(key[0], 0.0) * _phrase_weight(key) for key in {(p.kind, p.lemmas, p.pos) for p in phrases})
+        return self._keys_self_score(_keys(phrases))
+
+    def _keys_self_score(self, keys: Iterable[PhraseKey]) -> float:
+        weights, memo = self.weights, _WEIGHT_MEMO
+        terms = []
+        for key in set(keys):
+            w = memo.get(key)
+            terms.append(weights.get(key[0], 0.0) * (w if w is not None else _phrase_weight(key)))
+        return sum(terms)
 
     def analyze(self, text: str) -> tuple[list[PhraseChunk], float]:
         """Return (phrases, self-similarity) of ``text``, parsing it only the first time."""
@@ -375,25 +417,33 @@ class SyntacticGeneralizer:
         ``q`` is parsed once (cached) as in ``score``; the result equals ``score(q, a)`` when
         ``answer`` came from ``extract_phrases`` of ``a``'s parse.
         """
+        return self._score_keys(q, _keys(answer), answer, self._self_score)
+
+    def score_keys(self, q, answer: Sequence[PhraseKey]) -> float:
+        """Return ``score_phrases(q, a)`` for an answer given by its phrases' keys (``SGPhraseStore.phrase_keys``),
+        which a phrase store decodes cheaper than phrase objects."""
+        return self._score_keys(q, answer, answer, self._keys_self_score)
+
+    def _score_keys(self, q, keys: Sequence[PhraseKey], answer, self_score) -> float:
         qp, qs = self.phrases(q)
         if qs <= 0:
             return 0.0
         indexed = self._indexed(qp)
-        pairs = indexed.pairs(answer)
+        pairs = indexed.pairs(keys)
         if not pairs:  # nothing in common scores 0 whatever the answer's self-similarity: not worked out
             return 0.0
-        as_ = self._stored_self_score(answer)
+        as_ = self._stored_self_score(answer, self_score)
         if as_ <= 0:
             return 0.0
-        return min(1.0, raw_score(indexed.generalize(answer, pairs), weights=self.weights) / math.sqrt(qs * as_))
+        return min(1.0, raw_score(indexed.generalize(keys, pairs), weights=self.weights) / math.sqrt(qs * as_))
 
-    def _stored_self_score(self, answer: Sequence[PhraseChunk]) -> float:
-        """Return ``_self_score(answer)``, computed once per phrase list: a phrase store hands out the same decoded
+    def _stored_self_score(self, answer: Sequence, self_score) -> float:
+        """Return ``self_score(answer)``, computed once per phrase list: a phrase store hands out the same decoded
         tuple of an answer turn after turn, and hashing every phrase of every candidate again was ~7% of a turn."""
         hit = self._stored_self.get(id(answer))
         if hit is not None and hit[0] is answer:
             return hit[1]
-        score = self._self_score(answer)
+        score = self_score(answer)
         if len(self._stored_self) >= 2048:  # it keeps the lists alive: no more than a phrase store's decoded cache
             self._stored_self.clear()
         self._stored_self[id(answer)] = (answer, score)
@@ -461,3 +511,8 @@ def seed(text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> 
 def sg_score_phrases(q, answer: Sequence[PhraseChunk]) -> float:
     """Return ``sg_score(q, a)`` for an answer given by its stored phrase list (no parse of the answer)."""
     return _default().score_phrases(q, answer)
+
+
+def sg_score_keys(q, answer: Sequence[PhraseKey]) -> float:
+    """Return ``sg_score(q, a)`` for an answer given by its stored phrases' keys (``SGPhraseStore.phrase_keys``)."""
+    return _default().score_keys(q, answer)

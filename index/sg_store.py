@@ -63,11 +63,16 @@ def _decode(raw: str) -> tuple[PhraseChunk, ...]:
     return tuple(PhraseChunk.from_list(p) for p in data)
 
 
-def _decode_checked(raw: str) -> tuple[PhraseChunk, ...]:
-    """Return ``_decode(raw)`` for an entry ``_decode`` accepted before (a loaded store's): the same chunks, built
-    without checking every field again. JSON gives each lemma and POS as a ``str``, as ``from_list`` makes them."""
+def _decode_keys(raw: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
+    """Return the ``(kind, lemmas, pos)`` of each phrase of an entry ``_decode`` accepted before (a loaded store's):
+    plain tuples, which the SG feature scores as it would the phrases, built without checking every field again
+    (JSON gives each lemma and POS as a ``str``, as ``from_list`` makes them)."""
+    return tuple([(kind, tuple(lemmas), tuple(pos)) for kind, lemmas, pos in json.loads(raw)])
+
+
+def _chunks(keys) -> tuple[PhraseChunk, ...]:
     trusted = PhraseChunk._trusted
-    return tuple([trusted(kind, tuple(lemmas), tuple(pos)) for kind, lemmas, pos in json.loads(raw)])
+    return tuple([trusted(kind, lemmas, pos) for kind, lemmas, pos in keys])
 
 
 class SGPhraseStore:
@@ -99,7 +104,7 @@ class SGPhraseStore:
         self._raw = dict(zip(self.ids, raw))
         #: each answer's text digest (``index.dense_store.text_digest``): what a refresh may keep unparsed
         self.digests = dict(zip(self.ids, digests)) if digests is not None else None
-        self._decoded: OrderedDict[str, tuple[PhraseChunk, ...]] = OrderedDict()
+        self._decoded: OrderedDict[str, tuple] = OrderedDict()  # phrase_keys, the DECODED_CACHE most recent
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -113,6 +118,12 @@ class SGPhraseStore:
 
     def phrases(self, doc_id: str) -> tuple[PhraseChunk, ...] | None:
         """Return the stored phrases of ``doc_id``, or None when the store does not hold it."""
+        keys = self.phrase_keys(doc_id)
+        return _chunks(keys) if keys is not None else None
+
+    def phrase_keys(self, doc_id: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] | None:
+        """Return the ``(kind, lemmas, pos)`` of each stored phrase of ``doc_id`` (what the SG feature reads, cheaper
+        to decode than ``phrases``), or None when the store does not hold it. The same tuple while it stays cached."""
         with self._lock:
             hit = self._decoded.get(doc_id)
             if hit is not None:
@@ -121,7 +132,7 @@ class SGPhraseStore:
         raw = self._raw.get(doc_id)
         if raw is None:
             return None
-        decoded = _decode_checked(raw)  # validated when the store was made or loaded
+        decoded = _decode_keys(raw)  # validated when the store was made or loaded
         with self._lock:
             self._decoded[doc_id] = decoded
             if len(self._decoded) > self.DECODED_CACHE:
@@ -349,3 +360,8 @@ class ElasticSGPhrases:
             return _decode(raw)
         except (TypeError, ValueError, KeyError):
             return None  # a damaged entry: the caller parses the answer instead
+
+    def phrase_keys(self, doc_id: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] | None:
+        """Return the ``(kind, lemmas, pos)`` of each phrase of ``phrases(doc_id)``, or None as it does."""
+        phrases = self.phrases(doc_id)
+        return tuple([(p.kind, p.lemmas, p.pos) for p in phrases]) if phrases is not None else None

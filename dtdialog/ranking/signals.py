@@ -101,13 +101,22 @@ class SignalExtractor:
 
     def _sg(self, query: str, candidates: Sequence[RankedCandidate]) -> list[float]:
         """Return the SG score of each candidate: from its stored phrases when the store has them, else parsed."""
-        from dtdialog.syntactic_generalization import sg_score, sg_score_phrases
+        from dtdialog.syntactic_generalization import sg_score, sg_score_keys, sg_score_phrases
 
         store = self.sg_store
-        if store is not None:  # a remote store fetches the whole step's phrases in one request
-            store.prime([c.document.id for c in candidates])
+        if store is None:
+            return [float(sg_score(query, cand.document.text)) for cand in candidates]
+        store.prime([c.document.id for c in candidates])  # a remote store fetches the whole step's in one request
+        # the phrases' (kind, lemmas, pos) keys score as the phrases do and decode cheaper (index.sg_store)
+        keys_of = getattr(store, "phrase_keys", None)
         out = []
         for cand in candidates:
-            stored = store.phrases(cand.document.id) if store is not None else None
-            out.append(float(sg_score_phrases(query, stored) if stored is not None else sg_score(query, cand.document.text)))
+            doc_id = cand.document.id
+            if keys_of is not None:
+                keys = keys_of(doc_id)
+                out.append(float(sg_score_keys(query, keys) if keys is not None else sg_score(query, cand.document.text)))
+            else:
+                stored = store.phrases(doc_id)
+                out.append(float(sg_score_phrases(query, stored) if stored is not None
+                                 else sg_score(query, cand.document.text)))
         return out
