@@ -83,6 +83,8 @@ def word_weight(lemma: str, pos: str) -> float:
 
 
 _NOMINAL = frozenset({"NOUN", "PROPN"})
+_FULL_WEIGHT = frozenset({"NOUN", "PROPN", "NUM", "ADV"})  # word_weight's 1.0 parts of speech
+_HALF_WEIGHT = frozenset({"VERB", "ADJ", "AUX"})  # and its 0.5 ones (0.3 for a light verb)
 
 
 def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
@@ -162,7 +164,9 @@ def _is_subsequence(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
 
 def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]:
     """Return ``phrases`` without duplicates and without those contained in a longer one of the same type."""
-    unique = list(OrderedDict(((p.kind, p.lemmas, p.pos), p) for p in phrases).values())
+    if len(phrases) < 2:  # most candidates of a turn have one common phrase or none
+        return list(phrases)
+    unique = list({(p.kind, p.lemmas, p.pos): p for p in phrases}.values())
     unique.sort(key=lambda p: -len(p.lemmas))
     kept: list[CommonPhrase] = []
     for p in unique:
@@ -205,7 +209,10 @@ def _phrase_weight(key: PhraseKey) -> float:
     """Return the summed word weights of a whole phrase (its score generalized with itself), memoized."""
     w = _WEIGHT_MEMO.get(key)
     if w is None:
-        w = sum(word_weight(lem, pos) for lem, pos in zip(key[1], key[2]))
+        # word_weight written out for real lemmas (a call per word was most of it); the same numbers, summed alike
+        w = sum([word_weight(lem, pos) if lem == "*" else 1.0 if pos in _FULL_WEIGHT
+                 else (0.3 if lem in LIGHT_VERBS else 0.5) if pos in _HALF_WEIGHT else 0.3
+                 for lem, pos in zip(key[1], key[2])])
         if len(_WEIGHT_MEMO) >= _PAIR_MEMO_SIZE:
             _WEIGHT_MEMO.clear()
         _WEIGHT_MEMO[key] = w
