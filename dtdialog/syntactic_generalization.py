@@ -181,8 +181,6 @@ def reduce_by_subsumption(phrases: Sequence[CommonPhrase]) -> list[CommonPhrase]
 #: full: kept small, because every live entry is scanned by each full garbage collection of the serving process.
 _PAIR_MEMO: dict[tuple, CommonPhrase | None] = {}
 _PAIR_MEMO_SIZE = 5_000
-#: summed word weights of a whole phrase, by (kind, lemmas, pos); bounded as the pair memo
-_WEIGHT_MEMO: dict[tuple, float] = {}
 
 
 #: A phrase as what its generalizations depend on, ``(kind, lemmas, pos)``: how a phrase store hands out an answer's
@@ -203,20 +201,6 @@ def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
         _PAIR_MEMO.clear()
     _PAIR_MEMO[key] = g
     return g
-
-
-def _phrase_weight(key: PhraseKey) -> float:
-    """Return the summed word weights of a whole phrase (its score generalized with itself), memoized."""
-    w = _WEIGHT_MEMO.get(key)
-    if w is None:
-        # word_weight written out for real lemmas (a call per word was most of it); the same numbers, summed alike
-        w = sum([word_weight(lem, pos) if lem == "*" else 1.0 if pos in _FULL_WEIGHT
-                 else (0.3 if lem in LIGHT_VERBS else 0.5) if pos in _HALF_WEIGHT else 0.3
-                 for lem, pos in zip(key[1], key[2])])
-        if len(_WEIGHT_MEMO) >= _PAIR_MEMO_SIZE:
-            _WEIGHT_MEMO.clear()
-        _WEIGHT_MEMO[key] = w
-    return w
 
 
 class _IndexedPhrases:
@@ -336,12 +320,13 @@ class SyntacticGeneralizer:
         return self._keys_self_score(_keys(phrases))
 
     def _keys_self_score(self, keys: Iterable[PhraseKey]) -> float:
-        weights, memo = self.weights, _WEIGHT_MEMO
-        terms = []
-        for key in set(keys):
-            w = memo.get(key)
-            terms.append(weights.get(key[0], 0.0) * (w if w is not None else _phrase_weight(key)))
-        return sum(terms)
+        # each distinct phrase weighs its type's weight times its words' summed word_weight, written out for real
+        # lemmas: a call per word (or a memo of phrase weights, ~1300 new phrases a turn) cost more than the sums
+        weights = self.weights
+        return sum([weights.get(kind, 0.0) * sum([word_weight(lem, t) if lem == "*" else 1.0 if t in _FULL_WEIGHT
+                                                   else (0.3 if lem in LIGHT_VERBS else 0.5) if t in _HALF_WEIGHT
+                                                   else 0.3 for lem, t in zip(lemmas, pos)])
+                    for kind, lemmas, pos in set(keys)])
 
     def analyze(self, text: str) -> tuple[list[PhraseChunk], float]:
         """Return (phrases, self-similarity) of ``text``, parsing it only the first time."""
