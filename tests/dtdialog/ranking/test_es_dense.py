@@ -251,7 +251,8 @@ def test_sg_phrases_stored_in_the_documents_are_read_in_one_mget_per_step():
     phrases.prime([d.id for d in docs] + ["no-such#1"])
     assert len(server.requests) - before == 1  # one mget for the whole step
     assert all(phrases.phrases(d.id) == sg.phrases(d.id) for d in docs)
-    assert phrases.phrases("no-such#1") is None
+    assert all(phrases.phrase_keys(d.id) == sg.phrase_keys(d.id) for d in docs)  # what the SG feature reads
+    assert phrases.phrases("no-such#1") is None and phrases.phrase_keys("no-such#1") is None
     assert len(server.requests) - before == 1  # the rest came from the cache
     plain = ElasticsearchIndex("http://fake-es:9200", index_name="nosg", client=server.client())
     plain.rebuild(docs, dense=store)  # vectors without phrases: the ranker falls back to parsing
