@@ -188,21 +188,6 @@ _PAIR_MEMO_SIZE = 5_000
 PhraseKey = tuple[str, tuple[str, ...], tuple[str, ...]]
 
 
-def _generalize_memo(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
-    # keyed by what a generalization depends on, in plain tuples: hashed and compared in C, where a key of two
-    # phrases runs their Python __hash__ and (answer phrases being decoded afresh) __eq__ on every lookup
-    key = (p1.kind, p1.lemmas, p1.pos, p2.kind, p2.lemmas, p2.pos)
-    try:
-        return _PAIR_MEMO[key]
-    except KeyError:
-        pass
-    g = generalize_phrases(p1, p2)
-    if len(_PAIR_MEMO) >= _PAIR_MEMO_SIZE:
-        _PAIR_MEMO.clear()
-    _PAIR_MEMO[key] = g
-    return g
-
-
 class _IndexedPhrases:
     """One text's phrases indexed by (type, content lemma), to find the phrases of another text they pair with.
 
@@ -244,7 +229,9 @@ class _IndexedPhrases:
         # in the order of the phrases of ``self``, then of ``other``: the order reduce_by_subsumption sees
         for own, idx in (self.pairs(other) if pairs is None else pairs):
             k2 = other[idx]
-            key = keys[own] + k2  # the key _generalize_memo makes of the two phrases
+            # keyed by what a generalization depends on, in plain tuples: hashed and compared in C (a key of two
+            # phrase objects would run their Python __hash__ and __eq__ on every lookup)
+            key = keys[own] + k2
             try:
                 g = memo[key]
             except KeyError:
