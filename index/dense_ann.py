@@ -19,6 +19,8 @@ import importlib.util
 import logging
 import os
 import sys
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,11 @@ log = logging.getLogger(__name__)
 
 ANN_HINT = "pip install 'dtdialog[ann]'"
 THRESHOLD_ENV = "DTDIALOG_ANN_THRESHOLD"
+#: A query's graph search fetches at least this many rows and the last ``RECENT_QUERIES`` queries' rows are kept:
+#: a turn searches twice with one query vector (the scope gate for its nearest answer, then the generator for its
+#: top k), and the second search is then a slice of the first (``AnnIndex.search``). 8 x 128 int64: 8 KB.
+RECALLED_ROWS = 128
+RECENT_QUERIES = 8
 #: Exact search stays below this many answers: at 50k it takes ~5-10 ms, where the ranker's other work dominates.
 DEFAULT_THRESHOLD = 50_000
 _DTYPES = ("i8", "f16", "f32")
@@ -84,6 +91,8 @@ class AnnIndex:
     def __init__(self, raw, settings: AnnSettings) -> None:
         self._raw = raw
         self.settings = settings
+        self._recent: OrderedDict[tuple[bytes, int], tuple[int, np.ndarray]] = OrderedDict()  # (count asked, rows)
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return int(self._raw.size)
@@ -120,12 +129,33 @@ class AnnIndex:
     def search(self, query: np.ndarray, k: int) -> np.ndarray:
         """Return the rows of (about) the ``oversample * k`` nearest vectors to ``query`` (one thread), nearest first.
 
-        Callers re-score them exactly and keep the best ``k``.
+        Callers re-score them exactly and keep the best ``k``. usearch walks the graph with a beam of
+        ``max(expansion_search, count)`` and returns the first ``count`` of it, sorted: for any count up to
+        ``expansion_search`` the walk is the same, so a smaller count's rows are the first rows of a larger one's.
+        A query is therefore searched once for ``RECALLED_ROWS`` rows (when the beam allows) and a repeated
+        query is answered from them, the same rows in the same order.
         """
         if k < 1 or not len(self):
             return np.zeros(0, dtype=np.int64)
-        k = min(k * self.settings.oversample, len(self))
-        matches = self._raw.search(np.asarray(query, dtype=np.float32), k, threads=1)
+        want = min(k * self.settings.oversample, len(self))
+        query = np.asarray(query, dtype=np.float32)
+        beam = int(self._raw.expansion_search)
+        fetch = min(max(want, RECALLED_ROWS), beam, len(self))
+        if want > fetch:  # beyond the beam the walk itself widens: searched as asked, not kept
+            return self._rows(query, want)
+        key = (query.tobytes(), beam)
+        with self._lock:
+            asked, rows = self._recent.get(key, (0, None))
+        if rows is None or asked < want:  # new, or kept for a smaller count: search again
+            rows = self._rows(query, fetch)
+            with self._lock:
+                self._recent[key] = (fetch, rows)
+                while len(self._recent) > RECENT_QUERIES:
+                    self._recent.popitem(last=False)
+        return rows[:want].copy()
+
+    def _rows(self, query: np.ndarray, count: int) -> np.ndarray:
+        matches = self._raw.search(query, count, threads=1)
         return np.asarray(matches.keys, dtype=np.int64)
 
     def search_many(self, queries: np.ndarray, k: int, *, threads: int = 0) -> np.ndarray:

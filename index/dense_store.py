@@ -33,7 +33,7 @@ import logging
 import math
 import sys
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +48,8 @@ from parsers.files import atomic_write
 log = logging.getLogger(__name__)
 
 HUB_K = 10
+#: Exact searches keep the scores of this many recent query vectors (``DenseStore._all_scores``).
+RECENT_QUERIES = 2
 _BLOCK = 1024
 #: Answers per encoder call of a build.
 ENCODE_BATCH = 256
@@ -215,6 +217,8 @@ class DenseStore:
         self._row = {doc_id: i for i, doc_id in enumerate(self.ids)}
         #: the HNSW graph ``search`` uses (``index.dense_ann``); None: exact search
         self.ann = None
+        self._recent: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
         if hub is None:
             self.attach_ann()  # a store large enough to need the graph gets it now: hubness uses it too
         self.hub = np.asarray(hub, dtype=np.float32) if hub is not None else hubness(vectors, ann=self.ann)
@@ -263,11 +267,28 @@ class DenseStore:
             with _OneBlasThread():
                 scores = np.asarray(self.vectors[rows]) @ query
             return self._best(rows, scores, k)
-        with _OneBlasThread():
-            scores = np.asarray(self.vectors) @ query
+        scores = self._all_scores(query)
         if excluded:
+            scores = scores.copy()
             scores[excluded] = -np.inf
         return self._best(np.arange(len(self.ids)), scores, k)
+
+    def _all_scores(self, query: np.ndarray) -> np.ndarray:
+        """Return the cosine of ``query`` with every row (read-only), kept for the last ``RECENT_QUERIES`` queries: a
+        turn searches twice with one query vector (the scope gate for its nearest answer, the generator for its
+        top k), and the second search reuses the product (at most 2 x 4 bytes per answer)."""
+        key = query.tobytes()
+        with self._lock:
+            scores = self._recent.get(key)
+        if scores is None:
+            with _OneBlasThread():
+                scores = np.asarray(self.vectors) @ query
+            scores.flags.writeable = False
+            with self._lock:
+                self._recent[key] = scores
+                while len(self._recent) > RECENT_QUERIES:
+                    self._recent.popitem(last=False)
+        return scores
 
     def _best(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Return the ``k`` best ``(id, score)`` of ``rows`` (in store order) by ``scores``, best first."""

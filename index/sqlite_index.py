@@ -49,7 +49,7 @@ from urllib.parse import quote
 from index import history
 from index.base import AnswerDocument, AnswerIndex, AnswerVersion, RRTerm, SearchHit, SearchQuery, checked_documents
 from index.terms import relation_key, rr_tokens
-from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
+from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_pieces, content_words, search_tokens
 from parsers import storage
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
@@ -521,7 +521,8 @@ class SqliteIndex(AnswerIndex):
         """Return, per hit, the query keywords and RR terms it matched and its matching ``RR [EDU]`` phrases.
 
         Computed from the stored document under the index's own stemmer, so it agrees with FTS5 matching
-        and costs no extra query.
+        and costs no extra query. Only what can match is stemmed: a hit's keywords when the query has keywords,
+        and its RR terms when the query has RR terms of the same relation (``_comparable``).
         """
         stemmer = self._stemmer
         pieces = [(word, piece) for word in query.keywords for piece in search_tokens(word)]
@@ -532,25 +533,31 @@ class SqliteIndex(AnswerIndex):
                 kw_words.setdefault(piece_stems[piece], []).append(word)
         term_stems = [(str(term), {s for s in stemmer.stems(rr_tokens(term.relation, term.words)).values() if s})
                       for term in query.rr_terms]
+        term_stems = [(name, wanted) for name, wanted in term_stems if wanted]  # an empty set never intersects
+        comparable = _comparable(term.relation for term in query.rr_terms) if term_stems else None
+        rr_of = {rowid: [(i, term) for i, term in enumerate(doc.rr_edu) if comparable(term.relation)]
+                 for rowid, doc in docs.items()} if comparable is not None else {}
         # one stemmer round trip for every hit's new words, instead of one per document and RR term
-        self._prime_stem_sets([(" ".join(doc.keywords + doc.entities), "") for doc in docs.values()]
-                              + [(" ".join(term.words), term.relation) for doc in docs.values() for term in doc.rr_edu])
+        self._prime_stem_sets(([(" ".join(doc.keywords + doc.entities), "") for doc in docs.values()] if kw_words else [])
+                              + [(" ".join(term.words), term.relation) for terms in rr_of.values() for _, term in terms])
         out: dict[int, dict[str, list[str]]] = {}
         for rowid, doc in docs.items():
             found: dict[str, list[str]] = {}
-            doc_stems = self._stem_set(" ".join(doc.keywords + doc.entities), "")
-            keywords = list(dict.fromkeys(w for stem, words in kw_words.items() if stem in doc_stems for w in words))
-            if keywords:
-                found["keywords"] = keywords
-            phrases = doc.meta.get("rr_phrases") or list(doc.rr_edu)
+            if kw_words:
+                doc_stems = self._stem_set(" ".join(doc.keywords + doc.entities), "")
+                keywords = list(dict.fromkeys(w for stem, words in kw_words.items() if stem in doc_stems for w in words))
+                if keywords:
+                    found["keywords"] = keywords
             rr_hits: list[str] = []
             rr_terms: list[str] = []
-            for i, term in enumerate(doc.rr_edu):
-                stems = self._stem_set(" ".join(term.words), term.relation)
-                names = [name for name, wanted in term_stems if wanted & stems]
-                if names:
-                    rr_hits.append(phrases[i] if i < len(phrases) else str(term))
-                    rr_terms.extend(n for n in names if n not in rr_terms)
+            if rr_of.get(rowid):
+                phrases = doc.meta.get("rr_phrases") or list(doc.rr_edu)
+                for i, term in rr_of[rowid]:
+                    stems = self._stem_set(" ".join(term.words), term.relation)
+                    names = [name for name, wanted in term_stems if wanted & stems]
+                    if names:
+                        rr_hits.append(phrases[i] if i < len(phrases) else str(term))
+                        rr_terms.extend(n for n in names if n not in rr_terms)
             if rr_hits:
                 found["rr_edu"] = rr_hits
                 found["rr_terms"] = rr_terms
@@ -560,7 +567,10 @@ class SqliteIndex(AnswerIndex):
     @staticmethod
     def _stem_tokens(words: str, relation: str) -> list[str]:
         # the pieces of the whole string are the pieces of each word in turn (a piece never spans a space)
-        return rr_tokens(relation, words.split()) if relation else search_tokens(words)
+        if not relation:
+            return search_tokens(words)
+        key = _relation_key(relation)
+        return list(dict.fromkeys(f"{key}_{piece}" for word in words.split() for piece in content_pieces(word)))
 
     def _prime_stem_sets(self, keys: list[tuple[str, str]]) -> None:
         """Compute the stem sets of every uncached ``(words, relation)`` key with a single stemmer call."""
@@ -642,6 +652,34 @@ class SqliteIndex(AnswerIndex):
         for conn in conns:
             conn.close()
         self._stemmer.close()
+
+
+@functools.lru_cache(maxsize=1024)
+def _relation_key(relation: str) -> str:
+    # a handful of relation names, asked for every RR term of every hit
+    return relation_key(relation)
+
+
+def _comparable(query_relations: Iterable[str]) -> Callable[[str], bool]:
+    """Return a test of whether an answer's RR term of some relation can share an indexed term with the query's.
+
+    Every RR token is ``<relation key>_<piece>`` and the Porter stemmer only rewrites a token's letter suffix,
+    never its ``_``, so the stems of two plain ASCII relation keys never meet. A key the tokenizer could fold
+    (non-ASCII) or an empty one is never ruled out.
+    """
+    keys = {_relation_key(r) for r in query_relations}
+    if not all(_plain_key(k) for k in keys):
+        return lambda relation: True
+
+    def comparable(relation: str) -> bool:
+        key = _relation_key(relation)
+        return key in keys or not _plain_key(key)
+
+    return comparable
+
+
+def _plain_key(key: str) -> bool:
+    return bool(key) and key.isascii()
 
 
 def rr_column(rr_edu: Iterable[RRTerm]) -> str:
