@@ -119,10 +119,14 @@ class EntityNormalizer:
         """Return the terms of an EDU's lemmas (or its text, ``words`` a ``str``) and its noun phrases."""
         # stems per lemma, memoised: an answer's EDUs are new to the turn that retrieves it, their lemmas are not
         stems = _stems_of(words) if isinstance(words, str) else tuple(chain.from_iterable(map(_content_stems_of, words)))
-        return self._terms(stems, tuple(entities))
+        # not through ``_terms``'s cache: ``_edu_terms`` keeps the result, under a key an EDU has at hand
+        return self._terms_of(stems, tuple(entities))
 
     @lru_cache(maxsize=32768)  # noqa: B019 - instances live as long as the runtime; the cache is the point
     def _terms(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
+        return self._terms_of(stems, phrases)
+
+    def _terms_of(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
         terms = self._normalise(stems)
         for phrase in phrases:
             phrase_stems = _content_stems_of(phrase)

@@ -1,5 +1,5 @@
-"""An answer's analysis takes shortcuts (one-pass tree rebuild, EDU terms memo, synonym lengths); each gives what the
-plain code gives, on every answer of the built-in corpus and on broken trees.
+"""An answer's analysis takes shortcuts (one-pass tree rebuild, EDU terms memo, synonym lengths);
+each gives what the plain code gives, on every answer of the built-in corpus and on broken trees.
 
 The plain code is written out here as it was before the shortcuts: the general tree reader
 (``parsers.tree._nodes_from_any_list``), ``EDU`` built by its ``__init__``, the synonym scan over every n-gram length,
@@ -181,15 +181,20 @@ def test_analysis_equals_the_plain_analysis_with_cold_and_warm_memos(stored_tree
     agreement = RhetoricalAgreement(normalizer=normalizer)
     plain_normalizer = EntityNormalizer()
     trees = [DiscourseTree.from_dict(data) for data in stored_trees]
-    assert normalizer._edu_terms.cache_info().currsize == 0
+    before = normalizer._edu_terms.cache_info()  # one memo for the class: other tests' normalisers filled it too
     for _ in range(2):  # first every EDU is new to the memo, then every one is a hit
         for tree in trees:
             fast, plain = agreement.analyze(tree), _plain_analysis(plain_normalizer, tree)
             assert fast == plain and fast.tree is tree
             assert [(r.relation, r.edus, r.terms) for r in fast.relations] == \
                    [(r.relation, r.edus, r.terms) for r in plain.relations]
+            # the same order of iteration too: the topic weights and other dicts are filled in it
+            assert [list(t) for t in map(normalizer.terms_of_edu, tree.edus)] == \
+                   [list(_plain_terms_of_edu(plain_normalizer, e)) for e in tree.edus]
+            assert list(fast.terms) == list(plain.terms)
     info = normalizer._edu_terms.cache_info()
-    assert info.hits > info.misses > 0
+    assert info.misses > before.misses  # this normaliser's EDUs were new to the memo
+    assert info.hits - before.hits >= sum(len(tree.edus) for tree in trees)  # and all found there the second time
 
 
 def test_edu_terms_memo_keys_on_what_the_terms_are_made_of():
