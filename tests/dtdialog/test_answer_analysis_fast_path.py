@@ -244,3 +244,20 @@ def test_synonym_scan_tries_only_the_lengths_an_alias_has(stored_trees, synonyms
         assert fast == _plain_normalise(plain, stems)
         matched += fast != set(stems)
     assert matched > 10  # synonyms were met, not only plain stems
+
+
+def test_broken_edus_give_the_errors_edu_init_gave(stored_trees):
+    data = stored_trees[0]
+    edu = data["edus"][0]
+    broken = [{k: v for k, v in edu.items() if k != "index"}, {**edu, "start": "x"}, {**edu, "end": None},
+              {**edu, "lemmas": 3}, {**edu, "sentence": "2"}, {**edu, "text": None}, ["index", 0], "edu"]
+    for item in broken:
+        try:
+            expected = ("ok", _plain_edu(item).__dict__)
+        except (KeyError, TypeError, ValueError) as exc:
+            expected = ("error", f"malformed discourse tree JSON: {exc}")
+        try:
+            got = ("ok", DiscourseTree.from_dict({**data, "edus": [item, *data["edus"][1:]]}).edus[0].__dict__)
+        except InputError as exc:
+            got = ("error", str(exc))
+        assert got == expected, item
