@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ OVERLAP_SCOPES = (RELATION_SCOPE, ANSWER_SCOPE)
 BUILTIN_TABLE = Path(__file__).resolve().parent / "resources" / "agreement_table.json"
 #: An overlap of this many terms counts as full entity strength.
 FULL_OVERLAP = 3
+#: ``is_default`` of the relation labels trees carry (a few dozen; an unknown label raises and is not kept)
+_is_default = lru_cache(maxsize=256)(is_default)
 
 
 @dataclass
@@ -200,12 +202,20 @@ class RhetoricalAgreement:
     def analyze(self, tree: DiscourseTree) -> AnswerAnalysis:
         """Return the non-default relations of an answer DT with their terms."""
         # terms per EDU once; a relation's terms are the union over its span (nested relations share EDUs)
-        per_edu = [self.normalizer.terms_of_edu(e) for e in tree.edus]
+        terms_of_edu, edus = self.normalizer.terms_of_edu, tree.edus
+        per_edu = [terms_of_edu(e) for e in edus]
         rels = []
-        for node in tree.non_default_nodes():
-            terms: frozenset[str] = frozenset().union(*per_edu[node.first: node.last + 1])
-            rels.append(AnswerRelation(relation=node.relation or "", edus=tree.edus[node.first: node.last + 1],
-                                       terms=terms))
+        stack = [tree.root]
+        while stack:  # ``tree.non_default_nodes()`` in one pass: every answer new to the process comes through here
+            node = stack.pop()
+            if node.edu is not None:
+                continue
+            stack.extend(reversed(node.children))
+            relation = node.relation or ""
+            if _is_default(relation):
+                continue
+            rels.append(AnswerRelation(relation=relation, edus=edus[node.first: node.last + 1],
+                                       terms=frozenset().union(*per_edu[node.first: node.last + 1])))
         return AnswerAnalysis(relations=tuple(rels), terms=frozenset().union(*per_edu), tree=tree)
 
     def check(self, requirements: Sequence[Requirement], answer: AnswerAnalysis | DiscourseTree, *,

@@ -19,6 +19,10 @@ from parsers.tree import EDU
 
 __all__ = ["EntityNormalizer", "load_default_synonyms", "short_phrase"]
 
+#: EDUs whose terms are remembered, by their lemmas (or text) and noun phrases: ~1 KB each (the key's strings
+#: and the term set; measured 940 bytes on the 10k bench's answers), ~15 MB when full
+EDU_TERMS_CACHE = 16384
+
 
 def _synonym_map(synonyms: Mapping[str, Sequence[str]] | None) -> dict[tuple[str, ...], tuple[str, ...]]:
     """Return stem-tuple of every alias (and canonical) -> stem-tuple of its canonical term."""
@@ -46,40 +50,45 @@ class EntityNormalizer:
         if synonyms is None and use_builtin:
             synonyms = load_default_synonyms()
         self._synonyms = synonyms
-        self._stemmed: tuple[dict[tuple[str, ...], tuple[str, ...]], int, frozenset[str]] | None = None
+        self._stemmed: tuple[dict[tuple[str, ...], tuple[str, ...]], int, dict[str, tuple[int, ...]]] | None = None
         self._lock = threading.Lock()
 
-    def _synonym_index(self) -> tuple[dict[tuple[str, ...], tuple[str, ...]], int, frozenset[str]]:
-        """Return (stemmed synonym map, longest alias in stems, the stems an alias starts with), made on first use."""
+    def _synonym_index(self) -> tuple[dict[tuple[str, ...], tuple[str, ...]], int, dict[str, tuple[int, ...]]]:
+        """Return (stemmed synonym map, longest alias in stems, the stem an alias starts with -> the lengths in stems
+        of the aliases that start with it, longest first), made on first use."""
         if self._stemmed is None:
             with self._lock:
                 if self._stemmed is None:
                     mapping = _synonym_map(self._synonyms)
-                    self._stemmed = mapping, max((len(k) for k in mapping), default=1), frozenset(k[0] for k in mapping)
+                    lengths: dict[str, set[int]] = {}
+                    for key in mapping:
+                        lengths.setdefault(key[0], set()).add(len(key))
+                    self._stemmed = (mapping, max((len(k) for k in mapping), default=1),
+                                     {s: tuple(sorted(ns, reverse=True)) for s, ns in lengths.items()})
         return self._stemmed
 
     def _normalise(self, stems: Sequence[str]) -> set[str]:
         """Return single stems plus every synonym n-gram found in ``stems``, mapped to canonical terms."""
-        synonyms, longest, starts = self._synonym_index()
+        synonyms, _, lengths_of = self._synonym_index()
         out: set[str] = set()
-        i = 0
-        while i < len(stems):
-            if stems[i] not in starts:  # no alias begins here: skip building the n-gram keys (most stems)
-                out.add(stems[i])
-                i += 1
-                continue
+        i, count = 0, len(stems)
+        while i < count:
+            lengths = lengths_of.get(stems[i])
             matched = False
-            for n in range(min(longest, len(stems) - i), 0, -1):
-                key = tuple(stems[i:i + n])
-                if key in synonyms:
-                    target = synonyms[key]
-                    out.add(" ".join(target))
-                    out.update(t for t in target if t)
-                    if n > 1:
-                        out.update(key)
-                    i += n
-                    matched = True
-                    break
+            if lengths is not None:  # only the lengths some alias starting here has, longest first (most stems: none)
+                for n in lengths:
+                    if n > count - i:
+                        continue
+                    key = tuple(stems[i:i + n])
+                    if key in synonyms:
+                        target = synonyms[key]
+                        out.add(" ".join(target))
+                        out.update(t for t in target if t)
+                        if n > 1:
+                            out.update(key)
+                        i += n
+                        matched = True
+                        break
             if not matched:
                 out.add(stems[i])
                 i += 1
@@ -95,12 +104,29 @@ class EntityNormalizer:
 
     def terms_of_edu(self, edu: EDU) -> frozenset[str]:
         """Return the entity terms of one EDU: its lemmas (or words), noun phrases and synonyms."""
+        # what the terms are made of, as the key of one memo: half the EDUs of answers new to the process were met
+        # before (the same step in another answer). A text never equals a tuple, so the two kinds of key cannot meet.
+        words, entities = edu.lemmas or edu.text, edu.entities
+        if type(entities) is tuple and type(words) in (tuple, str):  # hashable as parsers and ``from_dict`` make them
+            return self._edu_terms(words, entities)
+        return self._edu_terms_of(words, entities)
+
+    @lru_cache(maxsize=EDU_TERMS_CACHE)  # noqa: B019 - as ``_terms``
+    def _edu_terms(self, words: tuple[str, ...] | str, entities: tuple[str, ...]) -> frozenset[str]:
+        return self._edu_terms_of(words, entities)
+
+    def _edu_terms_of(self, words: Sequence[str] | str, entities: Sequence[str]) -> frozenset[str]:
+        """Return the terms of an EDU's lemmas (or its text, ``words`` a ``str``) and its noun phrases."""
         # stems per lemma, memoised: an answer's EDUs are new to the turn that retrieves it, their lemmas are not
-        stems = tuple(chain.from_iterable(map(_content_stems_of, edu.lemmas))) if edu.lemmas else _stems_of(edu.text)
-        return self._terms(stems, tuple(edu.entities))
+        stems = _stems_of(words) if isinstance(words, str) else tuple(chain.from_iterable(map(_content_stems_of, words)))
+        # not through ``_terms``'s cache: ``_edu_terms`` keeps the result, under a key an EDU has at hand
+        return self._terms_of(stems, tuple(entities))
 
     @lru_cache(maxsize=32768)  # noqa: B019 - instances live as long as the runtime; the cache is the point
     def _terms(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
+        return self._terms_of(stems, phrases)
+
+    def _terms_of(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
         terms = self._normalise(stems)
         for phrase in phrases:
             phrase_stems = _content_stems_of(phrase)

@@ -50,11 +50,15 @@ class EDU:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EDU:
         """Return the EDU described by ``data`` (the output of ``to_dict``)."""
-        return cls(
+        # the fields ``__init__`` would set, set at once: a frozen dataclass's ``__init__`` pays an
+        # ``object.__setattr__`` per field, and every EDU of every candidate answer new to the process comes through here
+        edu = object.__new__(cls)
+        edu.__dict__.update(
             index=int(data["index"]), text=str(data["text"]), start=int(data["start"]),
             end=int(data["end"]), sentence=int(data.get("sentence", 0)),
             lemmas=tuple(data.get("lemmas", ())), entities=tuple(data.get("entities", ())),
         )
+        return edu
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -176,6 +180,15 @@ def nodes_from_list(entries: Any) -> Node:
 
     Every node but the first must be the child of exactly one node before it, so the list is a tree.
     """
+    # a stored answer's tree is rebuilt for each candidate new to the process: the list as ``nodes_to_list`` writes
+    # it takes one checked pass; anything else (or anything wrong) goes through the general reader, which accepts the
+    # same inputs, builds the same nodes and says what is wrong
+    root = _nodes_from_plain_list(entries) if type(entries) is list else None
+    return root if root is not None else _nodes_from_any_list(entries)
+
+
+def _nodes_from_any_list(entries: Any) -> Node:
+    """``nodes_from_list`` for any input: every field converted and checked, the error message for what is wrong."""
     if not isinstance(entries, list) or not entries:
         raise InputError("malformed discourse tree JSON: 'nodes' must be a non-empty list")
     built: list[Node | None] = [None] * len(entries)
@@ -204,6 +217,96 @@ def nodes_from_list(entries: Any) -> Node:
             raise
         raise InputError(f"malformed discourse tree JSON: {exc!r}") from None
     return built[0]  # type: ignore[return-value]
+
+
+#: leaves are immutable and the same for every tree (EDU ``i``, spanning ``i``): rebuilt trees share these
+_LEAVES = tuple(Node.leaf(i) for i in range(512))
+#: the nuclearity strings met, as checked per-child tuples (the few short strings trees use; bounded)
+_MARKS: dict[str, tuple[str, ...]] = {}
+_MARKS_SIZE = 1024
+#: relation label -> its inventory spelling (``canonical``), for the labels trees use (bounded)
+_CANONICAL: dict[str, str] = {}
+_CANONICAL_SIZE = 1024
+_new_object = object.__new__
+
+
+def _checked_marks(nuclearity: str) -> tuple[str, ...] | None:
+    """Return ``tuple(nuclearity)`` when ``Node.relate`` accepts it (only N/S marks, one N at least), else None."""
+    marks = _MARKS.get(nuclearity)
+    if marks is None:
+        marks = tuple(nuclearity)
+        if not marks or any(m not in (NUCLEUS, SATELLITE) for m in marks) or NUCLEUS not in marks:
+            return None
+        if len(_MARKS) < _MARKS_SIZE:
+            _MARKS[nuclearity] = marks
+    return marks
+
+
+def _canonical_of(relation: str) -> str | None:
+    """Return ``canonical(relation)``, or None for a label it rejects."""
+    name = _CANONICAL.get(relation)
+    if name is None:
+        try:
+            name = canonical(relation)
+        except ValueError:
+            return None
+        if len(_CANONICAL) < _CANONICAL_SIZE:
+            _CANONICAL[relation] = name
+    return name
+
+
+def _nodes_from_plain_list(entries: list) -> Node | None:
+    """Return the tree of a node list in the form ``nodes_to_list`` writes (dicts; an ``int`` edu; a ``str`` relation
+    and nuclearity; a ``list`` of ``int`` children), checked as ``_nodes_from_any_list`` checks it, or None for
+    anything else, valid or not.
+
+    The same nodes as ``Node.leaf``/``Node.relate`` make, built without their per-field frozen ``__init__`` (a
+    candidate's tree has ~25 nodes, and most candidates' trees are only read for their relation spans).
+    """
+    n = len(entries)
+    if not n:
+        return None
+    built: list[Any] = [None] * n
+    claimed = bytearray(n)
+    leaves, n_leaves = _LEAVES, len(_LEAVES)
+    for i in range(n - 1, -1, -1):  # children come after their parent: build from the end
+        entry = entries[i]
+        if type(entry) is not dict:
+            return None
+        if "edu" in entry:
+            edu = entry["edu"]
+            if type(edu) is not int:
+                return None
+            built[i] = leaves[edu] if 0 <= edu < n_leaves else Node.leaf(edu)
+            continue
+        children, relation, nuclearity = entry.get("children"), entry.get("relation"), entry.get("nuclearity")
+        if type(children) is not list or type(relation) is not str or type(nuclearity) is not str:
+            return None
+        if len(children) < 2 or len(nuclearity) != len(children):
+            return None
+        kids = []
+        last = -1
+        for c in children:
+            if type(c) is not int or not i < c < n or claimed[c]:
+                return None
+            claimed[c] = 1
+            kid = built[c]
+            if kids and last + 1 != kid.first:
+                return None
+            kids.append(kid)
+            last = kid.last
+        marks = _checked_marks(nuclearity)
+        name = _canonical_of(relation)
+        if marks is None or name is None:
+            return None
+        node = _new_object(Node)
+        # a frozen dataclass's own fields, as its ``__init__`` would set them
+        node.__dict__.update(first=kids[0].first, last=last, relation=name, nuclearity=marks, children=tuple(kids),
+                             edu=None)
+        built[i] = node
+    if claimed.count(0) != 1:  # the root alone is nobody's child
+        return None
+    return built[0]
 
 
 def flat_from_nested(data: Any) -> list[dict[str, Any]]:

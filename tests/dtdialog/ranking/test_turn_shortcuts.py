@@ -1,4 +1,5 @@
-"""The turn's shortcuts (memoised entity stems, cached requirement labels, batched reads) give what the plain code gave.
+"""The turn's shortcuts (memoised entity stems, cached requirement labels, batched reads, the one-pass tree
+rebuild and answer analysis) give what the plain code gave.
 
 Issue 16 made the "rest" of a learned-ranker turn cheaper without moving a result. This runs the same dialogue
 turns twice in one engine: with the shortcuts, then with each replaced by the plain code it stands for (written
@@ -77,6 +78,7 @@ def _use_plain_code(monkeypatch, engine) -> None:
     from index.sqlite_index import SqliteIndex
     from index.terms import rr_tokens
     from index.vocabulary import entity_words, search_tokens
+    from parsers import tree
 
     class PlainNormalizer(EntityNormalizer):
         def terms_of_text(self, text):
@@ -87,6 +89,22 @@ def _use_plain_code(monkeypatch, engine) -> None:
                 else tuple(entity_words(edu.text))
             return _plain_stems(self, words, tuple(edu.entities))
 
+    def plain_edu(cls, data):
+        return cls(index=int(data["index"]), text=str(data["text"]), start=int(data["start"]), end=int(data["end"]),
+                   sentence=int(data.get("sentence", 0)), lemmas=tuple(data.get("lemmas", ())),
+                   entities=tuple(data.get("entities", ())))
+
+    def plain_analyze(self, tree):
+        per_edu = [self.normalizer.terms_of_edu(e) for e in tree.edus]
+        rels = [agreement.AnswerRelation(relation=node.relation or "", edus=tree.edus[node.first: node.last + 1],
+                                         terms=frozenset().union(*per_edu[node.first: node.last + 1]))
+                for node in tree.non_default_nodes()]
+        return agreement.AnswerAnalysis(relations=tuple(rels), terms=frozenset().union(*per_edu), tree=tree)
+
+    # stored trees through the general reader and EDU's own __init__, analyses over ``non_default_nodes``
+    monkeypatch.setattr(tree, "_nodes_from_plain_list", lambda entries: None)
+    monkeypatch.setattr(tree.EDU, "from_dict", classmethod(plain_edu))
+    monkeypatch.setattr(agreement.RhetoricalAgreement, "analyze", plain_analyze)
     selector = engine.manager.selector
     plain = PlainNormalizer(synonyms=selector.normalizer._synonyms)
     selector.normalizer = selector.agreement.normalizer = plain
