@@ -7,9 +7,7 @@ index fields it matched) and the analysis of its DT, so no later stage or caller
 
 from __future__ import annotations
 
-import math
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -135,47 +133,21 @@ def drop_repeats(hits: list[SearchHit], excluded: set[str],
                  analyze: Callable[[AnswerDocument], AnswerAnalysis]) -> CandidatePool:
     """Return the hits not in ``excluded`` and not near-duplicates of an earlier hit, each with its analysis."""
     pool = CandidatePool(candidates=[])
-    kept_terms = KeptTerms()
+    kept_terms: list[tuple[int, frozenset[str]]] = []
     for hit in hits:
         if hit.document.id in excluded:
             continue
         analysis = analyze(hit.document)
         # the same answer logged twice (or lightly edited) is one answer: never offer both as a choice
-        if kept_terms.near_duplicate(analysis.terms):
+        if _near_duplicate(analysis.terms, kept_terms):
             pool.duplicates.append(hit.document.id)
             continue
-        kept_terms.add(analysis.terms)
+        kept_terms.append((len(analysis.terms), analysis.terms))
         pool.candidates.append(Candidate(hit=hit, analysis=analysis))
     return pool
 
 
-class KeptTerms:
-    """The term sets of the candidates kept so far, in order of size, for ``_near_duplicate``'s test.
-
-    A set can reach ``DUPLICATE_JACCARD`` only with a set of about its own size (Jaccard <= smaller size / larger
-    size), so only the kept sets in that size band are compared: a turn checks ~70 hits against ~40 kept ones.
-    """
-
-    def __init__(self) -> None:
-        self._sizes: list[int] = []
-        self._sets: list[frozenset[str]] = []
-
-    def near_duplicate(self, terms: frozenset[str]) -> bool:
-        """Return ``_near_duplicate(terms, <every kept set>)``."""
-        n = len(terms)
-        # a band one wider on each side than the bound, so rounding cannot leave out a pair the bound keeps; the
-        # pairs inside it get the bound's own test
-        lo = bisect_left(self._sizes, math.floor(n * DUPLICATE_JACCARD) - 1)
-        hi = bisect_right(self._sizes, math.ceil(n / DUPLICATE_JACCARD) + 1)
-        return lo < hi and _near_duplicate(terms, zip(self._sizes[lo:hi], self._sets[lo:hi]))
-
-    def add(self, terms: frozenset[str]) -> None:
-        at = bisect_right(self._sizes, len(terms))
-        self._sizes.insert(at, len(terms))
-        self._sets.insert(at, terms)
-
-
-def _near_duplicate(terms: frozenset[str], kept: Iterable[tuple[int, frozenset[str]]]) -> bool:
+def _near_duplicate(terms: frozenset[str], kept: list[tuple[int, frozenset[str]]]) -> bool:
     """Return True when ``terms`` has a Jaccard similarity of ``DUPLICATE_JACCARD`` or more with one of ``kept``.
 
     The same test as ``jaccard(terms, seen) >= DUPLICATE_JACCARD``, without the set operations where the

@@ -96,27 +96,3 @@ def test_near_duplicate_size_bound_agrees_with_every_pairwise_jaccard():
     assert jaccard(frozenset(vocab[:9]), frozenset(vocab[:10])) == DUPLICATE_JACCARD
     assert _near_duplicate(frozenset(vocab[:10]), [(9, frozenset(vocab[:9]))])
 
-
-def test_kept_terms_compare_only_the_size_band_and_agree_with_every_pairwise_jaccard():
-    """``KeptTerms`` looks only at kept sets of about the same size: its verdicts equal the plain pairwise test over
-    every kept set, at the threshold's edges (9 of 10, 18 of 20, 27 of 30 shared, empty sets) and on random sets."""
-    import random
-
-    from dtdialog.stages.candidates import DUPLICATE_JACCARD, KeptTerms, jaccard
-
-    rng = random.Random(16)
-    vocab = [f"w{i}" for i in range(80)]
-    edges = [frozenset(vocab[:k]) for k in (0, 1, 9, 10, 18, 20, 27, 30, 2, 11, 0, 29)]
-    near = [frozenset(rng.sample(vocab[:k + 2], k)) for k in range(0, 60, 3) for _ in range(3)]
-    spread = [frozenset(rng.sample(vocab, rng.randint(0, 60))) for _ in range(200)]
-    verdicts = []
-    for terms_list in (edges, near, spread, edges + near + spread):
-        fast, plain = KeptTerms(), []
-        for terms in terms_list:
-            expected = any(jaccard(terms, seen) >= DUPLICATE_JACCARD for seen in plain)
-            assert fast.near_duplicate(terms) == expected
-            verdicts.append(expected)
-            if not expected:
-                fast.add(terms)
-                plain.append(terms)
-    assert set(verdicts) == {True, False} and sum(verdicts) > 10
