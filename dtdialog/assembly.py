@@ -346,26 +346,28 @@ def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
     # out-of-scope gate (issue 13, item 3): learns the domain from the selector's own index
     from dtdialog.scope import ScopeGate
 
+    nearest, prefetch = _nearest_answer_cosine(selector)
     scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
-                      mass=spec.config.scope_mass, dense=_nearest_answer_cosine(selector),
+                      mass=spec.config.scope_mass, dense=nearest, prefetch=prefetch,
                       dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
                                   calibrator=selector.calibrator, replies=profile.replies())
 
 
 def _nearest_answer_cosine(selector: AnswerSelector):
-    """Return ``text -> largest cosine to a stored answer`` from the learned ranker's dense signals, or None."""
+    """Return ``(text -> largest cosine to a stored answer, text -> start encoding it on a worker)`` from the
+    learned ranker's dense signals, or ``(None, None)``."""
     from dtdialog.ranking.learned_scorer import LearnedScorer
 
     if not isinstance(selector.scorer, LearnedScorer) or selector.scorer.extractor.dense is None:
-        return None
+        return None, None
     dense = selector.scorer.extractor.dense
 
     def nearest(text: str) -> float:
         hits = dense.search(text, k=1)
         return float(hits[0][1]) if hits else 0.0
 
-    return nearest
+    return nearest, dense.prefetch
 
 
 # --- calibrated confidence (issue 13): the calibrator that matches the engine's ranker ---

@@ -196,17 +196,19 @@ class ScopeGate:
 
     ``threshold`` (None: derived from the index at ``quantile``), ``quantile``, ``mass`` (None: the share alone
     decides), ``dense_floor`` and ``dense_sure`` come from ``EngineConfig``. ``dense`` maps a message to its
-    largest cosine to a stored answer (None: no encoder, the vocabulary alone decides).
+    largest cosine to a stored answer (None: no encoder, the vocabulary alone decides); ``prefetch`` starts that
+    encoding on a worker thread, so a caller's ``meanwhile`` work (``check``) runs beside it.
     The profile is rebuilt when the index's ``generation`` changes (answers added or replaced).
     """
 
     def __init__(self, index: AnswerIndex | None = None, *, quantile: float = 0.2, threshold: float | None = None,
                  mass: float | None = None, profile: DomainProfile | None = None,
                  dense: Callable[[str], float] | None = None, dense_floor: float = 0.24,
-                 dense_sure: float = 0.36) -> None:
+                 dense_sure: float = 0.36, prefetch: Callable[[str], None] | None = None) -> None:
         self.index = index
         self.mass = mass
         self.dense = dense
+        self.prefetch = prefetch
         self.dense_floor = dense_floor
         self.dense_sure = dense_sure
         self.quantile = quantile
@@ -231,8 +233,9 @@ class ScopeGate:
     def check(self, text: str, *, meanwhile: Callable[[], object] | None = None) -> ScopeVerdict:
         """Return the verdict on ``text`` (a cleaned user turn that would start a question).
 
-        ``meanwhile`` is called once the text has passed every cheap check and is about to be encoded, so the
-        caller can start work that overlaps the encoding (the manager plans the question); not called otherwise.
+        ``meanwhile`` is called once the text has passed every cheap check and is about to be encoded, after the
+        encoding was started on a worker (``prefetch``), so the caller's work overlaps it (the manager plans the
+        question); not called otherwise.
         """
         profile = self.profile()
         words = [w for w in words_of(text) if _LETTER.search(w)]
@@ -273,6 +276,8 @@ class ScopeGate:
         if self.dense is None or not message_stems(text):
             return lexical
         if meanwhile is not None:
+            if self.prefetch is not None:
+                self.prefetch(text)
             meanwhile()
         cosine = float(self.dense(text))
         signals["dense"] = round(cosine, 3)

@@ -355,8 +355,9 @@ def test_followup_context_words_count_less_than_the_users_words(tmp_path):
 
 
 def test_a_question_planned_while_the_gate_encodes_it_gets_the_same_turn_and_its_errors(tmp_path):
-    """With a dense scope gate the question is planned on a thread of its own during the encoding: the same
-    reply and trace as planning after the gate, and a plan that fails still gets the unreadable-text prompt."""
+    """With a dense scope gate the gate starts the encoding on a worker and the question is planned meanwhile, on
+    the turn's thread: the same reply and trace as planning after the gate, and a plan that fails still gets the
+    unreadable-text prompt."""
     from dtdialog.manager import PROMPT
     from dtdialog.scope import DomainProfile, ScopeGate
     from parsers.errors import InputError
@@ -373,13 +374,15 @@ def test_a_question_planned_while_the_gate_encodes_it_gets_the_same_turn_and_its
 
     before = [turn(q) for q in questions]
     assert {t["kind"] for t in before} == {"answer"}
-    planned_on: list[str] = []
+    events: list[tuple[str, str]] = []
     plan = selector.plan
-    selector.plan = lambda q: planned_on.append(threading.current_thread().name) or plan(q)
+    selector.plan = lambda q: events.append(("plan", threading.current_thread().name)) or plan(q)
     manager.scope = ScopeGate(profile=DomainProfile.of([(q, []) for q in questions]), threshold=0.0, mass=None,
-                              dense=lambda text: 0.9)
+                              dense=lambda text: events.append(("encoded", text)) or 0.9,
+                              prefetch=lambda text: events.append(("prefetch", text)))
     assert [turn(q) for q in questions] == before
-    assert len(planned_on) == 2 and all(name.startswith("plan-ahead") for name in planned_on)
+    here = threading.current_thread().name
+    assert events == [e for q in questions for e in (("prefetch", q), ("plan", here), ("encoded", q))]
 
     def unreadable(question: str):
         raise InputError("no sentence in it")

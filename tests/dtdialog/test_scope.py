@@ -168,9 +168,14 @@ def test_meanwhile_runs_just_before_the_encoding_and_only_then():
         events.append("encode")
         return 0.9
 
-    gate = _gate(CARS, threshold=0.0, mass=None, dense_floor=0.3, dense_sure=0.4, dense=nearest)
+    gate = _gate(CARS, threshold=0.0, mass=None, dense_floor=0.3, dense_sure=0.4, dense=nearest,
+                 prefetch=lambda text: events.append("prefetch"))
     for refused in ("asdfghjkl", "hello?", "Mein Auto springt nicht an, was kann ich tun?"):
         assert not gate.check(refused, meanwhile=lambda: events.append("meanwhile")).in_scope
     assert events == []
+    # the encoding starts on a worker first, so the caller's work runs beside it
     assert gate.check("My brakes squeal when I stop", meanwhile=lambda: events.append("meanwhile")).in_scope
-    assert events == ["meanwhile", "encode"]
+    assert events == ["prefetch", "meanwhile", "encode"]
+    events.clear()  # without a caller's work there is nothing to overlap: the gate encodes on its own thread
+    assert gate.check("My brakes squeal when I stop").in_scope
+    assert events == ["encode"]

@@ -75,20 +75,18 @@ def test_rule_scorer_bench_builds_the_index_only(tmp_path):
     assert not DenseStore.exists(path) and not SGPhraseStore.exists(path)
 
 
-def test_stage_split_adds_up_to_the_turns_and_keeps_overlapped_work_apart():
+def test_stage_split_adds_up_to_the_turns_and_counts_the_parse_inside_the_gate_once():
     from eval.hybrid_bench import _stage_split
     from eval.turn_bench import TimedCall
 
     stages = {name: TimedCall(print) for name in
-              ("generation", "signals", "sg", "model", "parser", "start", "scope", "select")}
-    seconds = {"generation": 0.010, "signals": 0.012, "sg": 0.008, "model": 0.001, "parser": 0.002,
-               "start": 0.030, "scope": 0.004, "select": 0.024}
+              ("generation", "signals", "sg", "model", "parser", "scope", "scope_parse")}
+    seconds = {"generation": 0.010, "signals": 0.012, "sg": 0.008, "model": 0.001, "parser": 0.009,
+               "scope": 0.011, "scope_parse": 0.007}  # 7 ms of the gate's 11 were the question's parse
     for name, value in seconds.items():
         stages[name].seconds = value
-    stages["parser"].elsewhere_seconds = 0.006  # the question parsed while the gate encoded it
     split = _stage_split(stages, total_ms=45.0)
-    on_thread = {k: v for k, v in split.items() if not k.startswith("(apart)")}
-    assert abs(sum(on_thread.values()) - 45.0) < 1e-9
-    assert abs(split["waiting for the question's parse"] - 2.0) < 1e-9  # 30 - 4 - 24
+    assert abs(sum(split.values()) - 45.0) < 1e-9
+    assert abs(split["scope gate (question encoding, beside its parse)"] - 4.0) < 1e-9
+    assert abs(split["RST parser (question, follow-ups)"] - 9.0) < 1e-9
     assert abs(split["signals without SG"] - 4.0) < 1e-9
-    assert abs(split["(apart) question parse ahead, overlapping the gate"] - 6.0) < 1e-9
