@@ -13,6 +13,7 @@ import random
 from itertools import chain
 
 import pytest
+from plain_analysis import plain_normalise
 
 from dtdialog.agreement import AnswerAnalysis, AnswerRelation, RhetoricalAgreement
 from dtdialog.entities import EntityNormalizer
@@ -52,36 +53,16 @@ def _fields(node: Node) -> list[tuple]:
     return [(type(n), n.__dict__.copy(), [type(v) for v in n.__dict__.values()]) for n in node.walk()]
 
 
-def _plain_normalise(normalizer: EntityNormalizer, stems) -> set[str]:
-    """The synonym scan trying every n-gram length, longest first."""
-    synonyms, longest = normalizer._synonym_index()[:2]
-    out, i = set(), 0
-    while i < len(stems):
-        for n in range(min(longest, len(stems) - i), 0, -1):
-            key = tuple(stems[i:i + n])
-            if key in synonyms:
-                out.add(" ".join(synonyms[key]))
-                out.update(t for t in synonyms[key] if t)
-                if n > 1:
-                    out.update(key)
-                i += n
-                break
-        else:
-            out.add(stems[i])
-            i += 1
-    return out
-
-
 def _plain_terms_of_edu(normalizer: EntityNormalizer, edu: EDU) -> frozenset[str]:
     from index.vocabulary import entity_words, is_entity_word, stem
 
     words = [w for lemma in edu.lemmas for w in entity_words(lemma)] if edu.lemmas else entity_words(edu.text)
-    terms = _plain_normalise(normalizer, [stem(w) for w in words if is_entity_word(w)])
+    terms = plain_normalise(normalizer, [stem(w) for w in words if is_entity_word(w)])
     for phrase in edu.entities:
         stems = [stem(w) for w in entity_words(phrase) if is_entity_word(w)]
         if len(stems) > 1:
             terms.add(" ".join(stems))
-        terms.update(_plain_normalise(normalizer, stems))
+        terms.update(plain_normalise(normalizer, stems))
     return frozenset(terms)
 
 
@@ -241,7 +222,7 @@ def test_synonym_scan_tries_only_the_lengths_an_alias_has(stored_trees, synonyms
     matched = 0
     for stems in probes:
         fast = normalizer._normalise(stems)
-        assert fast == _plain_normalise(plain, stems)
+        assert fast == plain_normalise(plain, stems)
         matched += fast != set(stems)
     assert matched > 10  # synonyms were met, not only plain stems
 

@@ -10,10 +10,14 @@ rounding: both runs share one encoder.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/dtdialog: the plain code shared with its tests
+from plain_analysis import plain_normalise  # noqa: E402
 
 QUESTIONS = 30
 
@@ -22,30 +26,12 @@ def _plain_stems(normalizer, words, phrases):
     """``EntityNormalizer._terms`` before the shortcuts: content words filtered, stemmed and scanned per call."""
     from index.vocabulary import entity_words, is_entity_word, stem
 
-    def normalise(stems):
-        synonyms, longest = normalizer._synonym_index()[:2]
-        out, i = set(), 0
-        while i < len(stems):
-            for n in range(min(longest, len(stems) - i), 0, -1):
-                key = tuple(stems[i:i + n])
-                if key in synonyms:
-                    out.add(" ".join(synonyms[key]))
-                    out.update(t for t in synonyms[key] if t)
-                    if n > 1:
-                        out.update(key)
-                    i += n
-                    break
-            else:
-                out.add(stems[i])
-                i += 1
-        return out
-
-    terms = normalise([stem(w) for w in words if is_entity_word(w)])
+    terms = plain_normalise(normalizer, [stem(w) for w in words if is_entity_word(w)])
     for phrase in phrases:
         stems = [stem(w) for w in entity_words(phrase) if is_entity_word(w)]
         if len(stems) > 1:
             terms.add(" ".join(stems))
-        terms.update(normalise(stems))
+        terms.update(plain_normalise(normalizer, stems))
     return frozenset(terms)
 
 
