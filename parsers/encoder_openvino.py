@@ -68,6 +68,11 @@ class OpenVinoSession:
         self._outputs = {port.any_name: port for port in self._compiled.outputs}
         self._idle: dict[tuple[int, ...], queue.SimpleQueue] = {}  # one text's shape, or () -> free requests
         self._lock = threading.Lock()
+        # OpenVINO's bindings set up their numpy bridge (pybind11) on the first tensor read in the process, and two
+        # threads making their first reads at once can deadlock there: an encoding's first batches, on two worker
+        # threads, hung a benchmark here once. One pass now, on the thread that opens the session, sets it up.
+        ids = np.array([[101, 102]], dtype=np.int64)  # [CLS] [SEP]
+        self.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
 
     def run(self, outputs: Sequence[str] | None, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
         names = list(self._outputs) if outputs is None else list(outputs)

@@ -128,3 +128,27 @@ def test_shared_encoder_is_one_per_runtime_setting(monkeypatch):
     assert ort.runtime == "onnxruntime" and pe.shared_encoder() is ort
     monkeypatch.setenv("DTDIALOG_ENCODER_RUNTIME", "auto")
     assert pe.shared_encoder() is not ort and pe.shared_encoder().runtime == "auto"
+
+
+@needs_bf16_openvino
+def test_a_new_session_makes_its_first_tensor_reads_on_the_thread_that_opens_it(monkeypatch):
+    """OpenVINO's bindings set up their numpy bridge on the first tensor read, and two threads doing their first
+    reads at once can deadlock: the session does one pass when it opens, before any encoding worker can run."""
+    calls: list[str] = []
+    real_run = ovr.OpenVinoSession.run
+
+    def run(self, outputs, feed):
+        calls.append(threading.current_thread().name)
+        return real_run(self, outputs, feed)
+
+    monkeypatch.setattr(ovr.OpenVinoSession, "run", run)
+    opener = threading.current_thread().name
+    session = ovr.OpenVinoSession(pe.folded_weights_model(), threads=1, streams=2)
+    assert calls == [opener]
+    from tokenizers import Tokenizer
+
+    enc = OnnxMiniLM(runtime="openvino", workers=2)  # its passes on the session above, from two worker threads
+    enc._session, enc._tokenizer = session, Tokenizer.from_file(str(pe.TOKENIZER_FILE))
+    vectors = enc.encode([f"the brakes squeal on cold morning number {i}" for i in range(12)])
+    assert vectors.shape == (12, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert len(calls) == 1 + 3 and set(calls[1:]) <= {f"minilm_{i}" for i in range(2)}
