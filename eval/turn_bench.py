@@ -169,7 +169,7 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0,
         turns = len(first) + len(choice) + len(follow)
         total_ms = sum(first) + sum(choice) + sum(follow)
         search_seconds = sum(t.seconds for t in search_timers)
-        # a new question is parsed on a worker thread while the turn waits for it: count it whole
+        # the parse counts whole, on whichever thread it ran (the turn waits for it either way)
         breakdown = {"parser_ms_per_turn": round(parse_timer.all_seconds * 1000 / turns, 2),
                      "index_search_ms_per_turn": round(search_seconds * 1000 / turns, 2),
                      "engine_ms_per_turn": round((total_ms - (parse_timer.all_seconds + search_seconds) * 1000)

@@ -135,8 +135,8 @@ class DenseSignals:
                 return vec
             pending = self._pending.get(text)
             if pending is None:
-                # announced as in progress, so a ``prefetch`` of the same text from another thread (a question
-                # planned while the scope gate encodes it) waits for this encoding instead of running its own
+                # announced as in progress, so a ``prefetch`` of the same text from another thread waits for this
+                # encoding instead of running its own
                 pending = self._pending[text] = Future()
                 mine = True
             else:
