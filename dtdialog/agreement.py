@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,6 @@ OVERLAP_SCOPES = (RELATION_SCOPE, ANSWER_SCOPE)
 BUILTIN_TABLE = Path(__file__).resolve().parent / "resources" / "agreement_table.json"
 #: An overlap of this many terms counts as full entity strength.
 FULL_OVERLAP = 3
-#: ``is_default`` of the relation labels trees carry (a few dozen; an unknown label raises and is not kept)
-_is_default = lru_cache(maxsize=256)(is_default)
 
 
 @dataclass
@@ -212,7 +210,7 @@ class RhetoricalAgreement:
                 continue
             stack.extend(reversed(node.children))
             relation = node.relation or ""
-            if _is_default(relation):
+            if is_default(relation):
                 continue
             rels.append(AnswerRelation(relation=relation, edus=edus[node.first: node.last + 1],
                                        terms=frozenset().union(*per_edu[node.first: node.last + 1])))

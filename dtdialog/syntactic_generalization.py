@@ -83,8 +83,6 @@ def word_weight(lemma: str, pos: str) -> float:
 
 
 _NOMINAL = frozenset({"NOUN", "PROPN"})
-_FULL_WEIGHT = frozenset({"NOUN", "PROPN", "NUM", "ADV"})  # word_weight's 1.0 parts of speech
-_HALF_WEIGHT = frozenset({"VERB", "ADJ", "AUX"})  # and its 0.5 ones (0.3 for a light verb)
 
 
 def generalize_phrases(p1: PhraseChunk, p2: PhraseChunk) -> CommonPhrase | None:
@@ -307,12 +305,9 @@ class SyntacticGeneralizer:
         return self._keys_self_score(_keys(phrases))
 
     def _keys_self_score(self, keys: Iterable[PhraseKey]) -> float:
-        # each distinct phrase weighs its type's weight times its words' summed word_weight, written out for real
-        # lemmas: a call per word (or a memo of phrase weights, ~1300 new phrases a turn) cost more than the sums
+        # each distinct phrase weighs its type's weight times its words' summed word_weight
         weights = self.weights
-        return sum([weights.get(kind, 0.0) * sum([word_weight(lem, t) if lem == "*" else 1.0 if t in _FULL_WEIGHT
-                                                   else (0.3 if lem in LIGHT_VERBS else 0.5) if t in _HALF_WEIGHT
-                                                   else 0.3 for lem, t in zip(lemmas, pos)])
+        return sum([weights.get(kind, 0.0) * sum([word_weight(lem, t) for lem, t in zip(lemmas, pos)])
                     for kind, lemmas, pos in set(keys)])
 
     def analyze(self, text: str) -> tuple[list[PhraseChunk], float]:

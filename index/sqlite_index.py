@@ -569,7 +569,7 @@ class SqliteIndex(AnswerIndex):
         # the pieces of the whole string are the pieces of each word in turn (a piece never spans a space)
         if not relation:
             return search_tokens(words)
-        key = _relation_key(relation)
+        key = relation_key(relation)
         return list(dict.fromkeys(f"{key}_{piece}" for word in words.split() for piece in content_pieces(word)))
 
     def _prime_stem_sets(self, keys: list[tuple[str, str]]) -> None:
@@ -654,12 +654,6 @@ class SqliteIndex(AnswerIndex):
         self._stemmer.close()
 
 
-@functools.lru_cache(maxsize=1024)
-def _relation_key(relation: str) -> str:
-    # a handful of relation names, asked for every RR term of every hit
-    return relation_key(relation)
-
-
 def _comparable(query_relations: Iterable[str]) -> Callable[[str], bool]:
     """Return a test of whether an answer's RR term of some relation can share an indexed term with the query's.
 
@@ -667,12 +661,12 @@ def _comparable(query_relations: Iterable[str]) -> Callable[[str], bool]:
     never its ``_``, so the stems of two plain ASCII relation keys never meet. A key the tokenizer could fold
     (non-ASCII) or an empty one is never ruled out.
     """
-    keys = {_relation_key(r) for r in query_relations}
+    keys = {relation_key(r) for r in query_relations}
     if not all(_plain_key(k) for k in keys):
         return lambda relation: True
 
     def comparable(relation: str) -> bool:
-        key = _relation_key(relation)
+        key = relation_key(relation)
         return key in keys or not _plain_key(key)
 
     return comparable

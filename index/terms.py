@@ -6,12 +6,14 @@ Words, stop words and stems come from ``index.vocabulary``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from index.vocabulary import is_content_word, search_tokens
 
 __all__ = ["relation_key", "rr_tokens"]
 
 
+@lru_cache(maxsize=1024)  # a few dozen relation names, asked for every RR term of every search hit
 def relation_key(relation: str) -> str:
     """Return the relation as one lower-case alphanumeric token, e.g. ``Manner-Means`` -> ``mannermeans``."""
     return "".join(search_tokens(relation))

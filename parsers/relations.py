@@ -11,6 +11,8 @@ splits a question at its *non-default* relations.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from parsers.errors import ConfigError
 
 ATTRIBUTION = "Attribution"
@@ -49,11 +51,14 @@ MULTINUCLEAR_RELATIONS: frozenset[str] = frozenset({JOINT, SAME_UNIT, CONTRAST, 
 _BY_LOWER = {r.lower(): r for r in RELATIONS}
 
 
+# both are asked for every node of every stored tree a turn reads, with a few dozen distinct labels
+@lru_cache(maxsize=1024)
 def is_default(relation: str) -> bool:
     """Return True when ``relation`` is a default relation (Elaboration, Joint, Same-Unit, Organization)."""
     return canonical(relation) in DEFAULT_RELATIONS
 
 
+@lru_cache(maxsize=1024)
 def canonical(relation: str) -> str:
     """Return the inventory spelling of ``relation`` (case- and ``_``/``-``-insensitive).
 

@@ -224,9 +224,6 @@ _LEAVES = tuple(Node.leaf(i) for i in range(512))
 #: the nuclearity strings met, as checked per-child tuples (the few short strings trees use; bounded)
 _MARKS: dict[str, tuple[str, ...]] = {}
 _MARKS_SIZE = 1024
-#: relation label -> its inventory spelling (``canonical``), for the labels trees use (bounded)
-_CANONICAL: dict[str, str] = {}
-_CANONICAL_SIZE = 1024
 _new_object = object.__new__
 
 
@@ -244,15 +241,10 @@ def _checked_marks(nuclearity: str) -> tuple[str, ...] | None:
 
 def _canonical_of(relation: str) -> str | None:
     """Return ``canonical(relation)``, or None for a label it rejects."""
-    name = _CANONICAL.get(relation)
-    if name is None:
-        try:
-            name = canonical(relation)
-        except ValueError:
-            return None
-        if len(_CANONICAL) < _CANONICAL_SIZE:
-            _CANONICAL[relation] = name
-    return name
+    try:
+        return canonical(relation)
+    except ValueError:
+        return None
 
 
 def _nodes_from_plain_list(entries: list) -> Node | None:
