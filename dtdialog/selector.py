@@ -117,17 +117,16 @@ class AnswerSelector:
 
     def _parse_question(self, question: str) -> DiscourseTree:
         """Return the DT of ``question``; with ``question_analyzed`` hooks and a parser that hands out its analysis
-        (``RuleParser.analyze_and_parse``), also hand them that analysis (the SG feature would otherwise parse the
-        same question again, on another thread). The hooks get it only when cleaning left the question unchanged,
-        the text the ranking will ask for.
+        (``RuleParser.analyze_and_parse``), also hand them ``(question, analysis, nlp)`` (the SG feature would
+        otherwise parse the same question again, on another thread). The analysis is of the cleaned text, which
+        differs from ``question`` when cleaning removed markup or entities: each hook checks ``analysis.text``.
         """
         analyze_and_parse = getattr(self.parser, "analyze_and_parse", None)
         if not self.question_analyzed or analyze_and_parse is None:
             return self.parse(question)
         analyzed, tree = analyze_and_parse(question)
-        if analyzed.text == question:
-            for hook in self.question_analyzed:
-                hook(question, analyzed, self.parser.nlp)
+        for hook in self.question_analyzed:
+            hook(question, analyzed, self.parser.nlp)
         return tree
 
     def _prepare(self, question: str, followups: Sequence[str]) -> None:

@@ -477,6 +477,11 @@ def prefetch(q: str) -> None:
     _default().prefetch(q)
 
 
+def analyze(text: str) -> tuple[list[PhraseChunk], float]:
+    """Return (phrases, self-similarity) of ``text``, parsed at most once (``SyntacticGeneralizer.analyze``)."""
+    return _default().analyze(text)
+
+
 def seed(text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> bool:
     """Cache the phrases of ``text`` from a parse already made (``SyntacticGeneralizer.seed``)."""
     return _default().seed(text, analyzed, nlp=nlp, disabled=disabled)

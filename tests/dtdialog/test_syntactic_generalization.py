@@ -203,7 +203,47 @@ def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree():
     assert seen == [(question, question)]
     messy = "The car   will not start.\n\nIt clicks."
     assert selector.plan(messy).tree.to_dict() == parser.parse(messy).to_dict()
-    assert len(seen) == 1  # cleaning changed the text: the ranking asks for the raw one, so nothing is handed on
+    # cleaning changed the text: the hook still gets the analysis, of the cleaned text, and tells the two apart
+    assert seen[1] == (messy, "The car will not start.\n\nIt clicks.")
+
+
+def test_a_question_cleaning_changed_is_parsed_for_sg_as_sent_at_once():
+    """The SG hook: a question's RST analysis serves when it is of the question as sent; when cleaning changed the
+    text (HTML entities here), the SG feature parses the text as sent there and then, on the calling thread, and
+    gets the phrases its own parse gives. Nothing is left to a worker."""
+    import dtdialog.syntactic_generalization as sgm
+    from dtdialog.ranking.signals import SignalExtractor
+    from parsers.errors import ModelNotAvailableError
+    from parsers.phrase_chunks import phrases_of_text
+    from parsers.rule_parser import RuleParser
+
+    parser = RuleParser()
+    try:
+        backend = parser.nlp
+    except ModelNotAvailableError as exc:
+        pytest.skip(str(exc))
+    sg = sgm._default()
+    extractor = SignalExtractor(use_sg=True)
+    raw = "Why doesn&#39;t my car&#39;s engine start after I replaced the battery &amp; the starter?"
+    analyzed, _ = parser.analyze_and_parse(raw)
+    assert analyzed.text != raw  # the parser's analysis is of the cleaned text
+    sg._cache.pop(raw, None)
+    extractor.seed_query(raw, analyzed, backend)
+    assert raw not in sg._pending
+    phrases, _ = sg._cache[raw]
+    assert phrases == phrases_of_text(raw, nlp=sg.nlp)  # the raw text's phrases, as the ranking always scored them
+    assert phrases != phrases_of_text(analyzed.text, nlp=sg.nlp)
+    clean = "My engine will not start after I replaced the battery."
+    analyzed, _ = parser.analyze_and_parse(clean)
+    sg._cache.pop(clean, None)
+    calls = []
+    real = sg.analyze
+    sg.analyze = lambda text: calls.append(text) or real(text)
+    try:
+        extractor.seed_query(clean, analyzed, backend)
+    finally:
+        del sg.analyze
+    assert calls == [] and clean in sg._cache  # seeded from the analysis: no second parse
 
 
 def test_a_stored_phrase_list_scores_the_same_from_its_remembered_self_similarity() -> None:
