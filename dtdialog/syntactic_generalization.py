@@ -102,8 +102,9 @@ def _word_weights(lemmas: tuple[str, ...], pos: tuple[str, ...]) -> tuple[list[f
             [t in _NOMINAL for t in pos])
 
 
-def _align(kind: str, l1: tuple[str, ...], t1: tuple[str, ...], weights1: tuple[list[float], list[float], list[bool]],
-           l2: tuple[str, ...], t2: tuple[str, ...]) -> CommonPhrase | None:
+def _align_python(kind: str, l1: tuple[str, ...], t1: tuple[str, ...],
+                  weights1: tuple[list[float], list[float], list[bool]],
+                  l2: tuple[str, ...], t2: tuple[str, ...]) -> CommonPhrase | None:
     """Return ``generalize_phrases`` of two same-type phrases known to share a content lemma."""
     n, m = len(l1), len(l2)
     # An aligned pair weighs word_weight(lemma, pos of p1) when the lemmas agree, word_weight("*", pos) when only
@@ -153,6 +154,25 @@ def _align(kind: str, l1: tuple[str, ...], t1: tuple[str, ...], weights1: tuple[
     else:
         return None
     return CommonPhrase._of(kind, tuple(lemmas), tuple(pos), sum(weights[start:end]))
+
+
+def _align_compiled(kind: str, l1: tuple[str, ...], t1: tuple[str, ...],
+                    weights1: tuple[list[float], list[float], list[bool]],
+                    l2: tuple[str, ...], t2: tuple[str, ...]) -> CommonPhrase | None:
+    """``_align_python`` run by the compiled ``dtdialog._phrase_align`` (the same path; the score summed here)."""
+    same, star, nominal = weights1
+    path = _compiled_path(l1, t1, same, star, nominal, l2, t2, _NOMINAL, CONTENT_POS)
+    return None if path is None else CommonPhrase._of(kind, path[0], path[1], sum(path[2]))
+
+
+try:  # built at install where a C compiler is (setup.py): ~3x faster, ~6 ms of a long real question's turn
+    from dtdialog._phrase_align import align_path as _compiled_path
+except ImportError:
+    _compiled_path = None
+
+#: How this process aligns phrases: "compiled" or "python" (the benchmarks report it beside their figures).
+ALIGNMENT = "python" if _compiled_path is None else "compiled"
+_align = _align_python if _compiled_path is None else _align_compiled
 
 
 def _is_subsequence(short: tuple[str, ...], long: tuple[str, ...]) -> bool:

@@ -263,6 +263,7 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
     import torch
 
     from dtdialog.assembly import engine_parser_name
+    from eval.turn_bench import sg_alignment
     from parsers.encoder import _default_threads, _default_workers
 
     if torch_threads is not None:
@@ -276,7 +277,7 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
     return {"parser": engine_parser_name(), "haystack_version": haystack_version,
             "torch_threads": torch.get_num_threads(), "encoder_threads": _default_threads(),
             "encoder_workers": _default_workers(), "encoder_runtime": _encoder_runtime(), "cpu_count": os.cpu_count(),
-            "retriever_top_k": RETRIEVER_TOP_K}
+            "retriever_top_k": RETRIEVER_TOP_K, "sg_alignment": sg_alignment()}
 
 
 def run(*, data_dir: Path, limit: int | None = None, torch_threads: int | None = None, seed: int = 0,

@@ -221,7 +221,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
-    from eval.turn_bench import summarize
+    from eval.turn_bench import sg_alignment, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
@@ -294,7 +294,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         "mean_candidates_scored_per_turn": round(float(np.mean(scored)), 1) if scored else 0.0,
         "first_turn": summarize(first), "follow_up_turn": summarize(follow), "all_turns": summarize(everything),
         "cpu_per_turn": summarize(cpu), "load_average": [round(load_before, 2), round(load_after, 2)],
-        "cpu_count": os.cpu_count(),
+        "cpu_count": os.cpu_count(), "sg_alignment": sg_alignment(),
         "stage_ms_per_turn": {k: round(v / turns, 1) for k, v in split.items()} if turns else {},
         "stage_share": {k: round(v / total_ms, 3) for k, v in split.items()} if total_ms else {},
         "target_p95_ms": TARGET_P95_MS, "meets_target": bool(p95 <= TARGET_P95_MS),
@@ -369,7 +369,7 @@ def _print(result: dict[str, Any]) -> None:
     print("mean per turn: " + ", ".join(f"{k} {v:.1f} ms ({100 * result['stage_share'].get(k, 0):.0f}%)"
                                         for k, v in result["stage_ms_per_turn"].items()))
     print(f"load average {result['load_average'][0]} -> {result['load_average'][1]} on {result['cpu_count']} cores "
-          "(cpu_per_turn: process CPU time, all threads)")
+          f"(cpu_per_turn: process CPU time, all threads); SG phrase alignment: {result['sg_alignment']}")
     print(f"target p95 <= {TARGET_P95_MS:.0f} ms: {'met' if result['meets_target'] else 'MISSED'}")
 
 

@@ -112,7 +112,7 @@ def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, par
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
     from eval.ann_bench import real_texts
-    from eval.turn_bench import summarize
+    from eval.turn_bench import sg_alignment, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
@@ -152,7 +152,8 @@ def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, par
             "rss_after_turns_mb": after["rss_mb"], "peak_rss_mb": after["peak_rss_mb"],
             "dense_store_answers": len(store) if store is not None else 0,
             "ann_used": getattr(store, "ann", None) is not None,
-            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)], "model": model}
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)], "model": model,
+            "sg_alignment": sg_alignment()}
 
 
 def run(*, answers: int, questions: int, parser_name: str, processes: int, data_dir: Path, workdir: Path,
@@ -182,7 +183,8 @@ def _print(r: dict[str, Any]) -> None:
     print("on disk: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in d.items()))
     t = s["turns"]
     print(f"learned ranker ({s['model']}), {s['questions']} real questions, one opening turn each: "
-          f"p50 {t['p50_ms']} ms, p95 {t['p95_ms']} ms, p99 {t['p99_ms']} ms (ANN used: {s['ann_used']})")
+          f"p50 {t['p50_ms']} ms, p95 {t['p95_ms']} ms, p99 {t['p99_ms']} ms (ANN used: {s['ann_used']}; "
+          f"SG phrase alignment: {s['sg_alignment']})")
     if "cpu_per_turn" in s:
         c = s["cpu_per_turn"]
         print(f"  process CPU time per turn: p50 {c['p50_ms']} ms, p95 {c['p95_ms']} ms, p99 {c['p99_ms']} ms")

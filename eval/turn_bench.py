@@ -51,6 +51,14 @@ def summarize(values: list[float]) -> dict[str, float]:
             "p99_ms": round(percentile(values, 99), 2), "max_ms": round(max(values), 2) if values else float("nan")}
 
 
+def sg_alignment() -> str:
+    """Return how this process aligns the SG feature's phrases, "compiled" or "python": a report's turn times
+    depend on it (``dtdialog.syntactic_generalization.ALIGNMENT``)."""
+    from dtdialog.syntactic_generalization import ALIGNMENT
+
+    return ALIGNMENT
+
+
 class TimedCall:
     """Wraps a callable, summing the wall time spent in it and its calls (to split a turn into stages).
 
