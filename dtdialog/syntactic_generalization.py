@@ -23,6 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from parsers.nlp_base import AnalyzedText
@@ -35,10 +36,11 @@ from parsers.phrase_chunks import (
     phrases_of_texts,
     unused_pipes,
 )
+from parsers.text_input import plain_text
 
 __all__ = ["CONTENT_POS", "LIGHT_VERBS", "MAX_PHRASE_TOKENS", "PHRASE_WEIGHTS", "CommonPhrase", "PhraseChunk",
            "SyntacticGeneralizer", "extract_phrases", "generalize", "generalize_phrase_lists", "generalize_phrases",
-           "PhraseKey", "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_score_keys", "sg_score_phrases",
+           "PhraseKey", "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_text", "sg_score_keys", "sg_score_phrases",
            "word_weight"]
 
 PHRASE_WEIGHTS = {"NP": 1.0, "VP": 1.5, "PP": 0.8}
@@ -280,6 +282,18 @@ def raw_score(common: Iterable[CommonPhrase], *, weights: dict[str, float] | Non
 
 # --- the scorer with its parse cache -----------------------------------------------------------------
 
+@lru_cache(maxsize=1024)  # a turn's query is looked up once per candidate
+def sg_text(text: str) -> str:
+    """Return ``text`` as the SG feature parses it: cleaned as the parser and the index clean text (markup and
+    entities removed, spacing normalised, ``parsers.text_input.plain_text``).
+
+    An index stores its answers' cleaned text and their phrases come from it; a question's phrases come from the
+    same cleaning, so "doesn&#39;t" in a question meets "doesn't" in an answer, and the question's parse for its
+    DT serves the SG feature too (``seed``).
+    """
+    return plain_text(text)
+
+
 class SyntacticGeneralizer:
     """Parses texts once (LRU cache) and computes generalizations and ``sg_score`` between them.
 
@@ -331,7 +345,8 @@ class SyntacticGeneralizer:
                     for kind, lemmas, pos in set(keys)])
 
     def analyze(self, text: str) -> tuple[list[PhraseChunk], float]:
-        """Return (phrases, self-similarity) of ``text``, parsing it only the first time."""
+        """Return (phrases, self-similarity) of ``text`` cleaned (``sg_text``), parsing it only the first time."""
+        text = sg_text(text)
         with self._lock:  # another thread may evict ``text`` between a lookup and the move (KeyError)
             hit = self._cache.get(text)
             if hit is not None:
@@ -348,6 +363,7 @@ class SyntacticGeneralizer:
         The engine calls it when a turn's query text is known, before the agreement checks, so the
         query's parse overlaps them (spaCy's parser releases the GIL for most of its work).
         """
+        text = sg_text(text)
         if text in self._cache or text in self._pending:
             return
         with self._lock:
@@ -367,8 +383,9 @@ class SyntacticGeneralizer:
 
         Only a parse this generalizer would have made itself qualifies: the same pipeline (the same model package
         and version with the same pipes; ``load_spacy()`` may hand the parser its own copy) run with the same pipes
-        skipped (``unused_pipes``) on exactly ``text``, so the phrases are the same.
+        skipped (``unused_pipes``) on exactly ``text`` as cleaned (``sg_text``), so the phrases are the same.
         """
+        text = sg_text(text)
         if not _same_pipeline(nlp, self.nlp) or set(disabled) != set(unused_pipes(nlp)) or analyzed.text != text:
             return False
         if text not in self._cache and text not in self._pending:
@@ -376,8 +393,8 @@ class SyntacticGeneralizer:
         return True
 
     def warm(self, texts: Iterable[str], *, batch_size: int = 64, progress: bool = False) -> None:
-        """Parse many texts in batches (much faster than one by one) into the cache."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        """Parse many texts (cleaned, ``sg_text``) in batches (much faster than one by one) into the cache."""
+        todo = [t for t in dict.fromkeys(map(sg_text, texts)) if t not in self._cache]
         if not todo:
             return
         for text, phrases in zip(todo, phrases_of_texts(todo, nlp=self.nlp, batch_size=batch_size,
@@ -495,11 +512,6 @@ def sg_score(q, a) -> float:
 def prefetch(q: str) -> None:
     """Start parsing the query text ``q`` in the background (``SyntacticGeneralizer.prefetch``)."""
     _default().prefetch(q)
-
-
-def analyze(text: str) -> tuple[list[PhraseChunk], float]:
-    """Return (phrases, self-similarity) of ``text``, parsed at most once (``SyntacticGeneralizer.analyze``)."""
-    return _default().analyze(text)
 
 
 def seed(text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> bool:

@@ -93,19 +93,12 @@ class SignalExtractor:
 
     def seed_query(self, text: str, analyzed, backend) -> None:
         """Give the SG feature the engine's own parse of a question (``backend``: the parser's spaCy backend),
-        so the step's SG query parse (``prefetch``) finds it done (no-op without the SG feature).
-
-        When that parse cannot serve (cleaning changed the text: markup, HTML entities, spacing), the question is
-        parsed for the SG feature as sent, here and now: on the turn's thread, while the question's encoding runs
-        on the dense worker. Left to ``prefetch``, that parse ran on a worker beside the agreement checks, both
-        holding the GIL by turns, and the scoring then waited for it (~14 ms a turn on the real questions with
-        HTML entities, a sixth of mechanics_qa_dev's).
-        """
+        so the step's SG query parse (``prefetch``) finds it done (no-op without the SG feature). The parse is of
+        the cleaned question, which is what the SG feature parses (``syntactic_generalization.sg_text``)."""
         if self.use_sg:
-            from dtdialog.syntactic_generalization import analyze, seed
+            from dtdialog.syntactic_generalization import seed
 
-            if not seed(text, analyzed, nlp=backend.nlp, disabled=getattr(backend, "disable", ())):
-                analyze(text)
+            seed(text, analyzed, nlp=backend.nlp, disabled=getattr(backend, "disable", ()))
 
     def _sg(self, query: str, candidates: Sequence[RankedCandidate]) -> list[float]:
         """Return the SG score of each candidate: from its stored phrases when the store has them, else parsed."""
