@@ -40,8 +40,8 @@ from parsers.text_input import plain_text
 
 __all__ = ["CONTENT_POS", "LIGHT_VERBS", "MAX_PHRASE_TOKENS", "PHRASE_WEIGHTS", "CommonPhrase", "PhraseChunk",
            "SyntacticGeneralizer", "extract_phrases", "generalize", "generalize_phrase_lists", "generalize_phrases",
-           "PhraseKey", "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_text", "sg_score_keys", "sg_score_phrases",
-           "word_weight"]
+           "PhraseKey", "raw_score", "reduce_by_subsumption", "seed", "sg_score", "sg_score_keys", "sg_score_phrases",
+           "sg_text", "word_weight"]
 
 PHRASE_WEIGHTS = {"NP": 1.0, "VP": 1.5, "PP": 0.8}
 LIGHT_VERBS = frozenset({"be", "have", "do", "get", "make", "go", "take", "let", "seem"})
