@@ -20,6 +20,20 @@ def vp(*pairs: str) -> PhraseChunk:
     return PhraseChunk("VP", tuple(p.split("/")[0] for p in pairs), tuple(p.split("/")[1] for p in pairs))
 
 
+@pytest.fixture
+def rule_parser():
+    """The rule parser with its spaCy pipeline loaded (skips when the model is not installed)."""
+    from parsers.errors import ModelNotAvailableError
+    from parsers.rule_parser import RuleParser
+
+    parser = RuleParser()
+    try:
+        assert parser.nlp is not None  # loads spaCy
+    except ModelNotAvailableError as exc:
+        pytest.skip(str(exc))
+    return parser
+
+
 def test_common_words_kept_in_order_and_edge_wildcards_trimmed():
     g = generalize_phrases(np_("the/DET", "fuel/NOUN", "pressure/NOUN"), np_("a/DET", "fuel/NOUN", "pump/NOUN"))
     assert g.lemmas == ("fuel",) and g.score == pytest.approx(1.0)
@@ -159,19 +173,13 @@ def test_generalize_phrases_equals_the_plain_alignment_on_random_phrases():
     assert found > 300
 
 
-def test_seed_reuses_the_rule_parsers_analysis_only_when_it_is_the_same_parse():
+def test_seed_reuses_the_rule_parsers_analysis_only_when_it_is_the_same_parse(rule_parser):
     """The engine's RST parse of a question gives the SG feature the phrases its own parse would give; another
     text or another set of skipped pipes is refused (it could give other phrases)."""
     from dtdialog.syntactic_generalization import SyntacticGeneralizer
-    from parsers.errors import ModelNotAvailableError
     from parsers.phrase_chunks import phrases_of_text
-    from parsers.rule_parser import RuleParser
 
-    parser = RuleParser()
-    try:
-        backend = parser.nlp
-    except ModelNotAvailableError as exc:
-        pytest.skip(str(exc))
+    backend = rule_parser.nlp
     text = "My 2009 Ford Focus stalls at idle after I replaced the battery. How do I check the idle air valve?"
     analyzed = backend.analyze(text)
     sg = SyntacticGeneralizer()
@@ -184,17 +192,11 @@ def test_seed_reuses_the_rule_parsers_analysis_only_when_it_is_the_same_parse():
     assert self_score == SyntacticGeneralizer(nlp=sg.nlp).analyze(text)[1]
 
 
-def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree():
+def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree(rule_parser):
     """With the hook set, the selector builds the rule parser's tree from the analysis it hands on: the same tree."""
     from dtdialog.selector import AnswerSelector
-    from parsers.errors import ModelNotAvailableError
-    from parsers.rule_parser import RuleParser
 
-    parser = RuleParser()
-    try:
-        assert parser.nlp is not None  # loads spaCy
-    except ModelNotAvailableError as exc:
-        pytest.skip(str(exc))
+    parser = rule_parser
     seen = []
     selector = AnswerSelector(index=None, parser=parser)
     selector.question_analyzed = (lambda text, analyzed, backend: seen.append((text, analyzed.text)),)
@@ -207,21 +209,15 @@ def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree():
     assert seen[1] == (messy, "The car will not start.\n\nIt clicks.")
 
 
-def test_a_question_with_markup_is_parsed_for_sg_as_the_parser_and_the_index_clean_it():
+def test_a_question_with_markup_is_parsed_for_sg_as_the_parser_and_the_index_clean_it(rule_parser):
     """The SG feature parses a text cleaned as the parser cleans a question and the index an answer (``sg_text``):
     the RST parser's analysis of a question with HTML entities seeds it (no second parse), its phrases are the
     cleaned text's, and the raw and the cleaned question score alike."""
     import dtdialog.syntactic_generalization as sgm
     from dtdialog.ranking.signals import SignalExtractor
-    from parsers.errors import ModelNotAvailableError
     from parsers.phrase_chunks import phrases_of_text
-    from parsers.rule_parser import RuleParser
 
-    parser = RuleParser()
-    try:
-        backend = parser.nlp
-    except ModelNotAvailableError as exc:
-        pytest.skip(str(exc))
+    parser, backend = rule_parser, rule_parser.nlp
     raw = "Why doesn&#39;t my car&#39;s engine start after I replaced the battery &amp; the   starter?"
     analyzed, _ = parser.analyze_and_parse(raw)
     cleaned = "Why doesn't my car's engine start after I replaced the battery & the starter?"
