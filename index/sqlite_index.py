@@ -723,7 +723,5 @@ def decode_doc(data: bytes | str) -> AnswerDocument:
     return AnswerDocument.from_dict(orjson.loads(raw))
 
 
-
-
 def _marks(values: Iterable[Any]) -> str:
     return ", ".join("?" for _ in values)
