@@ -202,19 +202,10 @@ class RhetoricalAgreement:
         # terms per EDU once; a relation's terms are the union over its span (nested relations share EDUs)
         terms_of_edu, edus = self.normalizer.terms_of_edu, tree.edus
         per_edu = [terms_of_edu(e) for e in edus]
-        rels = []
-        stack = [tree.root]
-        while stack:  # ``tree.non_default_nodes()`` in one pass: every answer new to the process comes through here
-            node = stack.pop()
-            if node.edu is not None:
-                continue
-            stack.extend(reversed(node.children))
-            relation = node.relation or ""
-            if is_default(relation):
-                continue
-            rels.append(AnswerRelation(relation=relation, edus=edus[node.first: node.last + 1],
-                                       terms=frozenset().union(*per_edu[node.first: node.last + 1])))
-        return AnswerAnalysis(relations=tuple(rels), terms=frozenset().union(*per_edu), tree=tree)
+        rels = tuple(AnswerRelation(relation=node.relation or "", edus=edus[node.first: node.last + 1],
+                                    terms=frozenset().union(*per_edu[node.first: node.last + 1]))
+                     for node in tree.non_default_nodes())
+        return AnswerAnalysis(relations=rels, terms=frozenset().union(*per_edu), tree=tree)
 
     def check(self, requirements: Sequence[Requirement], answer: AnswerAnalysis | DiscourseTree, *,
               fallback_terms: Iterable[str] = ()) -> AgreementResult:

@@ -31,7 +31,9 @@ from parsers.phrase_chunks import (
     CONTENT_POS,
     MAX_PHRASE_TOKENS,
     PhraseChunk,
+    PhraseKey,
     extract_phrases,
+    keys_of,
     phrases_of_text,
     phrases_of_texts,
     unused_pipes,
@@ -203,11 +205,6 @@ _PAIR_MEMO: dict[tuple, CommonPhrase | None] = {}
 _PAIR_MEMO_SIZE = 5_000
 
 
-#: A phrase as what its generalizations depend on, ``(kind, lemmas, pos)``: how a phrase store hands out an answer's
-#: phrases for scoring (``SGPhraseStore.phrase_keys``); it hashes and compares as the ``PhraseChunk`` would, in C.
-PhraseKey = tuple[str, tuple[str, ...], tuple[str, ...]]
-
-
 class _IndexedPhrases:
     """One text's phrases indexed by (type, content lemma), to find the phrases of another text they pair with.
 
@@ -226,7 +223,7 @@ class _IndexedPhrases:
             for lem in p.content:
                 self.by_lemma.setdefault((p.kind, lem), []).append(idx)
         self.lemmas = frozenset(lem for _, lem in self.by_lemma)
-        self.keys = [(p.kind, p.lemmas, p.pos) for p in phrases]
+        self.keys = keys_of(phrases)
         self.weights = [_word_weights(p.lemmas, p.pos) for p in phrases]
 
     def pairs(self, other: Sequence[PhraseKey]) -> list[tuple[int, int]]:
@@ -265,13 +262,9 @@ class _IndexedPhrases:
         return reduce_by_subsumption(found)
 
 
-def _keys(phrases: Sequence[PhraseChunk]) -> list[PhraseKey]:
-    return [(p.kind, p.lemmas, p.pos) for p in phrases]
-
-
 def generalize_phrase_lists(q: Sequence[PhraseChunk], a: Sequence[PhraseChunk]) -> list[CommonPhrase]:
     """Return the maximal common phrases of two phrase lists (pairs of the same type sharing a content lemma)."""
-    return _IndexedPhrases(q).generalize(_keys(a))
+    return _IndexedPhrases(q).generalize(keys_of(a))
 
 
 def raw_score(common: Iterable[CommonPhrase], *, weights: dict[str, float] | None = None) -> float:
@@ -336,7 +329,7 @@ class SyntacticGeneralizer:
         # A text generalized with itself keeps each distinct phrase whole. The set of (kind, lemmas, pos) keys holds
         # and iterates as a set of the phrases would (a PhraseChunk hashes and compares as that key), so the sum
         # adds the same numbers in the same order, with hashing and comparing done in C.
-        return self._keys_self_score(_keys(phrases))
+        return self._keys_self_score(keys_of(phrases))
 
     def _keys_self_score(self, keys: Iterable[PhraseKey]) -> float:
         # each distinct phrase weighs its type's weight times its words' summed word_weight
@@ -428,7 +421,7 @@ class SyntacticGeneralizer:
         ``q`` is parsed once (cached) as in ``score``; the result equals ``score(q, a)`` when
         ``answer`` came from ``extract_phrases`` of ``a``'s parse.
         """
-        return self._score_keys(q, _keys(answer), answer, self._self_score)
+        return self._score_keys(q, keys_of(answer), answer, self._self_score)
 
     def score_keys(self, q, answer: Sequence[PhraseKey]) -> float:
         """Return ``score_phrases(q, a)`` for an answer given by its phrases' keys (``SGPhraseStore.phrase_keys``),

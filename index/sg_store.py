@@ -30,7 +30,7 @@ from index.base import AnswerIndex
 from index.index_files import has_side_store, index_generation, load_side_store, prune_side_files, side_path
 from parsers.errors import InputError, ModelNotAvailableError
 from parsers.nlp_base import AnalyzedText
-from parsers.phrase_chunks import PhraseChunk, extract_phrases, phrases_of_texts
+from parsers.phrase_chunks import PhraseChunk, extract_phrases, keys_of, phrases_of_texts
 
 log = logging.getLogger("dtdialog.index")
 KIND = "dtdialog-sg-phrases"
@@ -385,4 +385,4 @@ class ElasticSGPhrases:
     def phrase_keys(self, doc_id: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] | None:
         """Return the ``(kind, lemmas, pos)`` of each phrase of ``phrases(doc_id)``, or None as it does."""
         phrases = self.phrases(doc_id)
-        return tuple([(p.kind, p.lemmas, p.pos) for p in phrases]) if phrases is not None else None
+        return tuple(keys_of(phrases)) if phrases is not None else None

@@ -51,7 +51,7 @@ import orjson  # stored DTs decode ~2x faster than with json: the largest CPU co
 from index import history
 from index.base import AnswerDocument, AnswerIndex, AnswerVersion, RRTerm, SearchHit, SearchQuery, checked_documents
 from index.terms import relation_key, rr_tokens
-from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_pieces, content_words, search_tokens
+from index.vocabulary import FTS5_TOKENIZER, FtsStemmer, content_words, search_tokens
 from parsers import storage
 from parsers.errors import ConfigError, InputError
 from parsers.relations import canonical
@@ -569,10 +569,7 @@ class SqliteIndex(AnswerIndex):
     @staticmethod
     def _stem_tokens(words: str, relation: str) -> list[str]:
         # the pieces of the whole string are the pieces of each word in turn (a piece never spans a space)
-        if not relation:
-            return search_tokens(words)
-        key = relation_key(relation)
-        return list(dict.fromkeys(f"{key}_{piece}" for word in words.split() for piece in content_pieces(word)))
+        return rr_tokens(relation, words.split()) if relation else search_tokens(words)
 
     def _prime_stem_sets(self, keys: list[tuple[str, str]]) -> None:
         """Compute the stem sets of every uncached ``(words, relation)`` key with a single stemmer call."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from index.vocabulary import is_content_word, search_tokens
+from index.vocabulary import content_pieces, search_tokens
 
 __all__ = ["relation_key", "rr_tokens"]
 
@@ -26,9 +26,4 @@ def rr_tokens(relation: str, words: Iterable[str]) -> list[str]:
     relation* without an RR term's words bleeding into the neighbouring term.
     """
     key = relation_key(relation)
-    out: dict[str, None] = {}
-    for word in words:
-        for piece in search_tokens(word):
-            if is_content_word(piece):
-                out.setdefault(f"{key}_{piece}", None)
-    return list(out)
+    return list(dict.fromkeys(f"{key}_{piece}" for word in words for piece in content_pieces(word)))

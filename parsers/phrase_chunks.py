@@ -73,6 +73,17 @@ class PhraseChunk:
         return cls(kind=kind, lemmas=tuple(str(x) for x in lemmas), pos=tuple(str(x) for x in pos))
 
 
+
+#: A phrase as what its generalizations depend on, ``(kind, lemmas, pos)``: how a phrase store hands out an answer's
+#: phrases for scoring (``SGPhraseStore.phrase_keys``); it hashes and compares as the ``PhraseChunk`` would, in C.
+PhraseKey = tuple[str, tuple[str, ...], tuple[str, ...]]
+
+
+def keys_of(phrases: Iterable[PhraseChunk]) -> list[PhraseKey]:
+    """Return the ``PhraseKey`` of each phrase, in order."""
+    return [(p.kind, p.lemmas, p.pos) for p in phrases]
+
+
 def _subtree(root: int, children: dict[int, list[int]]) -> list[int]:
     out, stack = [], [root]
     while stack:

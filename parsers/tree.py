@@ -405,7 +405,16 @@ class DiscourseTree:
 
     def non_default_nodes(self) -> list[Node]:
         """Return the nodes whose relation is not a default one, pre-order."""
-        return [n for n in self.relation_nodes() if not is_default(n.relation or "")]
+        # one walk, no generator and no list of every inner node: every stored answer new to a serving process,
+        # and every answer an index build stores, comes through here
+        out, stack = [], [self.root]
+        while stack:
+            node = stack.pop()
+            if node.edu is None:
+                stack.extend(reversed(node.children))
+                if not is_default(node.relation or ""):
+                    out.append(node)
+        return out
 
     def relations(self) -> list[str]:
         """Return the relation of every inner node, pre-order (with repeats)."""

@@ -110,14 +110,9 @@ class SignalExtractor:
         store.prime([c.document.id for c in candidates])  # a remote store fetches the whole step's in one request
         # the phrases' (kind, lemmas, pos) keys score as the phrases do and decode cheaper (index.sg_store)
         keys_of = getattr(store, "phrase_keys", None)
+        score_stored, stored_of = (sg_score_keys, keys_of) if keys_of is not None else (sg_score_phrases, store.phrases)
         out = []
         for cand in candidates:
-            doc_id = cand.document.id
-            if keys_of is not None:
-                keys = keys_of(doc_id)
-                out.append(float(sg_score_keys(query, keys) if keys is not None else sg_score(query, cand.document.text)))
-            else:
-                stored = store.phrases(doc_id)
-                out.append(float(sg_score_phrases(query, stored) if stored is not None
-                                 else sg_score(query, cand.document.text)))
+            stored = stored_of(cand.document.id)
+            out.append(float(score_stored(query, stored) if stored is not None else sg_score(query, cand.document.text)))
         return out
