@@ -197,18 +197,11 @@ class RhetoricalAgreement:
         return [Requirement(relation=r.relation, edus=r.edus, terms=self.normalizer.terms_of_edus(r.edus) | extra)
                 for r in relations if not is_default(r.relation)]
 
-    def analyze(self, tree: DiscourseTree, *, stored_stems: Sequence[object] | None = None) -> AnswerAnalysis:
-        """Return the non-default relations of an answer DT with their terms.
-
-        ``stored_stems``: one entry per EDU of ``tree``, the stems the index stored for them
-        (``index.documents.stored_entity_stems``): the same terms, without stemming the answer's words again.
-        """
+    def analyze(self, tree: DiscourseTree) -> AnswerAnalysis:
+        """Return the non-default relations of an answer DT with their terms."""
         # terms per EDU once; a relation's terms are the union over its span (nested relations share EDUs)
-        edus = tree.edus
-        if stored_stems is not None and len(stored_stems) == len(edus):
-            per_edu = list(map(self.normalizer.terms_of_stored, stored_stems, edus))
-        else:
-            per_edu = list(map(self.normalizer.terms_of_edu, edus))
+        terms_of_edu, edus = self.normalizer.terms_of_edu, tree.edus
+        per_edu = [terms_of_edu(e) for e in edus]
         rels = tuple(AnswerRelation(relation=node.relation or "", edus=edus[node.first: node.last + 1],
                                     terms=frozenset().union(*per_edu[node.first: node.last + 1]))
                      for node in tree.non_default_nodes())

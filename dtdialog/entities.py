@@ -14,7 +14,7 @@ from functools import lru_cache
 from itertools import chain
 
 # Words, stop words and stems come from ``index.vocabulary`` (its agreement role).
-from index.vocabulary import entity_content_words, entity_stems, entity_words, is_entity_word, stem
+from index.vocabulary import entity_words, is_entity_word, stem
 from parsers.tree import EDU
 
 __all__ = ["EntityNormalizer", "load_default_synonyms", "short_phrase"]
@@ -118,35 +118,18 @@ class EntityNormalizer:
     def _edu_terms_of(self, words: Sequence[str] | str, entities: Sequence[str]) -> frozenset[str]:
         """Return the terms of an EDU's lemmas (or its text, ``words`` a ``str``) and its noun phrases."""
         # stems per lemma, memoised: an answer's EDUs are new to the turn that retrieves it, their lemmas are not
-        stems = _stems_of(words) if isinstance(words, str) else tuple(chain.from_iterable(map(entity_stems, words)))
+        stems = _stems_of(words) if isinstance(words, str) else tuple(chain.from_iterable(map(_content_stems_of, words)))
         # not through ``_terms``'s cache: ``_edu_terms`` keeps the result, under a key an EDU has at hand
         return self._terms_of(stems, tuple(entities))
-
-    def terms_of_stored(self, entry: object, edu: EDU) -> frozenset[str]:
-        """Return ``terms_of_edu(edu)``, made from ``entry``, the EDU's stems as the index stored them
-        (``index.documents.entity_stems_of``), so no word is stemmed; from ``edu`` when the entry is unusable."""
-        if type(entry) is list:
-            try:
-                return self._stored_terms(tuple(entry))
-            except (TypeError, AttributeError, IndexError):  # not the strings the index writes: recompute
-                pass
-        return self.terms_of_edu(edu)
-
-    @lru_cache(maxsize=EDU_TERMS_CACHE)  # noqa: B019 - as ``_terms``
-    def _stored_terms(self, entry: tuple[str, ...]) -> frozenset[str]:
-        return self._terms_from_stems(entry[0].split(), [phrase.split() for phrase in entry[1:]])
 
     @lru_cache(maxsize=32768)  # noqa: B019 - instances live as long as the runtime; the cache is the point
     def _terms(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
         return self._terms_of(stems, phrases)
 
     def _terms_of(self, stems: tuple[str, ...], phrases: tuple[str, ...]) -> frozenset[str]:
-        return self._terms_from_stems(stems, [entity_stems(phrase) for phrase in phrases])
-
-    def _terms_from_stems(self, stems: Sequence[str], phrases: Iterable[Sequence[str]]) -> frozenset[str]:
-        """Return the terms of an EDU's stems and its noun phrases' stems (a phrase of several stems is a term too)."""
         terms = self._normalise(stems)
-        for phrase_stems in phrases:
+        for phrase in phrases:
+            phrase_stems = _content_stems_of(phrase)
             if len(phrase_stems) > 1:
                 terms.add(" ".join(phrase_stems))
             terms.update(self._normalise(phrase_stems))
@@ -182,15 +165,27 @@ def _stems_of(text: str) -> tuple[str, ...]:
     return tuple(stem(w) for w in entity_words(text) if is_entity_word(w))
 
 
+@lru_cache(maxsize=65536)
+def _content_words_of(text: str) -> tuple[str, ...]:
+    return tuple(w for w in entity_words(text) if is_entity_word(w))
+
+
+@lru_cache(maxsize=65536)
+def _content_stems_of(text: str) -> tuple[str, ...]:
+    """Return the stem of each of ``_content_words_of(text)``, in the same order: ``_stems_of`` memoised, for the
+    short strings that recur across answers (lemmas, noun phrases, EDUs); a whole answer seldom recurs."""
+    return tuple(stem(w) for w in _content_words_of(text))
+
+
 def short_phrase(edus: Sequence[EDU], *, prefer: Iterable[str] = (), max_words: int = 4) -> str:
     """Return a few content words of ``edus`` in text order, words whose stem is in ``prefer`` first.
 
     Used for readable chains such as ``Contrast[replaced battery]``.
     """
     preferred = set(prefer)
-    words = [w for e in edus for w in entity_content_words(e.text)]
+    words = [w for e in edus for w in _content_words_of(e.text)]
     # with nothing preferred (a requirement's label in every candidate's check) no word needs its stem
-    chosen_idx = [i for i, s in enumerate(s for e in edus for s in entity_stems(e.text)) if s in preferred] \
+    chosen_idx = [i for i, s in enumerate(s for e in edus for s in _content_stems_of(e.text)) if s in preferred] \
         if preferred else []
     seen = {words[i] for i in chosen_idx}
     for i, w in enumerate(words):

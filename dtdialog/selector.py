@@ -36,7 +36,6 @@ from dtdialog.stages.tools import StageTools
 from dtdialog.subtrees import QuestionPlan, split_question
 from dtdialog.tried import TriedAction
 from index.base import AnswerDocument, AnswerIndex, SearchQuery
-from index.documents import stored_entity_stems
 from index.vocabulary import entity_words, is_entity_word
 from parsers.base import RSTParser
 from parsers.errors import InputError
@@ -224,11 +223,8 @@ class AnswerSelector:
             if cached is not None:
                 self._analyses.move_to_end(doc.id)
                 return cached
-        if doc.tree:
-            tree = DiscourseTree.from_dict(doc.tree)
-            analysis = self.agreement.analyze(tree, stored_stems=stored_entity_stems(doc, len(tree.edus)))
-        else:
-            analysis = self.agreement.analyze(self.parse(doc.text))
+        tree = DiscourseTree.from_dict(doc.tree) if doc.tree else self.parse(doc.text)
+        analysis = self.agreement.analyze(tree)
         with self._cache_lock:
             self._analyses[doc.id] = analysis
             if len(self._analyses) > _CACHE_SIZE:

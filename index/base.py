@@ -70,8 +70,7 @@ class AnswerDocument:
 
     ``rr_edu`` holds one ``RRTerm`` per non-default relation node (relation + the words of its EDUs);
     ``to_dict``/``from_dict`` are the storage boundary, where terms become and are read back from text.
-    ``tree`` is the DT as ``DiscourseTree.to_dict()``; ``entity_stems`` its EDUs' entity stems as
-    ``index.documents.entity_stems_of`` stores them (None in documents built before they were).
+    ``tree`` is the DT as ``DiscourseTree.to_dict()``.
     """
 
     id: str
@@ -84,17 +83,13 @@ class AnswerDocument:
     rr_edu: tuple[RRTerm, ...] = ()
     tree: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
-    entity_stems: dict[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        return {
             "id": self.id, "dialogue_id": self.dialogue_id, "position": self.position, "text": self.text,
             "keywords": list(self.keywords), "entities": list(self.entities), "relations": list(self.relations),
             "rr_edu": [str(t) for t in self.rr_edu], "tree": self.tree, "meta": self.meta,
         }
-        if self.entity_stems is not None:  # absent, as before, from documents built without them
-            out["entity_stems"] = self.entity_stems
-        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AnswerDocument:
@@ -102,7 +97,7 @@ class AnswerDocument:
             id=str(data["id"]), dialogue_id=str(data["dialogue_id"]), position=int(data["position"]),
             text=str(data["text"]), keywords=tuple(data.get("keywords", ())), entities=tuple(data.get("entities", ())),
             relations=tuple(data.get("relations", ())), rr_edu=tuple(RRTerm.parse(t) for t in data.get("rr_edu", ())),
-            tree=data.get("tree"), meta=dict(data.get("meta") or {}), entity_stems=data.get("entity_stems"),
+            tree=data.get("tree"), meta=dict(data.get("meta") or {}),
         )
 
 

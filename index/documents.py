@@ -11,15 +11,14 @@ from typing import Any
 
 from index.base import AnswerDocument, RRTerm
 from index.position import detect_position, source_role
-from index.vocabulary import content_words, entity_stems, entity_stems_stamp, words_of
+from index.vocabulary import content_words, words_of
 from parsers.relations import is_default
 from parsers.text_input import plain_text
 from parsers.tree import EDU, DiscourseTree
 
 #: What a built document holds; part of the cached built-in index's fingerprint, so a cache built by older code
 #: is rebuilt rather than mixed with new documents. 2: ``meta`` carries the dialogue position (``index.position``).
-#: 3: ``entity_stems`` holds each EDU's entity stems.
-DOCUMENT_VERSION = 3
+DOCUMENT_VERSION = 2
 
 #: At most this many words of an EDU phrase are kept for display (``meta["rr_phrases"]``).
 PHRASE_WORDS = 40
@@ -75,36 +74,6 @@ def rr_phrases_of(tree: DiscourseTree) -> list[str]:
     return phrases
 
 
-def entity_stems_of(tree: DiscourseTree) -> dict[str, Any]:
-    """Return the entity stems of each EDU of ``tree``, stamped with ``entity_stems_stamp()``.
-
-    What the agreement's entity terms are made of (``dtdialog.entities``), computed once here so that a turn meeting
-    an answer for the first time need not stem its words: ``{"v": stamp, "edus": [entry, ...]}``, one entry per
-    EDU in order: the stems of its lemmas (its text's words when it has none) space-joined, then those of each of
-    its noun phrases that has any. ``None`` for an EDU a stem could not be stored for (the reader recomputes it).
-    """
-    entries: list[list[str] | None] = []
-    for edu in tree.edus:
-        words = edu.lemmas or (edu.text,)
-        stems = [s for w in words for s in entity_stems(w)]
-        phrases = [p for p in map(entity_stems, edu.entities) if p]
-        parts = [stems, *phrases]
-        # joined by spaces and split again by the reader: a stem that is empty or holds a space would not come back
-        ok = all(s and not any(c.isspace() for c in s) for part in parts for s in part)
-        entries.append([" ".join(part) for part in parts] if ok else None)
-    return {"v": entity_stems_stamp(), "edus": entries}
-
-
-def stored_entity_stems(doc: AnswerDocument, edus: int) -> list | None:
-    """Return the per-EDU entries of ``doc.entity_stems`` when they are current (this code's stamp) and there is one
-    per EDU of its ``edus``-EDU tree; else None: the caller computes the terms from the tree."""
-    stored = doc.entity_stems
-    if type(stored) is not dict or stored.get("v") != entity_stems_stamp():
-        return None
-    entries = stored.get("edus")
-    return entries if type(entries) is list and len(entries) == edus else None
-
-
 def build_document(
     *,
     doc_id: str,
@@ -139,6 +108,5 @@ def build_document(
         relations=tuple(relations_of(tree)),
         rr_edu=tuple(rr_terms_of(tree)),
         tree=tree.to_dict(),
-        entity_stems=entity_stems_of(tree),
         meta=full_meta,
     )

@@ -144,14 +144,10 @@ class ElasticsearchIndex(AnswerIndex):
         from elasticsearch import helpers
 
         target = index or self.index_name
-        # an index made before documents carried their entity stems maps no such field, and strictly
-        keep_stems = "entity_stems" in self._mapped_fields(target)
 
         def actions() -> Iterator[dict[str, Any]]:
             for doc in checked_documents(documents):
                 source = document_source(doc)
-                if not keep_stems:
-                    source.pop("entity_stems", None)
                 if dense is not None:
                     source.update(dense_fields(dense, doc.id))
                 encoded = sg.encoded(doc.id) if sg is not None else None
@@ -168,21 +164,6 @@ class ElasticsearchIndex(AnswerIndex):
             return int(ok)
 
         return self._call("bulk indexing", run)
-
-    def _mapped_fields(self, target: str) -> frozenset[str]:
-        """Return the fields every concrete index behind ``target`` maps (none when there is no such index yet)."""
-        from elasticsearch import NotFoundError
-
-        def fetch():
-            try:
-                return self.client.indices.get_mapping(index=target)
-            except NotFoundError:
-                return None
-
-        response = self._call("mapping read", fetch)
-        mapped = [frozenset((dict(entry).get("mappings") or {}).get("properties") or {})
-                  for entry in (_body(response) if response is not None else {}).values()]
-        return frozenset.intersection(*mapped) if mapped else frozenset()
 
     def rebuild(self, documents: Iterable[AnswerDocument], *, dense: DenseStore | None = None, sg=None) -> int:
         """Index ``documents`` into a new concrete index, then point the alias ``index_name`` at it.

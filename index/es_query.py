@@ -48,7 +48,6 @@ INDEX_MAPPINGS: dict[str, Any] = {
         "rr_edu": {"type": "text", "analyzer": "english"},
         "rr_tokens": {"type": "text", "analyzer": "rr_tokens"},
         "tree": {"type": "object", "enabled": False},
-        "entity_stems": {"type": "object", "enabled": False},
         "meta": {"type": "object", "enabled": False},
     },
 }

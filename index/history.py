@@ -22,7 +22,7 @@ from dataclasses import dataclass
 KEEP_VERSIONS = 20
 #: What parsing derives from an answer. A re-parse (a rebuild with another parser or model) changes these and not
 #: the answer, so it is not a new version: the history would fill with copies of unchanged texts.
-DERIVED_FIELDS = frozenset({"keywords", "entities", "relations", "rr_edu", "tree", "entity_stems"})
+DERIVED_FIELDS = frozenset({"keywords", "entities", "relations", "rr_edu", "tree"})
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS doc_history(

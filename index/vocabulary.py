@@ -140,41 +140,6 @@ def stem(word: str) -> str:
     return _PORTER.stem(word)
 
 
-@lru_cache(maxsize=65536)
-def entity_stems(text: str) -> tuple[str, ...]:
-    """Return the stems of the entity words of ``text`` (``entity_words`` that pass ``is_entity_word``), in order.
-
-    Memoised: the short strings an EDU is made of (lemmas, noun phrases) recur across answers."""
-    return tuple(stem(w) for w in entity_content_words(text))
-
-
-@lru_cache(maxsize=65536)
-def entity_content_words(text: str) -> tuple[str, ...]:
-    """Return the entity words of ``text`` that can carry an entity, in order (memoised)."""
-    return tuple(w for w in entity_words(text) if is_entity_word(w))
-
-
-@lru_cache(maxsize=1)
-def entity_stems_stamp() -> str:
-    """Return what ``entity_stems`` depends on, as a short digest: the word pattern, both stop lists and the
-    stemmer's package version. Stems stored at index time (``index.documents.entity_stems_of``) carry it and are
-    used only while it is unchanged: an edit to any of these makes them stale, and they are recomputed."""
-    import hashlib
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        stemmer = f"nltk-porter-{version('nltk')}"
-    except PackageNotFoundError:
-        stemmer = "nltk-porter-?"
-    parts = [ENTITY_STEMS_FORMAT, _ENTITY_WORD.pattern, " ".join(sorted(ENTITY_STOP_WORDS)),
-             " ".join(sorted(LIGHT_VERBS)), stemmer]
-    return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:16]
-
-
-#: Bumped when ``entity_stems`` changes in a way its stamp's other parts do not show.
-ENTITY_STEMS_FORMAT = 1
-
-
 # --- the SQLite index's own stems ------------------------------------------------------------------
 #: The FTS5 tokenizer of the SQLite index: Porter over unicode61, ``_`` kept inside RR tokens (``contrast_start``).
 FTS5_TOKENIZER = "porter unicode61 tokenchars '_'"

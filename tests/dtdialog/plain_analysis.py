@@ -21,17 +21,3 @@ def plain_normalise(normalizer, stems) -> set[str]:
             out.add(stems[i])
             i += 1
     return out
-
-
-def plain_terms_of_edu(normalizer, edu) -> frozenset[str]:
-    """``EntityNormalizer.terms_of_edu`` as it was: every word stemmed per call, the plain synonym scan."""
-    from index.vocabulary import entity_words, is_entity_word, stem
-
-    words = [w for lemma in edu.lemmas for w in entity_words(lemma)] if edu.lemmas else entity_words(edu.text)
-    terms = plain_normalise(normalizer, [stem(w) for w in words if is_entity_word(w)])
-    for phrase in edu.entities:
-        stems = [stem(w) for w in entity_words(phrase) if is_entity_word(w)]
-        if len(stems) > 1:
-            terms.add(" ".join(stems))
-        terms.update(plain_normalise(normalizer, stems))
-    return frozenset(terms)

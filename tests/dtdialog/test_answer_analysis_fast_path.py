@@ -13,7 +13,7 @@ import random
 from itertools import chain
 
 import pytest
-from plain_analysis import plain_normalise, plain_terms_of_edu
+from plain_analysis import plain_normalise
 
 from dtdialog.agreement import AnswerAnalysis, AnswerRelation, RhetoricalAgreement
 from dtdialog.entities import EntityNormalizer
@@ -53,8 +53,21 @@ def _fields(node: Node) -> list[tuple]:
     return [(type(n), n.__dict__.copy(), [type(v) for v in n.__dict__.values()]) for n in node.walk()]
 
 
+def _plain_terms_of_edu(normalizer: EntityNormalizer, edu: EDU) -> frozenset[str]:
+    from index.vocabulary import entity_words, is_entity_word, stem
+
+    words = [w for lemma in edu.lemmas for w in entity_words(lemma)] if edu.lemmas else entity_words(edu.text)
+    terms = plain_normalise(normalizer, [stem(w) for w in words if is_entity_word(w)])
+    for phrase in edu.entities:
+        stems = [stem(w) for w in entity_words(phrase) if is_entity_word(w)]
+        if len(stems) > 1:
+            terms.add(" ".join(stems))
+        terms.update(plain_normalise(normalizer, stems))
+    return frozenset(terms)
+
+
 def _plain_analysis(normalizer: EntityNormalizer, tree: DiscourseTree) -> AnswerAnalysis:
-    per_edu = [plain_terms_of_edu(normalizer, e) for e in tree.edus]
+    per_edu = [_plain_terms_of_edu(normalizer, e) for e in tree.edus]
     rels = [AnswerRelation(relation=node.relation or "", edus=tree.edus[node.first: node.last + 1],
                            terms=frozenset().union(*per_edu[node.first: node.last + 1]))
             for node in tree.non_default_nodes()]
@@ -158,7 +171,7 @@ def test_analysis_equals_the_plain_analysis_with_cold_and_warm_memos(stored_tree
                    [(r.relation, r.edus, r.terms) for r in plain.relations]
             # the same order of iteration too: the topic weights and other dicts are filled in it
             assert [list(t) for t in map(normalizer.terms_of_edu, tree.edus)] == \
-                   [list(plain_terms_of_edu(plain_normalizer, e)) for e in tree.edus]
+                   [list(_plain_terms_of_edu(plain_normalizer, e)) for e in tree.edus]
             assert list(fast.terms) == list(plain.terms)
     info = normalizer._edu_terms.cache_info()
     assert info.misses > before.misses  # this normaliser's EDUs were new to the memo
@@ -186,7 +199,7 @@ def test_edu_terms_memo_keys_on_what_the_terms_are_made_of():
     ]
     for _ in range(2):
         for edu in variants:
-            assert normalizer.terms_of_edu(edu) == plain_terms_of_edu(plain, edu)
+            assert normalizer.terms_of_edu(edu) == _plain_terms_of_edu(plain, edu)
     assert "engin control modul" in normalizer.terms_of_edu(base)  # the synonym list applied (ecu)
 
 
@@ -198,7 +211,7 @@ def test_edu_terms_memo_keys_on_what_the_terms_are_made_of():
 def test_synonym_scan_tries_only_the_lengths_an_alias_has(stored_trees, synonyms):
     normalizer = EntityNormalizer(synonyms=synonyms)
     plain = EntityNormalizer(synonyms=synonyms)
-    from index.vocabulary import entity_stems as _content_stems_of
+    from dtdialog.entities import _content_stems_of
 
     edus = [e for data in stored_trees for e in data["edus"]]
     probes = [tuple(chain.from_iterable(map(_content_stems_of, e.get("lemmas", ())))) for e in edus]

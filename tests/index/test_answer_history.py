@@ -39,8 +39,6 @@ def test_a_re_parse_of_the_same_answer_is_no_new_version(tmp_path: Path, documen
         ix.add([doc])
         ix.add([replace(doc, tree={"schema": 2, "nodes": []}, keywords=("other",), relations=("Contrast",))])
         assert ix.history(doc.id) == [] and ix.get(doc.id).keywords == ("other",)  # stored, not a version
-        ix.add([replace(doc, entity_stems=None)])  # as an index built before documents carried entity stems
-        assert ix.history(doc.id) == [] and ix.get(doc.id).entity_stems is None
         ix.add([replace(doc, text="an edited text", tree=None)])
         assert [v.document.text for v in ix.history(doc.id)] == [doc.text]
         ix.keep_version(replace(doc, keywords=("again",)))  # the same text as the newest version

@@ -18,7 +18,6 @@ def test_count_and_get_round_trip(index, documents) -> None:
     got = index.get("nostart#1")
     assert got == documents[0]
     assert got.tree == documents[0].tree and got.meta["question"].startswith("I replaced")
-    assert got.entity_stems == documents[0].entity_stems and got.entity_stems["edus"]
     assert index.get("missing#9") is None
 
 

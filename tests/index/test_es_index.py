@@ -39,22 +39,3 @@ def test_generation_and_build_information_use_the_documented_defaults(loaded):
     # Elasticsearch stamps no writes and stores no build information: derived stores compare ids and counts only
     assert es.generation() == "" and es.info() == {}
     assert es.dense_info() is None  # built without vectors
-
-
-def test_documents_keep_their_entity_stems_and_an_older_index_still_takes_new_ones(documents):
-    from index.es_query import INDEX_MAPPINGS, INDEX_SETTINGS
-
-    server = FakeElasticsearch()
-    es = ElasticsearchIndex("http://fake-es:9200", index_name="answers", client=server.client())
-    es.rebuild(documents)
-    assert es.get(documents[0].id).entity_stems == documents[0].entity_stems is not None
-    # an index created by code from before documents carried entity stems: a strict mapping without the field
-    older = {**INDEX_MAPPINGS, "properties": {k: v for k, v in INDEX_MAPPINGS["properties"].items()
-                                              if k != "entity_stems"}}
-    server.client().indices.create(index="older", settings=INDEX_SETTINGS, mappings=older)
-    old = ElasticsearchIndex("http://fake-es:9200", index_name="older", client=server.client())
-    assert old.add(documents) == len(documents)
-    got = old.get(documents[0].id)
-    assert got == documents[0] and got.entity_stems is None  # read back as an older document: terms recomputed
-    es.close()
-    old.close()

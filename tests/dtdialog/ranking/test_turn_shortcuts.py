@@ -80,7 +80,7 @@ def _use_plain_code(monkeypatch, engine) -> None:
                    sentence=int(data.get("sentence", 0)), lemmas=tuple(data.get("lemmas", ())),
                    entities=tuple(data.get("entities", ())))
 
-    def plain_analyze(self, tree, *, stored_stems=None):  # the oracle: terms from the EDUs, never the stored stems
+    def plain_analyze(self, tree):
         per_edu = [self.normalizer.terms_of_edu(e) for e in tree.edus]
         rels = [agreement.AnswerRelation(relation=node.relation or "", edus=tree.edus[node.first: node.last + 1],
                                          terms=frozenset().union(*per_edu[node.first: node.last + 1]))
