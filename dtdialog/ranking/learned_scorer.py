@@ -73,10 +73,28 @@ class RankerModel:
         """Return one real score per row (higher = better answer)."""
         if X.shape[0] == 0:
             return np.zeros(0)
+        linear = self._linear()
+        if linear is not None:
+            coef, center, scale, intercept = linear
+            return ((X - center) / scale) @ coef + intercept
         if hasattr(self.estimator, "decision_function"):
             return np.asarray(self.estimator.decision_function(X), dtype=float).reshape(-1)
         p = np.clip(self.estimator.predict_proba(X)[:, 1], 1e-9, 1 - 1e-9)
         return np.log(p / (1 - p))
+
+    def _linear(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+        """Return the estimator's linear parts (``_linear_parts``) when they give its ``decision_function``, checked
+        once per estimator on probe rows; else None.
+
+        Why not ``decision_function``: a scikit-learn ``Pipeline`` builds a new class on every call (its metadata
+        routing), cyclic garbage that a turn would leave for the collector, and a freeze of the heap while a turn
+        runs (``dtdialog.gc_tuning``) could keep for good.
+        """
+        estimator, cached = self.estimator, self.__dict__.get("_linear_cache")
+        if cached is None or cached[0] is not estimator:
+            cached = (estimator, _checked_linear_parts(estimator, len(self.feature_names)))
+            self.__dict__["_linear_cache"] = cached  # a race only computes the same parts twice
+        return cached[1]
 
     def contributions(self, x: np.ndarray, *, means: np.ndarray | None = None) -> tuple[dict[str, float], str]:
         """Return ({feature: contribution to the logit}, method) for one feature row ``x``."""
@@ -200,6 +218,21 @@ def _linear_parts(estimator) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]
             return None
     intercept = float(np.ravel(getattr(final, "intercept_", 0.0))[0])
     return coef, center, scale, intercept
+
+
+def _checked_linear_parts(estimator, features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """Return ``_linear_parts(estimator)`` if they reproduce its ``decision_function`` on probe rows, else None."""
+    parts = _linear_parts(estimator) if hasattr(estimator, "decision_function") else None
+    if parts is None:
+        return None
+    coef, center, scale, intercept = parts
+    probe = np.random.default_rng(0).normal(size=(16, features)) * 3.0 * scale + center
+    try:
+        expected = np.asarray(estimator.decision_function(probe), dtype=float).reshape(-1)
+        got = ((probe - center) / scale) @ coef + intercept
+    except (ValueError, TypeError):  # another shape of model (several classes, other inputs)
+        return None
+    return parts if got.shape == expected.shape and np.allclose(got, expected, rtol=1e-12, atol=1e-12) else None
 
 
 def _sigmoid(x: float) -> float:

@@ -41,6 +41,48 @@ def test_linear_contributions_sum_to_the_logit(tmp_path):
     np.testing.assert_allclose(again.logits(X[:10]), model.logits(X[:10]))
 
 
+def _decision(estimator, X) -> np.ndarray:
+    return np.asarray(estimator.decision_function(X), dtype=float).reshape(-1)
+
+
+def test_the_shipped_model_scores_as_scikit_learn_does_and_leaves_no_garbage():
+    import gc
+
+    model = RankerModel.load()
+    X = np.random.default_rng(1).normal(size=(400, len(model.feature_names))) * 2.0
+    assert model._linear() is not None  # its Pipeline is computed as the linear function it is
+    np.testing.assert_allclose(model.logits(X), _decision(model.estimator, X), rtol=1e-12, atol=1e-12)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(5):
+            model.logits(X[:40])
+        assert gc.collect() == 0  # scikit-learn's Pipeline leaves a new class per call for the collector
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+@pytest.mark.parametrize("estimator", [make_pipeline(StandardScaler(with_mean=False), LogisticRegression()),
+                                       make_pipeline(StandardScaler(), HistGradientBoostingClassifier(max_iter=5))])
+def test_a_model_its_linear_parts_do_not_reproduce_is_scored_by_scikit_learn(estimator):
+    X, y = training_data()
+    model = RankerModel(estimator=estimator.fit(X, y), feature_names=NAMES)
+    assert model._linear() is None  # the scaler does not centre: its mean_ must not be subtracted
+    expected = _decision(model.estimator, X) if hasattr(model.estimator, "decision_function") else None
+    if expected is not None:
+        np.testing.assert_allclose(model.logits(X), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_replaced_estimator_is_checked_again():
+    X, y = training_data()
+    model = RankerModel(estimator=make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y), feature_names=NAMES)
+    first = model.logits(X)
+    model.estimator = make_pipeline(StandardScaler(), LogisticRegression(C=0.01)).fit(X, y)
+    np.testing.assert_allclose(model.logits(X), _decision(model.estimator, X), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(model.logits(X), first)
+
+
 def test_tree_model_uses_occlusion():
     X, y = training_data(1)
     model = RankerModel(estimator=HistGradientBoostingClassifier(max_iter=20).fit(X, y), feature_names=NAMES)
