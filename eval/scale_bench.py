@@ -106,28 +106,33 @@ def _rss_mb() -> dict[str, float]:
     return {"rss_mb": fields.get("VmRSS", float("nan")), "peak_rss_mb": fields.get("VmHWM", float("nan"))}
 
 
-def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, parser_name: str) -> dict[str, Any]:
-    """Load the learned-ranker engine over ``index_path`` and time one opening turn per real question."""
+def open_engine(index_path: Path, *, model: str, parser_name: str, sessions_dir: Path):
+    """Return the learned-ranker engine over ``index_path`` as a serving process builds it (sessions in
+    ``sessions_dir``): the engine every timing process of the scale benchmarks loads."""
     from dtdialog.assembly import EngineSpec, build_engine
-    from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
-    from eval.ann_bench import real_texts
-    from eval.turn_bench import sg_alignment, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
 
+    spec = EngineSpec(ranker="learned", ranker_model=str(MODELS_DIR / MODELS[model]),
+                      sessions_path=str(sessions_dir / "sessions.sqlite"))
+    return build_engine(spec, progress=False, parser=get_parser(parser_name), index=SqliteIndex(index_path),
+                        index_path=index_path, encoder=DenseEncoder())
+
+
+def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, parser_name: str) -> dict[str, Any]:
+    """Load the learned-ranker engine over ``index_path`` and time one opening turn per real question."""
+    from dtdialog.gc_tuning import freeze_loaded
+    from eval.ann_bench import real_texts
+    from eval.turn_bench import sg_alignment, summarize
+
     _, asked, _ = real_texts(data_dir)
     asked = asked[:questions + 3]
     before = _rss_mb()
-    parser = get_parser(parser_name)
-    index = SqliteIndex(index_path)
     with tempfile.TemporaryDirectory(prefix="dtq-scale-bench-") as tmp:
-        spec = EngineSpec(ranker="learned", ranker_model=str(MODELS_DIR / MODELS[model]),
-                          sessions_path=str(Path(tmp) / "sessions.sqlite"))
         t0 = time.perf_counter()
-        engine = build_engine(spec, progress=False, parser=parser, index=index, index_path=index_path,
-                              encoder=DenseEncoder())
+        engine = open_engine(index_path, model=model, parser_name=parser_name, sessions_dir=Path(tmp))
         freeze_loaded()
         load_s = time.perf_counter() - t0
         manager = engine.manager

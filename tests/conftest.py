@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import tempfile
@@ -39,3 +40,15 @@ def gum_dir(shared_data: Path) -> Path:
     if not (path / "splits.tsv").is_file():
         pytest.skip(f"GUM corpus not found at {path}")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _collector_settings_left_as_found():
+    """Code under test (a chat's warm-up, the API service) installs the serving collector settings
+    (``dtdialog.gc_tuning``): process-wide, so they are undone after each test rather than left to the next."""
+    callbacks, threshold = list(gc.callbacks), gc.get_threshold()
+    yield
+    if gc.callbacks != callbacks:
+        gc.callbacks[:] = callbacks
+    if gc.get_threshold() != threshold:
+        gc.set_threshold(*threshold)
