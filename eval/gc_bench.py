@@ -128,7 +128,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 4))
-    for r in results:
+    for r in reversed(results):  # the serving mode drawn last, over the other
         pauses = r["full_collections_ms"]
         ax.plot(r["walls_ms"], linewidth=0.8, label=f"{r['mode']}: p99 {r['turns']['p99_ms']:.0f} ms, "
                 f"max {r['turns']['max_ms']:.0f} ms; full collections {', '.join(f'{p:.0f}' for p in pauses)} ms")
