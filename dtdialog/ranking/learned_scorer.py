@@ -75,8 +75,7 @@ class RankerModel:
             return np.zeros(0)
         linear = self._linear()
         if linear is not None:
-            coef, center, scale, intercept = linear
-            return ((X - center) / scale) @ coef + intercept
+            return _linear_logits(linear, X)
         if hasattr(self.estimator, "decision_function"):
             return np.asarray(self.estimator.decision_function(X), dtype=float).reshape(-1)
         p = np.clip(self.estimator.predict_proba(X)[:, 1], 1e-9, 1 - 1e-9)
@@ -98,7 +97,7 @@ class RankerModel:
 
     def contributions(self, x: np.ndarray, *, means: np.ndarray | None = None) -> tuple[dict[str, float], str]:
         """Return ({feature: contribution to the logit}, method) for one feature row ``x``."""
-        linear = _linear_parts(self.estimator)
+        linear = self._linear()  # parts checked against the model: a scaler that does not centre gets occlusion
         if linear is not None:
             coef, center, scale, intercept = linear
             values = coef * (x - center) / scale
@@ -225,14 +224,20 @@ def _checked_linear_parts(estimator, features: int) -> tuple[np.ndarray, np.ndar
     parts = _linear_parts(estimator) if hasattr(estimator, "decision_function") else None
     if parts is None:
         return None
-    coef, center, scale, intercept = parts
+    _, center, scale, _ = parts
     probe = np.random.default_rng(0).normal(size=(16, features)) * 3.0 * scale + center
     try:
         expected = np.asarray(estimator.decision_function(probe), dtype=float).reshape(-1)
-        got = ((probe - center) / scale) @ coef + intercept
+        got = _linear_logits(parts, probe)
     except (ValueError, TypeError):  # another shape of model (several classes, other inputs)
         return None
     return parts if got.shape == expected.shape and np.allclose(got, expected, rtol=1e-12, atol=1e-12) else None
+
+
+def _linear_logits(parts: tuple[np.ndarray, np.ndarray, np.ndarray, float], X: np.ndarray) -> np.ndarray:
+    """Return the logits of ``X`` under linear parts: standardise as the scaler does, then the model's dot product."""
+    coef, center, scale, intercept = parts
+    return ((X - center) / scale) @ coef + intercept
 
 
 def _sigmoid(x: float) -> float:

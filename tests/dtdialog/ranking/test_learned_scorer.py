@@ -69,6 +69,7 @@ def test_a_model_its_linear_parts_do_not_reproduce_is_scored_by_scikit_learn(est
     X, y = training_data()
     model = RankerModel(estimator=estimator.fit(X, y), feature_names=NAMES)
     assert model._linear() is None  # the scaler does not centre: its mean_ must not be subtracted
+    assert model.contributions(X[0])[1] == "occlusion"  # nor explained with it
     expected = _decision(model.estimator, X) if hasattr(model.estimator, "decision_function") else None
     if expected is not None:
         np.testing.assert_allclose(model.logits(X), expected, rtol=1e-12, atol=1e-12)
