@@ -87,7 +87,7 @@ def run_mode(mode: str, *, index: Path, fill: int, questions: int, model: str, p
              data_dir: Path | None, progress: bool) -> dict[str, Any]:
     """Time the turns of one mode in this process (which it leaves with its collector settings changed)."""
     from dtdialog.gc_tuning import freeze_loaded, freeze_survivors
-    from eval.scale_bench import open_engine
+    from eval.scale_bench import open_engine, rss_mb
     from eval.turn_bench import summarize
 
     asked, source = questions_for(data_dir, questions)
@@ -109,6 +109,7 @@ def run_mode(mode: str, *, index: Path, fill: int, questions: int, model: str, p
             walls.append((time.perf_counter() - start) * 1000)
         gc.callbacks.remove(collections)
         tracked = len(gc.get_objects())  # what the next full collection would scan
+        memory = rss_mb()
         engine.close()
     gc.collect()  # the ordinary garbage, so that what the next collection finds was kept by the freezes
     frozen = gc.get_freeze_count()
@@ -117,7 +118,8 @@ def run_mode(mode: str, *, index: Path, fill: int, questions: int, model: str, p
     return {"mode": mode, "questions": source, "filled": filled, "turns": summarize(walls), "walls_ms": walls,
             "full_collections_ms": [round(p, 1) for p in collections.pauses_ms],
             "collection_share": round(sum(collections.pauses_ms) / max(sum(walls), 1e-9), 4),
-            "tracked_objects": tracked, "frozen_objects": frozen, "kept_by_freezes": kept}
+            "tracked_objects": tracked, "frozen_objects": frozen, "kept_by_freezes": kept,
+            "rss_after_turns_mb": memory["rss_mb"], "peak_rss_mb": memory["peak_rss_mb"]}
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -148,7 +150,8 @@ def _print(results: list[dict[str, Any]]) -> None:
               f"p50 {t['p50_ms']} / p95 {t['p95_ms']} / p99 {t['p99_ms']} / max {t['max_ms']} ms")
         print(f"{'':>12}full collections {r['full_collections_ms']} ms, {100 * r['collection_share']:.1f}% of the "
               f"turns' time; tracked {r['tracked_objects']:,}, frozen {r['frozen_objects']:,}, "
-              f"kept by the freezes {r['kept_by_freezes']}")
+              f"kept by the freezes {r['kept_by_freezes']}; RSS {r['rss_after_turns_mb']} MB after the turns, "
+              f"peak {r['peak_rss_mb']} MB")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -97,7 +97,7 @@ def build(corpus: list, out: Path, *, parser_name: str, processes: int) -> dict[
             "answers_per_second": round(report.indexed / seconds, 1), "parser": parser_name, "processes": processes}
 
 
-def _rss_mb() -> dict[str, float]:
+def rss_mb() -> dict[str, float]:
     fields = {}
     with open("/proc/self/status", encoding="ascii") as fh:
         for line in fh:
@@ -129,7 +129,7 @@ def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, par
 
     _, asked, _ = real_texts(data_dir)
     asked = asked[:questions + 3]
-    before = _rss_mb()
+    before = rss_mb()
     with tempfile.TemporaryDirectory(prefix="dtq-scale-bench-") as tmp:
         t0 = time.perf_counter()
         engine = open_engine(index_path, model=model, parser_name=parser_name, sessions_dir=Path(tmp))
@@ -138,7 +138,7 @@ def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, par
         manager = engine.manager
         for text in asked[:3]:
             manager.handle(session_id=manager.start_session(), text=text)
-        loaded = _rss_mb()
+        loaded = rss_mb()
         ms, cpu = [], []  # cpu: the process's CPU time per turn, which a busy machine inflates far less than wall time
         load_before = os.getloadavg()[0]
         for text in asked[3:]:
@@ -147,7 +147,7 @@ def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, par
             manager.handle(session_id=sid, text=text)
             ms.append((time.perf_counter() - start) * 1000)
             cpu.append((time.process_time() - cpu_start) * 1000)
-        after = _rss_mb()
+        after = rss_mb()
         dense = getattr(getattr(engine.scorer, "extractor", None), "dense", None)
         store = getattr(dense, "store", None)
         engine.close()

@@ -48,6 +48,7 @@ def test_both_modes_time_their_turns_and_count_what_the_freezes_kept(builtin_ind
         assert r["questions"].startswith("built-in") and r["kept_by_freezes"] >= 0
         assert all(p > 0 for p in r["full_collections_ms"]) and 0 <= r["collection_share"] < 1
         assert r["frozen_objects"] > 10_000  # the loaded engine
+        assert 100 < r["rss_after_turns_mb"] <= r["peak_rss_mb"]
     assert picture.stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "survivors:" in printed and "load-only:" in printed
