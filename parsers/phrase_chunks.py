@@ -73,7 +73,6 @@ class PhraseChunk:
         return cls(kind=kind, lemmas=tuple(str(x) for x in lemmas), pos=tuple(str(x) for x in pos))
 
 
-
 #: A phrase as what its generalizations depend on, ``(kind, lemmas, pos)``: how a phrase store hands out an answer's
 #: phrases for scoring (``SGPhraseStore.phrase_keys``); it hashes and compares as the ``PhraseChunk`` would, in C.
 PhraseKey = tuple[str, tuple[str, ...], tuple[str, ...]]

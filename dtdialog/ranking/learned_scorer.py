@@ -54,6 +54,8 @@ class RankerModel:
     estimator: Any
     feature_names: tuple[str, ...]
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: ``(estimator, its checked linear parts or None)``, made by ``_linear`` on first use
+    _linear_cache: tuple[Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         known = set(FEATURE_SETS["hybrid+dt"])
@@ -89,10 +91,10 @@ class RankerModel:
         routing), cyclic garbage that a turn would leave for the collector, and a freeze of the heap while a turn
         runs (``dtdialog.gc_tuning``) could keep for good.
         """
-        estimator, cached = self.estimator, self.__dict__.get("_linear_cache")
+        estimator, cached = self.estimator, self._linear_cache
         if cached is None or cached[0] is not estimator:
-            cached = (estimator, _checked_linear_parts(estimator, len(self.feature_names)))
-            self.__dict__["_linear_cache"] = cached  # a race only computes the same parts twice
+            cached = self._linear_cache = (estimator, _checked_linear_parts(estimator, len(self.feature_names)))
+            # a race only computes the same parts twice
         return cached[1]
 
     def contributions(self, x: np.ndarray, *, means: np.ndarray | None = None) -> tuple[dict[str, float], str]:
