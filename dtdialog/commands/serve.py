@@ -190,31 +190,54 @@ def run(args: argparse.Namespace) -> int:
 def serve_workers(settings, args: argparse.Namespace, proxies: list[str]) -> int:
     """Serve with ``settings.workers`` processes on one port (uvicorn's multi-process mode); return 0.
 
-    The engine is loaded once first in a process of its own (building the index if it is missing: workers racing
-    to build it would find it locked), so a bad index is one ``error:`` line before anything listens. Each worker
-    gets the settings as data (``WORKER_SETTINGS_ENV``) and a quota folder shared by all, fresh for this start.
+    The port is taken first and the engine loaded once in a process of its own (building the index if it is
+    missing: workers racing to build it would find it locked), so a port in use or a bad index is one ``error:``
+    line before anything listens. Each worker gets the settings as data (``WORKER_SETTINGS_ENV``), a quota folder
+    shared by all, fresh for this start, and a listening socket of its own (``dtdialog.api.worker_sockets``).
     """
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from dtdialog.api import worker_sockets
+
+    if not worker_sockets.supported():  # the workers share uvicorn's one socket, bound after the engine is ready
+        app, options = _worker_app(settings, args, proxies)
+        uvicorn.run(app, **options)
+        return 0
+    # each worker listens on a socket of its own (dtdialog.api.worker_sockets says why); this one holds the port
+    # from the start, so a port in use is one error line before the engine is loaded
+    with worker_sockets.reserve(args.host, args.port):
+        app, options = _worker_app(settings, args, proxies)
+        config = uvicorn.Config(app, **options)
+        logging.getLogger("uvicorn.error").info("Uvicorn running on http://%s:%d with %d workers (Press CTRL+C to quit)",
+                                                args.host, args.port, settings.workers)
+        try:
+            Multiprocess(config, sockets=[worker_sockets.WorkerListener(args.host, args.port, config.backlog)]).run()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _worker_app(settings, args: argparse.Namespace, proxies: list[str]) -> tuple[str, dict]:
+    """Load the engine once, hand the workers their settings (``WORKER_SETTINGS_ENV``); return uvicorn's app and
+    options for them."""
     import dataclasses
     import json
     import os
 
-    import uvicorn
-
     from dtdialog.api.app import WORKER_SETTINGS_ENV
 
-    shared = shared_quota_dir(args.port)
-    settings = dataclasses.replace(settings, shared_dir=shared)
+    settings = dataclasses.replace(settings, shared_dir=shared_quota_dir(args.port))
     prepare_engine(settings)
     if settings.corpus is not None and settings.index_path is not None:
         # --corpus with --index rebuilds the index at every load: built now, the workers open it (N rebuilds of
         # one file at once would find it locked)
         settings = dataclasses.replace(settings, corpus=None)
     os.environ[WORKER_SETTINGS_ENV] = json.dumps({"settings": settings.to_worker_data(), "log_level": args.log_level})
-    uvicorn.run("dtdialog.api.app:worker_app", factory=True, workers=settings.workers, host=args.host,
-                port=args.port, log_level=args.log_level, access_log=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=bool(proxies),
-                forwarded_allow_ips=proxies or None)
-    return 0
+    return "dtdialog.api.app:worker_app", {
+        "factory": True, "workers": settings.workers, "host": args.host, "port": args.port,
+        "log_level": args.log_level, "access_log": False, "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
+        "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies or None}
 
 
 def shared_quota_dir(port: int) -> Path:
