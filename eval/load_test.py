@@ -28,9 +28,12 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
+
+from eval.proc_sockets import connections_by_process
 
 QUESTIONS = [
     "I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
@@ -192,6 +195,20 @@ async def check_session(client: httpx.AsyncClient, run: SessionRun) -> dict[str,
     return {"lost": lost, "leaked": len(tokens - {run.token})}
 
 
+async def _watch_connections(port: int, held: dict[int, int], every: float = 0.5) -> None:
+    """Keep in ``held`` the look at how the server's processes share the connections on ``port`` that found the
+    most of them (read from /proc, off the event loop; a finished customer's connection closes after a while)."""
+    while True:
+        _keep_busiest(held, await asyncio.to_thread(connections_by_process, port))
+        await asyncio.sleep(every)
+
+
+def _keep_busiest(held: dict[int, int], now: dict[int, int]) -> None:
+    if sum(now.values()) > sum(held.values()):
+        held.clear()
+        held.update(now)
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     """Return p50/p95/p99/max of ``values`` in milliseconds."""
     if not values:
@@ -220,7 +237,11 @@ async def load_test(url: str, *, sessions: int, turns: int, timeout: float, requ
             clients = [shared] * sessions
         start = time.perf_counter()
         tasks = [asyncio.create_task(run_session(c, r, turns)) for c, r in zip(clients, runs)]
+        held: dict[int, int] = {}
+        watcher = asyncio.create_task(_watch_connections(urlsplit(url).port or 80, held))
         done, pending = await asyncio.wait(tasks, timeout=timeout)
+        watcher.cancel()
+        _keep_busiest(held, connections_by_process(urlsplit(url).port or 80))  # a short run: the last look is the one
         for t in pending:
             t.cancel()
         wall = time.perf_counter() - start
@@ -236,6 +257,10 @@ async def load_test(url: str, *, sessions: int, turns: int, timeout: float, requ
         "wall_seconds": round(wall, 2), "turns_per_second": round(n_turns / wall, 2) if wall else 0.0,
         "turn_latency_ms": percentiles(turn_latencies),
         "session_create_latency_ms": percentiles([r.latencies[0] for r in runs if r.latencies]),
+        # what each customer met: a server that serves some customers slower than others shows here, not in p50
+        "session_mean_turn_ms": sorted(round(float(np.mean(r.latencies[1:])) * 1000, 1)
+                                       for r in runs if len(r.latencies) > 1),
+        "connections_per_process": sorted(held.values(), reverse=True),
     }
 
 
@@ -244,14 +269,44 @@ def format_report(rep: dict[str, Any]) -> str:
     lat = rep["turn_latency_ms"]
     workers = f", {rep['server_workers']} server worker(s)" if "server_workers" in rep else ""
     load = f", load average {' '.join(map(str, rep['load_average']))}" if "load_average" in rep else ""
-    return "\n".join([
+    lines = [
         f"load test: {rep['sessions']} sessions x {rep['turns_per_session']} turns against {rep['url']} "
         f"({rep['client_addresses']} client addresses{workers}{load})",
         f"  turns ok {rep['turns_ok']}/{rep['turns_expected']}, errors {rep['errors']}, lost turns {rep['lost_turns']}, "
         f"cross-session leaks {rep['leaked_tokens']}, timed-out sessions {rep['timed_out_sessions']}",
         f"  turn latency ms: p50 {lat['p50']}  p95 {lat['p95']}  p99 {lat['p99']}  max {lat['max']}",
         f"  throughput: {rep['turns_per_second']} turns/s over {rep['wall_seconds']} s ({rep['requests']} requests)",
-    ] + [f"  error: {e}" for e in rep["error_samples"]])
+    ]
+    if means := rep.get("session_mean_turn_ms"):
+        lines.append(f"  customers' mean turn ms: fastest {means[0]}, median {means[len(means) // 2]}, slowest {means[-1]}")
+    if held := rep.get("connections_per_process"):
+        lines.append(f"  connections held per server process: {' / '.join(map(str, held))}")
+    return "\n".join(lines + [f"  error: {e}" for e in rep["error_samples"]])
+
+
+def plot(reports: list[dict[str, Any]], path: Path) -> None:
+    """Draw each run's customers, slowest last, by their mean turn latency (a fair server draws a flat line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for rep in reports:
+        means = rep.get("session_mean_turn_ms") or []
+        held = rep.get("connections_per_process") or []
+        label = (f"{rep.get('label') or str(rep.get('server_workers', '?')) + ' worker(s)'}: {rep['turns_per_second']} turns/s, "
+                 f"p95 {rep['turn_latency_ms']['p95']:.0f} ms" + (f", connections {'/'.join(map(str, held))}" if held else ""))
+        ax.plot(range(1, len(means) + 1), means, marker=".", label=label)
+    ax.set_xlabel("customer (sorted by their mean turn latency)")
+    ax.set_ylabel("mean turn latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{reports[0]['sessions']} customers x {reports[0]['turns_per_session']} turns, sent back to back")
+    ax.legend(fontsize=8, loc="lower right")  # the curves run along the top: a fair server keeps them flat
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def parse_workers(text: str) -> list[int]:
@@ -290,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the started server's --workers (1-16, default 1); a list such as 1,2 runs the test once "
                         "per count, one server after the other, and compares their throughput")
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here (a list with --workers 1,2)")
+    p.add_argument("--plot", type=Path, default=None,
+                   help="also draw each run's customers by their mean turn latency into this PNG")
     args = p.parse_args(argv)
     if not 1 <= args.sessions <= 500 or not 1 <= args.turns <= 100:
         print("error: --sessions must be 1-500 and --turns 1-100", file=sys.stderr)
@@ -329,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         print(compare(reports))
     if args.json:
         args.json.write_text(json.dumps(reports if len(reports) > 1 else reports[0], indent=2) + "\n", encoding="utf-8")
+    if args.plot:
+        plot(reports, args.plot)
     ok = all(r["errors"] == 0 and r["lost_turns"] == 0 and r["leaked_tokens"] == 0
              and r["turns_ok"] == r["turns_expected"] and r["timed_out_sessions"] == 0 for r in reports)
     return 0 if ok else 1

@@ -37,6 +37,8 @@ def test_default_quotas_serve_customers_from_distinct_addresses_and_cut_one_addr
         shared = run(url, False)
     assert distinct["errors"] == 0 and distinct["turns_ok"] == customers, distinct
     assert distinct["leaked_tokens"] == 0 and distinct["lost_turns"] == 0
+    assert len(distinct["session_mean_turn_ms"]) == customers  # what each customer met
+    assert distinct["connections_per_process"] == [customers]  # one server process held every customer's connection
     # from one address at most ``per_address`` sessions open (their turns may also meet the pending-calls cap)
     assert shared["turns_ok"] <= per_address and shared["errors"] >= customers - per_address, shared
     assert all("HTTP 429" in e for e in shared["error_samples"]), shared["error_samples"]

@@ -28,6 +28,7 @@ import pytest
 from reliability_helpers import API_KEY, assert_one_line_error, dtdialog_command, python_env
 
 from eval.load_test import free_port, stop_server
+from eval.proc_sockets import socket_inodes, tcp_inodes
 from parsers.errors import StorageBusyError
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")]
@@ -62,34 +63,6 @@ def children(pid: int) -> list[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in cmdline:
             found.append(int(entry.name))
     return sorted(found)
-
-
-def tcp_inodes(port: int, *, client_port: int | None = None, listening: bool = False) -> set[str]:
-    """Return the socket inodes (as /proc/PID/fd links name them) of this machine's TCP sockets whose local port is
-    ``port``: the listening ones, or the server ends of the connection from ``client_port``."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, remote = (int(fields[k].rsplit(":", 1)[1], 16) for k in (1, 2))
-            if local == port and (fields[3] == "0A" if listening else remote == client_port):  # 0A: LISTEN
-                found.add(f"socket:[{fields[9]}]")
-    return found
-
-
-def listening_inodes(port: int) -> set[str]:
-    return tcp_inodes(port, listening=True)
-
-
-def socket_inodes(pid: int) -> set[str]:
-    """Return the sockets process ``pid`` holds open."""
-    held = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            held.add(os.readlink(fd))
-        except OSError:  # closed meanwhile
-            continue
-    return held
 
 
 def accepting_worker(conn: http.client.HTTPConnection, port: int, pids: list[int]) -> int:
@@ -230,7 +203,7 @@ def test_each_worker_listens_on_a_socket_of_its_own_so_a_burst_reaches_both(inde
     # 38 of 50 for a whole load test. With a socket per worker the kernel spreads them (22 to 28 of 50, measured).
     with serve(index_copy, tmp_path) as server:
         pids = server.pids()
-        listening = {pid: socket_inodes(pid) & listening_inodes(server.port) for pid in [server.proc.pid, *pids]}
+        listening = {pid: socket_inodes(pid) & tcp_inodes(server.port, listening=True) for pid in [server.proc.pid, *pids]}
         assert not listening[server.proc.pid]  # the supervisor only holds the port
         assert all(len(listening[pid]) == 1 for pid in pids), listening
         assert len(set.union(*(listening[pid] for pid in pids))) == len(pids)  # not one shared socket
