@@ -24,7 +24,9 @@ all alike. Thread settings are stated in the output: the ONNX encoder's ``DTDIAL
 comes with a 95% bootstrap CI and each difference against dtdialog with a paired bootstrap CI
 (``eval.train_ranker.summarize`` / ``paired_difference``). The targets of issue 16 are checked: dtdialog's
 p95 <= 100 ms and <= 0.5x Haystack's p95 (the faster Haystack row, the strict reading), indexing >= 3x
-Haystack's rate.
+Haystack's rate. After the timing, the same run times what dtdialog cannot do without (``bounds``): the CPU its
+encoder and its parser each take alone over the pool, which caps the indexing ratio on this machine's cores, and
+each question's parse and encoding alone, which floor a turn's p95.
 """
 
 from __future__ import annotations
@@ -125,6 +127,40 @@ def target_lines(targets: dict[str, Any]) -> list[str]:
             f"{verdict(index)}"]
 
 
+def bounds(*, encode_cpu_ms: float, parse_cpu_ms: float, cores: int, haystack_rate: float, floor_ms: Sequence[float],
+           haystack_p95: float) -> dict[str, Any]:
+    """Return what dtdialog's method cannot go below, against the two Haystack targets.
+
+    ``encode_cpu_ms``, ``parse_cpu_ms``: CPU time per pool answer of dtdialog's encoder alone and of its RST
+    parser alone (batched, as an index build runs them). Every answer is parsed and encoded, so on ``cores``
+    cores no build indexes more than ``cores * 1000 / (encode_cpu_ms + parse_cpu_ms)`` answers/s, whatever else
+    gets faster. ``floor_ms``: per question, the longer of its RST parse and its encoding, each timed alone (a
+    turn needs both, and they overlap at best), so a turn's p95 cannot go below their p95.
+    """
+    per_answer = encode_cpu_ms + parse_cpu_ms
+    rate_bound = cores * 1000.0 / per_answer if per_answer > 0 else float("inf")
+    index_bound = rate_bound / haystack_rate if haystack_rate > 0 else float("inf")
+    floor_p95 = float(np.percentile(floor_ms, 95)) if len(floor_ms) else 0.0
+    p95_floor = floor_p95 / haystack_p95 if haystack_p95 > 0 else float("inf")
+    return {"encode_cpu_ms_per_answer": round(encode_cpu_ms, 2), "parse_cpu_ms_per_answer": round(parse_cpu_ms, 2),
+            "cores": cores, "index_answers_per_second_at_most": round(rate_bound, 1),
+            "index_ratio_at_most": round(index_bound, 3), "index_target_reachable": bool(index_bound >= TARGET_INDEX_RATIO),
+            "parse_or_encode_p95_ms": round(floor_p95, 2), "p95_ratio_at_least": round(p95_floor, 3),
+            "p95_target_budget_ms": round(TARGET_P95_RATIO * haystack_p95 - floor_p95, 2)}
+
+
+def bound_lines(b: dict[str, Any]) -> list[str]:
+    """Return the bounds as markdown bullets."""
+    reach = "reachable" if b["index_target_reachable"] else "out of reach while every answer is parsed and encoded"
+    return [f"- bound: encoding and parsing an answer alone take {b['encode_cpu_ms_per_answer']:.1f} + "
+            f"{b['parse_cpu_ms_per_answer']:.1f} ms of CPU, so {b['cores']} cores index at most "
+            f"{b['index_answers_per_second_at_most']:.1f} answers/s, {b['index_ratio_at_most']:.2f}x Haystack: "
+            f"{TARGET_INDEX_RATIO}x is {reach}",
+            f"- bound: a question's parse or encoding alone takes p95 {b['parse_or_encode_p95_ms']:.1f} ms, "
+            f"{b['p95_ratio_at_least']:.2f}x Haystack's p95; the rest of a turn would have "
+            f"{b['p95_target_budget_ms']:.1f} ms at p95 for a {TARGET_P95_RATIO}x ratio"]
+
+
 def markdown_table(result: dict[str, Any]) -> str:
     """Return the result as a markdown table plus the target lines and the run's settings."""
     rates = result["indexing_answers_per_second"]
@@ -137,7 +173,7 @@ def markdown_table(result: dict[str, Any]) -> str:
         lines.append(f"| {name} | {r['p1']:.3f} [{r['p1_lo']:.3f}, {r['p1_hi']:.3f}] | {diff} | {r['p50_ms']:.1f} | "
                      f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {rate:.1f} |")
     s = result["settings"]
-    lines += ["", *target_lines(result["targets"]), "",
+    lines += ["", *target_lines(result["targets"]), *(bound_lines(result["bounds"]) if "bounds" in result else []), "",
               f"{result['questions']} questions, pool of {result['pool']} answers; parser {s['parser']}; "
               f"haystack-ai {s['haystack_version']}; threads: torch {s['torch_threads']}, "
               f"DTDIALOG_ENCODER_THREADS {s['encoder_threads']}, DTDIALOG_ENCODER_WORKERS {s['encoder_workers']}, "
@@ -147,8 +183,9 @@ def markdown_table(result: dict[str, Any]) -> str:
 
 
 # --- dtdialog side --------------------------------------------------------------------------------------
-def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float]:
-    """Return (engine over a fresh index of the pool, indexing answers/s); the parser and encoder load untimed."""
+def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float, Any]:
+    """Return (engine over a fresh index of the pool, indexing answers/s, its encoder); the parser and encoder load
+    untimed."""
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
@@ -173,7 +210,37 @@ def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float]:
     engine = build_engine(spec, progress=progress, parser=parser, index=open_index(backend="sqlite", path=path),
                           index_path=path, encoder=encoder, wrap_scorer=out_of_fold(model))
     freeze_loaded()  # as a serving process (dtdialog serve, chat) and the other turn benchmarks do
-    return engine, rate
+    return engine, rate, encoder
+
+
+def time_floors(eval_set, *, parser, encoder, progress: bool) -> tuple[float, float, list[float]]:
+    """Return (CPU ms per pool answer of ``encoder`` alone, the same of ``parser`` alone, and per question the longer
+    of its parse and its encoding, each timed alone, in ms): what no dtdialog turn or index build can do without
+    (``bounds``). CPU time is the process's, every thread of it (the encoder computes on its own threads)."""
+    from dtdialog.ranking.dense_signals import dense_query_text
+
+    texts = [a.text for a in eval_set.pool]
+    encode_cpu = _cpu_ms(encoder.encode, texts) / len(texts)
+    parse_cpu = _cpu_ms(lambda batch: list(parser.parse_many(batch)), texts) / len(texts)
+    floors = []
+    for d in tqdm(eval_set.dialogues, desc="timing parse and encoding alone", unit="question", file=sys.stderr,
+                  disable=not progress):
+        _, parse_ms = _time(parser.parse, d.question)
+        _, encode_ms = _time(encoder.encode, [dense_query_text(d.question)])
+        floors.append(max(parse_ms, encode_ms))
+    return encode_cpu, parse_cpu, floors
+
+
+def _cpu_ms(fn, *args) -> float:
+    import resource
+
+    def used() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    start = used()
+    fn(*args)
+    return (used() - start) * 1000
 
 
 def dtdialog_top(selector, question: str) -> str | None:
@@ -292,7 +359,7 @@ def run(*, data_dir: Path, limit: int | None = None, torch_threads: int | None =
     settings = _settings(torch_threads)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="dtdialog-haystack-bench-") as tmp:
-        engine, dt_rate = build_dtdialog(eval_set, tmp=Path(tmp), progress=progress)
+        engine, dt_rate, encoder = build_dtdialog(eval_set, tmp=Path(tmp), progress=progress)
         try:
             pipelines, hay_rate = build_haystack(eval_set, progress=progress)
             systems = {DT_ROW: lambda q: dtdialog_top(engine.selector, q),
@@ -306,15 +373,20 @@ def run(*, data_dir: Path, limit: int | None = None, torch_threads: int | None =
                     top, ms = _time(systems[name], d.question)
                     runs[name].correct.append(top == d.answer_ids[0])
                     runs[name].ms.append(ms)
+            encode_cpu, parse_cpu, floors = time_floors(eval_set, parser=engine.parser, encoder=encoder,
+                                                        progress=progress)
         finally:
             engine.close()
     load_after = os.getloadavg()[0]
     settings["load_average"] = [round(load_before, 2), round(load_after, 2)]
     rows = summarize_runs(list(runs.values()), seed=seed)
     rates = {"dtdialog": round(dt_rate, 1), "haystack": round(hay_rate, 1)}
+    targets = target_checks(rows, dt_rate=dt_rate, haystack_rate=hay_rate)
+    limits = bounds(encode_cpu_ms=encode_cpu, parse_cpu_ms=parse_cpu, cores=settings["cpu_count"],
+                    haystack_rate=hay_rate, floor_ms=floors, haystack_p95=rows[targets["p95_ratio"]["against"]]["p95_ms"])
     return {"dataset": eval_set.name, "questions": len(eval_set.dialogues), "pool": len(eval_set.pool),
-            "rows": rows, "indexing_answers_per_second": rates,
-            "targets": target_checks(rows, dt_rate=dt_rate, haystack_rate=hay_rate), "settings": settings,
+            "rows": rows, "indexing_answers_per_second": rates, "targets": targets, "bounds": limits,
+            "settings": settings,
             "timing": "dtdialog: planning + ranking of a first turn; Haystack: one Pipeline.run; wall clock"}
 
 

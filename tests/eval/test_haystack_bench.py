@@ -9,6 +9,8 @@ import pytest
 from eval.haystack_bench import (
     DT_ROW,
     SystemRun,
+    bound_lines,
+    bounds,
     haystack_available,
     main,
     markdown_table,
@@ -77,6 +79,22 @@ def test_markdown_table_has_one_row_per_system_and_the_settings():
     assert "load average 0.5 -> 0.7" in table and "2.00x" in table
 
 
+def test_bounds_cap_the_indexing_ratio_and_floor_the_turn_p95():
+    # 10 + 30 ms of CPU an answer on 2 cores: at most 50 answers/s, whatever else gets faster; 2x Haystack's 25
+    b = bounds(encode_cpu_ms=10.0, parse_cpu_ms=30.0, cores=2, haystack_rate=25.0, floor_ms=[10.0] * 19 + [40.0],
+               haystack_p95=50.0)
+    assert b["index_answers_per_second_at_most"] == 50.0 and b["index_ratio_at_most"] == 2.0
+    assert not b["index_target_reachable"]
+    assert b["parse_or_encode_p95_ms"] == pytest.approx(11.5)  # numpy's p95 of 19 x 10 and one 40
+    assert b["p95_ratio_at_least"] == pytest.approx(0.23)
+    assert b["p95_target_budget_ms"] == pytest.approx(25.0 - 11.5)
+    lines = bound_lines(b)
+    assert "at most 50.0 answers/s, 2.00x Haystack: 3.0x is out of reach" in lines[0] and "13.5 ms at p95" in lines[1]
+    fast = bounds(encode_cpu_ms=5.0, parse_cpu_ms=5.0, cores=2, haystack_rate=25.0, floor_ms=[30.0], haystack_p95=50.0)
+    assert fast["index_target_reachable"] and "is reachable" in bound_lines(fast)[0]
+    assert fast["p95_target_budget_ms"] == pytest.approx(-5.0)  # the floor alone is over 0.5x: nothing left
+
+
 def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--limit", "0"])
@@ -107,4 +125,7 @@ def test_small_end_to_end_run(tmp_path, capsys, monkeypatch):
     for row in result["rows"].values():
         assert row["turns"] == 5 and row["p95_ms"] > 0
     assert all(v > 0 for v in result["indexing_answers_per_second"].values())
-    assert "dtdialog turn p95" in capsys.readouterr().out
+    b = result["bounds"]
+    assert b["encode_cpu_ms_per_answer"] > 0 and b["parse_cpu_ms_per_answer"] > 0 and b["parse_or_encode_p95_ms"] > 0
+    out = capsys.readouterr().out
+    assert "dtdialog turn p95" in out and "bound: encoding and parsing an answer alone" in out
