@@ -13,7 +13,13 @@ from dtdialog.api.worker_sockets import WorkerListener, reserve
 from eval.load_test import free_port
 from parsers.errors import ConfigError
 
-pytestmark = pytest.mark.skipif(not worker_sockets.supported(), reason="the platform has no SO_REUSEPORT")
+pytestmark = pytest.mark.skipif(not worker_sockets.supported(),
+                                reason="the kernel does not spread an SO_REUSEPORT group's connections (Linux does)")
+
+
+def test_only_linux_is_trusted_to_spread_a_groups_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_sockets.sys, "platform", "darwin")  # the option exists there, the spreading does not
+    assert not worker_sockets.supported()
 
 
 def test_a_worker_listener_becomes_a_listening_socket_of_its_own_beside_the_reservation() -> None:
@@ -57,9 +63,81 @@ def test_a_port_another_program_listens_on_is_one_config_error() -> None:
             reserve("127.0.0.1", port)
 
 
+def test_a_second_server_cannot_take_the_port_while_the_first_is_starting() -> None:
+    # no worker listens yet (the engine is loading): the hold alone must refuse the second server's first bind
+    port = free_port()
+    with reserve("127.0.0.1", port):
+        with pytest.raises(ConfigError, match="Address already in use"):
+            reserve("127.0.0.1", port)
+
+
+def test_a_port_left_in_time_wait_by_a_server_without_reuseport_can_be_taken_again() -> None:
+    with socket.socket() as old:  # what uvicorn's one socket, or a one-worker dtdialog serve, leaves behind
+        old.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        old.bind(("127.0.0.1", 0))
+        old.listen()
+        port = old.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port), timeout=5)
+        served, _ = old.accept()
+        served.close()  # the server end closes first: its port keeps a connection in TIME_WAIT
+        client.close()
+    with reserve("127.0.0.1", port) as held:
+        assert held.getsockname()[1] == port
+
+
 def test_a_second_server_cannot_join_the_group_of_a_running_one() -> None:
     # same user, SO_REUSEPORT on both: without the plain bind first, the second would share the first's connections
     port = free_port()
     with reserve("127.0.0.1", port), pickle.loads(pickle.dumps(WorkerListener("127.0.0.1", port, 16))):
         with pytest.raises(ConfigError, match="Address already in use"):
             reserve("127.0.0.1", port)
+
+
+def _serve_workers(monkeypatch: pytest.MonkeyPatch, tmp_path, port: int) -> dict:
+    """Run ``serve_workers`` for 2 workers with the engine's preparation and uvicorn's runners recorded, not run."""
+    import argparse
+
+    import uvicorn
+    import uvicorn.supervisors
+
+    from dtdialog.api.settings import ApiSettings
+    from dtdialog.commands import serve
+
+    calls: dict = {}
+
+    class Supervisor:
+        def __init__(self, config, sockets):
+            calls["multiprocess"] = (config, sockets)
+
+        def run(self):  # the port is held while the workers run
+            with pytest.raises(ConfigError, match="Address already in use"):
+                reserve("127.0.0.1", port)
+            calls["held"] = True
+
+    monkeypatch.setattr(serve, "prepare_engine", lambda settings: calls.setdefault("prepared", settings))
+    monkeypatch.setattr(serve, "shared_quota_dir", lambda p: tmp_path)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.setdefault("run", (app, options)))
+    monkeypatch.setattr(uvicorn.supervisors, "Multiprocess", Supervisor)
+    monkeypatch.delenv("DTDIALOG_WORKER_SETTINGS", raising=False)
+    args = argparse.Namespace(host="127.0.0.1", port=port, log_level="warning")
+    assert serve.serve_workers(ApiSettings(workers=2), args, []) == 0
+    return calls
+
+
+def test_serve_workers_hands_each_worker_a_listener_while_holding_the_port(monkeypatch, tmp_path) -> None:
+    port = free_port()
+    calls = _serve_workers(monkeypatch, tmp_path, port)
+    config, sockets = calls["multiprocess"]
+    assert calls["held"] and "run" not in calls and calls["prepared"].shared_dir == tmp_path
+    assert config.workers == 2 and config.app == "dtdialog.api.app:worker_app" and config.factory
+    assert sockets == [WorkerListener("127.0.0.1", port, config.backlog)]
+    with reserve("127.0.0.1", port):  # given back afterwards
+        pass
+
+
+def test_where_the_kernel_does_not_spread_connections_the_workers_share_uvicorns_socket(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(worker_sockets, "supported", lambda: False)
+    calls = _serve_workers(monkeypatch, tmp_path, free_port())
+    app, options = calls["run"]
+    assert "multiprocess" not in calls and app == "dtdialog.api.app:worker_app"
+    assert options["workers"] == 2 and options["factory"] and options["access_log"] is False
