@@ -238,10 +238,11 @@ async def load_test(url: str, *, sessions: int, turns: int, timeout: float, requ
         start = time.perf_counter()
         tasks = [asyncio.create_task(run_session(c, r, turns)) for c, r in zip(clients, runs)]
         held: dict[int, int] = {}
-        watcher = asyncio.create_task(_watch_connections(urlsplit(url).port or 80, held))
+        port = urlsplit(url).port or 80
+        watcher = asyncio.create_task(_watch_connections(port, held))
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         watcher.cancel()
-        _keep_busiest(held, connections_by_process(urlsplit(url).port or 80))  # a short run: the last look is the one
+        _keep_busiest(held, connections_by_process(port))  # a short run: the last look is the one
         for t in pending:
             t.cancel()
         wall = time.perf_counter() - start

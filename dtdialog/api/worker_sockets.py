@@ -32,12 +32,13 @@ def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
-def _bound(host: str, port: int, *, reuse_addr: bool = True) -> socket.socket:
+def _bound(host: str, port: int, *, reuse_addr: bool = True, reuse_port: bool = True) -> socket.socket:
     sock = socket.socket(_family(host), socket.SOCK_STREAM)
     try:
         if reuse_addr:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host.strip("[]"), port))
     except OSError:
         sock.close()
@@ -56,9 +57,7 @@ def reserve(host: str, port: int) -> socket.socket:
     has connections in TIME_WAIT from a server that did not use ``SO_REUSEPORT`` does the hold need both options.
     """
     try:
-        with socket.socket(_family(host), socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host.strip("[]"), port))
+        _bound(host, port, reuse_port=False).close()  # the probe: fails where anything else holds the port
         try:
             return _bound(host, port, reuse_addr=False)
         except OSError as exc:
