@@ -350,8 +350,11 @@ def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
     scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
                       mass=spec.config.scope_mass, dense=nearest, prefetch=prefetch,
                       dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
+    from dtdialog.dialogue.abstain import load_followup_calibrator
+
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
-                                  calibrator=selector.calibrator, replies=profile.replies())
+                                  calibrator=selector.calibrator, replies=profile.replies(),
+                                  followup_calibrator=load_followup_calibrator(selector.calibrator))
 
 
 def _nearest_answer_cosine(selector: AnswerSelector):

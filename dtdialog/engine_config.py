@@ -21,7 +21,9 @@ class EngineConfig:
     candidates: retrieval depth per step (hits fetched before the agreement check).
     clarify_margin: when the top two agreeing candidates score within this margin, ask the user to choose.
     max_options: at most this many clarification options (plus "none of these").
-    max_failures: after this many failed steps (fallbacks or rejected answers) hand off to a human.
+    max_failures: after this many steps without an answer the bot is sure of (fallbacks, abstentions, none of the
+        offered answers fitting) hand off to a human: the confidence has run out.
+    max_rejections: after the customer turned down this many answers ("no, that didn't help") hand off to a human.
     agreement_weight: weight of the agreement score against the normalised retrieval score (0..1).
     require_agreement: drop candidates whose agreement verdict is negative (else only demote them).
     soft_first_step: on the first step (the question alone, no follow-up yet) only demote non-agreeing candidates
@@ -82,6 +84,7 @@ class EngineConfig:
     clarify_margin: float = 0.04
     max_options: int = 3
     max_failures: int = 2
+    max_rejections: int = 3
     agreement_weight: float = 0.5
     first_step_agreement_weight: float = 0.1
     require_agreement: bool = True
@@ -125,7 +128,7 @@ class EngineConfig:
             if not ok:
                 raise ConfigError(f"engine config: {message}")
 
-        for name in ("candidates", "max_options", "max_failures", "max_input_chars", "max_traces"):
+        for name in ("candidates", "max_options", "max_failures", "max_rejections", "max_input_chars", "max_traces"):
             value = getattr(self, name)
             check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                   f"{name} must be an integer >= 1, got {value!r}")

@@ -2,6 +2,10 @@
 
 Rules are deliberately conservative: only short, unambiguous replies conclude or reject, so a
 follow-up that merely contains "not" ("It did at first but not anymore") stays a follow-up C_i.
+Keyword intents read short replies only: a longer message is a description, whatever courtesy words
+("thanks in advance", "okay so") or mentions ("not human ones") it contains. Only an explicit request
+for a person, or a reset phrase that opens the message, still counts in a longer one; a longer message
+that opens a conversation (``opening=True``) is always a problem description.
 """
 
 from __future__ import annotations
@@ -34,7 +38,13 @@ NEW_QUESTION = "new_question"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff]")
 _HANDOFF = re.compile(r"\b(human|humans|agent|representative|rep|operator|real person|live person|someone real|"
                       r"(?:talk|speak|chat) (?:to|with) (?:a |an )?(?:person|someone|somebody|people)|customer service)\b")
-_RESET = re.compile(r"\b(new question|another question|different question|new problem|different problem|"
+#: A request for a person worded as one: it counts in a message of any length (a bare "human" only in a short one).
+_HANDOFF_REQUEST = re.compile(r"\b(?:(?:can|could|may) i|i (?:want|need|would like|'d like)|let me|please)\s+"
+                              r"(?:to\s+)?(?:talk|speak|chat|be put through)\s+(?:to|with)\s+(?:a |an |your )?"
+                              r"(?:real |live )?(?:human|person|agent|representative|operator|someone|somebody)\b|"
+                              r"\b(?:connect|transfer|put) me (?:through )?(?:to|with) (?:a |an )?(?:real |live )?"
+                              r"(?:human|person|agent|representative|operator)\b")
+RESET_PHRASE = re.compile(r"\b(new question|another question|different question|new problem|different problem|"
                     r"start over|start again|restart|reset|new topic)\b")
 _NUMBER = re.compile(r"^\s*(?:option|number|no\.?|#)?\s*(\d{1,2})\s*[.)!]?\s*$")
 # "none of these" in its everyday forms; a leading "no," ("no, neither") says the same. The bare rejections
@@ -47,7 +57,9 @@ _CONCLUDE_SHORT = re.compile(rf"^{_ACK}(?:[\s,.!]+(?:{_ACK}|so much|very much|a 
                              r"that (?:fixed|solved|did) it|that helped|it helped|that worked|it worked))*[\s.!]*$")
 _CONCLUDE_PHRASE = re.compile(r"\b(?:that|this|it|you) (?:fixed|solved|sorted|did) it\b|\bfixed it\b|"
                               r"\bproblem (?:is )?(?:solved|fixed|gone)\b|\bworks (?:fine |great |again )?now\b|"
-                              r"\bit worked\b|\bthat worked\b|\bthat helped\b|\bthanks?\b|\bthank you\b|\bruns (?:fine|great) now\b")
+                              r"\bit worked\b|\bthat worked\b|\bthat helped\b|\bruns (?:fine|great) now\b")
+#: Thanks alone ends a conversation only in a short reply: "thanks in advance" closes a question, not a dialogue.
+_THANKS = re.compile(r"\bthanks?\b|\bthank you\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|still|nothing|didn't|doesn't|won't|isn't|wasn't|don't|can't|cannot|but)\b")
 _REJECT_SHORT = re.compile(r"^(?:no|nope|nah|negative|not really|no luck|wrong|not it|useless|no good)[\s.!]*$")
 _REJECT_PHRASE = re.compile(
@@ -58,7 +70,8 @@ _REJECT_PHRASE = re.compile(
     r"\bsame (?:problem|issue)\b")
 #: "it still stalls": a short reply with "still" reports the same symptom, i.e. the answer did not help.
 _STILL = re.compile(r"\bstill\b")
-_SHORT_WORDS = 8
+#: Replies of at most this many words are short: the only ones keyword intents read.
+SHORT_WORDS = 8
 #: Words that only express feedback; a reply made of nothing else carries no new information.
 _FEEDBACK_WORDS = frozenset("""no nope nah help helped helpful work worked working fix fixed solve solved change
 luck difference tried done checked already same problem issue still wrong useless good
@@ -100,25 +113,38 @@ def content_words(text: str) -> list[str]:
     return [w for w in entity_words(text) if is_entity_word(w) and w not in _FEEDBACK_WORDS and w not in _FILLER_WORDS]
 
 
-def classify(text: str) -> Intent:
-    """Return the intent of a cleaned user turn (see module docstring for the precedence)."""
+def is_short(text: str) -> bool:
+    """Return True for a reply of at most ``SHORT_WORDS`` words: one that keyword intents may read."""
+    return len(entity_words(text)) <= SHORT_WORDS
+
+
+def classify(text: str, *, opening: bool = False) -> Intent:
+    """Return the intent of a cleaned user turn (see module docstring for the precedence).
+
+    ``opening``: no question is open, so a message longer than a short reply describes a problem (``FOLLOWUP``).
+    """
     lowered = text.lower().replace("\u2019", "'").strip()
     constraints = extract_constraints(lowered)
     has_content = bool(content_words(lowered))
     if not lowered:
         return Intent(EMPTY, text)
-    if _HANDOFF.search(lowered):
-        return Intent(HANDOFF, text, constraints=constraints, has_content=has_content)
-    if _RESET.search(lowered):
+    short = is_short(lowered)
+    reset = RESET_PHRASE.search(lowered)
+    if reset and (short or not lowered[:reset.start()].strip(" ,.!:-")):
         return Intent(RESET, text, constraints=constraints, has_content=has_content)
+    if opening and not short:
+        return Intent(FOLLOWUP, text, constraints=constraints, has_content=has_content)
+    if _HANDOFF_REQUEST.search(lowered) or (short and _HANDOFF.search(lowered)):
+        return Intent(HANDOFF, text, constraints=constraints, has_content=has_content)
     number = _NUMBER.match(lowered)
     if number:
         return Intent(CHOICE, text, number=int(number.group(1)))
     if _NONE.match(lowered):
         return Intent(NONE_OF_THESE, text)
-    if _CONCLUDE_SHORT.match(lowered) or (_CONCLUDE_PHRASE.search(lowered) and not _NEGATION.search(lowered)):
-        return Intent(CONCLUDE, text)
-    short_still = bool(_STILL.search(lowered)) and len(entity_words(lowered)) <= _SHORT_WORDS
+    worked = _CONCLUDE_PHRASE.search(lowered) or (short and _THANKS.search(lowered))
+    if _CONCLUDE_SHORT.match(lowered) or (worked and not _NEGATION.search(lowered)):
+        return Intent(CONCLUDE, text, has_content=has_content)
+    short_still = short and bool(_STILL.search(lowered))
     if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still:
         return Intent(REJECT, text, constraints=constraints, has_content=has_content)
     if constraints:

@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from dtdialog import intents, transitions
 from dtdialog.clarification import ClarifyOption, PendingChoice, build_options, match_reply
 from dtdialog.constraints import Constraint, extract_constraints
+from dtdialog.dialogue.abstain import ConfidenceRule, detail_to_ask
+from dtdialog.dialogue.clarify import close_alternatives, competes, strong_others
+from dtdialog.dialogue.handoff import HandoffReason
+from dtdialog.dialogue.reject import fresh_candidates, next_part
 from dtdialog.engine_config import EngineConfig
 from dtdialog.replies import DEFAULT_REPLIES, Replies
 from dtdialog.session import (
@@ -56,8 +60,14 @@ RESET = "reset"
 HELD_JOIN_WORDS = 8
 #: the out-of-scope gate refused a new question (issue 13, item 3): nothing was retrieved
 OUT_OF_SCOPE = "out_of_scope"
-# calibrated confidence (issue 13): not answering when the engine is unsure
+# calibrated confidence: not answering when the engine is unsure
 ABSTAIN = "abstain"
+#: an opening in the domain that says too little to search with: the bot asks for the detail
+ASK_DETAIL = "ask_detail"
+#: a message after the hand-off: it joins the transcript for the person, the bot does not answer it
+WAITING = "waiting"
+#: the scope gate's reason for an opening in the domain that is too vague to search with
+VAGUE = "vague"
 
 #: After this many replies that match no option, the options are dropped: the reply is read as "none of these"
 #: (with its words as detail), so "purple elephants" cannot keep the options on screen forever.
@@ -67,6 +77,8 @@ MAX_REPROMPTS = 2
 GREETING = DEFAULT_REPLIES.greeting
 
 _IDLE_STATES = (NEW, CONCLUDED, HANDED_OFF)
+#: States with no question open: a longer message there opens one, whatever courtesy words it holds.
+_OPENING_STATES = (NEW, CONCLUDED)
 
 
 @runtime_checkable
@@ -131,11 +143,14 @@ class DialogueManager:
     """
 
     def __init__(self, *, selector: SelectorPort, store: SessionStore, config: EngineConfig | None = None,
-                 replies: Replies | None = None, scope: ScopeGate | None = None, calibrator: Any = None) -> None:
+                 replies: Replies | None = None, scope: ScopeGate | None = None, calibrator: Any = None,
+                 followup_calibrator: Any = None) -> None:
         self.selector = selector
         self.scope = scope
-        # calibrated confidence (issue 13): a ``dtdialog.confidence.Calibrator``; None reports no confidence
+        # a ``dtdialog.confidence.Calibrator``; None reports no confidence and never abstains
         self.calibrator = calibrator
+        # the calibrator of follow-up steps (``dtdialog.dialogue.abstain``); None: ``calibrator`` reads them too
+        self.followup_calibrator = followup_calibrator
         self.store = store
         self.config = config or selector.config
         self.replies = replies or DEFAULT_REPLIES
@@ -144,6 +159,12 @@ class DialogueManager:
         # one lock per session in use, dropped when no thread holds or waits for it (no lock kept per session forever)
         self._locks: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
         self._locks_guard = threading.Lock()
+
+    @property
+    def rule(self) -> ConfidenceRule:
+        """The confidence rule every answer passes, over the current calibrators and threshold."""
+        followup = self.followup_calibrator if self.calibrator is not None else None
+        return ConfidenceRule(self.calibrator, self.config.abstain_below, followup=followup)
 
     # --- public API -----------------------------------------------------------
     def start_session(self, session_id: str | None = None) -> str:
@@ -199,7 +220,7 @@ class DialogueManager:
 
     # --- the state machine: one handler per row of dtdialog.transitions.TABLE --------
     def _dispatch(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
-        intent = intents.classify(text)
+        intent = intents.classify(text, opening=record.state in _OPENING_STATES)
         handler = transitions.handler_for(record.state, intent.kind)
         # with no question open, a turn with content starts one: the trace says so, not the classifier's default
         opens = handler == "start" or (handler == "greet_or_start" and intent.has_content)
@@ -208,7 +229,12 @@ class DialogueManager:
         return self._handlers[handler](record, text, intent, trace)
 
     def _on_handoff(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
-        return self._hand_off(record, trace, self.replies.handoff_asked)
+        return self._hand_off(record, trace, HandoffReason.ASKED)
+
+    def _on_await_person(self, record: SessionRecord, text: str, intent: intents.Intent,
+                         trace: TurnTrace) -> TurnResult:
+        trace.note("handed off: the message joins the transcript for the person")
+        return self._reply(record, trace, WAITING, self.replies.handed_off_wait, state=HANDED_OFF)
 
     def _on_reset(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         record.held_text = ""
@@ -223,7 +249,7 @@ class DialogueManager:
     def _on_greet_or_start(self, record: SessionRecord, text: str, intent: intents.Intent,
                            trace: TurnTrace) -> TurnResult:
         if not intent.has_content:
-            return self._reply(record, trace, PROMPT, self.replies.greeting, state=record.state)
+            return self._reply(record, trace, PROMPT, self._idle_prompt(record), state=record.state)
         return self._start(record, text, trace)
 
     def _on_start(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
@@ -241,7 +267,7 @@ class DialogueManager:
 
     def _on_retry(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         self._add_constraints(record, intent.constraints, trace)
-        self._remember_rejected(record, text, trace)  # already tried (issue 13)
+        self._remember_rejected(record, text, trace)
         return self._retry(record, text if intent.has_content else None, trace, reason="the answer did not help")
 
     def _on_constrain_answer(self, record: SessionRecord, text: str, intent: intents.Intent,
@@ -249,10 +275,20 @@ class DialogueManager:
         self._add_constraints(record, intent.constraints, trace)
         if self._last_violates(record):
             return self._retry(record, text if intent.has_content else None, trace,
-                               reason="the answer needs something you ruled out", count_failure=False)
+                               reason="the answer needs something you ruled out", rejected=False)
         if not intent.has_content:
-            return self._retry(record, None, trace, reason="new constraint", count_failure=False)
+            return self._retry(record, None, trace, reason="new constraint", rejected=False)
         return self._next_step(record, text, trace)
+
+    def _on_no_detail(self, record: SessionRecord, text: str, intent: intents.Intent,
+                      trace: TurnTrace) -> TurnResult:
+        if intent.has_content:
+            return self._on_add_detail(record, text, intent, trace)
+        # "no" to a request for detail: the customer has none, so the bot's confidence cannot grow
+        record.failures += 1
+        if record.failures >= self.config.max_failures:
+            return self._hand_off(record, trace, HandoffReason.UNSURE)
+        return self._on_ask_again(record, text, intent, trace)
 
     def _on_followup(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         if not intent.has_content:
@@ -304,7 +340,8 @@ class DialogueManager:
     # --- steps shared by the handlers -----------------------------------------
     def _start(self, record: SessionRecord, question: str, trace: TurnTrace) -> TurnResult:
         held, record.held_text = record.held_text, ""
-        if held and len(words_of(question)) < HELD_JOIN_WORDS:
+        vague, record.held_vague = record.held_vague, False
+        if held and (vague or len(words_of(question)) < HELD_JOIN_WORDS):
             # a short reply to "could you describe the symptom?" completes the message refused before it; the
             # refused words may still sink the joined text's domain share, so the reply alone may vouch for it
             joined = f"{held} {question}"[-self.config.max_input_chars:]  # one message's limit, like any turn
@@ -348,7 +385,16 @@ class DialogueManager:
         return verdict
 
     def _refuse(self, record: SessionRecord, question: str, verdict: ScopeVerdict, trace: TurnTrace) -> TurnResult:
-        """Return the reply to a new question the scope gate refused (state unchanged, nothing retrieved)."""
+        """Return the reply to a new question the scope gate refused (state unchanged, nothing retrieved).
+
+        A vague opening in the domain ("my car", "brakes") is no refusal: the bot asks for the detail and joins the
+        customer's next message to it.
+        """
+        if verdict.reason == VAGUE:
+            record.held_text, record.held_vague = question, True
+            trace.decide(ASK_DETAIL, state_after=record.state, reason=verdict.reason, signals=verdict.signals)
+            return TurnResult(session_id=record.id, reply=self.replies.out_of_scope_text(VAGUE), kind=ASK_DETAIL,
+                              state=record.state)
         reply = self.replies.out_of_scope_text(verdict.reason or "domain", language=verdict.language)
         # only an off-domain question is worth keeping: greetings, gibberish and other languages add no words
         record.held_text = question if verdict.reason == "domain" else ""
@@ -412,7 +458,7 @@ class DialogueManager:
         ranked = [c for c in outcome.candidates if c.document.id in offered]
         if not ranked or not reply_terms & frozenset(pending.terms.get(ranked[0].document.id, ())):
             return None
-        if any(_competes(c, ranked[0], self.config) for c in ranked[1:]):
+        if any(competes(c, ranked[0], self.config) for c in ranked[1:]):
             return None
         trace.step(outcome, step=record.step)
         trace.note(f"reply read as a clarification of the problem; it points to {ranked[0].document.id}")
@@ -420,7 +466,7 @@ class DialogueManager:
         record.step_followups = followups
         record.followups.append(text)
         record.skipped.extend(a for a in offered if a != ranked[0].document.id)
-        return self._deliver(record, trace, ranked[0].document.id, ranked[0].document.text)
+        return self._deliver_if_sure(record, trace, ranked[0], outcome)
 
     # --- clarification people can use (issue 13, item 6) ---------------------
     def _on_none_fits(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
@@ -444,7 +490,7 @@ class DialogueManager:
         record.failures += 1
         if record.failures >= self.config.max_failures:
             record.skipped.extend(offered)
-            return self._hand_off(record, trace, self.replies.handoff_none_fit)
+            return self._hand_off(record, trace, HandoffReason.NONE_FIT)
         if detail:
             record.step_followups = record.step_followups + [detail]
             record.followups.append(detail)
@@ -453,10 +499,10 @@ class DialogueManager:
         outcome = self._rank(record, self._plan(record), record.step_followups, keep=first)
         trace.step(outcome, step=record.step)
         record.skipped.extend(offered)
-        others = _strong_others(outcome.candidates, [*first, *offered], first, self.config)
+        others = strong_others(outcome.candidates, [*first, *offered], first, self.config)
         trace.note(f"none of the offered answers fits; {len(others)} other candidate(s) as strong and on topic")
         if others:
-            return self._offer_others(record, trace, others, first)
+            return self._offer_others(record, trace, others, first, outcome=outcome)
         record.state = AWAITING_DETAIL
         record.pending = PendingChoice(options=[], asked_detail=True, yardstick=list(first),
                                        ignore_terms=sorted(self._said_terms(record))).to_dict()
@@ -465,10 +511,13 @@ class DialogueManager:
                           state=AWAITING_DETAIL)
 
     def _offer_others(self, record: SessionRecord, trace: TurnTrace, others: list[Any],
-                      first: Sequence[str]) -> TurnResult:
-        """Deliver the one alternative, or offer several, keeping ``first`` as the bar for the next round."""
+                      first: Sequence[str], *, outcome: RankOutcome) -> TurnResult:
+        """Deliver the one alternative, or offer several, keeping ``first`` as the bar for the next round.
+
+        A lone alternative is an answer the bot gives: it passes the confidence rule against its step's ``outcome``.
+        """
         if len(others) == 1:
-            return self._deliver(record, trace, others[0].document.id, others[0].document.text)
+            return self._deliver_if_sure(record, trace, others[0], outcome)
         result = self._offer(record, trace, [c.document for c in others[: self.config.max_options]],
                              head=self.replies.none_fit_others)
         record.pending = {**(record.pending or {}), "yardstick": list(first)}
@@ -488,14 +537,14 @@ class DialogueManager:
         new_terms = self.selector.terms_of_text(text) - frozenset(pending.ignore_terms)
         outcome = self._rank(record, self._plan(record), record.step_followups, keep=pending.yardstick)
         trace.step(outcome, step=record.step)
-        others = [c for c in _strong_others(outcome.candidates, pending.yardstick, pending.yardstick, self.config)
+        others = [c for c in strong_others(outcome.candidates, pending.yardstick, pending.yardstick, self.config)
                   if new_terms & self.selector.terms_of_edus(self.selector.answer_edus(c.document))]
         if not others:
             trace.note("the detail asked for after none of these leads to no answer as strong and on topic")
             record.failures += 1
-            return self._hand_off(record, trace, self.replies.handoff_no_detail)
+            return self._hand_off(record, trace, HandoffReason.NO_DETAIL)
         trace.note(f"the detail points to {len(others)} answer(s) as strong and on topic")
-        return self._offer_others(record, trace, others, pending.yardstick)
+        return self._offer_others(record, trace, others, pending.yardstick, outcome=outcome)
 
     def _constrain_choice(self, record: SessionRecord, pending: PendingChoice, text: str,
                           found: list[Constraint], trace: TurnTrace) -> TurnResult:
@@ -528,41 +577,58 @@ class DialogueManager:
         return self._offer(record, trace, survivors, head=self.replies.constraint_noted_text(said))
 
     def _retry(self, record: SessionRecord, extra: str | None, trace: TurnTrace, *, reason: str,
-               count_failure: bool = True) -> TurnResult:
-        if count_failure:
-            record.failures += 1
-            if record.failures >= self.config.max_failures:
-                return self._hand_off(record, trace, self.replies.handoff_failures_reason(record.failures))
+               rejected: bool = True) -> TurnResult:
+        """Offer the next answer for the same part; ``rejected``: the customer turned the answer on screen down."""
+        if rejected:
+            record.rejections += 1
+            if record.rejections >= self.config.max_rejections:
+                return self._hand_off(record, trace, HandoffReason.REJECTED)
         if extra:
             record.step_followups = record.step_followups + [extra]
             record.followups.append(extra)
         trace.note(f"next candidate for the same step: {reason}")
-        return self._select(record, trace)
+        return self._select(record, trace, after_rejection=rejected)
 
     def _select(self, record: SessionRecord, trace: TurnTrace, *, plan: QuestionPlan | None = None,
-                allow_clarify: bool = True) -> TurnResult:
-        """Rank the current step and answer, clarify or fall back.
+                allow_clarify: bool = True, after_rejection: bool = False) -> TurnResult:
+        """Rank the current step and answer, clarify, abstain or fall back.
 
         The step's context is the answer its follow-up replied to (``record.context_ids``), never the
-        answer just rejected: a retry searches the same part again with the rejected answers excluded.
+        answer just rejected: a retry ranks the same part again with the shown answers excluded, and keeps
+        only answers that repeat none shown. When none is left, or none the confidence rule accepts, the next
+        part of the question is tried before asking for a detail.
         """
         if plan is None:
             plan = self._plan(record)
             trace.plan(plan, full=True)
         outcome = self._rank(record, plan, record.step_followups)
         trace.step(outcome, step=record.step)
-        ranked = outcome.candidates
-        if not ranked:
-            return self._fallback(record, outcome, trace)
-        close = [ranked[0]] + [c for c in ranked[1:] if _competes(c, ranked[0], self.config)]
+        ranked = self._fresh(record, outcome.candidates)
+        close = close_alternatives(ranked, self.config)
         if allow_clarify and len(close) >= 2:
             return self._offer(record, trace, [c.document for c in close[: self.config.max_options]])
-        best = ranked[0]
-        confidence = self.calibrator.confidence(ranked) if self.calibrator is not None else None
-        # the calibrator was fitted on first answers (the question alone): later steps report it, never abstain on it
-        if confidence is not None and record.step == 0 and confidence < self.config.abstain_below:
-            return self._abstain(record, outcome, trace, confidence)
-        return self._deliver(record, trace, best.document.id, best.document.text, confidence=confidence)
+        followup_step = outcome.followup_tree is not None
+        confidence = self.rule.confidence(ranked[0], ranked, followup_step=followup_step) if ranked else None
+        if ranked and self.rule.sure(confidence):
+            return self._deliver(record, trace, ranked[0].document.id, ranked[0].document.text, confidence=confidence)
+        following = next_part(outcome.part_index, len(plan.parts)) if after_rejection else None
+        if following is not None and record.step == outcome.part_index:
+            trace.note(f"part {outcome.part_index + 1} of the question has no answer left; on to part {following + 1}")
+            record.step, record.step_followups = following, []
+            return self._select(record, trace, plan=plan, allow_clarify=allow_clarify, after_rejection=True)
+        if not ranked:
+            return self._fallback(record, outcome, trace)
+        return self._abstain(record, outcome, trace, confidence)
+
+    def _fresh(self, record: SessionRecord, ranked: Sequence[Any]) -> list[Any]:
+        """Return the candidates that repeat no answer already shown."""
+        if not record.delivered:
+            return list(ranked)
+        shown = [self._answer_terms(doc) for doc in map(self.selector.document, record.delivered) if doc is not None]
+        return fresh_candidates(ranked, shown, self._answer_terms)
+
+    def _answer_terms(self, doc: AnswerDocument) -> frozenset[str]:
+        return self.selector.terms_of_edus(self.selector.answer_edus(doc))
 
     def _plan(self, record: SessionRecord) -> QuestionPlan:
         return QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)
@@ -617,6 +683,14 @@ class DialogueManager:
         """Return the terms of the question and the step's replies (they cannot pick one option over another)."""
         return self.selector.terms_of_text(" ".join([record.question, *record.step_followups]))
 
+    def _deliver_if_sure(self, record: SessionRecord, trace: TurnTrace, chosen: Any,
+                         outcome: RankOutcome) -> TurnResult:
+        """Deliver ``chosen`` when the confidence rule accepts it against its ranking, else ask for a detail."""
+        confidence = self.rule.confidence(chosen, outcome.candidates, followup_step=outcome.followup_tree is not None)
+        if self.rule.sure(confidence):
+            return self._deliver(record, trace, chosen.document.id, chosen.document.text, confidence=confidence)
+        return self._abstain(record, outcome, trace, confidence)
+
     def _deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str, *,
                  confidence: float | None = None) -> TurnResult:
         record.delivered.append(answer_id)
@@ -630,22 +704,28 @@ class DialogueManager:
     def _fallback(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace) -> TurnResult:
         record.failures += 1
         if record.failures >= self.config.max_failures:
-            return self._hand_off(record, trace, self.replies.handoff_no_answer)
+            return self._hand_off(record, trace, HandoffReason.NO_ANSWER)
         missing = _missing_text(outcome)
         reply = self.replies.fallback_text(missing, found_on_topic=bool(outcome.rejected))
         record.state = AWAITING_DETAIL
         trace.decide(FALLBACK, state_after=AWAITING_DETAIL, missing=missing)
         return TurnResult(session_id=record.id, reply=reply, kind=FALLBACK, state=AWAITING_DETAIL)
 
-    def _hand_off(self, record: SessionRecord, trace: TurnTrace, reason: str) -> TurnResult:
+    def _hand_off(self, record: SessionRecord, trace: TurnTrace, why: HandoffReason) -> TurnResult:
         record.state = HANDED_OFF
         record.pending = None
         transcript = [{"role": m["role"], "text": m["text"]} for m in record.transcript]
-        trace.decide(HANDOFF, state_after=HANDED_OFF, reason=reason, transcript=transcript)
+        reason = why.text(self.replies, rejected=record.rejections)
+        trace.decide(HANDOFF, state_after=HANDED_OFF, reason=reason, reason_kind=why.value, transcript=transcript,
+                     answers_shown=len(record.delivered), answers_rejected=record.rejections)
         reply = self.replies.handoff_text(reason, len(transcript))
         return TurnResult(session_id=record.id, reply=reply, kind=HANDOFF, state=HANDED_OFF)
 
-    # --- calibrated confidence: abstention instead of a wrong answer (issue 13) ---
+    def _idle_prompt(self, record: SessionRecord) -> str:
+        """Return the greeting before the session's first question, and an invitation to go on after it."""
+        return self.replies.greeting if record.state == NEW and not record.question else self.replies.anything_else
+
+    # --- calibrated confidence: abstention instead of a wrong answer ---
     def _abstain(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace, confidence: float) -> TurnResult:
         """Ask for the missing detail instead of an answer the engine is unsure of; the second time, hand off.
 
@@ -655,22 +735,13 @@ class DialogueManager:
         record.failures += 1
         trace.note(f"confidence {confidence:.2f} is below {self.config.abstain_below:.2f}: not answering")
         if record.failures >= self.config.max_failures:
-            return self._hand_off(record, trace, self.replies.handoff_unsure)
-        detail = self._missing_detail(outcome)
+            return self._hand_off(record, trace, HandoffReason.UNSURE)
+        detail = detail_to_ask(outcome, self.selector)
         record.state = AWAITING_DETAIL
         trace.decide(ABSTAIN, state_after=AWAITING_DETAIL, confidence=confidence, missing_detail=detail,
                      best_id=outcome.candidates[0].document.id)
         return TurnResult(session_id=record.id, reply=self.replies.abstain_text(detail), kind=ABSTAIN,
                           state=AWAITING_DETAIL, confidence=confidence)
-
-    def _missing_detail(self, outcome: RankOutcome) -> str:
-        """Return which detail the question lacks (``dtdialog.abstention``), against the offered answers' terms."""
-        from dtdialog.abstention import missing_detail
-
-        terms: set[str] = set()
-        for cand in outcome.candidates[:5]:
-            terms |= self.selector.terms_of_edus(self.selector.answer_edus(cand.document))
-        return missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=self.selector)
 
     def _bad_input(self, record: SessionRecord, problem: str, trace: TurnTrace) -> TurnResult:
         trace.intent(problem)
@@ -680,7 +751,8 @@ class DialogueManager:
         elif record.state == AWAITING_CHOICE:
             message = self.replies.options_text(_pending(record).options, again=True)
         else:
-            message = self.replies.greeting if record.state in _IDLE_STATES else self.replies.did_it_help
+            message = (self.replies.handed_off_wait if record.state == HANDED_OFF else self._idle_prompt(record)
+                       if record.state in _IDLE_STATES else self.replies.did_it_help)
         return self._reply(record, trace, PROMPT, message, state=record.state, options=options)
 
     # --- helpers --------------------------------------------------------------
@@ -752,42 +824,9 @@ def _pending(record: SessionRecord) -> PendingChoice:
     return PendingChoice.from_dict(record.pending or {})
 
 
-def _competes(cand: Any, best: Any, config: EngineConfig) -> bool:
-    """Return True when ``cand`` is a genuine alternative to ``best`` worth offering as a clarification option.
-
-    Close normalised scores alone are not enough: the candidate must also be strong on its own - its score
-    at least ``clarify_ratio`` of the best and its topical coverage (``topic_ratio``) at least as high -
-    so an answer about another system that matched one shared word is never offered next to the right one.
-    """
-    if best.score - cand.score > config.clarify_margin:
-        return False
-    if best.score > 0 and cand.score < config.clarify_ratio * best.score:
-        return False
-    return cand.features.get("topic_ratio", 1.0) >= config.clarify_ratio
-
-
-def _strong_others(ranked: Sequence[Any], passed: Sequence[str], yardstick: Sequence[str],
-                   config: EngineConfig) -> list[Any]:
-    """Return the candidates, not among ``passed``, that could stand beside the ``yardstick`` answers (best first).
-
-    ``_competes``' thresholds against the best yardstick answer of the same ranking: an alternative needs
-    at least ``clarify_ratio`` of its score, of its topical coverage (``topic``) and of the ranking's best
-    coverage (``topic_ratio``). No yardstick answer in the ranking: no alternative.
-    """
-    bar = [c for c in ranked if c.document.id in yardstick]
-    if not bar:
-        return []
-    best = max(c.score for c in bar)
-    topic = max(c.features.get("topic", 0.0) for c in bar)
-    floor = config.clarify_ratio * best if best > 0 else best
-    return [c for c in ranked if c.document.id not in passed and c.score >= floor
-            and c.features.get("topic", 0.0) >= config.clarify_ratio * topic
-            and c.features.get("topic_ratio", 1.0) >= config.clarify_ratio]
-
-
 def _after_reset(text: str) -> str:
     """Return what follows a reset phrase ("new question: my brakes squeal" -> "my brakes squeal") if it has content."""
-    match = intents._RESET.search(text.lower())
+    match = intents.RESET_PHRASE.search(text.lower())
     rest = text[match.end():] if match else ""
     rest = rest.lstrip(" :,-.!?")
     return rest if len(intents.content_words(rest)) >= 2 else ""

@@ -40,10 +40,17 @@ class Replies:
     concluded_in_choice: str = "Glad to help! Come back any time."
     too_long: str = "That message is too long (over {limit} characters). Please describe the problem in a few sentences."
     unreadable: str = "Sorry, I could not read that: {error}. Please describe the problem in a sentence or two."
+    #: ``{messages}`` is the transcript's length; worded so that 1 reads as well as 12
     handoff: str = ("I'm passing you to a human agent ({reason}). They will see our whole conversation "
-                    "({messages} messages), so you won't have to repeat anything.")
+                    "(messages so far: {messages}), so you won't have to repeat anything.")
+    #: any message after the hand-off: it joins the transcript the person will read
+    handed_off_wait: str = ("A person will pick this up: I've added your message to the conversation they will see. "
+                            "To start over with me instead, say 'new question'.")
+    #: a reply with no content after a question was answered or closed (the greeting is for the first turn only)
+    anything_else: str = "Is there anything else I can help with? Describe what happens and what you have already tried."
     handoff_asked: str = "you asked for a person"
     handoff_failures: str = "{failures} answers did not help"
+    handoff_failures_one: str = "the answer did not help"
     handoff_no_answer: str = "no stored answer addresses the question"
     #: answers on the topic were found but none passed agreement for the missing part
     fallback_off_part: str = ("I found answers on this topic, but none that deals with {missing}. "
@@ -56,7 +63,7 @@ class Replies:
     choose_again: str = ("Sorry, I could not match that to an option. "
                          "Reply with a number, a few words from an option, or 'none of these':")
     option_line: str = "  {number}) {label}"
-    # --- clarification people can use (issue 13, item 6) ---
+    # --- clarification people can use ---
     #: none of the offered answers fits and no other strong one is on topic: ask for the one missing detail
     none_fit_detail: str = ("Then I am missing a detail to find the right answer. In a few words: what exactly happens "
                             "(the symptom), and which product, part or service is involved? Or say 'human' to talk to a person.")
@@ -64,7 +71,7 @@ class Replies:
     none_fit_others: str = "OK, not those. "
     handoff_none_fit: str = "none of the suggested answers fit"
     handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
-    # --- out-of-scope gate (issue 13, item 3): what the bot says instead of answering from the index ---
+    # --- out-of-scope gate: what the bot says instead of answering from the index ---
     #: small talk with no question: say what the bot is for and invite the question
     out_of_scope_greeting: str = ("Hi! I'm the support assistant: I answer questions from our support answers. "
                                   "What is your question - what happens, and what have you already tried?")
@@ -83,7 +90,7 @@ class Replies:
         """Return the reply to an out-of-scope message for ``reason`` (greeting, gibberish, language, domain)."""
         template = getattr(self, f"out_of_scope_{reason}", self.out_of_scope_domain)
         return template.format(language=language or "")
-    # --- abstention instead of a wrong answer (issue 13, calibrated confidence) ---
+    # --- abstention instead of a wrong answer (calibrated confidence) ---
     #: said when the engine is not confident enough to answer; {question} is the detail question below
     abstain: str = ("I'm not sure I have the right answer for this yet. {question} "
                     "Or say 'human' and I'll pass our conversation to a person.")
@@ -106,7 +113,7 @@ class Replies:
         return self.handoff.format(reason=reason, messages=messages)
 
     def handoff_failures_reason(self, failures: int) -> str:
-        return self.handoff_failures.format(failures=failures)
+        return self.handoff_failures_one if failures == 1 else self.handoff_failures.format(failures=failures)
 
     def fallback_text(self, missing: str, *, found_on_topic: bool) -> str:
         """Return the fallback reply; ``found_on_topic`` when answers were found but none for the part asked."""
@@ -120,7 +127,6 @@ class Replies:
         head = self.choose_again if again else self.choose
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
 
-    # abstention instead of a wrong answer (issue 13)
     def abstain_text(self, detail: str) -> str:
         """Return the abstention for the missing ``detail`` (``part``, ``symptom`` or ``context``)."""
         question = {"part": self.abstain_part, "symptom": self.abstain_symptom}.get(detail, self.abstain_context)

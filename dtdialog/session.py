@@ -54,7 +54,10 @@ class SessionRecord:
     delivered: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     constraints: list[dict[str, Any]] = field(default_factory=list)
+    #: steps that ended without an answer the bot was sure of (fallbacks, abstentions, none of these fitted)
     failures: int = 0
+    #: answers on screen the customer turned down ("no, that didn't help")
+    rejections: int = 0
     pending: dict[str, Any] | None = None
     transcript: list[dict[str, Any]] = field(default_factory=list)
     traces: list[dict[str, Any]] = field(default_factory=list)
@@ -65,6 +68,8 @@ class SessionRecord:
     #: a new question the scope gate refused as outside the index's domain: the customer's next message adds
     #: to it ("it's the car's headlight") instead of replacing it; cleared when a question starts
     held_text: str = ""
+    #: the held text was an opening too vague to search with: the next message joins it whatever its length
+    held_vague: bool = False
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
 
@@ -100,6 +105,7 @@ class SessionRecord:
         self.skipped = []
         self.constraints = []
         self.failures = 0
+        self.rejections = 0
         self.pending = None
         self.tried = []
 

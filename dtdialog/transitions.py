@@ -6,14 +6,14 @@ rendered by ``render()`` (a test keeps this copy current)::
 
     any state         handoff        -> handoff            hand off to a person -> HANDED_OFF
     any state         reset          -> reset              drop the question, or start the one after the reset phrase
-    NEW               conclude       -> greet_or_start     greet when the reply has no content, else start a question
-    NEW               reject         -> greet_or_start     greet when the reply has no content, else start a question
-    NEW               choice         -> greet_or_start     greet when the reply has no content, else start a question
-    NEW               none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
+    NEW               conclude       -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    NEW               reject         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    NEW               choice         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    NEW               none_of_these  -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     NEW               *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
     AWAITING_FEEDBACK conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_FEEDBACK choice         -> ask_again          nothing to search with: ask for feedback or detail again
-    AWAITING_FEEDBACK reject         -> retry              next candidate of the same step (counts a failure)
+    AWAITING_FEEDBACK reject         -> retry              next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)
     AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
@@ -25,20 +25,18 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify or re-ask
     AWAITING_DETAIL   conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_DETAIL   choice         -> ask_again          nothing to search with: ask for feedback or detail again
-    AWAITING_DETAIL   reject         -> retry              next candidate of the same step (counts a failure)
-    AWAITING_DETAIL   none_of_these  -> retry              next candidate of the same step (counts a failure)
+    AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
+    AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
     AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
-    CONCLUDED         conclude       -> greet_or_start     greet when the reply has no content, else start a question
-    CONCLUDED         reject         -> greet_or_start     greet when the reply has no content, else start a question
-    CONCLUDED         choice         -> greet_or_start     greet when the reply has no content, else start a question
-    CONCLUDED         none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
+    CONCLUDED         conclude       -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    CONCLUDED         reject         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    CONCLUDED         choice         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    CONCLUDED         none_of_these  -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
-    HANDED_OFF        conclude       -> greet_or_start     greet when the reply has no content, else start a question
-    HANDED_OFF        reject         -> greet_or_start     greet when the reply has no content, else start a question
-    HANDED_OFF        choice         -> greet_or_start     greet when the reply has no content, else start a question
-    HANDED_OFF        none_of_these  -> greet_or_start     greet when the reply has no content, else start a question
-    HANDED_OFF        *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
+    HANDED_OFF        reset          -> reset              drop the question, or start the one after the reset phrase
+    HANDED_OFF        handoff        -> await_person       handed off: the message joins the transcript; a person will pick it up
+    HANDED_OFF        *              -> await_person       handed off: the message joins the transcript; a person will pick it up
 
 Turns that are empty or too long never reach the table (``intents.sanitize``): they get a prompt.
 """
@@ -58,18 +56,18 @@ from dtdialog.session import (
 
 #: The key of a state's fallback row: every intent the state does not list.
 OTHERWISE = "*"
-#: The label of the rows that apply in every state, before the state's own.
+#: The label of the rows that apply in every state that does not list the intent itself.
 ANY_STATE = "any state"
 
 #: Every handler the table names (the manager's method ``_<name>``) and what it does.
 HANDLERS: dict[str, str] = {
     "handoff": "hand off to a person -> HANDED_OFF",
     "reset": "drop the question, or start the one after the reset phrase",
-    "greet_or_start": "greet when the reply has no content, else start a question",
+    "greet_or_start": "greet (invite a question after one) when the reply has no content, else start a question",
     "start": "out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back",
     "conclude": "the answer worked -> CONCLUDED",
     "ask_again": "nothing to search with: ask for feedback or detail again",
-    "retry": "next candidate of the same step (counts a failure)",
+    "retry": "next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)",
     "constrain_answer": "record it; retry if it rules the answer out or adds nothing",
     "followup": "ask again if it has no content, else as the fallback row",
     "next_step": "the reply is follow-up C_i: rank the next dialogue step",
@@ -78,11 +76,12 @@ HANDLERS: dict[str, str] = {
     "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
     "constrain_choice": "drop offered answers it rules out; re-offer or deliver",
     "choose": "pick an option by number or phrase, else clarify or re-ask",
-    # clarification people can use (issue 13, item 6)
     "none_fits": "the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)",
+    "await_person": "handed off: the message joins the transcript; a person will pick it up",
+    "no_detail": "no answer on screen: words are detail, a bare no means none to give (counts a failure)",
 }
 
-#: Intents that win in every state: asking for a person, or for a new question.
+#: Intents that win in every state that does not list them itself: asking for a person, or for a new question.
 ANY_STATE_ROWS: dict[str, str] = {intents.HANDOFF: "handoff", intents.RESET: "reset"}
 
 # With no question open, a bare "thanks"/"no"/"2" carries nothing to search with.
@@ -100,10 +99,12 @@ TABLE: dict[str, dict[str, str]] = {
     # "no", "nope", "didn't help" while options are on offer reject them all: the same as "none of these"
     AWAITING_CHOICE: {intents.CONCLUDE: "conclude_choice", intents.NONE_OF_THESE: "choose_none",
                       intents.REJECT: "choose_none", intents.CONSTRAINT: "constrain_choice", OTHERWISE: "choose"},
-    # a constraint while detail is asked for is detail too: the fallback row records it and ranks again
-    AWAITING_DETAIL: {**_AFTER_REPLY, intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
+    # no answer is on screen: "no" rejects nothing, it is detail (or nothing to search with); a constraint is detail too
+    AWAITING_DETAIL: {**_AFTER_REPLY, intents.REJECT: "no_detail", intents.NONE_OF_THESE: "no_detail",
+                      intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
     CONCLUDED: _IDLE,
-    HANDED_OFF: _IDLE,
+    # the bot's side is over until the customer starts a new conversation; asking for a person again changes nothing
+    HANDED_OFF: {intents.RESET: "reset", intents.HANDOFF: "await_person", OTHERWISE: "await_person"},
 }
 
 #: Intents a classified turn can have (``EMPTY`` and ``TOO_LONG`` are decided before classification).
@@ -112,11 +113,12 @@ INTENTS = (intents.CONCLUDE, intents.REJECT, intents.RESET, intents.HANDOFF, int
 
 
 def handler_for(state: str, intent: str) -> str:
-    """Return the name of the handler for ``intent`` in ``state`` (the state's fallback row when none is listed)."""
-    if intent in ANY_STATE_ROWS:
-        return ANY_STATE_ROWS[intent]
+    """Return the name of the handler for ``intent`` in ``state``: the state's row, else the any-state row, else
+    the state's fallback row."""
     rows = TABLE[state]
-    return rows.get(intent, rows[OTHERWISE])
+    if intent in rows:
+        return rows[intent]
+    return ANY_STATE_ROWS.get(intent, rows[OTHERWISE])
 
 
 def render() -> str:

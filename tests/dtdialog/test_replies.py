@@ -16,7 +16,7 @@ def test_every_template_formats_and_options_are_listed_in_order():
     assert text.splitlines() == [DEFAULT_REPLIES.choose, "  1) fuel pressure", "  2) none of these"]
     assert prompt_text(PendingChoice(options=options), again=True).startswith(DEFAULT_REPLIES.choose_again)
     assert "4000" in DEFAULT_REPLIES.too_long_text(4000)
-    assert DEFAULT_REPLIES.handoff_text("why", 7).count("why") == 1 and "(7 messages)" in DEFAULT_REPLIES.handoff_text("why", 7)
+    assert DEFAULT_REPLIES.handoff_text("why", 7).count("why") == 1 and "(messages so far: 7)" in DEFAULT_REPLIES.handoff_text("why", 7)
     assert DEFAULT_REPLIES.fallback_text('"x"', found_on_topic=True) != DEFAULT_REPLIES.fallback_text('"x"', found_on_topic=False)
     assert '"x"' in DEFAULT_REPLIES.fallback_text('"x"', found_on_topic=False)
     assert GREETING == DEFAULT_REPLIES.greeting

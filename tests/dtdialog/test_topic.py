@@ -5,7 +5,8 @@ from __future__ import annotations
 from engine_helpers import PAPER_Q, TableParser, make_index, text_of
 
 from dtdialog.engine_config import EngineConfig
-from dtdialog.manager import DialogueManager, _competes
+from dtdialog.dialogue.clarify import competes as _competes
+from dtdialog.manager import DialogueManager
 from dtdialog.selector import AnswerSelector
 from dtdialog.session_store import SessionStore
 

@@ -27,7 +27,7 @@ KINDS = {
     "start": {"answer", "clarify", "fallback"},
     "conclude": {"concluded"},
     "ask_again": {"prompt"},
-    "retry": {"answer", "clarify", "fallback", "handoff"},
+    "retry": {"answer", "clarify", "fallback", "abstain", "handoff"},
     "constrain_answer": {"answer", "clarify", "fallback"},
     "followup": {"answer", "clarify", "fallback"},
     "next_step": {"answer", "clarify", "fallback"},
@@ -37,6 +37,8 @@ KINDS = {
     "constrain_choice": {"answer", "clarify", "fallback"},
     "choose": {"answer", "clarify"},
     "none_fits": {"answer", "clarify", "fallback", "handoff"},
+    "await_person": {"waiting"},
+    "no_detail": {"prompt", "handoff"},  # the utterances for its rows carry no content
 }
 
 
@@ -53,9 +55,12 @@ def test_every_state_answers_every_intent():
         assert set(transitions.TABLE[state]) - {transitions.OTHERWISE} <= set(transitions.INTENTS)
         for intent in transitions.INTENTS:
             assert transitions.handler_for(state, intent) in transitions.HANDLERS
-    # the rows for a person and a new question win everywhere
-    assert {transitions.handler_for(s, intents.HANDOFF) for s in STATES} == {"handoff"}
+    # the rows for a person and a new question win everywhere but after the hand-off, where a person is coming
+    assert {transitions.handler_for(s, intents.HANDOFF) for s in STATES if s != HANDED_OFF} == {"handoff"}
+    assert transitions.handler_for(HANDED_OFF, intents.HANDOFF) == "await_person"
     assert {transitions.handler_for(s, intents.RESET) for s in STATES} == {"reset"}
+    # nothing but a new conversation brings the bot back after the hand-off
+    assert {transitions.handler_for(HANDED_OFF, i) for i in transitions.INTENTS if i != intents.RESET} == {"await_person"}
 
 
 def test_every_handler_is_used_and_implemented(tmp_path):

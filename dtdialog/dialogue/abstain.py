@@ -1,0 +1,74 @@
+"""Abstain: one confidence rule for every answer the bot gives, and which detail to ask for instead.
+
+First answers, follow-up answers, answers after a clarification and after a rejection all pass the same
+rule: the calibrated probability that the answer is right (``dtdialog.confidence.Calibrator``) must reach
+``EngineConfig.abstain_below``. The probability comes from the calibrator fitted for the kind of step: a
+follow-up step (ranked from the customer's reply) has its own, fitted on later steps of real dialogues
+(``python -m eval.calibrate_followup``), because its numbers lie where the first-answer calibrator reads
+doubt. An answer the customer picked from offered options is the customer's choice, not the bot's guess,
+and is delivered as picked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def followup_calibrator_path(ranker: str) -> Path:
+    """Return where the follow-up calibrator of ``ranker`` (``learned`` or ``rules``) ships."""
+    from dtdialog.confidence import MODELS_DIR
+
+    return MODELS_DIR / ("calibrator-v1-followup.json" if ranker == "learned" else "calibrator-v1-rules-followup.json")
+
+
+def load_followup_calibrator(first: Any | None) -> Any | None:
+    """Return the follow-up calibrator that goes with the first-answer calibrator ``first`` (None: use ``first``).
+
+    It must be fitted for the same ranker and, for the learned ranker, the same model.
+    """
+    from dtdialog.confidence import Calibrator
+    from parsers.errors import ModelNotAvailableError
+
+    if first is None:
+        return None
+    try:
+        found = Calibrator.load(followup_calibrator_path(first.ranker))
+    except ModelNotAvailableError:
+        return None
+    return found if (found.ranker, found.model_name) == (first.ranker, first.model_name) else None
+
+
+@dataclass(frozen=True)
+class ConfidenceRule:
+    """Answer only at or above ``threshold`` calibrated confidence; without a calibrator every answer passes.
+
+    ``followup``: the calibrator of follow-up steps (None: ``calibrator`` reads them too).
+    """
+
+    calibrator: Any | None
+    threshold: float
+    followup: Any | None = None
+
+    def confidence(self, chosen: Any, ranked: Sequence[Any], *, followup_step: bool = False) -> float | None:
+        """Return the confidence that ``chosen`` is right, against the rest of its ranking ``ranked``."""
+        calibrator = self.followup if followup_step and self.followup is not None else self.calibrator
+        if calibrator is None:
+            return None
+        return calibrator.confidence([chosen, *(c for c in ranked if c is not chosen)])
+
+    def sure(self, confidence: float | None) -> bool:
+        """Return True when an answer of ``confidence`` may be given."""
+        return confidence is None or confidence >= self.threshold
+
+
+def detail_to_ask(outcome: Any, selector: Any) -> str:
+    """Return which detail the question lacks (``dtdialog.abstention``), against the top answers' terms."""
+    from dtdialog.abstention import missing_detail
+
+    terms: set[str] = set()
+    for cand in outcome.candidates[:5]:
+        terms |= selector.terms_of_edus(selector.answer_edus(cand.document))
+    return missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=selector)
