@@ -18,6 +18,8 @@ from index.vocabulary import words_of
 QUOTE_CHARS = 160
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _TRIM = " \t\n,;:.-"
+#: first words of a reported action that read after "you already did" besides an "-ed" verb ("had it tested")
+_DONE_HEADS = frozenset({"had", "got", "put", "did", "have", "fitted"})
 
 
 def customer_why(trace: dict[str, Any], history: list[dict[str, Any]] | None = None) -> str | None:
@@ -43,10 +45,23 @@ def customer_why(trace: dict[str, Any], history: list[dict[str, Any]] | None = N
     if reply:
         sentence += f', now that you said "{reply}"'
     if tried and answer_id not in (step.get("already_tried") or {}):
-        ruled_out = any(isinstance(t, dict) and t.get("verb_class") == "ruled-out" for t in step.get("tried") or [])
-        what = "what you already did or ruled out" if ruled_out else "what you already did"
-        sentence += f"; it leaves out {what}: " + ", ".join(t.strip(_TRIM) for t in tried)
+        sentence += "; it leaves out " + _left_out(tried)
     return sentence + "."
+
+
+def _left_out(tried: list[str]) -> str:
+    """Return "what you already did: replaced the battery" and/or "what you ruled out: "the fuses are fine"".
+
+    A report that starts with its verb reads after "did"; any other ("the fuses are fine", "it is new") is quoted.
+    """
+    texts = [" ".join(t.split()).strip(_TRIM) for t in tried]
+    done = [t for t in texts if t.split()[0].endswith("ed") or t.split()[0] in _DONE_HEADS]
+    said = [f'"{t}"' for t in texts if t not in done]
+    parts = ([f"what you already did: {', '.join(done)}"] if done else []) + \
+        ([f"what you ruled out: {', '.join(said)}"] if said else [])
+    if len(parts) == 2:  # one list after the other's colon would read as part of it
+        return f"what you already did ({', '.join(done)}) and what you ruled out ({', '.join(said)})"
+    return parts[0]
 
 
 def needs_history(trace: dict[str, Any]) -> bool:

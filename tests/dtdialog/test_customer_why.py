@@ -73,3 +73,14 @@ def test_an_answer_that_repeats_a_tried_action_does_not_claim_to_leave_it_out(tm
     trace["steps"][0]["already_tried"] = {answer_id: "you already replaced the battery"}
     why = customer_why(trace)
     assert why is not None and "leaves out" not in why and "but I still could not start my car" in why
+
+
+def test_what_was_ruled_out_is_quoted_apart_from_what_was_done(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    trace = manager.handle(session_id=manager.start_session(), text=text_of(BRAKE_Q)).trace
+    trace["steps"][0]["tried"].append({"verb_class": "ruled-out", "objects": ["rotor"], "text": "the rotors are fine"})
+    why = customer_why(trace)
+    assert why is not None and why.endswith(
+        'it leaves out what you already did (replaced the brake pads) and what you ruled out ("the rotors are fine").')
+    trace["steps"][0]["tried"] = trace["steps"][0]["tried"][-1:]
+    assert customer_why(trace).endswith('it leaves out what you ruled out: "the rotors are fine".')
