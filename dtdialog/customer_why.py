@@ -64,6 +64,25 @@ def _left_out(tried: list[str]) -> str:
     return parts[0]
 
 
+def transcript_whys(transcript: list[dict[str, Any]], traces: list[dict[str, Any]]) -> dict[int, str]:
+    """Return transcript index -> the why of that bot answer, for a stored session (a reloaded chat page).
+
+    Matched from the end, answer id by answer id: the oldest traces may have been pruned, never the newest.
+    """
+    answers = [(i, m.get("answer_id")) for i, m in enumerate(transcript)
+               if isinstance(m, dict) and m.get("role") == "bot" and m.get("answer_id")]
+    ranked = [(k, (t.get("decision") or {}).get("answer_id")) for k, t in enumerate(traces)
+              if isinstance(t, dict) and (t.get("decision") or {}).get("kind") == "answer"]
+    out: dict[int, str] = {}
+    for (i, said), (k, traced) in zip(reversed(answers), reversed(ranked)):
+        if said != traced:
+            break
+        why = customer_why(traces[k], traces[:k])
+        if why:
+            out[i] = why
+    return out
+
+
 def needs_history(trace: dict[str, Any]) -> bool:
     """Return True when the trace's delivered answer was ranked on an earlier turn (picked from options)."""
     answer_id = (trace.get("decision") or {}).get("answer_id")

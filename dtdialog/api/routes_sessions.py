@@ -19,7 +19,7 @@ from dtdialog.api.models import (
     TurnResponse,
 )
 from dtdialog.api.quotas import TURN, Quotas, get_quotas, rate_limit
-from dtdialog.customer_why import customer_why, needs_history
+from dtdialog.customer_why import customer_why, needs_history, transcript_whys
 
 router = APIRouter(tags=["sessions"])
 SessionId = Path(min_length=1, max_length=128, description="The id returned by POST /sessions.")
@@ -112,5 +112,8 @@ async def get_session(request: Request, session_id: str = SessionId) -> SessionO
 
     record = await quotas.run(request, work, lane=TURN)
     data = jsonable(record.to_dict())
+    # a reloaded chat page shows each answer's plain why again, as the turn's response did
+    for index, why in transcript_whys(data.get("transcript") or [], data.get("traces") or []).items():
+        data["transcript"][index]["why"] = why
     data["session_id"] = data.get("session_id") or data.get("id") or session_id
     return SessionOut(**data)

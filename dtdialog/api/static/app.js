@@ -340,7 +340,8 @@ async function restore() {
     for (const t of rec.transcript || []) {
       const role = (t.role || t.speaker || "").toString().toLowerCase();
       const user = role === "user" || role === "c" || role === "q" || role === "customer";
-      addMessage(user ? "user" : "bot", t.text || "", user ? undefined : t.kind);
+      const li = addMessage(user ? "user" : "bot", t.text || "", user ? undefined : t.kind);
+      if (!user) addWhy(li, t);
     }
   } catch (e) {
     sessionId = null;

@@ -52,3 +52,12 @@ def test_an_option_picked_is_explained_from_the_turn_that_offered_it(client):
 def test_the_webhook_says_why_in_its_custom_data(client):
     message = client.post("/webhooks/rest/webhook", json={"sender": "why-test", "message": BRAKES}).json()[0]
     assert message["custom"]["kind"] == "answer" and "replaced the pads" in message["custom"]["why"]
+
+
+def test_a_stored_session_gives_each_answer_its_why_again(client):
+    sid = client.post("/sessions").json()["session_id"]
+    first = client.post(f"/sessions/{sid}/messages", json={"text": BRAKES}).json()
+    client.post(f"/sessions/{sid}/messages", json={"text": "I want to talk to a human"})
+    transcript = client.get(f"/sessions/{sid}").json()["transcript"]
+    bots = [m for m in transcript if m["role"] == "bot"]
+    assert bots[0]["why"] == first["why"] and "why" not in bots[1]  # the hand-off is no answer

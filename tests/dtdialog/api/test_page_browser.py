@@ -152,6 +152,10 @@ def test_customers_read_why_under_the_answer_and_never_ids_or_scores(browser, se
     shown = page.locator("body").inner_text()
     assert not AGENT_ONLY.search(shown), AGENT_ONLY.search(shown)
     assert page.locator("#explain").is_hidden() and page.locator("[data-answer-id]").count() == 0
+    said = why.inner_text()
+    page.reload()  # the transcript comes back from the stored session, each answer with its why
+    page.locator("#transcript li.msg.bot .why").wait_for(timeout=30_000)
+    assert page.locator("#transcript li.msg.bot .why").inner_text() == said
     page.close()
 
     agent, _ = _offline_page(browser, server_url)  # the agents' view of the same turn keeps the details
