@@ -101,7 +101,7 @@ def _open_trace(path: Path):
             f"cannot write the trace file {path}: {exc.strerror or exc}") from None
 
 
-def _print_result(result, *, explain: str | None, out, history=None, why: bool = True) -> None:
+def _print_result(result, *, explain: str | None, out, history: list[dict] | None = None, why: bool = True) -> None:
     from dtdialog.customer_why import customer_why
 
     lines = result.reply.splitlines() or [""]
@@ -275,7 +275,7 @@ def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
         trace_file.flush()
 
 
-def _turn_json(result, history=None) -> dict:
+def _turn_json(result, history: list[dict] | None = None) -> dict:
     """Return what ``--json`` prints for one bot turn (``why``: the customer's plain reason for an answer)."""
     from dtdialog.customer_why import customer_why
 
