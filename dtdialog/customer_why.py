@@ -110,9 +110,11 @@ def _reports(clause: str, tried: str) -> bool:
 
 
 def _quote(clauses: list[str]) -> str:
-    """Return the clauses as one quotation, cut only between clauses, without the end's punctuation."""
+    """Return the clauses as one quotation, cut only between clauses or sentences, without the end's punctuation."""
     kept: list[str] = []
-    for clause in (" ".join(c.split()) for c in clauses):
+    # a long unsegmented clause still ends at a sentence: the quote stays one short line
+    pieces = [p for c in clauses for p in _SENTENCE.split(" ".join(c.split())) if p]
+    for clause in pieces:
         if kept and len(" ".join([*kept, clause])) > QUOTE_CHARS:
             return " ".join(kept).rstrip(_TRIM) + " …"
         kept.append(clause)

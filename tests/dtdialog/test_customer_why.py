@@ -84,3 +84,14 @@ def test_what_was_ruled_out_is_quoted_apart_from_what_was_done(tmp_path):
         'it leaves out what you already did (replaced the brake pads) and what you ruled out ("the rotors are fine").')
     trace["steps"][0]["tried"] = trace["steps"][0]["tried"][-1:]
     assert customer_why(trace).endswith('it leaves out what you ruled out: "the rotors are fine".')
+
+
+def test_a_long_part_is_quoted_up_to_a_whole_sentence(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    trace = manager.handle(session_id=manager.start_session(), text=text_of(BRAKE_Q)).trace
+    long = "The brakes still squeal when I stop at a light. " + "It happens every morning on the way to work. " * 6
+    trace["parts"][0]["clauses"] = ["I replaced the brake pads,", long.strip()]
+    why = customer_why(trace)
+    quoted = re.search(r'"([^"]+)"', why).group(1)
+    assert quoted.startswith("The brakes still squeal when I stop at a light. It happens") and quoted.endswith(" …")
+    assert quoted.endswith("on the way to work …") and len(quoted) <= 170, quoted  # cut after a sentence
