@@ -34,7 +34,9 @@ def customer_why(trace: dict[str, Any], history: list[dict[str, Any]] | None = N
     turn, step, chosen = deciding_step(trace, answer_id, history)
     if step is None or chosen is None:
         return None
-    tried = [str(t["text"]) for t in step.get("tried") or [] if isinstance(t, dict) and t.get("text")]
+    tried = [" ".join(str(t["text"]).split()).strip(_TRIM) for t in step.get("tried") or []
+             if isinstance(t, dict) and t.get("text")]
+    tried = [t for t in tried if t]
     part = _part(turn, step)
     said = _quote(_addressed_clauses(part, tried)) if part else ""
     if not said:
@@ -50,13 +52,12 @@ def customer_why(trace: dict[str, Any], history: list[dict[str, Any]] | None = N
 
 
 def _left_out(tried: list[str]) -> str:
-    """Return "what you already did: replaced the battery" and/or "what you ruled out: "the fuses are fine"".
+    """Return, for non-empty reports, "what you already did: replaced the battery" and/or "what you ruled out: "the fuses are fine"".
 
     A report that starts with its verb reads after "did"; any other ("the fuses are fine", "it is new") is quoted.
     """
-    texts = [" ".join(t.split()).strip(_TRIM) for t in tried]
-    done = [t for t in texts if t.split()[0].endswith("ed") or t.split()[0] in _DONE_HEADS]
-    said = [f'"{t}"' for t in texts if t not in done]
+    done = [t for t in tried if t.split()[0].endswith("ed") or t.split()[0] in _DONE_HEADS]
+    said = [f'"{t}"' for t in tried if t not in done]
     parts = ([f"what you already did: {', '.join(done)}"] if done else []) + \
         ([f"what you ruled out: {', '.join(said)}"] if said else [])
     if len(parts) == 2:  # one list after the other's colon would read as part of it

@@ -95,3 +95,10 @@ def test_a_long_part_is_quoted_up_to_a_whole_sentence(tmp_path):
     quoted = re.search(r'"([^"]+)"', why).group(1)
     assert quoted.startswith("The brakes still squeal when I stop at a light. It happens") and quoted.endswith(" …")
     assert quoted.endswith("on the way to work …") and len(quoted) <= 170, quoted  # cut after a sentence
+
+
+def test_a_blank_tried_report_is_skipped(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    trace = manager.handle(session_id=manager.start_session(), text=text_of(BRAKE_Q)).trace
+    trace["steps"][0]["tried"] = [{"verb_class": "checked", "objects": ["pad"], "text": " , "}]
+    assert customer_why(trace) == 'This answers "I replaced the brake pads, but the brakes still squeal when I stop".'
