@@ -8,6 +8,7 @@ the per-feature view stays behind ``--explain=details`` and the page's details s
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -16,7 +17,6 @@ from dtdialog.ranking.features import feature_group, feature_label
 _LABEL = re.compile(r"^\s*([A-Za-z_\-]+)\s*\[(.*)\]\s*$")
 #: Alternatives shown next to the chosen answer (the brief of a support agent: the one or two that came close).
 ALTERNATIVES = 2
-_PHRASE_CHARS = 90
 
 
 Found = tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]
@@ -48,16 +48,17 @@ def _split_label(label: str) -> tuple[str, str]:
     return (m.group(1), m.group(2).strip()) if m else (label.strip(), "")
 
 
-def _short(text: str, limit: int = _PHRASE_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+def _whole(text: str) -> str:
+    # the customer's words are quoted whole: a phrase cut mid-clause reads as a different statement
+    return " ".join(str(text).split())
 
 
 def _part_phrases(trace: dict[str, Any], part_index: int) -> dict[str, str]:
-    """Return relation -> the question's own words for that relation in the step's part (DT-Q)."""
+    """Return relation -> the question's own words for that relation in the step's part (DT-Q), whole; a trace
+    recorded before the whole text was kept has the capped ``phrase`` only."""
     parts = [p for p in trace.get("parts") or [] if isinstance(p, dict)]
     part = next((p for p in parts if p.get("index") == part_index), None)
-    return {r["relation"]: r.get("phrase", "") for r in (part or {}).get("relations") or []
+    return {r["relation"]: r.get("text") or r.get("phrase", "") for r in (part or {}).get("relations") or []
             if isinstance(r, dict) and r.get("relation")}
 
 
@@ -70,7 +71,7 @@ def _question_part(label: str, phrases: dict[str, str]) -> str:
     phrase = phrases.get(relation)
     # a follow-up's relation has the same name as the question's but other words: it is the customer's reply
     if phrase and (not words or _stems(words) & _stems(phrase)):
-        return f"the {relation} part of the question (\"{_short(phrase)}\")"
+        return f"the {relation} part of the question (\"{_whole(phrase)}\")"
     return f"the {relation} part of the customer's reply (about {words})"
 
 
@@ -206,6 +207,44 @@ def feature_lines(features: dict[str, Any], *, top: int = 6) -> list[str]:
     # no contributions (the rule scorer, or a learned ranker's answer that was not its first choice): the values
     return [f"{feature_label(name)} ({name}) {float(features[name]):.2f}" for name in _SHOWN_VALUES
             if isinstance(features.get(name), (int, float))]
+
+
+def readable_value(value: Any) -> str:
+    """Return ``value`` as an agent reads it: numbers rounded (0.95, 15.6, 24), yes/no, no quotes or brackets."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        # two decimals below 10 keep shares and thresholds apart; beyond that one is enough to compare
+        text = f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        return "0" if text == "-0" else text
+    if isinstance(value, dict):
+        return "(" + describe_signals(value) + ")" if value else "none"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return "/".join(readable_value(v) for v in value) or "none"
+    return "none" if value is None else str(value)
+
+
+def describe_signals(signals: dict[str, Any]) -> str:
+    """Return a signals dict as "key value" pairs: ``words 24, english share 1, domain score 0.95``."""
+    return ", ".join(f"{str(key).replace('_', ' ')} {readable_value(value)}" for key, value in signals.items())
+
+
+_DICT_NOTE = re.compile(r"^(?P<head>[^{]*?)(?P<body>\{.*\})\s*$", re.DOTALL)
+
+
+def readable_note(note: str) -> str:
+    """Return a trace note with a Python dict written into it ("in scope: {...}") as readable "key value" text."""
+    m = _DICT_NOTE.match(str(note))
+    if m is None:
+        return str(note)
+    try:
+        value = ast.literal_eval(m.group("body"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return str(note)
+    return m.group("head") + describe_signals(value) if isinstance(value, dict) else str(note)
 
 
 #: The features whose values the details view shows when the scorer left no contributions: the rule scorer's

@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dtdialog.explanation import feature_lines, summarize
+from dtdialog.explanation import feature_lines, readable_note, readable_value, summarize
 from dtdialog.ranking.features import feature_label
 from dtdialog.selector import RankOutcome
-from dtdialog.subtrees import QuestionPlan
+from dtdialog.subtrees import QuestionPart, QuestionPlan
 
 
 class TurnTrace:
@@ -39,7 +39,7 @@ class TurnTrace:
         self.data["question"] = plan.question
         self.data["question_compact"] = plan.tree.to_compact()
         self.data["question_kind"] = plan.kind
-        self.data["parts"] = [p.to_dict() for p in plan.parts]
+        self.data["parts"] = [_part_record(p) for p in plan.parts]
         if full:
             self.data["question_tree"] = plan.tree.to_dict()
 
@@ -59,6 +59,15 @@ class TurnTrace:
     def to_dict(self) -> dict[str, Any]:
         self.data["elapsed_ms"] = round((time.perf_counter() - self._started) * 1000, 3)
         return self.data
+
+
+def _part_record(part: QuestionPart) -> dict[str, Any]:
+    """Return the part's summary plus its whole clauses: explanations quote the customer, never a capped phrase."""
+    record = part.to_dict()
+    record["clauses"] = [e.text for e in part.edus]
+    for rel, instance in zip(record["relations"], part.relations):
+        rel["text"] = instance.phrase()
+    return record
 
 
 def contribution_summary(features: dict[str, Any], *, top: int = 6, labels: bool = False) -> str:
@@ -87,11 +96,7 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5, details: boo
     ``history`` is the session's earlier traces (where an answer picked from options was ranked)."""
     lines = [f"--- turn {trace.get('turn')}: intent={trace.get('intent')} "
              f"{trace.get('state_before')} -> {trace.get('state_after')} ({trace.get('elapsed_ms', 0):.1f} ms)"]
-    if trace.get("question_compact"):
-        lines.append(f"DT-Q ({trace.get('question_kind')}): {trace['question_compact']}")
-        for part in trace.get("parts", []):
-            rels = ", ".join(f"{r['relation']}[{r['phrase']}]" for r in part.get("relations", [])) or "no non-default relation"
-            lines.append(f"  part Q{part['index'] + 1}: {rels}")
+    lines.extend(_question_lines(trace))
     for step in trace.get("steps", []):
         query = step.get("query", {})
         lines.append(f"step A{step.get('step', 0) + 1} (part Q{step.get('part_index', 0) + 1})")
@@ -122,12 +127,30 @@ def format_trace(trace: dict[str, Any], *, max_candidates: int = 5, details: boo
         lines.extend(_rejected_lines(step, shown=max_candidates))
     decision = trace.get("decision") or {}
     lines.append(f"decision: {decision.get('kind')}" + (f" {decision['answer_id']}" if decision.get("answer_id") else "")
-                 + _confidence_text(decision))
+                 + _confidence_text(decision) + _reason_text(decision))
     for note in trace.get("notes", []):
-        lines.append(f"note: {note}")
+        lines.append(f"note: {readable_note(note)}")
     lines.append("why this reply:")
     lines.extend("  " + line for line in summarize(trace, history)["lines"])
     return "\n".join(lines)
+
+
+def _question_lines(trace: dict[str, Any]) -> list[str]:
+    """Return the question and this turn's message, whole, then DT-Q's shape and its parts' relations."""
+    lines = []
+    if trace.get("question"):
+        lines.append(f"question: {trace['question']}")
+    said = " ".join(str(trace.get("user_text") or "").split())
+    if said and said != " ".join(str(trace.get("question") or "").split()):
+        lines.append(f"message: {said}")  # a follow-up or choice: the turn's own words, whole
+    if trace.get("question_compact"):
+        lines.append(f"DT-Q ({trace.get('question_kind')}): {trace['question_compact']}")
+        for part in trace.get("parts", []):
+            # the relation's whole words (traces recorded before they were kept have the capped phrase)
+            rels = ", ".join(f"{r['relation']}[{r.get('text') or r['phrase']}]" for r in part.get("relations", [])) \
+                or "no non-default relation"
+            lines.append(f"  part Q{part['index'] + 1}: {rels}")
+    return lines
 
 
 def retrieval_text(features: dict[str, Any]) -> str:
@@ -192,3 +215,11 @@ def _confidence_text(decision: dict[str, Any]) -> str:
         return ""
     detail = f", missing detail: {decision['missing_detail']}" if decision.get("missing_detail") else ""
     return f" (confidence {value:.2f}: {confidence_words(value)}{detail})"
+
+
+def _reason_text(decision: dict[str, Any]) -> str:
+    """Return " (reason: domain; words 3, domain score 0.2)" for a refusal's recorded reason and signals, else ""."""
+    said = [readable_value(decision[k]) for k in ("reason", "missing") if decision.get(k)]
+    if isinstance(decision.get("signals"), dict) and decision["signals"]:
+        said.append(readable_value(decision["signals"]).strip("()"))
+    return f" (reason: {'; '.join(said)})" if said else ""

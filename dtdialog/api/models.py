@@ -130,7 +130,8 @@ class RestMessage(BaseModel):
     text: str = Field(description="The bot's reply.")
     buttons: list[RestButton] | None = Field(default=None, description="Clarification options; absent when none.")
     custom: dict[str, Any] = Field(default_factory=dict,
-                                   description="What the engine decided: `kind`, `state`, `answer_id`, `confidence`.")
+                                   description="What the engine decided: `kind`, `state`, `answer_id`, `confidence`, "
+                                   "and `why`: the customer's plain reason for an answer (null otherwise).")
 
 
 class TurnOption(BaseModel):
@@ -170,6 +171,9 @@ class TurnResponse(BaseModel):
     options: list[TurnOption] = Field(default_factory=list)
     state: str
     answer_id: str | None = None
+    why: str | None = Field(default=None, description=(
+        "Why this answer, for the customer: the part of their message it takes up, in their own words, and what it "
+        "leaves out because they already did it. No ids or scores; null for replies that are not answers."))
     trace: dict[str, Any] = Field(default_factory=dict)
     explain: Explanation | None = Field(default=None, description="Only with ?explain=true.")
     # calibrated confidence (issue 13)

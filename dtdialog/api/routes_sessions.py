@@ -19,17 +19,19 @@ from dtdialog.api.models import (
     TurnResponse,
 )
 from dtdialog.api.quotas import TURN, Quotas, get_quotas, rate_limit
+from dtdialog.customer_why import customer_why, needs_history, transcript_whys
 
 router = APIRouter(tags=["sessions"])
 SessionId = Path(min_length=1, max_length=128, description="The id returned by POST /sessions.")
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 404, 413, 422, 429, 503)}
 
 
-def turn_out(result: Any) -> TurnResponse:
-    """Return the API view of an engine ``TurnResult``."""
+def turn_out(result: Any, history: list[dict[str, Any]] | None = None) -> TurnResponse:
+    """Return the API view of an engine ``TurnResult``; ``history`` (the session's earlier traces) explains an
+    answer picked from options."""
     return TurnResponse(
         session_id=result.session_id, reply=result.reply, kind=str(result.kind), state=str(result.state),
-        answer_id=result.answer_id, trace=jsonable(result.trace or {}),
+        answer_id=result.answer_id, trace=jsonable(result.trace or {}), why=customer_why(result.trace or {}, history),
         confidence=getattr(result, "confidence", None),  # calibrated confidence (issue 13)
         options=[TurnOption(number=int(o.number), label=str(o.label), answer_id=getattr(o, "answer_id", None))
                  for o in result.options or ()],
@@ -81,9 +83,11 @@ async def post_message(
 
         def respond(result: Any, record: Any) -> None:
             # the response is built and serialised before the session is written: if this fails, the turn is not saved
-            out = turn_out(result)
-            if explain:
+            history = None
+            if explain or needs_history(result.trace or {}):
                 history = manager.session(session_id).traces  # the stored turns: this one is not saved yet
+            out = turn_out(result, history)
+            if explain:
                 out.explain = explain_turn(service, result=result, user_text=text,
                                            session_question=record.question or "", history=history)
             payload.append(out.model_dump_json())
@@ -108,5 +112,8 @@ async def get_session(request: Request, session_id: str = SessionId) -> SessionO
 
     record = await quotas.run(request, work, lane=TURN)
     data = jsonable(record.to_dict())
+    # a reloaded chat page shows each answer's plain why again, as the turn's response did
+    for index, why in transcript_whys(data.get("transcript") or [], data.get("traces") or []).items():
+        data["transcript"][index]["why"] = why
     data["session_id"] = data.get("session_id") or data.get("id") or session_id
     return SessionOut(**data)

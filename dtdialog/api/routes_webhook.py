@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.models import ErrorResponse, RestButton, RestMessage, RestWebhookRequest
 from dtdialog.api.quotas import TURN, get_quotas, rate_limit
+from dtdialog.customer_why import customer_why, needs_history
 from dtdialog.session import SessionNotFoundError
 
 router = APIRouter(tags=["webhooks"])
@@ -32,12 +33,14 @@ def sender_session_id(sender: str) -> str:
     return SESSION_PREFIX + hashlib.sha256(sender.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def rest_message(sender: str, result: Any) -> RestMessage:
-    """Return the Rasa REST view of an engine ``TurnResult``: its reply, and its options as buttons."""
+def rest_message(sender: str, result: Any, history: list[dict[str, Any]] | None = None) -> RestMessage:
+    """Return the Rasa REST view of an engine ``TurnResult``: its reply, and its options as buttons; ``history``
+    (the session's earlier traces) explains an answer picked from options."""
     buttons = [RestButton(title=str(o.label), payload=str(int(o.number))) for o in result.options or ()]
     return RestMessage(recipient_id=sender, text=result.reply, buttons=buttons or None,
                        custom={"kind": str(result.kind), "state": str(result.state), "answer_id": result.answer_id,
-                               "confidence": getattr(result, "confidence", None)})
+                               "confidence": getattr(result, "confidence", None),
+                               "why": customer_why(result.trace or {}, history)})
 
 
 @router.post(WEBHOOK_PATH, response_model=list[RestMessage], responses=_ERRORS,
@@ -68,7 +71,8 @@ async def rest_webhook(body: RestWebhookRequest, request: Request) -> Response:
 
             def respond(result: Any, record: Any) -> None:
                 # serialised before the session is written: if this fails, the turn is not saved
-                message = rest_message(body.sender, result).model_dump(mode="json")
+                history = manager.session(session_id).traces if needs_history(result.trace or {}) else None
+                message = rest_message(body.sender, result, history).model_dump(mode="json")
                 if message["buttons"] is None:  # as Rasa: no "buttons" key on a message without options
                     del message["buttons"]
                 payload.append(json.dumps([message]))

@@ -69,6 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an option must also score at least R of the best and cover the question's topic "
                              "at least R as well as the best (0..1; 0 offers every close answer)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar while building the index")
+    parser.add_argument("--no-why", dest="why", action="store_false",
+                        help="do not print the short plain-language reason under each answer")
     parser.add_argument("--engine", type=Path, default=None, metavar="SPEC.json",
                         help="run the engine a saved spec describes (see --save-engine); not with the options above "
                              "that choose an engine")
@@ -99,11 +101,16 @@ def _open_trace(path: Path):
             f"cannot write the trace file {path}: {exc.strerror or exc}") from None
 
 
-def _print_result(result, *, explain: str | None, out, history=None) -> None:
+def _print_result(result, *, explain: str | None, out, history: list[dict] | None = None, why: bool = True) -> None:
+    from dtdialog.customer_why import customer_why
+
     lines = result.reply.splitlines() or [""]
     print(f"bot> {lines[0]}", file=out)
     for line in lines[1:]:
         print(f"     {line}", file=out)
+    reason = customer_why(result.trace or {}, history) if why else None
+    if reason:
+        print(f"     (why: {reason[:1].lower()}{reason[1:].rstrip('.')})", file=out)
     if explain:
         from dtdialog.trace import format_trace
 
@@ -241,6 +248,8 @@ def _shown(line: str, limit: int = 300) -> str:
 def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
     import json
 
+    from dtdialog.customer_why import needs_history
+
     try:
         result = manager.handle(session_id=session_id, text=text)
     except StorageError:
@@ -255,22 +264,24 @@ def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
         print(f"bot> Sorry, an internal error occurred ({type(exc).__name__}). Your session is saved; "
               "please rephrase or try again.", file=out)
         return
+    # an answer picked from options was ranked on an earlier turn: the explanations look there
+    history = manager.session(session_id).traces[:-1] if args.explain or needs_history(result.trace or {}) else None
     if args.json:
-        print(json.dumps(_turn_json(result), ensure_ascii=False), file=out, flush=True)
+        print(json.dumps(_turn_json(result, history), ensure_ascii=False), file=out, flush=True)
     else:
-        # an answer picked from options was ranked on an earlier turn: the summary looks there
-        history = manager.session(session_id).traces[:-1] if args.explain else None
-        _print_result(result, explain=args.explain, out=out, history=history)
+        _print_result(result, explain=args.explain, out=out, history=history, why=getattr(args, "why", True))
     if trace_file is not None:
         trace_file.write(json.dumps(result.trace, ensure_ascii=False) + "\n")
         trace_file.flush()
 
 
-def _turn_json(result) -> dict:
-    """Return what ``--json`` prints for one bot turn."""
+def _turn_json(result, history: list[dict] | None = None) -> dict:
+    """Return what ``--json`` prints for one bot turn (``why``: the customer's plain reason for an answer)."""
+    from dtdialog.customer_why import customer_why
+
     return {"kind": result.kind, "reply": result.reply, "confidence": result.confidence, "state": result.state,
             "answer_id": result.answer_id, "options": [o.to_dict() for o in result.options],
-            "reason": (result.trace.get("decision") or {}).get("reason")}
+            "reason": (result.trace.get("decision") or {}).get("reason"), "why": customer_why(result.trace, history)}
 
 
 def _interactive(manager, session_id: str, args, out, trace_file, *, ready) -> None:

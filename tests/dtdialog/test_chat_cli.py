@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -210,3 +211,28 @@ def test_explain_says_why_in_plain_words_and_details_add_the_features(built, cap
     assert f"rhetorical agreement score (agreement) {chosen['features']['agreement']:.2f}" in details
     code, same, _ = _chat(built, capsys, [PAPER_Q], "--explain-details")
     assert code == 0 and same.split("why this reply:")[1] == details.split("why this reply:")[1]
+
+
+#: what a customer must never read: an answer id ("no_start-paper-001#1"), a score ("0.82"), braces or brackets
+AGENT_ONLY = re.compile(r"\S#\d|\d\.\d|[{}\[\]]")
+
+
+def test_each_answer_has_a_plain_why_and_explain_shows_the_question_whole(built, capsys):
+    code, out, err = _chat(built, capsys, [PAPER_Q], "--explain")
+    assert code == 0
+    lines = out.splitlines()
+    bot = next(i for i, line in enumerate(lines) if line.startswith("bot> ") and i > 0)
+    why = lines[bot + 1]
+    # one line under the answer: the part it takes up in the customer's words, what it leaves out
+    assert why.startswith("     (why: ") and why.endswith(")"), why
+    assert '"but I still could not start my car"' in why and "replaced the battery" in why, why
+    assert not AGENT_ONLY.search(why), why
+    # the agents' trace: the question whole (the "you>" echo aside), no Python dict written into a note
+    explained = out.split("--- turn 1", 1)[1]
+    assert PAPER_Q in explained
+    assert "{" not in explained and not re.search(r"'\w+': ", explained), explained
+    code, quiet, _ = _chat(built, capsys, [PAPER_Q], "--no-why")
+    assert code == 0 and "(why: " not in quiet and "bot> " in quiet
+    code, printed, err = _chat(built, capsys, [PAPER_Q], "--json")
+    turn = json.loads(printed.splitlines()[-1])
+    assert turn["kind"] == "answer" and turn["why"] == why.strip()[len("(why: "):-1].replace("this", "This", 1) + "."

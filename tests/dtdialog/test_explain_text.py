@@ -7,7 +7,7 @@ import re
 
 from engine_helpers import CONSTRAINT_Q, PAPER_C1, PAPER_Q, car_world, text_of
 
-from dtdialog.explanation import summarize
+from dtdialog.explanation import describe_signals, readable_note, summarize
 from dtdialog.intents import FOLLOWUP, NEW_QUESTION
 from dtdialog.trace import format_trace, retrieval_text
 
@@ -93,8 +93,9 @@ def test_the_summary_says_why_in_plain_words(tmp_path):
     step = trace["steps"][0]
     chosen = next(c for c in step["candidates"] if c["id"] == result.answer_id)
     assert summary["lines"][0] == f"Chose answer {result.answer_id}."
-    # the relation chain it addresses, in the question's own words (the part's Contrast phrase of DT-Q)
-    phrase = next(r["phrase"] for r in trace["parts"][0]["relations"] if r["relation"] == "Contrast")
+    # the relation chain it addresses, in the question's own words, whole (the part's Contrast text of DT-Q)
+    phrase = next(r["text"] for r in trace["parts"][0]["relations"] if r["relation"] == "Contrast")
+    assert phrase == text_of(PAPER_Q)  # the Contrast spans the whole question: none of it is cut
     assert len(summary["addresses"]) == len(chosen["agreement"]["chains"]) + len(chosen["agreement"]["missing"]) >= 1
     assert any(f'the Contrast part of the question ("{phrase}")' in line for line in summary["addresses"])
     # what the customer already tried, as the engine recognised it
@@ -127,3 +128,27 @@ def test_an_answer_picked_from_options_is_explained_by_the_turn_that_ranked_it(t
     ranked = next(c for c in offer.trace["steps"][-1]["candidates"] if c["id"] == picked.answer_id)
     assert len(summary["addresses"]) == len(ranked["agreement"]["chains"]) + len(ranked["agreement"]["missing"])
     assert summary["lines"][0] == f"Chose answer {picked.answer_id}."
+
+
+def test_signals_read_as_key_value_pairs_with_rounded_numbers():
+    signals = {"words": 24, "non_latin_share": 0.0, "english_share": 1.0, "domain_mass": 15.58,
+               "domain_score": 0.948, "threshold": 0.729, "dense": 0.669, "gate": True, "language": None}
+    assert describe_signals(signals) == ("words 24, non latin share 0, english share 1, domain mass 15.6, "
+                                         "domain score 0.95, threshold 0.73, dense 0.67, gate yes, language none")
+    # a note written with a raw dict in it reads the same way; any other note is left as it is
+    assert readable_note(f"in scope: {signals}") == "in scope: " + describe_signals(signals)
+    assert readable_note("user chose option 1: {not a dict") == "user chose option 1: {not a dict"
+
+
+def test_the_explain_view_shows_the_question_whole_and_every_value_readable(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q)).trace
+    first["notes"].append(f"in scope: {dict(words=24, domain_score=0.948)}")  # what the scope gate's note held
+    text = format_trace(first)
+    assert f"question: {text_of(PAPER_Q)}" in text
+    assert f"part Q1: Contrast[{text_of(PAPER_Q)}]" in text  # the part's relation, not its first 12 words
+    assert "note: in scope: words 24, domain score 0.95" in text
+    assert "{" not in text and not re.search(r"'\w+': ", text)
+    second = format_trace(manager.handle(session_id=sid, text=text_of(PAPER_C1)).trace)
+    assert f"message: {text_of(PAPER_C1)}" in second

@@ -3,6 +3,9 @@
 
 const SESSION_KEY = "dtdialog.session";
 const $ = (id) => document.getElementById(id);
+// Customers see the conversation and a plain "why" under each answer; support agents open /?view=agent for the
+// explain panel (answer ids, scores, trees, ranker features, the raw trace).
+const AGENT_VIEW = new URLSearchParams(window.location.search).get("view") === "agent";
 
 let sessionId = sessionStorage.getItem(SESSION_KEY);
 let busy = false;
@@ -57,6 +60,18 @@ function addConfidence(li, turn) {
   li.appendChild(c);
 }
 
+// Why this answer, in the customer's own words (the API's plain `why`: never ids or scores).
+function addWhy(li, turn) {
+  if (!li || !turn.why) return;
+  const w = document.createElement("span");
+  w.className = "why";
+  const label = document.createElement("span");
+  label.className = "why-label";
+  label.textContent = "Why this answer: ";
+  w.append(label, turn.why);
+  li.appendChild(w);
+}
+
 function addMessage(role, text, kind) {
   const li = document.createElement("li");
   li.className = "msg " + (role === "user" ? "user" : "bot") + (kind === "handoff" ? " handoff" : "");
@@ -93,7 +108,7 @@ function renderOptions(options) {
     b.type = "button";
     b.className = "option";
     b.dataset.number = String(opt.number);
-    if (opt.answer_id) b.dataset.answerId = opt.answer_id;
+    if (opt.answer_id && AGENT_VIEW) b.dataset.answerId = opt.answer_id;
     b.textContent = `${opt.number}. ${opt.label}`;
     b.addEventListener("click", () => send(String(opt.number), `${opt.number}. ${opt.label}`));
     box.appendChild(b);
@@ -277,18 +292,20 @@ async function send(text, shown) {
   addMessage("user", shown || text);
   try {
     await ensureSession();
+    const query = AGENT_VIEW ? "?explain=true" : "";
     let turn;
     try {
-      turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages?explain=true`, { text });
+      turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages${query}`, { text });
     } catch (e) {
       if (e.status !== 404) throw e;
       // The server forgot this session (new database): start again transparently.
       sessionId = null;
       sessionStorage.removeItem(SESSION_KEY);
       await ensureSession();
-      turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages?explain=true`, { text });
+      turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages${query}`, { text });
     }
     const li = addMessage("bot", turn.reply, turn.kind);
+    addWhy(li, turn);
     addConfidence(li, turn);
     renderOptions(turn.options);
     renderExplain(turn.explain, turn);
@@ -323,7 +340,8 @@ async function restore() {
     for (const t of rec.transcript || []) {
       const role = (t.role || t.speaker || "").toString().toLowerCase();
       const user = role === "user" || role === "c" || role === "q" || role === "customer";
-      addMessage(user ? "user" : "bot", t.text || "", user ? undefined : t.kind);
+      const li = addMessage(user ? "user" : "bot", t.text || "", user ? undefined : t.kind);
+      if (!user) addWhy(li, t);
     }
   } catch (e) {
     sessionId = null;
@@ -345,6 +363,8 @@ function newSession() {
 
 document.addEventListener("DOMContentLoaded", () => {
   const box = $("message");
+  $("explain").hidden = !AGENT_VIEW;
+  document.querySelector("main").classList.toggle("agent", AGENT_VIEW);
   $("composer").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const text = box.value;

@@ -39,13 +39,17 @@ def server_url(tmp_path_factory):
             yield url
 
 
+#: the page as support agents open it: the explain panel, answer ids and scores (customers see none of them)
+AGENT_VIEW = "/?view=agent"
+
+
 def _bot_messages(page):
     return page.locator("#transcript li.msg.bot")
 
 
 def test_keyboard_only_chat_with_explain_panel(browser, server_url, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server_url + "/")
+    page.goto(server_url + AGENT_VIEW)
     page.wait_for_load_state("networkidle")
     assert page.evaluate("document.activeElement.id") == "message"  # the page starts in the message box
 
@@ -65,6 +69,7 @@ def test_keyboard_only_chat_with_explain_panel(browser, server_url, tmp_path):
     last = bots.last
     assert last.get_attribute("data-kind") == "answer", last.inner_text()
     assert len(last.locator(".text").inner_text()) > 40
+    assert "could not start my car" in last.locator(".why").inner_text()  # the customer's why, under the answer
 
     panel = page.locator("#explain-body")
     assert panel.is_visible()
@@ -118,7 +123,7 @@ BROAD_QUESTIONS = ["My car is leaking fluid.", "The engine overheats.", "The che
 
 def test_clarification_options_are_buttons_picked_with_the_keyboard(browser, server_url):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server_url + "/")
+    page.goto(server_url + AGENT_VIEW)
     page.wait_for_load_state("networkidle")
     options = page.locator("#options button.option")
     for question in BROAD_QUESTIONS:  # broad questions are the ones that get clarification options

@@ -4,6 +4,7 @@ against a real ``dtdialog serve`` over the small hand-written index."""
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlsplit
 
 import pytest
@@ -18,6 +19,13 @@ SMALLEST_TEXT_PX = """(id) => {
   const sizes = [...svg.querySelectorAll("text")].map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
   return Math.min(...sizes);
 }"""
+
+
+#: the page as support agents open it: the explain panel with both trees, ids and scores
+AGENT_VIEW = "/?view=agent"
+BRAKES = "My brakes squeal when I stop, even though I replaced the pads."
+#: what a customer must never read: an answer id ("t-brakes-1#1") or a score ("0.82")
+AGENT_ONLY = re.compile(r"\S#\d|\d\.\d")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +55,7 @@ def _offline_page(browser, server_url):
 
 def test_trees_are_readable_scroll_when_large_and_zoom(browser, server_url):
     page, _ = _offline_page(browser, server_url)
-    page.goto(server_url + "/")
+    page.goto(server_url + AGENT_VIEW)
     page.wait_for_load_state("networkidle")
     page.keyboard.type(SPARK_PLUG_QUESTION)
     page.keyboard.press("Enter")
@@ -127,3 +135,37 @@ def test_swagger_ui_and_redoc_render_with_other_hosts_blocked(browser, server_ur
     assert {"Healthz", "Readyz", "Rest Webhook"} <= {h.strip() for h in headings.all_inner_texts()}
     assert blocked == [], blocked  # neither page even tried another host
     page.close()
+
+
+def test_customers_read_why_under_the_answer_and_never_ids_or_scores(browser, server_url):
+    page, _ = _offline_page(browser, server_url)
+    page.goto(server_url + "/")
+    page.wait_for_load_state("networkidle")
+    page.keyboard.type(BRAKES)
+    page.keyboard.press("Enter")
+    answer = page.locator("#transcript li.msg.bot").first
+    answer.wait_for(timeout=120_000)
+    assert answer.get_attribute("data-kind") == "answer", answer.inner_text()
+    why = answer.locator(".why")
+    assert why.is_visible()
+    assert '"My brakes squeal when I stop"' in why.inner_text() and "replaced the pads" in why.inner_text()
+    shown = page.locator("body").inner_text()
+    assert not AGENT_ONLY.search(shown), AGENT_ONLY.search(shown)
+    assert page.locator("#explain").is_hidden() and page.locator("[data-answer-id]").count() == 0
+    said = why.inner_text()
+    page.reload()  # the transcript comes back from the stored session, each answer with its why
+    page.locator("#transcript li.msg.bot .why").wait_for(timeout=30_000)
+    assert page.locator("#transcript li.msg.bot .why").inner_text() == said
+    page.close()
+
+    agent, _ = _offline_page(browser, server_url)  # the agents' view of the same turn keeps the details
+    agent.goto(server_url + AGENT_VIEW)
+    agent.wait_for_load_state("networkidle")
+    agent.keyboard.type(BRAKES)
+    agent.keyboard.press("Enter")
+    agent.locator("#explain-body").wait_for(state="visible", timeout=120_000)
+    answer_id = agent.locator("#answer-id").inner_text()[1:-1]
+    assert re.fullmatch(r"\S+#\d+", answer_id), answer_id
+    assert agent.locator("#explain-summary li").first.inner_text() == f"Chose answer {answer_id}."
+    assert agent.locator("#transcript li.msg.bot .why").is_visible()
+    agent.close()
