@@ -24,6 +24,7 @@ from dtdialog.dialogue.clarify import close_alternatives, competes, strong_other
 from dtdialog.dialogue.handoff import HandoffReason
 from dtdialog.dialogue.reject import fresh_candidates, next_part
 from dtdialog.engine_config import EngineConfig
+from dtdialog.explanation import describe_signals
 from dtdialog.replies import DEFAULT_REPLIES, Replies
 from dtdialog.session import (
     AWAITING_CHOICE,
@@ -381,7 +382,7 @@ class DialogueManager:
             return None
         verdict = self.scope.check(text, meanwhile=meanwhile)
         if verdict.in_scope:
-            trace.note(f"in scope: {verdict.signals}")
+            trace.note("in scope: " + describe_signals(verdict.signals))
         return verdict
 
     def _refuse(self, record: SessionRecord, question: str, verdict: ScopeVerdict, trace: TurnTrace) -> TurnResult:
