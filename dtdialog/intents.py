@@ -3,7 +3,8 @@
 Rules are deliberately conservative: only short, unambiguous replies conclude or reject, so a
 follow-up that merely contains "not" ("It did at first but not anymore") stays a follow-up C_i.
 Keyword intents read short replies only: a longer message is a description, whatever courtesy words
-("thanks in advance", "okay so") or mentions ("not human ones") it contains. Only an explicit request
+("thanks in advance", "okay so") or mentions ("not human ones") it contains; "reset" and "restart" ask for a
+new conversation only as the whole message ("reset the check engine light" is a car question). Only an explicit request
 for a person, or a reset phrase that opens the message, still counts in a longer one; a longer message
 that opens a conversation (``opening=True``) is always a problem description.
 """
@@ -45,7 +46,8 @@ _HANDOFF_REQUEST = re.compile(r"\b(?:(?:can|could|may) i|i (?:want|need|would li
                               r"\b(?:connect|transfer|put) me (?:through )?(?:to|with) (?:a |an )?(?:real |live )?"
                               r"(?:human|person|agent|representative|operator)\b")
 RESET_PHRASE = re.compile(r"\b(new question|another question|different question|new problem|different problem|"
-                    r"start over|start again|restart|reset|new topic)\b")
+                          r"start over|start again|new topic)\b|^(?:please )?(?:restart|reset)(?: (?:the )?(?:chat|conversation))?"
+                          r"(?: please)?[\s.!]*$")
 _NUMBER = re.compile(r"^\s*(?:option|number|no\.?|#)?\s*(\d{1,2})\s*[.)!]?\s*$")
 # "none of these" in its everyday forms; a leading "no," ("no, neither") says the same. The bare rejections
 # ("no", "nope", "didn't help") are REJECT: while options are on offer the table reads them as none of these too.

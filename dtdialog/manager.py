@@ -224,7 +224,7 @@ class DialogueManager:
         intent = intents.classify(text, opening=record.state in _OPENING_STATES)
         handler = transitions.handler_for(record.state, intent.kind)
         # with no question open, a turn with content starts one: the trace says so, not the classifier's default
-        opens = handler == "start" or (handler == "greet_or_start" and intent.has_content)
+        opens = transitions.opens_question(record.state, intent)
         trace.intent(intents.NEW_QUESTION if opens else intent.kind,
                      **({"constraints": [c.to_dict() for c in intent.constraints]} if intent.constraints else {}))
         return self._handlers[handler](record, text, intent, trace)

@@ -121,6 +121,12 @@ def handler_for(state: str, intent: str) -> str:
     return ANY_STATE_ROWS.get(intent, rows[OTHERWISE])
 
 
+def opens_question(state: str, intent: intents.Intent) -> bool:
+    """Return True when ``intent`` starts a new question in ``state``: the start row, or a greet row with content."""
+    handler = handler_for(state, intent.kind)
+    return handler == "start" or (handler == "greet_or_start" and intent.has_content)
+
+
 def render() -> str:
     """Return the table as aligned text lines: state, intent, handler, what the handler does."""
     rows = [(ANY_STATE, intent, name) for intent, name in ANY_STATE_ROWS.items()]

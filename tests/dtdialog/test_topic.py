@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from engine_helpers import PAPER_Q, TableParser, make_index, text_of
 
+from dtdialog.dialogue.clarify import competes
 from dtdialog.engine_config import EngineConfig
-from dtdialog.dialogue.clarify import competes as _competes
 from dtdialog.manager import DialogueManager
 from dtdialog.selector import AnswerSelector
 from dtdialog.session_store import SessionStore
@@ -58,7 +58,7 @@ def test_competing_needs_close_score_score_ratio_and_topic_ratio(tmp_path):
 
         return replace(best, score=score, features={**best.features, "topic_ratio": topic_ratio})
 
-    assert _competes(cand(best.score * 0.95, 0.9), best, cfg)
-    assert not _competes(cand(best.score * 0.95, 0.3), best, cfg)       # close score, other topic
-    assert not _competes(cand(best.score * 0.5, 1.0), best, cfg)        # weak on its own
-    assert not _competes(cand(best.score * 0.95, 0.9), best, EngineConfig(clarify_margin=0.0))
+    assert competes(cand(best.score * 0.95, 0.9), best, cfg)
+    assert not competes(cand(best.score * 0.95, 0.3), best, cfg)       # close score, other topic
+    assert not competes(cand(best.score * 0.5, 1.0), best, cfg)        # weak on its own
+    assert not competes(cand(best.score * 0.95, 0.9), best, EngineConfig(clarify_margin=0.0))

@@ -1,0 +1,157 @@
+"""The dialogue after the first answer, as a customer meets it: each defect found by trying the product.
+
+* "no, that didn't help" handed off at once (a rejection and an abstention were one failure count);
+* after a hand-off the bot greeted again, or answered a new question;
+* the hand-off reason was false ("2 answers did not help" with none shown, "(1 messages)");
+* later answers skipped the confidence rule (an answer at 0.04 after a clarification);
+* courtesy words misrouted long first messages.
+"""
+
+from __future__ import annotations
+
+import pytest
+from engine_helpers import ANSWERS, BRAKE_Q, PAPER_C1, PAPER_Q, TableParser, car_world, make_index, text_of
+
+from dtdialog import intents, transitions
+from dtdialog.confidence import Calibrator, load_calibrator
+from dtdialog.dialogue.abstain import ConfidenceRule
+from dtdialog.dialogue.handoff import HandoffReason
+from dtdialog.engine_config import EngineConfig
+from dtdialog.manager import ABSTAIN, ANSWER, GREETING, HANDOFF, WAITING, DialogueManager
+from dtdialog.replies import DEFAULT_REPLIES
+from dtdialog.selector import AnswerSelector
+from dtdialog.session import AWAITING_DETAIL, HANDED_OFF, NEW
+from dtdialog.session_store import SessionStore
+
+
+def _sure_of_nothing() -> Calibrator:
+    """A calibrator that puts every ranking at 0.05: the rule's mechanism, independent of a fitted model."""
+    return Calibrator(ranker="rules", feature_names=("score",), coef=(0.0,), intercept=-2.944, means=(0.0,),
+                      scales=(1.0,))
+
+
+def _manager(tmp_path, *, calibrator=None, followup=None, **config) -> DialogueManager:
+    parser = TableParser([PAPER_Q, PAPER_C1, BRAKE_Q])
+    cfg = EngineConfig(**config)
+    selector = AnswerSelector(index=make_index(tmp_path / "answers.sqlite", ANSWERS), parser=parser, config=cfg)
+    return DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg,
+                           calibrator=calibrator, followup_calibrator=followup)
+
+
+def test_no_that_did_not_help_gets_another_answer_not_a_hand_off(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)  # max_failures=2, the default that handed off at once
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    second = manager.handle(session_id=sid, text="no, that didn't help")
+    assert first.kind == ANSWER and second.kind == ANSWER, second.reply
+    assert second.answer_id != first.answer_id
+    assert manager.session(sid).rejections == 1 and manager.session(sid).failures == 0
+
+
+def test_hand_off_comes_after_max_rejections_and_says_how_many(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0, max_rejections=2)
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert manager.handle(session_id=sid, text="still the same").kind == ANSWER
+    handoff = manager.handle(session_id=sid, text="nope")
+    assert handoff.kind == HANDOFF and "2 answers did not help" in handoff.reply
+    assert handoff.trace["decision"]["reason_kind"] == HandoffReason.REJECTED.value
+    assert handoff.trace["decision"]["answers_rejected"] == 2 == handoff.trace["decision"]["answers_shown"]
+    assert "(messages so far: 5)" in handoff.reply  # three customer turns and two answers before this reply
+
+
+def test_a_hand_off_with_no_answer_shown_never_claims_answers_did_not_help(tmp_path):
+    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text=text_of(BRAKE_Q)).kind == ABSTAIN
+    handoff = manager.handle(session_id=sid, text="no")  # no detail to give: the confidence has run out
+    assert handoff.kind == HANDOFF
+    assert "did not help" not in handoff.reply and DEFAULT_REPLIES.handoff_unsure in handoff.reply
+    assert handoff.trace["decision"]["answers_shown"] == 0
+
+
+def test_after_a_hand_off_messages_wait_for_the_person_and_the_greeting_never_returns(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text="human").kind == HANDOFF
+    for text in ("hello?", "thanks", text_of(BRAKE_Q), "human", "2", ""):
+        result = manager.handle(session_id=sid, text=text)
+        assert result.kind in (WAITING, "prompt") and result.state == HANDED_OFF, (text, result.kind)
+        assert result.reply != GREETING and result.answer_id is None
+    record = manager.session(sid)
+    assert record.delivered == [] and text_of(BRAKE_Q) in [m["text"] for m in record.transcript]
+    # only a new conversation brings the bot back
+    assert manager.handle(session_id=sid, text="new question").state == NEW
+    assert manager.handle(session_id=sid, text=text_of(BRAKE_Q)).kind == ANSWER
+
+
+def test_the_greeting_is_for_the_first_turn_only(tmp_path):
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text="ok").reply == GREETING
+    manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    manager.handle(session_id=sid, text="thanks, that fixed it")
+    again = manager.handle(session_id=sid, text="thanks")
+    assert again.reply == DEFAULT_REPLIES.anything_else != GREETING
+
+
+def test_a_follow_up_answer_passes_the_same_confidence_rule(tmp_path):
+    # the first answer is sure (no calibrator on first steps would pass anything), the follow-up is not
+    manager = _manager(tmp_path, calibrator=load_calibrator("rules"), followup=_sure_of_nothing(), clarify_margin=0.0)
+    sid = manager.start_session()
+    first = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert first.kind == ANSWER
+    follow = manager.handle(session_id=sid, text=text_of(PAPER_C1))
+    assert follow.kind == ABSTAIN and follow.answer_id is None and follow.state == AWAITING_DETAIL
+    assert follow.confidence == pytest.approx(0.05, abs=0.01)
+
+
+def test_an_answer_after_a_rejection_passes_the_confidence_rule_too(tmp_path):
+    manager = _manager(tmp_path, calibrator=load_calibrator("rules"), clarify_margin=0.0, abstain_below=0.0)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text=text_of(PAPER_Q)).kind == ANSWER
+    manager.config.abstain_below = 1.0  # from here on no answer is sure enough
+    retry = manager.handle(session_id=sid, text="that's not it")
+    assert retry.kind == ABSTAIN and retry.answer_id is None
+
+
+def test_the_rule_uses_the_follow_up_calibrator_only_on_follow_up_steps():
+    first, followup = load_calibrator("rules"), _sure_of_nothing()
+    rule = ConfidenceRule(first, 0.18, followup=followup)
+
+    class Cand:
+        score, features = 1.0, {"agreement": 1.0, "topic": 1.0, "topic_ratio": 1.0, "question_match": 1.0}
+
+    top = Cand()
+    assert rule.confidence(top, [top], followup_step=True) == pytest.approx(0.05, abs=0.01)
+    assert rule.confidence(top, [top]) == first.confidence([top])
+    assert ConfidenceRule(None, 0.18).confidence(top, [top]) is None and ConfidenceRule(None, 0.18).sure(None)
+
+
+@pytest.mark.parametrize("text", [
+    "My car shakes at 60 mph since I replaced the tires and had them balanced. Any ideas what causes it? Thanks in advance",
+    "Why do car makers use robot welds and not human ones? The spot welds on my frame are rusting through.",
+    "okay so my truck makes a grinding noise when I turn left, what could it be?",
+    "reset check engine light on 2002 Nissan sentra",
+    "I have a new problem with my car: it stalls at idle when warm and the idle speed hunts.",
+])
+def test_a_long_first_message_is_a_problem_whatever_courtesy_words_it_holds(text):
+    intent = intents.classify(text, opening=True)
+    assert transitions.handler_for(NEW, intent.kind) == "start", intent.kind
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("thanks", intents.CONCLUDE), ("human please", intents.HANDOFF), ("reset", intents.RESET), ("no", intents.REJECT),
+    ("start over", intents.RESET), ("I want to talk to a human", intents.HANDOFF),
+    ("new question: my brakes squeal badly when I stop at lights", intents.RESET),
+])
+def test_short_replies_and_explicit_requests_keep_their_intent(text, kind):
+    assert intents.classify(text, opening=True).kind == kind
+
+
+def test_mid_dialogue_a_long_reply_with_thanks_is_a_follow_up_and_an_explicit_request_still_hands_off():
+    assert intents.classify("Thanks, I checked the fuel pressure and it is 40 psi at the rail, what next?").kind \
+        == intents.FOLLOWUP
+    assert intents.classify("thank you so much, that fixed it, the car runs great now").kind == intents.CONCLUDE
+    assert intents.classify("can I talk to a real person about this, the car still stalls at idle").kind \
+        == intents.HANDOFF
