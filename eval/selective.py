@@ -70,6 +70,8 @@ class OpenPoolRow:
     score: float
     values: dict[str, float] = field(default_factory=dict)
     confidence: float = 0.0
+    #: 0 for the first answer (the question alone); i for the answer after the customer's i-th follow-up
+    step: int = 0
 
 
 def open_pool_rows(system, eval_set: EvalSet, *, removed: frozenset[str], progress: bool) -> list[OpenPoolRow]:
@@ -450,6 +452,16 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise ConfigError("--coverage must be in (0, 1], --bootstrap and --limit at least 1")
     sets = load_sets(args)
     out = args.out or DEFAULT_OUT
+    if args.crossfit:
+        from eval.operating_point import run_crossfit
+
+        if args.folds < 2:
+            raise ConfigError(f"--folds must be at least 2, got {args.folds}")
+        for path in run_crossfit(sets, out=out, command=command, k=args.folds, seed=args.seed, coverage=args.coverage,
+                                 n_resamples=args.bootstrap, ranker=args.ranker, reuse=args.reuse_rows,
+                                 progress=not args.no_progress):
+            print(path)
+        return 0
     for path in run_sets(sets, systems, out=out, command=command, seed=args.seed, coverage=args.coverage,
                          n_resamples=args.bootstrap, progress=not args.no_progress, ranker=args.ranker,
                          reuse=args.reuse_rows):
@@ -493,6 +505,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
     parser.add_argument("--reuse-rows", action="store_true",
                         help="read each system's scored rows kept in --out/rows by an earlier run instead of ranking")
+    parser.add_argument("--crossfit", action="store_true",
+                        help="hold the operating point out: fit calibrator and threshold on K-1 dialogue folds, "
+                             "measure on the held-out one, per set, pooled and across sets (crossfit.md/json/png)")
+    parser.add_argument("--folds", type=int, default=5, help="K of --crossfit (mechanics keeps the ranker's 5 folds)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
