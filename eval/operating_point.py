@@ -58,6 +58,22 @@ def coverage_quantile(confidence: Sequence[float], answerable: Sequence[bool], c
     return float(conf[max(1, int(np.ceil(coverage * len(conf)))) - 1])
 
 
+def balanced_threshold(confidence: Sequence[float], rows: Sequence, labels: Sequence[str], coverage: float) -> float:
+    """Return the threshold whose worst coverage gap over the sets in ``labels`` is smallest: the one number
+    that serves every set as evenly as it can when their confidences sit at different heights."""
+    conf = np.asarray(confidence, dtype=float)
+    candidates = np.unique(conf[conf >= 0])
+    if not len(candidates):
+        return float("-inf")
+    worst = np.zeros(len(candidates))
+    for name in sorted(set(labels)):
+        mine = np.sort([c for c, r, g in zip(conf, rows, labels) if g == name and r.answerable])
+        if len(mine):
+            answered = (len(mine) - np.searchsorted(mine, candidates, side="left")) / len(mine)
+            worst = np.maximum(worst, np.abs(answered - coverage))
+    return float(candidates[int(np.argmin(worst))])
+
+
 @dataclass
 class OperatingFit:
     """A calibrator fitted on some rows and the threshold that answers ``coverage`` of their answerable ones."""
@@ -67,11 +83,13 @@ class OperatingFit:
     n: int
 
 
-def fit_operating(rows: Sequence, folds: Sequence[int], *, ranker: str, coverage: float) -> OperatingFit:
+def fit_operating(rows: Sequence, folds: Sequence[int], *, ranker: str, coverage: float,
+                  balance: Sequence[str] | None = None) -> OperatingFit:
     """Fit the calibrator on all ``rows`` and the threshold on their cross-fitted confidences (over ``folds``).
 
     The threshold is read off confidences each from a calibrator that did not see the row: what the served
     calibrator gives a new question. With a single fold there is nothing to cross-fit: in-sample confidences.
+    ``balance`` (a set name per row): the threshold with the smallest worst-set gap instead of the pooled one.
     """
     from eval.calibrate import fit_calibrator
 
@@ -84,7 +102,8 @@ def fit_operating(rows: Sequence, folds: Sequence[int], *, ranker: str, coverage
             inner = fit_calibrator([r for r, g in zip(rows, folds) if g != f], ranker=ranker)
             idx = [i for i, g in enumerate(folds) if g == f]
             conf[idx] = _confidences(inner, [rows[i] for i in idx])
-    threshold = coverage_quantile(conf, [r.answerable for r in rows], coverage)
+    threshold = (coverage_quantile(conf, [r.answerable for r in rows], coverage) if balance is None
+                 else balanced_threshold(conf, rows, balance, coverage))
     return OperatingFit(calibrator=calibrator, threshold=threshold, n=len(rows))
 
 
@@ -143,11 +162,12 @@ def fold_figures(rows: Sequence, answered: Sequence[bool], threshold: float, fol
 
 def crossfit(rows: Sequence, folds: Sequence[int], *, ranker: str, coverage: float, name: str,
              n_resamples: int = 1000, seed: int = 13, measure: Sequence[bool] | None = None,
-             fit_on: Sequence[bool] | None = None) -> HeldOut:
+             fit_on: Sequence[bool] | None = None, balance: Sequence[str] | None = None) -> HeldOut:
     """Fit on all folds but one, measure on that one, for every fold; return the held-out figures.
 
     ``measure`` (default: every row) picks the rows the figures are about (a set within pooled rows, or later
-    steps only); ``fit_on`` (default: every row) the rows of the other folds that are fitting data.
+    steps only); ``fit_on`` (default: every row) the rows of the other folds that are fitting data; ``balance``
+    as in ``fit_operating``.
     """
     measure = [True] * len(rows) if measure is None else list(measure)
     fit_on = [True] * len(rows) if fit_on is None else list(fit_on)
@@ -158,7 +178,8 @@ def crossfit(rows: Sequence, folds: Sequence[int], *, ranker: str, coverage: flo
         test = [i for i, g in enumerate(folds) if g == f and measure[i]]
         if not test:
             continue
-        fit = fit_operating([rows[i] for i in train], [folds[i] for i in train], ranker=ranker, coverage=coverage)
+        fit = fit_operating([rows[i] for i in train], [folds[i] for i in train], ranker=ranker, coverage=coverage,
+                            balance=None if balance is None else [balance[i] for i in train])
         conf = _confidences(fit.calibrator, [rows[i] for i in test])
         for i, c in zip(test, conf):
             answered[i] = bool(c >= fit.threshold)
@@ -324,6 +345,9 @@ def first_step_schemes(sets: Sequence[SetRows], *, coverage: float, n_resamples:
         for s in sets:
             out.append(crossfit(t.rows, t.folds, name=f"pooled | {s.name}", measure=t.mask(name=s.name), **kw))
         out.append(crossfit(t.rows, t.folds, name="pooled | all", **kw))
+        for s in sets:
+            out.append(crossfit(t.rows, t.folds, name=f"balanced | {s.name}", measure=t.mask(name=s.name),
+                                balance=t.set_of, **kw))
     for a in sets:
         for b in sets:
             if a is not b:
@@ -342,15 +366,22 @@ def later_step_schemes(sets: Sequence[SetRows], *, coverage: float, n_resamples:
     t = Table.of(sets, later=True)
     kw = {"ranker": sets[0].ranker, "coverage": coverage, "n_resamples": n_resamples, "seed": seed}
     out = []
-    for s in [s for s in sets if s.later]:
-        out.append(crossfit(t.rows, t.folds, name=f"first-step fit | {s.name} later", fit_on=t.mask(later=False),
-                            measure=t.mask(name=s.name, later=True), **kw))
-        for later in (False, True):
+    if not any(s.later for s in sets):
+        return []
+    for s in sets:
+        if s.later:
+            out.append(crossfit(t.rows, t.folds, name=f"first-step fit | {s.name} later",
+                                fit_on=t.mask(later=False), measure=t.mask(name=s.name, later=True), **kw))
+        for later in (False, True) if s.later else (False,):
             where = f"{s.name} {'later' if later else 'first'}"
             out.append(crossfit(t.rows, t.folds, name=f"all-steps fit | {where}",
                                 measure=t.mask(name=s.name, later=later), **kw))
-    if any(s.later for s in sets):
-        out.append(crossfit(t.rows, t.folds, name="all-steps fit | all later", measure=t.mask(later=True), **kw))
+    out.append(crossfit(t.rows, t.folds, name="all-steps fit | all later", measure=t.mask(later=True), **kw))
+    # one number for first and later answers of every set, as evenly as it can
+    parts = [f"{s} {'later' if st else 'first'}" for s, st in zip(t.set_of, t.step_of)]
+    for part in dict.fromkeys(parts):
+        out.append(crossfit(t.rows, t.folds, name=f"all-steps balanced | {part}",
+                            measure=[p == part for p in parts], balance=parts, **kw))
     return out
 
 
@@ -368,8 +399,9 @@ def shipped_figures(sets: Sequence[SetRows], *, threshold: float, coverage: floa
         for rows, label in ((s.first, "first"), (s.later, "later")):
             if rows:
                 conf = _confidences(calibrator, rows)
-                out.append(at_threshold(rows, conf, threshold, coverage=coverage, name=f"shipped | {s.name} {label}",
-                                        n_resamples=n_resamples, seed=seed))
+                seen = " (in-sample)" if s.name in str(calibrator.manifest.get("fitted_on", "")) else ""
+                out.append(at_threshold(rows, conf, threshold, coverage=coverage,
+                                        name=f"shipped | {s.name} {label}{seen}", n_resamples=n_resamples, seed=seed))
     return out
 
 
@@ -380,9 +412,12 @@ def fitted_thresholds(sets: Sequence[SetRows], *, coverage: float) -> dict[str, 
     t = Table.of(sets, later=False)
     if len(sets) > 1:
         out["pooled | first steps"] = fit_operating(t.rows, t.folds, **kw).threshold
+        out["balanced | first steps"] = fit_operating(t.rows, t.folds, balance=t.set_of, **kw).threshold
     t = Table.of(sets, later=True)
     if any(s.later for s in sets):
         out["pooled | all steps"] = fit_operating(t.rows, t.folds, **kw).threshold
+        parts = [f"{s} {'later' if st else 'first'}" for s, st in zip(t.set_of, t.step_of)]
+        out["balanced | all steps"] = fit_operating(t.rows, t.folds, balance=parts, **kw).threshold
     return out
 
 
@@ -406,8 +441,10 @@ def markdown(result: dict, *, command: str) -> str:
              "cross-fitted confidences of the fitting rows. CIs: 95% bootstrap over dialogues.", "",
              "Rows: " + ", ".join(f"{s['name']} {s['first']} first + {s['later']} later answers"
                                   for s in result["sets"]), ""]
-    for title, key in (("First answers", "first"), ("Later answers (after a follow-up)", "later"),
-                       ("The shipped calibrator and threshold", "shipped")):
+    for title, key in (("First answers", "first"),
+                       ("First and later answers (after a follow-up): one rule for every answer", "later"),
+                       ("The shipped calibrator and threshold (in-sample where the calibrator was fitted on the set)",
+                        "shipped")):
         if not result[key]:
             continue
         lines += [f"## {title}", "", "| fitted on \\| measured on | threshold | held-out coverage [CI] | coverage per "

@@ -19,6 +19,10 @@ asked for (the question alone).
 
 A team's own logs: ``--data FILE --format mechanics|twitter|irc|jsonl|csv`` (the whole file is both the
 questions and the pool; a question whose dialogue has no answer is skipped).
+
+``--crossfit`` holds the operating point out instead (``eval.operating_point``): the calibrator and threshold
+are fitted on K-1 dialogue folds and measured on the held-out one, per set, pooled, across sets and on later
+answers (``crossfit.md``, ``crossfit.json``, ``crossfit.png``).
 """
 
 from __future__ import annotations
@@ -422,12 +426,12 @@ def load_sets(args: argparse.Namespace) -> list[EvalSet]:
     """
     if args.data is not None:
         return [load_file_set(args.data, args.format).limited(args.limit)]
-    names = ["mechanics", "twitter", "irc"] if args.dataset == "all" else [args.dataset]
+    names = ["mechanics", "twitter", "irc"] if args.dataset == "all" else [n.strip() for n in args.dataset.split(",")]
     for name in names:
         if name not in DATASETS:
             raise InputError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or all")
     if args.dataset != "all":
-        return [load_eval_set(args.dataset, data_dir=args.data_dir).limited(args.limit)]
+        return [load_eval_set(name, data_dir=args.data_dir).limited(args.limit) for name in dict.fromkeys(names)]
     sets, absent = [], []
     for name in names:
         try:
@@ -490,7 +494,8 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
+    parser.add_argument("--dataset", default="mechanics",
+                        help="mechanics, twitter, irc, builtin, a comma-separated list of them, or all (the shared three)")
     parser.add_argument("--data", type=Path, default=None, help="one data file of your own (with --format)")
     parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(FILE_FORMATS)}")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: dtq, dense, bm25")

@@ -88,3 +88,53 @@ def test_measure_and_fit_on_pick_rows_without_mixing_a_dialogue_across_folds():
                     fit_on=[not x for x in later], n_resamples=50)
     assert held.n == sum(later)
     assert sum(f["n"] for f in held.folds) == sum(later)
+
+
+def test_balanced_threshold_splits_the_gap_between_sets_whose_confidences_differ():
+    low = [OpenPoolRow(dialogue_id=f"a{i}", question="q", answerable=True, correct=True, top_id="x", score=0.0)
+           for i in range(100)]
+    high = [OpenPoolRow(dialogue_id=f"b{i}", question="q", answerable=True, correct=True, top_id="x", score=0.0)
+            for i in range(100)]
+    conf = [i / 100 for i in range(100)] + [0.2 + i / 100 for i in range(100)]
+    labels = ["a"] * 100 + ["b"] * 100
+    from eval.operating_point import balanced_threshold
+
+    t = balanced_threshold(conf, low + high, labels, 0.8)
+    cov_a = sum(c >= t for c in conf[:100]) / 100
+    cov_b = sum(c >= t for c in conf[100:]) / 100
+    # the pooled quantile would favour neither; the balanced one leaves both sets equally far from 80%
+    assert abs(cov_a - 0.8) == pytest.approx(abs(cov_b - 0.8), abs=0.011) and cov_a < 0.8 < cov_b
+
+
+@pytest.mark.slow
+def test_the_command_writes_its_report_on_small_data(tmp_path, capsys):
+    """``--crossfit`` on the first built-in dialogues: the Markdown table, the JSON and the picture, with held-out
+    figures per fold for first and later answers."""
+    import json
+
+    from eval.selective import main
+
+    out = tmp_path / "out"
+    assert main(["--dataset", "builtin", "--limit", "60", "--crossfit", "--folds", "3", "--ranker", "rules",
+                 "--bootstrap", "50", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "crossfit.md" in printed
+    result = json.loads((out / "crossfit.json").read_text(encoding="utf-8"))
+    [alone] = [h for h in result["first"] if h["name"] == "alone | builtin"]
+    assert len(alone["folds"]) == 3 and sum(f["n"] for f in alone["folds"]) == 60
+    assert 0.0 <= alone["coverage"][1] <= alone["coverage"][0] <= alone["coverage"][2] <= 1.0
+    assert result["sets"][0]["later"] > 0 and result["later"]  # the built-in dialogues go on after a follow-up
+    assert "alone | builtin" in (out / "crossfit.md").read_text(encoding="utf-8")
+    assert (out / "crossfit.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--dataset", "builtin", "--crossfit", "--folds", "1"], "--folds"),
+    (["--dataset", "builtin,nowhere", "--crossfit"], "unknown dataset"),
+])
+def test_bad_input_is_a_one_line_error(tmp_path, capsys, argv, words):
+    from eval.selective import main
+
+    assert main([*argv, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and words in err and "\n" not in err
