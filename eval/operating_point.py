@@ -304,6 +304,47 @@ def _rank_later(eval_set, *, ranker: str | None, seed: int, progress: bool) -> l
         system.close()
 
 
+def unseen_rows(eval_set, questions: Sequence[str], *, ranker: str | None, rows_dir, reuse: bool,
+                progress: bool) -> list:
+    """Return one row per real car question with no logged answer (Reddit posts), ranked against the set's pool
+    as a served engine ranks a new question; whether a right answer is there is unknown."""
+    import json
+
+    from eval.selective import EngineSystem, OpenPoolRow
+
+    cache = rows_dir / f"rows_{eval_set.name}_unseen.json"
+    if reuse and cache.is_file():
+        return [OpenPoolRow(**r) for r in json.loads(cache.read_text(encoding="utf-8"))["rows"]]
+    system = EngineSystem(ranker=ranker, progress=progress)
+    try:
+        system.fit(eval_set)
+        rows = []
+        for i, q in enumerate(questions):
+            top_id, score, values = system.top(q, ())
+            rows.append(OpenPoolRow(dialogue_id=f"unseen-{i}", question=q, answerable=False, correct=False,
+                                    top_id=top_id, score=score, values=values))
+    finally:
+        system.close()
+    cache.write_text(json.dumps({"rows": [r.__dict__ for r in rows]}) + "\n", encoding="utf-8")
+    return rows
+
+
+def unseen_figures(sets: Sequence[SetRows], unseen: dict[str, list], *, threshold: float) -> list[dict]:
+    """Return the share of unseen car questions the shipped calibrator and threshold answer, per pool."""
+    from dtdialog.confidence import load_calibrator
+
+    calibrator = load_calibrator(sets[0].ranker, model_name=sets[0].model_name)
+    if calibrator is None:
+        return []
+    out = []
+    for name, rows in unseen.items():
+        conf = _confidences(calibrator, rows)
+        out.append({"pool": name, "n": len(rows), "threshold": threshold,
+                    "answered": float(np.mean([c >= threshold and r.top_id is not None for c, r in zip(conf, rows)])),
+                    "median_confidence": float(np.median(conf)) if len(conf) else float("nan")})
+    return out
+
+
 # --- the schemes --------------------------------------------------------------------------------------------
 
 @dataclass
@@ -457,6 +498,14 @@ def markdown(result: dict, *, command: str) -> str:
                          f"{100 * h['coverage_gap']:.1f} pts | {'yes' if h['within_band'] else 'no'} | "
                          f"{_ci(h['false_answer_rate'])} | {_ci(h['precision'])} | {h['n']} |")
         lines.append("")
+    if result.get("unseen"):
+        lines += ["## Unseen real car questions (Reddit posts, no logged answer) against a car pool", "",
+                  "Whether a right answer is in the pool is not known: the share answered is an upper bound of the "
+                  "answers that can be right.", "",
+                  "| pool | questions | threshold | answered | median confidence |", "|---|---|---|---|---|"]
+        lines += [f"| {u['pool']} | {u['n']} | {u['threshold']:.3f} | {u['answered']:.1%} | "
+                  f"{u['median_confidence']:.3f} |" for u in result["unseen"]]
+        lines.append("")
     lines += ["## Thresholds fitted on all of each scheme's rows", "", "| scheme | threshold |", "|---|---|"]
     lines += [f"| {k} | {v:.3f} |" for k, v in result["fitted_thresholds"].items()]
     return "\n".join(lines) + "\n"
@@ -497,9 +546,10 @@ def plot(path, result: dict):
 
 def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: int = 13, coverage: float = 0.8,
                  n_resamples: int = 1000, ranker: str | None = None, reuse: bool = False,
-                 progress: bool = True) -> list:
+                 progress: bool = True, unseen: Sequence[str] = ()) -> list:
     """Score every set, run every scheme, write ``crossfit.json``, ``crossfit.md`` and ``crossfit.png`` to
-    ``out``; return the written paths."""
+    ``out``; return the written paths. ``unseen``: real car questions without answers, ranked against each car
+    set's pool (mechanics, builtin) to see how many the shipped operating point answers."""
     import json
 
     from dtdialog.engine_config import EngineConfig
@@ -511,13 +561,16 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
     if len({s.ranker for s in sets}) > 1:
         raise InputError("the sets were scored by different rankers; give --ranker")
     kw = {"coverage": coverage, "n_resamples": n_resamples, "seed": seed}
+    unseen_rows_of = {e.name: unseen_rows(e, unseen, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress)
+                      for e in eval_sets if unseen and e.name in ("mechanics", "builtin")}
     result = {"coverage": coverage, "band": BAND, "folds": k, "seed": seed, "ranker": sets[0].ranker,
               "command": command,
               "sets": [{"name": s.name, "first": len(s.first), "later": len(s.later)} for s in sets],
               "first": [h.to_dict() for h in first_step_schemes(sets, **kw)],
               "later": [h.to_dict() for h in later_step_schemes(sets, **kw)],
               "shipped": [h.to_dict() for h in shipped_figures(sets, threshold=EngineConfig().abstain_below, **kw)],
-              "fitted_thresholds": fitted_thresholds(sets, coverage=coverage)}
+              "fitted_thresholds": fitted_thresholds(sets, coverage=coverage),
+              "unseen": unseen_figures(sets, unseen_rows_of, threshold=EngineConfig().abstain_below)}
     (out / "crossfit.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (out / "crossfit.md").write_text(markdown(result, command=command), encoding="utf-8")
     written = [out / "crossfit.md", out / "crossfit.json"]

@@ -461,9 +461,10 @@ def run(args: argparse.Namespace, *, command: str) -> int:
 
         if args.folds < 2:
             raise ConfigError(f"--folds must be at least 2, got {args.folds}")
+        unseen = _unseen_car_questions(args.unseen, args.data_dir, args.seed)
         for path in run_crossfit(sets, out=out, command=command, k=args.folds, seed=args.seed, coverage=args.coverage,
                                  n_resamples=args.bootstrap, ranker=args.ranker, reuse=args.reuse_rows,
-                                 progress=not args.no_progress):
+                                 progress=not args.no_progress, unseen=unseen):
             print(path)
         return 0
     for path in run_sets(sets, systems, out=out, command=command, seed=args.seed, coverage=args.coverage,
@@ -471,6 +472,20 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                          reuse=args.reuse_rows):
         print(path)
     return 0
+
+
+def _unseen_car_questions(n: int, data_dir: Path | None, seed: int) -> list[str]:
+    """Return ``n`` Reddit car posts (title and text, a seeded sample of both forums): real questions no pool was
+    built from."""
+    if n <= 0:
+        return []
+    from eval.datasets import default_data_dir
+    from eval.out_of_scope import reddit_texts
+
+    texts = [t for _, t in reddit_texts(Path(data_dir) if data_dir else default_data_dir())]
+    if not texts:
+        raise InputError("--unseen: no Reddit car posts (car_texts/reddit_*_top.csv) in the shared data")
+    return random.Random(seed).sample(texts, min(n, len(texts)))
 
 
 def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, command: str, seed: int = 13,
@@ -514,6 +529,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hold the operating point out: fit calibrator and threshold on K-1 dialogue folds, "
                              "measure on the held-out one, per set, pooled and across sets (crossfit.md/json/png)")
     parser.add_argument("--folds", type=int, default=5, help="K of --crossfit (mechanics keeps the ranker's 5 folds)")
+    parser.add_argument("--unseen", type=int, default=0,
+                        help="with --crossfit: also rank N Reddit car posts (seeded sample) against the car pools and "
+                             "report the share the shipped operating point answers")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
