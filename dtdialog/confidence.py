@@ -4,9 +4,9 @@ A ``Calibrator`` is a Platt-style logistic model over a few numbers of the decid
 ranker its top logit, the margin to the runner-up and some of the top candidate's features (how close it is to
 the question in MiniLM space, and how far above the answers around it: ``dense_csls_gap``); for the rule
 scorer its normalised score, the margin and the top candidate's retrieval, agreement and topic features
-(``step_features``). It is fitted by ``python -m eval.calibrate`` on out-of-fold data of the open-pool
-protocol (half of the questions have no right answer in the pool), so a low value means "the right answer
-is probably not here", not only "two answers are close".
+(``step_features``). It is fitted by ``python -m eval.calibrate`` on first and later answers of the car-repair
+sets in the open-pool protocol (half of the questions have no right answer in the pool), so a low value
+means "the right answer is probably not here", not only "two answers are close", at any step.
 
 The fitted model is plain JSON (coefficients, feature means and scales, a format version and the ranker it
 was fitted for) beside the ranker models: applying it is a dot product, so it costs nothing per turn.
@@ -32,8 +32,11 @@ LEARNED_CALIBRATOR = MODELS_DIR / "calibrator-v1.json"
 RULES_CALIBRATOR = MODELS_DIR / "calibrator-v1-rules.json"
 
 #: The step's numbers each ranker's calibrator reads (``step_features``).
+#: ``topic_ratio`` is only set on a first answer and ``continuation`` only on a later one: without them the
+#: later steps' smaller margins read as doubt although they are as often right.
 LEARNED_FEATURES = ("logit", "margin", "dense", "dense_gap", "bm25", "term_overlap", "agreement_score",
-                    "entity_overlap", "dense_rr", "dense_z", "dense_csls", "dense_csls_gap")
+                    "entity_overlap", "dense_rr", "dense_z", "dense_csls", "dense_csls_gap", "topic_ratio",
+                    "continuation")
 RULES_FEATURES = ("score", "margin", "agreement", "topic", "topic_ratio", "question_match")
 #: The learned ranker's logit margin given to a step with a single candidate (nothing competes with it); the
 #: calibrator clips it to the largest margin it saw in fitting.

@@ -1,9 +1,12 @@
 """Fit the engine's confidence calibrators: ``python -m eval.calibrate``.
 
 The calibrator (``dtdialog.confidence.Calibrator``) maps the deciding step's numbers to P(the chosen answer
-is right). It is fitted on mechanics, the learned ranker's training pool, scored out-of-fold (each question
-by the fold model that never saw it), in the open-pool protocol of ``eval.selective`` (a seeded coin removes
-the gold answer for half of the questions), so "the right answer is not in the pool" is in the data.
+is right). It is fitted on the car-repair sets (``--sets``: mechanics, the learned ranker's training pool,
+scored out-of-fold, each question by the fold model that never saw it, and the built-in corpus), on first
+answers and on later ones (after a follow-up, the earlier answers excluded), in the open-pool protocol of
+``eval.selective`` (a seeded coin removes the gold answer for half of the questions or steps), so "the right
+answer is not in the pool" is in the data, and one calibrator serves every answer of a dialogue. The
+abstention threshold it was fitted for (``eval.operating_point.fit_operating``) goes into its manifest.
 
 Writes ``calibrator-v1.json`` (learned ranker ``ranker-v1``) and ``calibrator-v1-rules.json`` (rule scorer)
 to ``dtdialog/ranking/models/`` (or ``--models-dir``), and to ``--out`` the reliability diagrams
@@ -18,7 +21,6 @@ import json
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -136,44 +138,37 @@ def plot_reliability(path: Path, probs: Sequence[float], correct: Sequence[bool]
     return path
 
 
-def calibrate_ranker(ranker: str, eval_set, *, seed: int, out: Path, models_dir: Path, progress: bool,
-                     command: str, from_rows: bool = False) -> dict:
-    """Run the open pool with the engine under ``ranker``; write its calibrator and reliability diagram.
+def calibrate_ranker(ranker: str, eval_sets: Sequence, *, seed: int, out: Path, models_dir: Path, progress: bool,
+                     command: str, from_rows: bool = False, coverage: float = 0.8) -> dict:
+    """Run the open pool with the engine under ``ranker`` on every step of ``eval_sets``; write its calibrator
+    (with the abstention threshold it was fitted for in its manifest) and reliability diagram.
 
-    The scored rows are kept in ``out/rows_<ranker>.json``; ``from_rows`` refits from them.
+    The scored rows are kept in ``out/rows/<ranker>/``; ``from_rows`` refits from them.
     """
-    from eval.selective import EngineSystem, OpenPoolRow, open_pool_coin, open_pool_rows
+    from eval.operating_point import Table, fit_operating, set_rows
 
-    cache = out / f"rows_{ranker}.json"
-    removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
-    if from_rows and cache.is_file():  # refit on the rows a previous run scored (the ranking is the slow part)
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        rows, folds, model_name = [OpenPoolRow(**r) for r in data["rows"]], data["folds"], data["model_name"]
-    else:
-        system = EngineSystem(ranker=ranker, progress=progress)
-        try:
-            system.fit(eval_set)
-            rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
-        finally:
-            system.close()
-        if system.ranker != ranker:
-            raise InputError(f"the engine resolved to the {system.ranker} ranker, not {ranker} (is [dense] installed?)")
-        folds, model_name = [fold_of(r.question, system.folds) for r in rows], system.model_name
-        out.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"model_name": model_name, "folds": folds,
-                                     "rows": [asdict(r) for r in rows]}) + "\n", encoding="utf-8")
+    sets = [set_rows(e, k=N_FOLDS, seed=seed, ranker=ranker, rows_dir=out / "rows" / ranker, reuse=from_rows,
+                     progress=progress) for e in eval_sets]
+    if any(s.ranker != ranker for s in sets):
+        raise InputError(f"the engine resolved to another ranker than {ranker} (is [dense] installed?)")
+    table = Table.of(sets, later=True)
+    rows, folds = table.rows, table.folds
     probs = cross_fit(rows, folds, ranker=ranker)
     correct = [r.correct for r in rows]
     held_out_ece = ece(probs, correct)
+    names = "+".join(s.name for s in sets)
     png = plot_reliability(out / f"reliability_{ranker}.png", probs, correct,
-                           title=f"{ranker} ranker, {eval_set.name} open pool, {N_FOLDS}-fold held out")
-    manifest = {"fitted_on": f"{eval_set.name} open pool (seed {seed}, gold removed for {len(removed)} of {len(rows)}),"
-                             " out-of-fold ranker scores", "command": command, "n": len(rows),
-                "held_out_ece": round(held_out_ece, 4), "method": "platt (logistic regression)"}
-    calibrator = fit_calibrator(rows, ranker=ranker, model_name=model_name, manifest=manifest)
+                           title=f"{ranker} ranker, {names} open pool, every step, {N_FOLDS}-fold held out")
+    threshold = fit_operating(rows, folds, ranker=ranker, coverage=coverage).threshold
+    manifest = {"fitted_on": f"{names} open pool (seed {seed}), first and later answers "
+                             f"({', '.join(f'{s.name} {len(s.first)}+{len(s.later)}' for s in sets)}); mechanics "
+                             "scored out-of-fold", "command": command, "n": len(rows),
+                "held_out_ece": round(held_out_ece, 4), "method": "platt (logistic regression)",
+                "abstain_below": round(threshold, 3), "abstain_coverage": coverage}
+    calibrator = fit_calibrator(rows, ranker=ranker, model_name=sets[0].model_name, manifest=manifest)
     name = "calibrator-v1.json" if ranker == "learned" else "calibrator-v1-rules.json"
     path = calibrator.save(models_dir / name)
-    return {"ranker": ranker, "calibrator": str(path), "ece_held_out": held_out_ece,
+    return {"ranker": ranker, "calibrator": str(path), "ece_held_out": held_out_ece, "abstain_below": threshold,
             "reliability": reliability(probs, correct), "png": str(png) if png else None, "n": len(rows),
             "accuracy": float(np.mean(correct))}
 
@@ -182,6 +177,9 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
     """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--rankers", default="learned,rules", help="comma-separated: learned, rules")
+    parser.add_argument("--sets", default="mechanics,builtin",
+                        help="comma-separated sets whose first and later answers the calibrators are fitted on "
+                             "(default: the car-repair ones, mechanics and the built-in corpus)")
     parser.add_argument("--seed", type=int, default=13, help="seed of the open-pool coin")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the reliability diagrams go")
     parser.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the calibrators go")
@@ -196,17 +194,21 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
-    from eval.datasets import load_eval_set
+    from eval.datasets import DATASETS, load_eval_set
 
-    eval_set = load_eval_set("mechanics", data_dir=args.data_dir).limited(args.limit)
-    report = [calibrate_ranker(r.strip(), eval_set, seed=args.seed, out=args.out, models_dir=args.models_dir,
+    names = [n.strip() for n in args.sets.split(",") if n.strip()]
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown or not names:
+        raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(DATASETS)}")
+    eval_sets = [load_eval_set(n, data_dir=args.data_dir).limited(args.limit) for n in names]
+    report = [calibrate_ranker(r.strip(), eval_sets, seed=args.seed, out=args.out, models_dir=args.models_dir,
                                progress=not args.no_progress, command=command, from_rows=args.from_rows)
               for r in args.rankers.split(",") if r.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "calibration.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for r in report:
         print(f"{r['ranker']}: {r['calibrator']}  held-out ECE {r['ece_held_out']:.3f}  accuracy {r['accuracy']:.3f}"
-              f"  n {r['n']}  {r['png']}")
+              f"  n {r['n']}  abstain_below {r['abstain_below']:.3f}  {r['png']}")
     return 0
 
 

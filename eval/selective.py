@@ -19,6 +19,10 @@ asked for (the question alone).
 
 A team's own logs: ``--data FILE --format mechanics|twitter|irc|jsonl|csv`` (the whole file is both the
 questions and the pool; a question whose dialogue has no answer is skipped).
+
+``--crossfit`` holds the operating point out instead (``eval.operating_point``): the calibrator and threshold
+are fitted on K-1 dialogue folds and measured on the held-out one, per set, pooled, across sets and on later
+answers (``crossfit.md``, ``crossfit.json``, ``crossfit.png``).
 """
 
 from __future__ import annotations
@@ -70,6 +74,8 @@ class OpenPoolRow:
     score: float
     values: dict[str, float] = field(default_factory=dict)
     confidence: float = 0.0
+    #: 0 for the first answer (the question alone); i for the answer after the customer's i-th follow-up
+    step: int = 0
 
 
 def open_pool_rows(system, eval_set: EvalSet, *, removed: frozenset[str], progress: bool) -> list[OpenPoolRow]:
@@ -420,12 +426,12 @@ def load_sets(args: argparse.Namespace) -> list[EvalSet]:
     """
     if args.data is not None:
         return [load_file_set(args.data, args.format).limited(args.limit)]
-    names = ["mechanics", "twitter", "irc"] if args.dataset == "all" else [args.dataset]
+    names = ["mechanics", "twitter", "irc"] if args.dataset == "all" else [n.strip() for n in args.dataset.split(",")]
     for name in names:
         if name not in DATASETS:
             raise InputError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or all")
     if args.dataset != "all":
-        return [load_eval_set(args.dataset, data_dir=args.data_dir).limited(args.limit)]
+        return [load_eval_set(name, data_dir=args.data_dir).limited(args.limit) for name in dict.fromkeys(names)]
     sets, absent = [], []
     for name in names:
         try:
@@ -450,11 +456,36 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise ConfigError("--coverage must be in (0, 1], --bootstrap and --limit at least 1")
     sets = load_sets(args)
     out = args.out or DEFAULT_OUT
+    if args.crossfit:
+        from eval.operating_point import run_crossfit
+
+        if args.folds < 2:
+            raise ConfigError(f"--folds must be at least 2, got {args.folds}")
+        unseen = _unseen_car_questions(args.unseen, args.data_dir, args.seed)
+        for path in run_crossfit(sets, out=out, command=command, k=args.folds, seed=args.seed, coverage=args.coverage,
+                                 n_resamples=args.bootstrap, ranker=args.ranker, reuse=args.reuse_rows,
+                                 progress=not args.no_progress, unseen=unseen):
+            print(path)
+        return 0
     for path in run_sets(sets, systems, out=out, command=command, seed=args.seed, coverage=args.coverage,
                          n_resamples=args.bootstrap, progress=not args.no_progress, ranker=args.ranker,
                          reuse=args.reuse_rows):
         print(path)
     return 0
+
+
+def _unseen_car_questions(n: int, data_dir: Path | None, seed: int) -> list[str]:
+    """Return ``n`` Reddit car posts (title and text, a seeded sample of both forums): real questions no pool was
+    built from."""
+    if n <= 0:
+        return []
+    from eval.datasets import default_data_dir
+    from eval.out_of_scope import reddit_texts
+
+    texts = [t for _, t in reddit_texts(Path(data_dir) if data_dir else default_data_dir())]
+    if not texts:
+        raise InputError("--unseen: no Reddit car posts (car_texts/reddit_*_top.csv) in the shared data")
+    return random.Random(seed).sample(texts, min(n, len(texts)))
 
 
 def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, command: str, seed: int = 13,
@@ -478,7 +509,8 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
+    parser.add_argument("--dataset", default="mechanics",
+                        help="mechanics, twitter, irc, builtin, a comma-separated list of them, or all (the shared three)")
     parser.add_argument("--data", type=Path, default=None, help="one data file of your own (with --format)")
     parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(FILE_FORMATS)}")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: dtq, dense, bm25")
@@ -493,6 +525,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
     parser.add_argument("--reuse-rows", action="store_true",
                         help="read each system's scored rows kept in --out/rows by an earlier run instead of ranking")
+    parser.add_argument("--crossfit", action="store_true",
+                        help="hold the operating point out: fit calibrator and threshold on K-1 dialogue folds, "
+                             "measure on the held-out one, per set, pooled and across sets (crossfit.md/json/png)")
+    parser.add_argument("--folds", type=int, default=5, help="K of --crossfit (mechanics keeps the ranker's 5 folds)")
+    parser.add_argument("--unseen", type=int, default=0,
+                        help="with --crossfit: also rank N Reddit car posts (seeded sample) against the car pools and "
+                             "report the share the shipped operating point answers")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 

@@ -83,3 +83,18 @@ def test_values_outside_the_fitted_range_are_clipped():
     assert cal.probability({"score": 1.0, "margin": 0.5}) == cal.probability({"score": 9.0, "margin": 5.0})
     with pytest.raises(ModelNotAvailableError, match="ranges"):
         _cal(lows=(0.0,), highs=(1.0,))
+
+
+def test_step_features_tell_a_first_answer_from_a_later_one():
+    first = step_features([_Cand(0.9, {"model_logit": 2.0, "topic_ratio": 0.8})], "learned")
+    later = step_features([_Cand(0.9, {"model_logit": 2.0, "continuation": 1.0})], "learned")
+    assert (first["topic_ratio"], first["continuation"]) == (0.8, 0.0)
+    assert (later["topic_ratio"], later["continuation"]) == (0.0, 1.0)
+
+
+def test_the_default_threshold_is_the_one_the_shipped_calibrator_was_fitted_for():
+    from dtdialog.engine_config import EngineConfig
+
+    learned = load_calibrator("learned", model_name="ranker-v1")
+    assert "continuation" in learned.feature_names  # fitted on later answers too
+    assert EngineConfig().abstain_below == pytest.approx(learned.manifest["abstain_below"], abs=0.005)
