@@ -1,18 +1,19 @@
-"""Fit the confidence calibrators of follow-up steps: ``python -m eval.calibrate_followup``.
+"""Fit the rule scorer's confidence calibrator of follow-up steps: ``python -m eval.calibrate_followup``.
 
 Every answer the bot gives passes one confidence rule (``dtdialog.dialogue.abstain``), follow-up answers too.
-The first-answer calibrator (``eval.calibrate``) reads a ranking of the question alone; a follow-up step is
-ranked from the customer's short reply, the answers already shown excluded, so its numbers lie elsewhere and
-the first-answer calibrator reads them as doubt. This fits a calibrator of their own on the later steps of
-real multi-step dialogues, in the open-pool protocol: a seeded coin removes the step's gold answer for about
+The learned ranker's calibrator (``eval.calibrate``) is fitted on first and later answers together, with
+numbers that tell the steps apart. The rule scorer's is fitted on first answers only (fitting it on every step
+doubled its false answers on mechanics): a follow-up step is ranked from the customer's short reply, the
+answers already shown excluded, so its numbers lie elsewhere and that calibrator reads them as doubt. This
+fits a calibrator of their own on the later steps of real multi-step dialogues, in the open-pool protocol: a seeded coin removes the step's gold answer for about
 half of the steps, so "the right answer is not here" is in the data. Each step is ranked as the dialogue
 manager ranks it: the question's plan, the customer's reply to the answer before as the step's text, the
 earlier answers excluded and given as context.
 
 Data: the built-in car-repair corpus and the IRC train split (never the dev sets the dialogue evaluations
-report on). Writes ``calibrator-v1-followup.json`` (learned ranker) and ``calibrator-v1-rules-followup.json``
-beside the first-answer calibrators, and to ``--out`` the held-out (5-fold, grouped by dialogue) ECE and
-reliability diagram per ranker.
+report on). Writes ``calibrator-v1-rules-followup.json`` (``--rankers learned`` writes
+``calibrator-v1-followup.json``, which the engine then prefers on follow-up steps) beside the first-answer
+calibrators, and to ``--out`` the held-out (5-fold, grouped by dialogue) ECE and reliability diagram.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
     from dtdialog.confidence import MODELS_DIR
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    parser.add_argument("--rankers", default="learned,rules", help="comma-separated: learned, rules")
+    parser.add_argument("--rankers", default="rules", help="comma-separated: rules, learned")
     parser.add_argument("--sets", default=",".join(DEFAULT_SETS), help="comma-separated dataset names to fit on")
     parser.add_argument("--seed", type=int, default=13, help="seed of the open-pool coin")
     parser.add_argument("--limit", type=int, default=None, help="only the first N dialogues of each set")
