@@ -155,6 +155,7 @@ class Customer:
         self.turns_in_step = 0
         self.rejected = 0
         self.sent_followup: set[int] = set()
+        self._bot: Bot | None = None
 
     @property
     def gold(self) -> str:
@@ -234,7 +235,7 @@ class Customer:
         session.false_handoff_reason = false_handoff_reason(turn.reply, rejected=self.rejected,
                                                             answers_shown=session.answers_shown, messages=messages)
         last_kind = session.last_kind
-        after = self._say(self._bot, session, AFTER_HANDOFF)
+        after = self._say(self._bot, session, AFTER_HANDOFF)  # type: ignore[arg-type]
         session.last_kind = last_kind  # the probe after the hand-off is not how the session ended
         session.greeting_after_handoff = after.greeting or after.kind in (ANSWER, CLARIFY)
         return None
