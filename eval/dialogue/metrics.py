@@ -56,6 +56,14 @@ def zero_counts(sessions: Sequence[Session]) -> dict[str, int]:
             "misrouted_first_messages": sum(s.misrouted_first for s in sessions)}
 
 
+def zero_count_examples(sessions: Sequence[Session], *, most: int = 5) -> dict[str, list[str]]:
+    """Return up to ``most`` dialogue ids behind each zero count (the false reason spelled out), to look them up."""
+    return {"greetings_after_handoff": [s.dialogue_id for s in sessions if s.greeting_after_handoff][:most],
+            "false_handoff_reasons": [f"{s.dialogue_id}: {s.false_handoff_reason}" for s in sessions
+                                      if s.false_handoff_reason][:most],
+            "misrouted_first_messages": [s.dialogue_id for s in sessions if s.misrouted_first][:most]}
+
+
 #: the per-session values the paired differences compare
 PAIRED: dict[str, Callable[[Session], float]] = {
     "step1_success@3": lambda s: float(s.success_at(0, 3)),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from eval.datasets import EvalSet
 from eval.dialogue.bots import EngineBot, NextResultBot, open_pool
 from eval.dialogue.customer import Session, play
-from eval.dialogue.metrics import paired_difference, per_step_paired, summarise, zero_counts
+from eval.dialogue.metrics import paired_difference, per_step_paired, summarise, zero_count_examples, zero_counts
 from eval.selective import open_pool_coin
 from parsers.errors import DTDialogError, ModelNotAvailableError
 
@@ -100,7 +100,8 @@ def summary(run: SetRun, *, n_resamples: int, seed: int) -> dict:
         pool_out = out["pools"][pool] = {}
         for name, sessions in by_bot.items():
             pool_out[name] = {"measures": summarise(sessions, n_resamples=n_resamples, seed=seed),
-                              "zero_counts": zero_counts(sessions)}
+                              "zero_counts": zero_counts(sessions),
+                              "zero_count_examples": zero_count_examples(sessions)}
         if "dtq" not in by_bot:
             continue
         for anchor in ("dense", "bm25"):

@@ -20,7 +20,7 @@ from eval.dialogue.customer import (
     false_handoff_reason,
     play,
 )
-from eval.dialogue.metrics import paired_difference, summarise, zero_counts
+from eval.dialogue.metrics import paired_difference, summarise, zero_count_examples, zero_counts
 
 GREETING = "Hi! Describe your question - what happens, and what you have already tried."
 MECH = EvalDialogue("m1", "Car will not start.\nIt clicks when I turn the key, battery is new.", ("m1#1",),
@@ -149,6 +149,7 @@ def test_false_handoff_reasons():
     s = play(bot, MECH, seed=1)
     assert "none was shown" in s.false_handoff_reason
     assert zero_counts([s])["false_handoff_reasons"] == 1
+    assert zero_count_examples([s])["false_handoff_reasons"][0].startswith("m1: says 2 answers did not help")
 
 
 def test_misrouted_first_message():
