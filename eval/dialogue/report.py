@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.dialogue.customer import Session
+from eval.dialogue.customer import BUDGET, Session
 from eval.dialogue.metrics import KS
 
 _ROWS = (("wrong_per_session", "wrong answers / session"), ("handoff_rate", "hand-off rate"),
@@ -65,7 +65,13 @@ def markdown(results: Sequence[dict], *, command: str, setup: dict) -> str:
              f"Commit {setup.get('commit', '?')}, parser {setup.get('parser', '?')}, seed {setup.get('seed')}. "
              "Values: share or mean with a 95% bootstrap CI over sessions. success@k of step i: the step's gold "
              "answer shown within k bot turns of that step (over dialogues with a step i; a step never reached "
-             "fails). Open pool: the gold answers of a seeded half of the dialogues are removed.", ""]
+             "fails). Open pool: the gold answers of a seeded half of the dialogues are removed.", "",
+             "The customer (`eval/dialogue/customer.py`): opens with the mechanics title, else the first logged "
+             "turn; accepts the step's gold answer and sends the next logged follow-up; rejects any other answer "
+             "with a seeded phrase; picks the gold option by number, else 'none of these'; answers any other bot "
+             "turn with the body (once), then the step's follow-up (once), then 'I don't have more details'; "
+             f"{BUDGET} bot turns per step; after a hand-off it sends 'hello? is anyone there?' once. Baselines: "
+             "dense / BM25 next result not yet shown, searched with the customer's messages so far.", ""]
     for res in results:
         lines += [f"## {res['dataset']}", "", f"{res['description']}", "",
                   f"{res['n_dialogues']} dialogues; pool {res['n_pool']} answers (open pool {res['n_open_pool']}, "
