@@ -11,7 +11,9 @@ from eval.dialogue.metrics import KS
 _ROWS = (("wrong_per_session", "wrong answers / session"), ("handoff_rate", "hand-off rate"),
          ("turns_to_success", "bot turns to success"), ("session_success", "every step succeeded"),
          ("honest_end_gold_absent", "gold-absent: ends honestly (<= 1 wrong)"),
-         ("step1_success@3_gold_present", "gold-present: step 1 success@3"))
+         ("step1_success@3_gold_present", "gold-present: step 1 success@3"),
+         ("step1_success@3_gold_present_closed_pool", "the same dialogues in the closed pool: step 1 success@3"),
+         ("step1_success@3_gold_present_open_minus_closed", "open - closed on them (paired)"))
 
 
 def _ci(m: dict | None, *, percent: bool = True) -> str:

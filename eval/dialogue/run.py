@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from eval.datasets import EvalSet
 from eval.dialogue.bots import EngineBot, NextResultBot, open_pool
 from eval.dialogue.customer import Session, play
-from eval.dialogue.metrics import paired_difference, per_step_paired, summarise, zero_count_examples, zero_counts
+from eval.dialogue.metrics import (
+    paired_difference,
+    per_step_paired,
+    success_at,
+    summarise,
+    zero_count_examples,
+    zero_counts,
+)
 from eval.selective import open_pool_coin
 from parsers.errors import DTDialogError, ModelNotAvailableError
 
@@ -102,6 +109,8 @@ def summary(run: SetRun, *, n_resamples: int, seed: int) -> dict:
             pool_out[name] = {"measures": summarise(sessions, n_resamples=n_resamples, seed=seed),
                               "zero_counts": zero_counts(sessions),
                               "zero_count_examples": zero_count_examples(sessions)}
+        if pool == "open":
+            _against_closed(pool_out, by_bot, run.sessions.get("closed", {}), n_resamples=n_resamples, seed=seed)
         if "dtq" not in by_bot:
             continue
         for anchor in ("dense", "bm25"):
@@ -110,6 +119,22 @@ def summary(run: SetRun, *, n_resamples: int, seed: int) -> dict:
                     **paired_difference(by_bot["dtq"], by_bot[anchor], n_resamples=n_resamples, seed=seed),
                     **per_step_paired(by_bot["dtq"], by_bot[anchor], n_resamples=n_resamples, seed=seed)}
     return out
+
+
+def _against_closed(pool_out: dict, open_by_bot: dict[str, list[Session]], closed_by_bot: dict[str, list[Session]],
+                    *, n_resamples: int, seed: int) -> None:
+    """Add each bot's closed-pool step-1 success@3 on the open pool's gold-present dialogues, and open - closed."""
+    for name, sessions in open_by_bot.items():
+        present = [s for s in sessions if s.gold_present]
+        ids = {s.dialogue_id for s in present}
+        closed = [s for s in closed_by_bot.get(name, ()) if s.dialogue_id in ids]
+        if not present or not closed:
+            continue
+        measures = pool_out[name]["measures"]
+        measures["step1_success@3_gold_present_closed_pool"] = success_at(closed, step=0, k=3, n_resamples=n_resamples,
+                                                                          seed=seed).to_dict()
+        diff = paired_difference(present, closed, n_resamples=n_resamples, seed=seed)["step1_success@3"]
+        measures["step1_success@3_gold_present_open_minus_closed"] = diff
 
 
 def transcript_sample(run: SetRun, n: int, *, seed: int) -> list[str]:

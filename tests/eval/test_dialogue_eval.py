@@ -238,3 +238,16 @@ def test_cli_one_line_error_on_a_bad_format_and_an_unknown_bot(tmp_path, capsys)
     assert main(["--dataset", "mechanics", "--data-dir", str(tmp_path / "absent")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 3 and all(line.startswith("error:") for line in lines)
+
+
+def test_open_pool_gold_present_is_compared_with_the_same_dialogues_closed():
+    from eval.dialogue.run import SetRun, summary
+
+    closed = [_session("a", [1]), _session("b", [None], wrong=4), _session("c", [4], wrong=3)]
+    opened = [_session("a", [1]), _session("b", [2], wrong=1), _session("c", [None], gold_present=False)]
+    run = SetRun(name="toy", n_dialogues=3, n_pool=3, n_open_pool=2, gold_absent=1,
+                 sessions={"closed": {"b": closed}, "open": {"b": opened}})
+    m = summary(run, n_resamples=100, seed=1)["pools"]["open"]["b"]["measures"]
+    assert m["step1_success@3_gold_present"]["value"] == pytest.approx(1.0)
+    assert m["step1_success@3_gold_present_closed_pool"]["value"] == pytest.approx(0.5)  # a and b only
+    assert m["step1_success@3_gold_present_open_minus_closed"]["value"] == pytest.approx(0.5)
