@@ -13,9 +13,10 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from eval.datasets import FILE_FORMATS, REPO_ROOT
+from eval.datasets import FILE_FORMATS, REPO_ROOT, EvalSet
 from eval.dialogue.bots import BOTS
 from eval.dialogue.report import markdown, plot_success, write_transcripts
 from eval.dialogue.run import run_set, summary, transcript_sample
@@ -61,7 +62,7 @@ def _commit() -> str:
     return done.stdout.strip()
 
 
-def _setup(args: argparse.Namespace, sets) -> dict:
+def _setup(args: argparse.Namespace, sets: Sequence[EvalSet]) -> dict:
     import index.dense as dense
     from dtdialog.assembly import engine_parser_name
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from eval.datasets import EvalSet
 from eval.dialogue.bots import EngineBot, NextResultBot, open_pool
-from eval.dialogue.customer import Session, play
+from eval.dialogue.customer import Bot, Session, play
 from eval.dialogue.metrics import (
     paired_difference,
     per_step_paired,
@@ -46,7 +46,8 @@ def hidden_golds(eval_set: EvalSet, removed: frozenset[str]) -> frozenset[str]:
     return frozenset(a for d in eval_set.dialogues if d.id in removed for a in d.answer_ids)
 
 
-def make_bot(name: str, eval_set: EvalSet, *, hidden: frozenset[str], ranker: str | None, progress: bool):
+def make_bot(name: str, eval_set: EvalSet, *, hidden: frozenset[str], ranker: str | None,
+             progress: bool) -> EngineBot | NextResultBot:
     """Return bot ``name`` over the set's pool without ``hidden``."""
     if name == "dtq":
         return EngineBot(open_pool(eval_set.pool, hidden), ranker=ranker, progress=progress)
@@ -55,7 +56,7 @@ def make_bot(name: str, eval_set: EvalSet, *, hidden: frozenset[str], ranker: st
     return bot
 
 
-def play_all(bot, eval_set: EvalSet, *, removed: frozenset[str], pool: str, seed: int,
+def play_all(bot: Bot, eval_set: EvalSet, *, removed: frozenset[str], pool: str, seed: int,
              progress: bool) -> list[Session]:
     from tqdm import tqdm
 
