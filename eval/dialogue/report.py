@@ -89,7 +89,7 @@ def markdown(results: Sequence[dict], *, command: str, setup: dict) -> str:
 
 
 def plot_success(path: Path, results: Sequence[dict]) -> Path | None:
-    """Draw step-1 success@k per bot, one panel per set and pool; return the path (None without matplotlib)."""
+    """Draw step-1 success@k per bot: a row per set, a column per pool; return the path (None without matplotlib)."""
     try:
         import matplotlib
 
@@ -97,28 +97,35 @@ def plot_success(path: Path, results: Sequence[dict]) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    panels = [(r["dataset"], p, pool) for r in results for p, pool in r["pools"].items() if pool]
-    if not panels:
+    rows = [r for r in results if any(r["pools"].values())]
+    if not rows:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
-    for ax, (name, pool_name, pool) in zip(axes[0], panels):
-        for bot, data in pool.items():
-            ms = [data["measures"][f"step1_success@{k}"] for k in KS]
-            ax.errorbar(KS, [m["value"] for m in ms], yerr=[[m["value"] - m["low"] for m in ms],
-                                                          [m["high"] - m["value"] for m in ms]],
-                        marker="o", capsize=3, label=bot)
-        ax.set_title(f"{name}, {pool_name} pool")
-        ax.set_xlabel("bot turns (k)")
-        ax.set_ylabel("step 1 success@k")
-        ax.set_xticks(list(KS))
-        ax.set_ylim(0, 1)
-        ax.grid(alpha=0.3)
-        ax.legend()
+    pools = sorted({p for r in rows for p, pool in r["pools"].items() if pool}, key=["closed", "open"].index)
+    fig, axes = plt.subplots(len(rows), len(pools), figsize=(4.5 * len(pools), 3.2 * len(rows)), squeeze=False)
+    for row, res in zip(axes, rows):
+        for ax, pool_name in zip(row, pools):
+            _success_panel(ax, res["pools"].get(pool_name) or {}, f"{res['dataset']}, {pool_name} pool")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _success_panel(ax, pool: dict, title: str) -> None:
+    for bot, data in pool.items():
+        ms = [data["measures"][f"step1_success@{k}"] for k in KS]
+        ax.errorbar(KS, [m["value"] for m in ms], yerr=[[m["value"] - m["low"] for m in ms],
+                                                      [m["high"] - m["value"] for m in ms]],
+                    marker="o", capsize=3, label=bot)
+    ax.set_title(title)
+    ax.set_xlabel("bot turns (k)")
+    ax.set_ylabel("step 1 success@k")
+    ax.set_xticks(list(KS))
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    if pool:
+        ax.legend()
 
 
 def transcript(session: Session, *, gold: Sequence[str] = (), max_chars: int = 400) -> list[str]:
