@@ -251,3 +251,11 @@ def test_open_pool_gold_present_is_compared_with_the_same_dialogues_closed():
     assert m["step1_success@3_gold_present"]["value"] == pytest.approx(1.0)
     assert m["step1_success@3_gold_present_closed_pool"]["value"] == pytest.approx(0.5)  # a and b only
     assert m["step1_success@3_gold_present_open_minus_closed"]["value"] == pytest.approx(0.5)
+
+
+def test_dtdialog_eval_dialogue_reaches_the_dialogue_evaluation(tmp_path, capsys):
+    from eval.reconstruct import main
+
+    assert main(["dialogue", "--data", str(tmp_path / "gone.csv"), "--format", "csv"], prog="dtdialog eval") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "gone.csv" in err
