@@ -51,10 +51,19 @@ class EvalDialogue:
     question: str
     answer_ids: tuple[str, ...]
     followups: tuple[str, ...] = ()
+    #: the question's title when the record has one (mechanics): what a chat user types first
+    title: str = field(default="", compare=False)
 
     @property
     def n_answers(self) -> int:
         return len(self.answer_ids)
+
+    def opening_and_body(self) -> tuple[str, str]:
+        """Return ``(first chat message, the rest of the question)``: the title and the body when there is a title."""
+        first, _, rest = self.question.partition("\n")
+        if self.title and first.rstrip(".") == self.title.strip().rstrip("."):
+            return first, rest.strip()
+        return self.question, ""
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,7 @@ def split_dialogue(dialogue: Dialogue, *, max_answers: int = MAX_ANSWERS) -> tup
         elif len(followups) < len(answer_ids):
             followups.append("\n".join(texts))
     return EvalDialogue(id=dialogue.id, question=question, answer_ids=tuple(answer_ids),
-                        followups=tuple(followups)), pool
+                        followups=tuple(followups), title=str(dialogue.meta.get("title") or "")), pool
 
 
 def build_eval_set(name: str, test: Sequence[Dialogue], *, extra_candidates: Sequence[Dialogue] = (),

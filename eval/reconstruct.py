@@ -207,7 +207,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 #: The other evaluations of the issue-13 work, reached through this entry point by their name as the first
 #: argument (``dtdialog eval selective --help``): name -> module with a ``main(argv, prog=, command=)``.
 SUBCOMMANDS = {"selective": "eval.selective", "out-of-scope": "eval.out_of_scope", "position": "eval.position",
-               "calibrate": "eval.calibrate"}
+               "calibrate": "eval.calibrate", "dialogue": "eval.dialogue.cli"}
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstruct", command: str | None = None) -> int:
@@ -225,7 +225,8 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstru
                                      epilog="A first argument of " + ", ".join(SUBCOMMANDS) + " runs that "
                                      "evaluation instead (selective: open-pool answering; out-of-scope: the "
                                      "out-of-scope gate; position: follow-ups at step 1; calibrate: refit the "
-                                     "confidence calibrators)")
+                                     "confidence calibrators; dialogue: a simulated customer talks to the "
+                                     "dialogue manager)")
     add_arguments(parser)
     args = parser.parse_args(argv)
     return one_line_errors(lambda: run(args, command=command))

@@ -1,0 +1,1 @@
+"""Simulated-customer dialogue evaluation of the dialogue manager against next-result baselines (``cli``)."""

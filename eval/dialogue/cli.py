@@ -1,0 +1,112 @@
+"""Simulated-customer dialogue evaluation: ``python -m eval.dialogue`` (also ``dtdialog eval dialogue``).
+
+A simulated customer (``eval.dialogue.customer``) plays each logged dialogue, turn by turn, against the real
+``DialogueManager`` (``dtq``) and against next-result search baselines (``dense``, ``bm25``), in the closed pool
+(gold in the pool) and the open pool (a seeded half of the dialogues lose their gold answers). Writes
+``results.json``, ``results.md``, ``success_at_k.png`` and sampled transcripts to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval.datasets import FILE_FORMATS, REPO_ROOT, EvalSet
+from eval.dialogue.bots import BOTS
+from eval.dialogue.report import markdown, plot_success, write_transcripts
+from eval.dialogue.run import run_set, summary, transcript_sample
+from eval.entry import one_line_errors
+from eval.selective import load_sets
+from parsers.errors import ConfigError, InputError
+
+DEFAULT_OUT = Path("runs") / "dialogue"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
+    parser.add_argument("--data", type=Path, default=None, help="one data file of your own (with --format)")
+    parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(FILE_FORMATS)}")
+    parser.add_argument("--bots", default=",".join(BOTS), help="comma-separated: dtq, dense, bm25")
+    parser.add_argument("--ranker", default=None, help="the engine's ranker: auto, learned or rules")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N dialogues of each set")
+    parser.add_argument("--seed", type=int, default=13, help="seed of the customer, the open-pool coin, the sample "
+                        "and the bootstrap")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs")
+    parser.add_argument("--sample-transcripts", type=int, default=20,
+                        help="dialogues per set and pool whose sessions are written out (default 20)")
+    parser.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT})")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def _bots(text: str) -> list[str]:
+    bots = [b.strip() for b in text.split(",") if b.strip()]
+    unknown = [b for b in bots if b not in BOTS]
+    if unknown or not bots:
+        raise InputError(f"unknown bot(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(BOTS)}")
+    return bots
+
+
+def _commit() -> str:
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=10, check=False)
+    except OSError:
+        return ""
+    return done.stdout.strip()
+
+
+def _setup(args: argparse.Namespace, sets: Sequence[EvalSet]) -> dict:
+    import index.dense as dense
+    from dtdialog.assembly import engine_parser_name
+
+    return {"commit": _commit(), "parser": engine_parser_name(None), "seed": args.seed, "bootstrap": args.bootstrap,
+            "encoder_runtime": getattr(dense, "_backend", ""), "limit": args.limit,
+            "data": [{"name": s.name, "description": s.description} for s in sets]}
+
+
+def run(args: argparse.Namespace, *, command: str) -> int:
+    bots = _bots(args.bots)
+    if args.bootstrap < 1 or (args.limit is not None and args.limit < 1) or args.sample_transcripts < 0:
+        raise ConfigError("--bootstrap and --limit must be at least 1, --sample-transcripts at least 0")
+    sets = load_sets(args)
+    out = args.out or DEFAULT_OUT
+    setup = _setup(args, sets)
+    results = []
+    for eval_set in sets:
+        set_run = run_set(eval_set, bots, seed=args.seed, ranker=args.ranker, progress=not args.no_progress)
+        results.append(summary(set_run, n_resamples=args.bootstrap, seed=args.seed))
+        ids = transcript_sample(set_run, args.sample_transcripts, seed=args.seed)
+        gold = {d.id: d.answer_ids for d in eval_set.dialogues}
+        for pool, by_bot in set_run.sessions.items():
+            if by_bot and ids:
+                print(write_transcripts(out, eval_set.name, pool, by_bot, ids, gold))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps({"setup": setup, "command": command, "results": results},
+                                                 indent=2) + "\n", encoding="utf-8")
+    (out / "results.md").write_text(markdown(results, command=command, setup=setup), encoding="utf-8")
+    print(out / "results.json")
+    print(out / "results.md")
+    png = plot_success(out / "success_at_k.png", results)
+    if png:
+        print(png)
+    return 0
+
+
+def main(argv: list[str] | None = None, *, prog: str = "python -m eval.dialogue", command: str | None = None) -> int:
+    """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    command = command or "python -m eval.dialogue " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    return one_line_errors(lambda: run(args, command=command))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
