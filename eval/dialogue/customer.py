@@ -37,12 +37,12 @@ MISROUTED_KINDS = frozenset(("prompt", "handoff", "reset", "concluded"))
 #: kinds after which the bot has forgotten the question: the customer states it again
 RESTART_KINDS = frozenset(("reset", "concluded"))
 #: bot turns that end a gold-absent session honestly (no answer claimed)
-HONEST_KINDS = frozenset(("handoff", "abstain", "fallback", "out_of_scope", "prompt"))
+HONEST_KINDS = frozenset(("handoff", "abstain", "ask_detail", "fallback", "out_of_scope", "prompt"))
 
-# the hand-off wording the manager keeps: "{n} answers did not help" and "({messages} messages)"
+# the hand-off wording the manager keeps: "{n} answers did not help" and "(messages so far: {messages})"
 _FAILURES = re.compile(r"(\d+)\s+answers?\s+did\s+not\s+help", re.IGNORECASE)
 _NOT_HELPED = re.compile(r"did\s+not\s+help|didn't\s+help", re.IGNORECASE)
-_MESSAGES = re.compile(r"\((\d+)\s+messages?\)", re.IGNORECASE)
+_MESSAGES = re.compile(r"\((?:(\d+)\s+messages?|messages so far:\s*(\d+))\)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,9 @@ def false_handoff_reason(reply: str, *, rejected: int, answers_shown: int, messa
     if _NOT_HELPED.search(reply) and answers_shown == 0:
         problems.append("says answers did not help, none was shown")
     said = _MESSAGES.search(reply)
-    if said and int(said.group(1)) not in (messages, messages + 1):
-        problems.append(f"says {said.group(1)} messages, the transcript has {messages}")
+    count = int(said.group(1) or said.group(2)) if said else None
+    if count is not None and count not in (messages, messages + 1):
+        problems.append(f"says {count} messages, the transcript has {messages}")
     return "; ".join(problems)
 
 

@@ -143,6 +143,9 @@ def test_false_handoff_reasons():
     assert "1 were rejected" in false_handoff_reason(ok, rejected=1, answers_shown=1, messages=5)
     assert "none was shown" in false_handoff_reason(ok, rejected=0, answers_shown=0, messages=5)
     assert "7 messages" in false_handoff_reason(ok.replace("(5", "(7"), rejected=2, answers_shown=2, messages=5)
+    worded = "I'm passing you to a human agent (you asked for a person). ... (messages so far: 3), so ..."
+    assert false_handoff_reason(worded, rejected=0, answers_shown=0, messages=3) == ""
+    assert "9 messages" in false_handoff_reason(worded.replace(": 3", ": 9"), rejected=0, answers_shown=0, messages=3)
     # in a played session: options rejected with "none of these" are no rejected answers
     offer = BotTurn(kind="clarify", reply="which?", options=(Option(1, "a", "x#1"), Option(2, "none", "")))
     bot = ScriptedBot([offer, handoff("agent (2 answers did not help). (3 messages)")])
