@@ -9,6 +9,9 @@ in scope, or out of scope for one ``reason``:
   (``py3langid``, optional) that the English-vocabulary signal does not contradict. Short texts fool
   language ID ("hello?" is Breton to it), so text whose words are English function words or words of the
   index is never refused for its language.
+* ``vague`` - in the domain, but too little to search with ("my car", "brakes", "it makes a noise"): every
+  content stem is one the index knows, and there is one of them, or a few that many of the index's dialogues
+  share (``DomainProfile.matches``). The reply asks for detail instead of refusing; nothing is wrong with it.
 * ``domain`` - English, but about something the index does not cover (a mortgage question to the car bot).
 
 The domain is learned from the index, never from a word list (``DomainProfile``): the stems of every
@@ -48,6 +51,7 @@ GREETING = "greeting"
 GIBBERISH = "gibberish"
 LANGUAGE = "language"
 DOMAIN = "domain"
+VAGUE = "vague"
 
 #: Small talk a customer opens with; what is left after removing it must carry a domain word to count.
 _SMALL_TALK = re.compile(
@@ -66,6 +70,11 @@ _ENGLISH_EXTRA = frozenset("""hello hi hey thanks thank please yes no not why ho
 LANGUAGE_CONFIDENCE = 0.9
 #: Texts with at least this share of English-known words are never refused for their language.
 ENGLISH_SHARE = 0.5
+#: A message of at most this many content stems, all known to the index, may be too vague to search with.
+VAGUE_TERMS = 3
+#: ... it is, when at least this share of the index's dialogues (and ``VAGUE_MIN_MATCHES``) hold all its stems.
+VAGUE_SHARE = 0.05
+VAGUE_MIN_MATCHES = 3
 
 
 @dataclass
@@ -93,15 +102,21 @@ class DomainProfile:
     n: int
     df: dict[str, int]
     own_scores: list[float]
+    #: stem -> the dialogues (their positions) that use it; empty for a profile built without them
+    postings: dict[str, frozenset[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, dialogues: Iterable[tuple[str, list[str]]]) -> DomainProfile:
         """Return the profile of ``(question, texts)`` pairs: one per dialogue (texts = its answers)."""
         rows = [(q, frozenset(s for t in [q, *texts] for s in message_stems(t))) for q, texts in dialogues]
         df: Counter[str] = Counter()
-        for _, stems in rows:
+        postings: dict[str, set[int]] = {}
+        for position, (_, stems) in enumerate(rows):
             df.update(stems)
-        profile = cls(n=len(rows), df=dict(df), own_scores=[])
+            for s in stems:
+                postings.setdefault(s, set()).add(position)
+        profile = cls(n=len(rows), df=dict(df), own_scores=[],
+                      postings={s: frozenset(p) for s, p in postings.items()})
         profile.own_scores = sorted(profile.score(q, leave_out=stems)[0] for q, stems in rows if q.strip())
         return profile
 
@@ -144,6 +159,29 @@ class DomainProfile:
 
     def knows(self, word: str) -> bool:
         return self.df.get(stem(word), 0) > 0
+
+    def matches(self, stems: Iterable[str]) -> int:
+        """Return how many dialogues use every one of ``stems`` (without postings: the smallest df, an upper bound)."""
+        stems = list(stems)
+        if not stems:
+            return self.n
+        if not self.postings:
+            return min(self.df.get(s, 0) for s in stems)
+        common = set(self.postings.get(stems[0], frozenset()))
+        for s in stems[1:]:
+            common &= self.postings.get(s, frozenset())
+        return len(common)
+
+    def vague(self, stems: list[str]) -> tuple[bool, int]:
+        """Return ``(too vague to search with, dialogues matching all stems)`` for a message's content ``stems``.
+
+        Vague: a few stems, all known, and either one alone (a part or a symptom, nothing about it) or so common
+        together that a large share of the index holds them all ("engine problem"), so retrieval cannot choose.
+        """
+        if not stems or len(stems) > VAGUE_TERMS or any(self.df.get(s, 0) == 0 for s in stems):
+            return False, 0
+        found = self.matches(stems)
+        return len(stems) == 1 or found >= max(VAGUE_MIN_MATCHES, VAGUE_SHARE * self.n), found
 
 
 class _LanguageId:
@@ -257,9 +295,13 @@ class ScopeGate:
             return ScopeVerdict(GIBBERISH, signals)  # before the domain check: mash is never worth an encoding
         score, detail = profile.score(rest)
         signals.update(detail, domain_score=round(score, 3), threshold=round(self.threshold(), 3))
-        if small_talk and not message_stems(rest):
+        stems = message_stems(rest)
+        if small_talk and not stems:
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
+        vague, signals["matches"] = profile.vague(stems)
+        if vague:  # before the encoding: a detail question needs no cosine
+            return ScopeVerdict(VAGUE, signals)
         # the unaltered message shares its encoding with the first ranking step (the encoder's cache)
         in_domain = self._in_domain(rest if small_talk else text, score, detail, signals, meanwhile=meanwhile)
         if small_talk and not in_domain:
