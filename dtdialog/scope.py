@@ -71,9 +71,9 @@ LANGUAGE_CONFIDENCE = 0.9
 #: Texts with at least this share of English-known words are never refused for their language.
 ENGLISH_SHARE = 0.5
 #: A message of at most this many content stems, all known to the index, may be too vague to search with.
-VAGUE_TERMS = 3
+VAGUE_TERMS = 2
 #: ... it is, when at least this share of the index's dialogues (and ``VAGUE_MIN_MATCHES``) hold all its stems.
-VAGUE_SHARE = 0.05
+VAGUE_SHARE = 0.06
 VAGUE_MIN_MATCHES = 3
 
 
