@@ -304,7 +304,7 @@ class ScopeGate:
             return ScopeVerdict(VAGUE, signals)
         # the unaltered message shares its encoding with the first ranking step (the encoder's cache)
         in_domain = self._in_domain(rest if small_talk else text, score, detail, signals, meanwhile=meanwhile)
-        if small_talk and not in_domain:
+        if small_talk and not in_domain and len(stems) <= VAGUE_TERMS:  # a long message with a "thanks" is no greeting
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
         if not in_domain:

@@ -55,6 +55,12 @@ def test_greetings_and_small_talk():
         assert gate.check(text).reason == GREETING, text
 
 
+def test_a_long_off_domain_question_with_a_thanks_is_off_domain_not_a_greeting():
+    gate = _gate(CARS, threshold=0.5)
+    assert gate.check("Thanks in advance: how do I roll my 401k over into a Roth IRA this year?").reason == DOMAIN
+    assert gate.check("hi, thanks, how are you doing today").reason == GREETING
+
+
 def test_keyboard_mash_is_gibberish():
     gate = _gate(CARS)
     for text in ("asdfghjkl", "qwerty qwerty", "xkcdvbnm zzqpt", "!!!???"):
