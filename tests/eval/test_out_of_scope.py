@@ -50,12 +50,12 @@ def test_fit_keeps_both_targets_and_then_refuses_the_fewest_real_posts():
     reddit = [Scored("reddit", str(i), None, 0.5 + 0.05 * i, 5.0) for i in range(10)]  # 0.5 .. 0.95
     quantile, rule, fitted = fit(_Profile(), oos_items, builtin, reddit)
     assert fitted["builtin_answered_leave_one_out"] >= oos.TARGET_BUILTIN
-    assert fitted["oos_answered"] <= oos.FIT_OOS
+    assert fitted["oos_bot_answered"] <= oos.FIT_OOS
     assert rule.threshold == 0.8 and fitted["real_refused"]["reddit"] == 0.6  # 0.4 would let 4 gum texts through
     for q in oos.QUANTILES:
         for m in oos.MASSES:
             r = rates(Rule(_Profile().threshold(q), m), oos_items, builtin, reddit)
-            if r["builtin_answered_leave_one_out"] >= oos.TARGET_BUILTIN and r["oos_answered"] <= oos.FIT_OOS:
+            if r["builtin_answered_leave_one_out"] >= oos.TARGET_BUILTIN and r["oos_bot_answered"] <= oos.FIT_OOS:
                 assert fitted["mean_refused"] <= r["mean_refused"]
 
 
@@ -89,12 +89,35 @@ def test_the_report_prints_every_target_figure_on_small_data():
     report = {"seed": 1, "data_dir": "d", "files": [], "index_dialogues": 1, "ranker": "rules", "language_id": "x",
               "sizes": {}, "reddit_not_asking": 1, "fitted_quantile": 0.1, "fitted": {"mass": None, "dense_floor": None,
               "dense_sure": None}, "fit": r, "test": r, "default_quantile": 0.2, "default_test": r, "default_all": r,
-              "oos_replies": {"answer": 0.001, "out_of_scope": 0.99},
+              "oos_replies": {"answer": 0.001, "out_of_scope": 0.99}, "oos_replies_fitted": {"answer": 0.002},
               "oos_answered_examples": [], "refused_examples": {"reddit": ["[domain 0.10/0.0/0.00] post"]}}
     page = markdown(report)
     assert "| mechanics_title refused / vague |" in page and "0.0% / 100.0%" in page
     assert "out-of-scope answered <= 1%" in page and "ask nothing" in page and "post" in page
     assert "answer 0.10%" in page
+
+
+def test_end_to_end_replies_are_asked_with_the_gate_lifted_and_counted_under_each_rule():
+    from types import SimpleNamespace
+
+    class Manager:
+        scope = "the gate"
+
+        def start_session(self):
+            return "s"
+
+        def handle(self, *, session_id, text):
+            assert self.scope is None  # the gate is lifted: the rule decides afterwards
+            return SimpleNamespace(kind="answer" if "brake" in text else "abstain")
+
+    items = [Scored("gum", "brake pads", None, 0.9), Scored("gum", "my mortgage", None, 0.9),
+             Scored("gum", "a loan", None, 0.1), Scored("greeting", "hi", "greeting", 0.0)]
+    manager = Manager()
+    oos.end_to_end(manager, items)
+    assert manager.scope == "the gate" and [x.reply for x in items] == ["answer", "abstain", "abstain", None]
+    assert oos.reply_shares(Rule(0.5), items) == {"abstain": 0.25, "answer": 0.25, "out_of_scope": 0.5}
+    assert rates(Rule(0.5), items, items, [])["oos_answered"] == 0.5
+    assert rates(Rule(0.5), items, items, [])["oos_bot_answered"] == 0.25  # the abstention is no answer
 
 
 def test_missing_data_dir_is_a_one_line_error(tmp_path, capsys):
