@@ -301,7 +301,9 @@ class ScopeGate:
         if small_talk and not stems:
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
-        vague, signals["matches"] = profile.vague(stems)
+        # a small-talk word the index knows as content ("test" in "how do I test my battery") still says something
+        spoken = stems + [s for s in message_stems(text) if s not in stems and profile.df.get(s, 0) > 0]
+        vague, signals["matches"] = profile.vague(spoken)
         if vague:  # before the encoding: a detail question needs no cosine
             return ScopeVerdict(VAGUE, signals)
         # the unaltered message shares its encoding with the first ranking step (the encoder's cache)

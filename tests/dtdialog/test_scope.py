@@ -149,7 +149,7 @@ def test_the_dense_cosine_rescues_a_close_message_and_refuses_a_far_one():
 
 VAGUE_OPENINGS = ("my car", "brakes", "it makes a noise", "engine problem", "hi, my brakes")
 REAL_QUESTIONS = ("Is idling bad for your engine?", "How do I apply dielectric grease to my battery?",
-                  "My brakes squeal when I stop at a light")
+                  "My brakes squeal when I stop at a light", "How do I test my car battery?")
 
 
 def _builtin_gate(index_path, **kw) -> tuple[ScopeGate, object]:
