@@ -297,9 +297,9 @@ def fit(profile, oos: list[Scored], builtin: list[Scored], real: list[Scored], *
     """Return ``(quantile, rule, rates)``: the fewest real car questions refused (the mean over the real sets) among
     the rules that answer >= 95% of the built-in openings leave-one-out (an unseen question of the index's own kind)
     and put stored answers before at most ``FIT_OOS`` of the out-of-scope messages (``Scored.bot_answers``: past
-    the gate and not met by an abstention; a margin under the target, for the held-out half); when no rule does,
-    the least out-of-scope answered + real questions refused. Dense rules are tried only when messages carry a
-    cosine."""
+    the gate and not met by an abstention; a margin under the target, for the held-out half); when no rule meets
+    both, the least out-of-scope answered + real questions refused among those that meet the first, else among all.
+    Dense rules are tried only when messages carry a cosine."""
     dense_rules = DENSE_RULES if any(x.dense is not None for x in oos) else ((None, None),)
     best = None
     for q in quantiles:
@@ -307,10 +307,9 @@ def fit(profile, oos: list[Scored], builtin: list[Scored], real: list[Scored], *
             for floor, sure in dense_rules:
                 rule = Rule(profile.threshold(q), mass, floor, sure)
                 r = rates(rule, oos, builtin, real)
-                if r["builtin_answered_leave_one_out"] is None or r["builtin_answered_leave_one_out"] < TARGET_BUILTIN:
-                    continue
+                short = (r["builtin_answered_leave_one_out"] or 0.0) < TARGET_BUILTIN
                 answered, refused = r["oos_bot_answered"] or 0.0, r["mean_refused"] or 0.0
-                cost = (answered > FIT_OOS, refused if answered <= FIT_OOS else answered + refused)
+                cost = (short, answered > FIT_OOS, refused if answered <= FIT_OOS else answered + refused)
                 if best is None or cost < best[0]:
                     best = (cost, q, rule, r)
     if best is None:
@@ -428,9 +427,9 @@ def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True, files: li
     halves = [split(oos, random.Random(f"{seed}-oos")), split(builtin, random.Random(f"{seed}-builtin")),
               split_real(real, random.Random(f"{seed}-real"))]
     default = EngineConfig()
-    # the quantile and mass stay: without an encoder (the rule ranker) they are the whole domain check
-    quantile, rule, fit_rates = fit(profile, *(h[0] for h in halves), quantiles=(default.scope_quantile,),
-                                    masses=(default.scope_mass,))
+    # with an encoder only its cosines are fitted: the quantile and mass are the rule ranker's whole domain check
+    lexical = {} if ranker == "rules" else {"quantiles": (default.scope_quantile,), "masses": (default.scope_mass,)}
+    quantile, rule, fit_rates = fit(profile, *(h[0] for h in halves), **lexical)
     dense_on = ranker == "learned"
     default_rule = Rule(profile.threshold(default.scope_quantile), default.scope_mass,
                         default.scope_dense_floor if dense_on else None, default.scope_dense_sure if dense_on else None)
