@@ -473,8 +473,9 @@ def markdown(report: dict) -> str:
              f"Targets: out-of-scope answered <= {TARGET_OOS:.0%}; real car questions refused as off-topic <= "
              f"{TARGET_REFUSED:.0%} (vague: met with the detail question, not refused).", "",
              f"Fitted on the fit halves: `scope_dense_floor` = {fitted['dense_floor']}, `scope_dense_sure` = "
-             f"{fitted['dense_sure']} at the default `scope_quantile` = {report['fitted_quantile']} and `scope_mass` = "
-             f"{fitted['mass']} (the rule ranker's whole check; fewest real car questions refused, mean over the sets, "
+             f"{fitted['dense_sure']}, `scope_quantile` = {report['fitted_quantile']}, `scope_mass` = {fitted['mass']} "
+             "(with an encoder only the cosines are fitted, at the default quantile and mass: those are the rule "
+             "ranker's whole check; fewest real car questions refused, mean over the sets, "
              f"with >= {TARGET_BUILTIN:.0%} of the built-in openings answered leave-one-out and <= {FIT_OOS:.2%} of "
              "the out-of-scope messages answered by the bot).", "",
              "| rule, halves | " + " | ".join(c for c, _ in columns) + " |", "|---" * (len(columns) + 1) + "|",
