@@ -1,8 +1,8 @@
 """Clarification (paper section 3.5): let the user pick among close, agreeing candidates.
 
 Each option is labelled by one *readable clause* of its answer: the EDU of the answer's discourse
-tree - a nucleus first - whose terms the other offered answers do not contain, trimmed at a word
-boundary. The user chooses between "Test the fuel pressure at the rail" and "Test the crankshaft
+tree - a nucleus first - whose terms the other offered answers do not contain, shortened only at a
+clause boundary (an EDU's end, ``;``, or a comma before a clause opener), never mid-phrase. The user chooses between "Test the fuel pressure at the rail" and "Test the crankshaft
 position sensor", never between keyword lists, relation labels or ids. The last option is always
 "none of these".
 """
@@ -75,8 +75,10 @@ class PendingChoice:
                    yardstick=[str(i) for i in data.get("yardstick") or ()])
 
 
-#: A label is one clause: at most this many characters, cut at a word boundary.
+#: A label is one clause: at most this many characters when a clause boundary allows (a longer clause stays whole).
 MAX_LABEL_CHARS = 72
+#: A clause whose label stays longer than ``MAX_LABEL_CHARS`` (no boundary to cut at) has its worth multiplied by this.
+LONG_LABEL_FACTOR = 0.1
 #: A clause shorter than this many words ("Is the fluid") is read together with the next EDU of its sentence.
 MIN_CLAUSE_WORDS = 4
 #: Each satellite edge between the root and an EDU divides its worth by (1 + this): the nucleus carries the
@@ -84,6 +86,9 @@ MIN_CLAUSE_WORDS = 4
 SATELLITE_DISCOUNT = 1.0
 #: Coordinators that join a clause to the one before it: a label starting with them reads as a fragment.
 _JOINERS = frozenset({"and", "but", "or", "so", "then", "also", "yet", "plus"})
+#: Words that open a new clause after a comma ("..., so one bad signal disables both"): a label may end before them.
+_CLAUSE_OPENERS = frozenset({"so", "but", "because", "which", "while", "since", "although", "though", "whereas",
+                             "when", "where", "if", "unless", "then", "otherwise", "as", "yet"})
 #: Reply words that open a sentence with a comma ("Yes, fluid on the wheel"): no part of what the option says.
 _INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "sure,"})
 #: A clause that continues a sentence on a function word ("are the high-pressure hose", "of starting fluid")
@@ -118,24 +123,40 @@ def _clauses(edus: Sequence[EDU]) -> list[tuple[EDU, ...]]:
     return out
 
 
-def readable(text: str, *, max_chars: int = MAX_LABEL_CHARS) -> str:
-    """Return ``text`` as a label: leading coordinators and trailing punctuation dropped, cut at a word boundary.
+def readable(text: str, *, max_chars: int = MAX_LABEL_CHARS, edu_ends: Sequence[int] = ()) -> str:
+    """Return ``text`` as a label: leading coordinators and trailing punctuation dropped, whole clauses only.
 
-    The words kept are the text's own, in order, so a label is always a piece of its answer; a cut never
-    ends on a function word ("look with a").
+    The words kept are the text's own, in order, so a label is always a piece of its answer. A text longer than
+    ``max_chars`` is cut at its last clause boundary that fits (``clause_ends``; ``edu_ends`` are the word counts
+    at which its EDUs end), else at its first one; a text with no boundary is kept whole, never cut mid-phrase.
     """
     words = text.split()
+    dropped = 0
     while len(words) > 1 and (words[0].lower().strip(",") in _JOINERS or words[0].lower() in _INTERJECTIONS):
-        words = words[1:]
-    kept: list[str] = []
-    for word in words:
-        if len(" ".join([*kept, word])) > max_chars:
-            while len(kept) > 1 and kept[-1].lower().strip(",;:") in FUNCTION_WORDS:
-                kept.pop()
-            break
-        kept.append(word)
-    label = " ".join(kept).rstrip(",;:.?! -")
+        words, dropped = words[1:], dropped + 1
+    if len(" ".join(words)) > max_chars:
+        ends = clause_ends(words, [e - dropped for e in edu_ends])
+        fitting = [k for k in ends if len(" ".join(words[:k])) <= max_chars]
+        if fitting or ends:
+            words = words[:max(fitting) if fitting else min(ends)]
+    label = " ".join(words).rstrip(",;:.?! -")
     return label[:1].upper() + label[1:]
+
+
+def clause_ends(words: Sequence[str], edu_ends: Iterable[int] = ()) -> list[int]:
+    """Return the word counts at which a whole clause of ``words`` ends, short of the last word, sorted.
+
+    A clause ends at an EDU's end, after ``;``, ``:`` or a sentence's end, and at a comma before a word that opens
+    a clause ("..., so one bad signal"); a comma in a list ("a jack, jack stands") is no boundary. The clause kept
+    has at least ``MIN_CLAUSE_WORDS`` words (a shorter head is the fragment the next EDU completes).
+    """
+    ends = {k for k in edu_ends if MIN_CLAUSE_WORDS <= k < len(words)}
+    for k in range(MIN_CLAUSE_WORDS, len(words)):
+        last, nxt = words[k - 1], words[k].lower()
+        if last.endswith((";", ":", ".", "?", "!")) or nxt in ("-", "--", "\u2013", "\u2014") or (
+                last.endswith(",") and nxt in _CLAUSE_OPENERS):
+            ends.add(k)
+    return sorted(ends)
 
 
 def _fragment(text: str) -> bool:
@@ -170,12 +191,23 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
     best: tuple[float, int, str] | None = None
     for order, span in enumerate(_clauses(edus)):
         text = " ".join(e.text for e in span)
+        label = readable(text, edu_ends=_edu_ends(span))
         depth = min((depths or {}).get(e.index, 0) for e in span)
         worth = _clause_worth(normalizer.terms_of_edus(span), others=others, ignored=ignored, depth=depth,
                               question_mark=text.rstrip().endswith("?"), continues=_fragment(text))
-        if readable(text) and (best is None or worth > best[0]):
-            best = (worth, order, text)
-    return readable(best[2]) if best else ""
+        worth *= LONG_LABEL_FACTOR if len(label) > MAX_LABEL_CHARS else 1.0
+        if label and (best is None or worth > best[0]):
+            best = (worth, order, label)
+    return best[2] if best else ""
+
+
+def _edu_ends(span: Sequence[EDU]) -> list[int]:
+    """Return the word counts of ``span``'s joined text at which each of its EDUs ends."""
+    ends, count = [], 0
+    for edu in span:
+        count += len(edu.text.split())
+        ends.append(count)
+    return ends
 
 
 def build_options(candidates: Sequence[tuple[str, Sequence[EDU]] | tuple[str, Sequence[EDU], DiscourseTree]], *,

@@ -108,8 +108,8 @@ class EngineConfig:
     scope_quantile: float = 0.2
     scope_threshold: float | None = None
     scope_mass: float | None = 40.0
-    scope_dense_floor: float = 0.24
-    scope_dense_sure: float = 0.36
+    scope_dense_floor: float = 0.16
+    scope_dense_sure: float = 0.30
     # dialogue position (issue 13, item 4)
     step1_position: str = "opening"
     opening_margin: float = 0.2

@@ -85,9 +85,14 @@ class Replies:
     out_of_scope_domain: str = ("Sorry, that seems to be outside what I can help with: it is not a question our "
                                 "support answers cover. If it is, could you describe it in a few words? "
                                 "Or say 'human' to talk to a person.")
+    #: an opening in the domain that says too little to search with ("my car", "it makes a noise")
+    vague_opening: str = ("Could you tell me a bit more: what exactly happens, when does it happen, and what have you "
+                          "already checked?")
 
     def out_of_scope_text(self, reason: str, *, language: str | None = None) -> str:
-        """Return the reply to an out-of-scope message for ``reason`` (greeting, gibberish, language, domain)."""
+        """Return the reply to an out-of-scope message for ``reason`` (greeting, gibberish, language, vague, domain)."""
+        if reason == "vague":  # not refused: the opening needs detail before it can be searched
+            return self.vague_opening
         template = getattr(self, f"out_of_scope_{reason}", self.out_of_scope_domain)
         return template.format(language=language or "")
     # --- abstention instead of a wrong answer (calibrated confidence) ---

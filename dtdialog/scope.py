@@ -9,6 +9,9 @@ in scope, or out of scope for one ``reason``:
   (``py3langid``, optional) that the English-vocabulary signal does not contradict. Short texts fool
   language ID ("hello?" is Breton to it), so text whose words are English function words or words of the
   index is never refused for its language.
+* ``vague`` - in the domain, but too little to search with ("my car", "brakes", "it makes a noise"): every
+  content stem is one the index knows, and there is one of them, or a few that many of the index's dialogues
+  share (``DomainProfile.matches``). The reply asks for detail instead of refusing; nothing is wrong with it.
 * ``domain`` - English, but about something the index does not cover (a mortgage question to the car bot).
 
 The domain is learned from the index, never from a word list (``DomainProfile``): the stems of every
@@ -26,8 +29,10 @@ largest cosine to any stored answer. A vocabulary cannot tell "it makes a weird 
 the index never saw, so a low share) from "the printer jams every time I print" (most words known); the
 encoder can. The message is then in the domain when ``dense >= scope_dense_sure``, or when the vocabulary says so
 and ``dense >= scope_dense_floor``. The encoding is the one the first ranking step needs anyway (cached), so an
-in-scope question pays nothing for it. Fitted by ``python -m eval.out_of_scope`` (MiniLM cosines: unrelated text
-rarely reaches 0.3 against any answer, an unseen question of the index's own kind rarely falls below 0.4).
+in-scope question pays nothing for it. The gate is the first of two guards: past it, a message the ranker is not
+sure of gets an abstention, not an answer. So the cosines are fitted (``python -m eval.out_of_scope``) for how
+often the bot puts stored answers before out-of-scope text, not for how often the gate lets it by: a real car
+question far from every stored answer (engine design, a motorcycle) is asked about, not refused.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ GREETING = "greeting"
 GIBBERISH = "gibberish"
 LANGUAGE = "language"
 DOMAIN = "domain"
+VAGUE = "vague"
 
 #: Small talk a customer opens with; what is left after removing it must carry a domain word to count.
 _SMALL_TALK = re.compile(
@@ -66,6 +72,11 @@ _ENGLISH_EXTRA = frozenset("""hello hi hey thanks thank please yes no not why ho
 LANGUAGE_CONFIDENCE = 0.9
 #: Texts with at least this share of English-known words are never refused for their language.
 ENGLISH_SHARE = 0.5
+#: A message of at most this many content stems, all known to the index, may be too vague to search with.
+VAGUE_TERMS = 2
+#: ... it is, when at least this share of the index's dialogues (and ``VAGUE_MIN_MATCHES``) hold all its stems.
+VAGUE_SHARE = 0.06
+VAGUE_MIN_MATCHES = 3
 
 
 @dataclass
@@ -93,15 +104,21 @@ class DomainProfile:
     n: int
     df: dict[str, int]
     own_scores: list[float]
+    #: stem -> the dialogues (their positions) that use it; empty for a profile built without them
+    postings: dict[str, frozenset[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, dialogues: Iterable[tuple[str, list[str]]]) -> DomainProfile:
         """Return the profile of ``(question, texts)`` pairs: one per dialogue (texts = its answers)."""
         rows = [(q, frozenset(s for t in [q, *texts] for s in message_stems(t))) for q, texts in dialogues]
         df: Counter[str] = Counter()
-        for _, stems in rows:
+        postings: dict[str, set[int]] = {}
+        for position, (_, stems) in enumerate(rows):
             df.update(stems)
-        profile = cls(n=len(rows), df=dict(df), own_scores=[])
+            for s in stems:
+                postings.setdefault(s, set()).add(position)
+        profile = cls(n=len(rows), df=dict(df), own_scores=[],
+                      postings={s: frozenset(p) for s, p in postings.items()})
         profile.own_scores = sorted(profile.score(q, leave_out=stems)[0] for q, stems in rows if q.strip())
         return profile
 
@@ -144,6 +161,29 @@ class DomainProfile:
 
     def knows(self, word: str) -> bool:
         return self.df.get(stem(word), 0) > 0
+
+    def matches(self, stems: Iterable[str]) -> int:
+        """Return how many dialogues use every one of ``stems`` (without postings: the smallest df, an upper bound)."""
+        stems = list(stems)
+        if not stems:
+            return self.n
+        if not self.postings:
+            return min(self.df.get(s, 0) for s in stems)
+        common = set(self.postings.get(stems[0], frozenset()))
+        for s in stems[1:]:
+            common &= self.postings.get(s, frozenset())
+        return len(common)
+
+    def vague(self, stems: list[str]) -> tuple[bool, int]:
+        """Return ``(too vague to search with, dialogues matching all stems)`` for a message's content ``stems``.
+
+        Vague: a few stems, all known, and either one alone (a part or a symptom, nothing about it) or so common
+        together that a large share of the index holds them all ("engine problem"), so retrieval cannot choose.
+        """
+        if not stems or len(stems) > VAGUE_TERMS or any(self.df.get(s, 0) == 0 for s in stems):
+            return False, 0
+        found = self.matches(stems)
+        return len(stems) == 1 or found >= max(VAGUE_MIN_MATCHES, VAGUE_SHARE * self.n), found
 
 
 class _LanguageId:
@@ -203,8 +243,8 @@ class ScopeGate:
 
     def __init__(self, index: AnswerIndex | None = None, *, quantile: float = 0.2, threshold: float | None = None,
                  mass: float | None = None, profile: DomainProfile | None = None,
-                 dense: Callable[[str], float] | None = None, dense_floor: float = 0.24,
-                 dense_sure: float = 0.36, prefetch: Callable[[str], None] | None = None) -> None:
+                 dense: Callable[[str], float] | None = None, dense_floor: float = 0.16,
+                 dense_sure: float = 0.30, prefetch: Callable[[str], None] | None = None) -> None:
         self.index = index
         self.mass = mass
         self.dense = dense
@@ -257,12 +297,18 @@ class ScopeGate:
             return ScopeVerdict(GIBBERISH, signals)  # before the domain check: mash is never worth an encoding
         score, detail = profile.score(rest)
         signals.update(detail, domain_score=round(score, 3), threshold=round(self.threshold(), 3))
-        if small_talk and not message_stems(rest):
+        stems = message_stems(rest)
+        if small_talk and not stems:
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
+        # a small-talk word the index knows as content ("test" in "how do I test my battery") still says something
+        spoken = stems + [s for s in message_stems(text) if s not in stems and profile.df.get(s, 0) > 0]
+        vague, signals["matches"] = profile.vague(spoken)
+        if vague:  # before the encoding: a detail question needs no cosine
+            return ScopeVerdict(VAGUE, signals)
         # the unaltered message shares its encoding with the first ranking step (the encoder's cache)
         in_domain = self._in_domain(rest if small_talk else text, score, detail, signals, meanwhile=meanwhile)
-        if small_talk and not in_domain:
+        if small_talk and not in_domain and len(stems) <= VAGUE_TERMS:  # a long message with a "thanks" is no greeting
             signals["small_talk"] = True
             return ScopeVerdict(GREETING, signals)
         if not in_domain:

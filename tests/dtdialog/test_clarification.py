@@ -9,6 +9,7 @@ from dtdialog.clarification import (
     NONE_LABEL,
     PendingChoice,
     build_options,
+    clause_ends,
     distinctive_terms,
     match_reply,
     prompt_text,
@@ -141,12 +142,17 @@ def test_the_label_is_the_nucleus_not_the_condition():
     assert pending.options[1].label == "Check the fan relay and the fan fuse"
 
 
-def test_long_clauses_are_cut_at_a_word_boundary_and_short_fragments_joined():
-    long = build_tree("Clean the area with degreaser and look with a flashlight after a long drive on the highway "
-                      "in the evening")
-    assert len(readable(long.text)) <= MAX_LABEL_CHARS
-    assert _is_clause_of(readable(long.text), long.edus)
-    assert not readable(long.text).lower().endswith((" a", " the", " with", " on", " in"))
+def test_long_clauses_are_cut_only_at_a_clause_boundary_and_short_fragments_joined():
+    listing = "P0174 on bank 2 alone can also be a vacuum leak on that side, a weak fuel pump, or a dirty airflow sensor"
+    assert readable(listing) == listing  # a list has no clause boundary: whole, never "..., a weak"
+    two = ("The ABS and traction control both rely on those sensors, so one bad signal disables both systems and "
+           "lights the warning lamps.")
+    assert readable(two) == "The ABS and traction control both rely on those sensors"
+    assert readable("First inspect the vacuum hose from the intake manifold to the booster; then the check valve "
+                    "and its grommet.") == "First inspect the vacuum hose from the intake manifold to the booster"
+    # an EDU boundary inside a joined span is a clause boundary too, when the head is a clause on its own
+    span = ["Resurfacing the rotors is fine", "if they stay above the minimum thickness stamped on them after machining"]
+    assert readable(" ".join(span), edu_ends=[5, 17]) == "Resurfacing the rotors is fine"
     assert readable("and then spray a short shot of starting fluid.") == "Spray a short shot of starting fluid"
     pending = build_options([("a#1", build_tree(("Cause", "NS", ["It may get the brake grease",
                                                                   "on the pad backing plates"])).edus),
@@ -156,3 +162,49 @@ def test_long_clauses_are_cut_at_a_word_boundary_and_short_fragments_joined():
     labels = [o.label for o in pending.options[:-1]]
     assert "brake grease" in labels[0] and "," not in labels[0]
     assert "rotors" in labels[1]
+
+
+def _ends_at_a_clause_boundary(label: str, text: str, edu_ends) -> bool:
+    """Return True when ``label`` is ``text`` up to its end, an EDU's end, or punctuation (never mid-phrase)."""
+    words = text.split()
+    flat = [w.lower().rstrip(",;:.?!") for w in words]
+    kept = [w.lower().rstrip(",;:.?!") for w in label.split()]
+    for start in range(len(words) - len(kept) + 1):
+        k = start + len(kept)
+        if flat[start:k] == kept:
+            return k == len(words) or k in edu_ends or words[k - 1].endswith((",", ";", ":", ".", "?", "!"))
+    return False
+
+
+def test_every_label_over_the_builtin_corpus_ends_at_a_clause_boundary(builtin_rules_index):
+    """Every answer of the built-in corpus, offered beside the other answers of its dialogue: no label is cut
+    mid-phrase ("... on that side, a weak"), and the few longer than ``MAX_LABEL_CHARS`` are whole clauses."""
+    from collections import defaultdict
+
+    from dtdialog.clarification import _clauses, _edu_ends
+    from index.sqlite_index import SqliteIndex
+    from parsers.tree import DiscourseTree
+
+    index = SqliteIndex(builtin_rules_index, readonly=True)
+    try:
+        dialogues = defaultdict(list)
+        for doc_id in index.ids():
+            doc = index.get(doc_id)
+            tree = DiscourseTree.from_dict(doc.tree)
+            dialogues[doc.dialogue_id].append((doc_id, tree.edus, tree))
+    finally:
+        index.close()
+    spans = {}
+    for answers in dialogues.values():
+        for _, edus, _ in answers:
+            for span in _clauses(edus):
+                text = " ".join(e.text for e in span)
+                spans.setdefault(readable(text, edu_ends=_edu_ends(span)).lower(), (text, _edu_ends(span)))
+    labels = [o.label for answers in dialogues.values() if len(answers) > 1
+              for o in build_options(answers, normalizer=NORM).options[:-1]]
+    assert len(labels) > 300
+    for label in labels:
+        text, ends = spans[label.lower()]
+        assert _ends_at_a_clause_boundary(label, text, ends), (label, text)
+        assert len(label) <= MAX_LABEL_CHARS or not clause_ends(text.split(), ends), (label, text)
+    assert sum(len(label) > MAX_LABEL_CHARS for label in labels) <= len(labels) // 50

@@ -22,6 +22,15 @@ def test_every_template_formats_and_options_are_listed_in_order():
     assert GREETING == DEFAULT_REPLIES.greeting
 
 
+def test_a_vague_opening_gets_the_detail_question_not_a_refusal():
+    from dtdialog.profile import builtin_profile
+
+    for replies in (DEFAULT_REPLIES, builtin_profile().replies()):
+        assert replies.out_of_scope_text("vague") == replies.vague_opening
+        assert replies.vague_opening != replies.out_of_scope_domain and "sorry" not in replies.vague_opening.lower()
+    assert "car" in builtin_profile().replies().vague_opening
+
+
 def test_a_manager_speaks_the_wording_it_is_given(tmp_path):
     selector, default, _ = car_world(tmp_path, clarify_margin=0.0)
     custom = Replies(greeting="Hello, what is wrong with the boat?",

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from dtdialog.engine_config import EngineConfig
-from dtdialog.scope import DOMAIN, GIBBERISH, GREETING, LANGUAGE, DomainProfile, ScopeGate, message_stems
+from dtdialog.scope import (
+    DOMAIN,
+    GIBBERISH,
+    GREETING,
+    LANGUAGE,
+    VAGUE,
+    DomainProfile,
+    ScopeGate,
+    message_stems,
+)
 from parsers.errors import ConfigError
 
 COOKING = [
@@ -44,6 +53,12 @@ def test_greetings_and_small_talk():
     gate = _gate(CARS)
     for text in ("hello?", "hi there", "how are you", "thanks", "who are you"):
         assert gate.check(text).reason == GREETING, text
+
+
+def test_a_long_off_domain_question_with_a_thanks_is_off_domain_not_a_greeting():
+    gate = _gate(CARS, threshold=0.5)
+    assert gate.check("Thanks in advance: how do I roll my 401k over into a Roth IRA this year?").reason == DOMAIN
+    assert gate.check("hi, thanks, how are you doing today").reason == GREETING
 
 
 def test_keyboard_mash_is_gibberish():
@@ -132,6 +147,47 @@ def test_the_dense_cosine_rescues_a_close_message_and_refuses_a_far_one():
     assert calls == []  # greetings, mash and other languages are refused before the encoder is asked
 
 
+VAGUE_OPENINGS = ("my car", "brakes", "it makes a noise", "engine problem", "hi, my brakes")
+REAL_QUESTIONS = ("Is idling bad for your engine?", "How do I apply dielectric grease to my battery?",
+                  "My brakes squeal when I stop at a light", "How do I test my car battery?")
+
+
+def _builtin_gate(index_path, **kw) -> tuple[ScopeGate, object]:
+    """Return the gate the engine builds over the built-in index (default settings), and the index to close."""
+    from index.sqlite_index import SqliteIndex
+
+    config = EngineConfig()
+    index = SqliteIndex(index_path, readonly=True)
+    gate = ScopeGate(index, quantile=config.scope_quantile, threshold=config.scope_threshold, mass=config.scope_mass,
+                     dense_floor=config.scope_dense_floor, dense_sure=config.scope_dense_sure, **kw)
+    return gate, index
+
+
+def test_vague_in_domain_openings_get_a_detail_question_not_a_refusal(builtin_rules_index):
+    gate, index = _builtin_gate(builtin_rules_index)
+    try:
+        for text in VAGUE_OPENINGS:
+            verdict = gate.check(text)
+            assert verdict.reason == VAGUE and not verdict.in_scope, (text, verdict.signals)
+        for text in REAL_QUESTIONS:
+            assert gate.check(text).in_scope, text
+        assert gate.check("what is the best mortgage rate").reason == DOMAIN
+        for text in ("hello?", "hi there", "how are you"):
+            assert gate.check(text).reason == GREETING, text
+    finally:
+        index.close()
+
+
+def test_what_is_vague_is_learned_from_the_index():
+    """One known word, or a few that many dialogues share, is vague; a word the index never saw is not."""
+    cooking, cars = _gate(COOKING, threshold=0.5), _gate(CARS, threshold=0.5)
+    assert cooking.check("my cake").reason == VAGUE and cars.check("my cake").reason == DOMAIN
+    assert cars.check("my brakes").reason == VAGUE and cooking.check("my brakes").reason == DOMAIN
+    assert cars.check("brakes squeal").in_scope  # a symptom few dialogues share: searchable
+    assert cars.profile().matches(["brake", "squeal"]) == 1 and cars.profile().matches(["brake", "rice"]) == 0
+    assert _gate(CARS * 3).check("brakes squeal").reason == VAGUE  # ... unless every third one does
+
+
 @pytest.mark.slow
 @pytest.mark.dense
 def test_the_learned_engine_gate_reads_the_cosine(builtin_learned_index, tmp_path):
@@ -148,6 +204,10 @@ def test_the_learned_engine_gate_reads_the_cosine(builtin_learned_index, tmp_pat
         assert noise.in_scope and noise.signals["dense"] >= EngineConfig().scope_dense_sure
         printer = gate.check("How do I reset the password of my wifi router?")
         assert printer.reason == DOMAIN and printer.signals["dense"] < EngineConfig().scope_dense_sure
+        for text in VAGUE_OPENINGS:  # before the encoder: "my car" is far from every answer, yet in the domain
+            assert gate.check(text).reason == VAGUE, text
+        for text in REAL_QUESTIONS:
+            assert gate.check(text).in_scope, text
     finally:
         engine.close()
 

@@ -52,6 +52,15 @@ def test_out_of_scope_input_gets_its_own_reply_not_an_answer(built, capsys, text
     assert turn["state"] == "NEW"  # nothing started: the next message is still a new question
 
 
+def test_a_vague_car_opening_is_asked_for_detail_not_refused(built, capsys):
+    from dtdialog.profile import builtin_profile
+
+    turns = _json_chat(built, capsys, ["my car", "brakes", "it makes a noise"])
+    for turn in turns:
+        assert turn["kind"] == "out_of_scope" and turn["reason"] == "vague"
+        assert turn["reply"] == builtin_profile().replies().vague_opening and turn["answer_id"] is None
+
+
 def test_each_reason_says_something_different_and_fitting(built, capsys):
     turns = _json_chat(built, capsys, ["hello?", "asdfghjkl", "Mein Auto springt nicht an, was kann ich tun?"])
     replies = [t["reply"] for t in turns]
