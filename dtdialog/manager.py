@@ -26,6 +26,7 @@ from dtdialog.dialogue.reject import fresh_candidates, next_part
 from dtdialog.engine_config import EngineConfig
 from dtdialog.explanation import describe_signals
 from dtdialog.replies import DEFAULT_REPLIES, Replies
+from dtdialog.scope import VAGUE
 from dtdialog.session import (
     AWAITING_CHOICE,
     AWAITING_DETAIL,
@@ -67,8 +68,6 @@ ABSTAIN = "abstain"
 ASK_DETAIL = "ask_detail"
 #: a message after the hand-off: it joins the transcript for the person, the bot does not answer it
 WAITING = "waiting"
-#: the scope gate's reason for an opening in the domain that is too vague to search with
-VAGUE = "vague"
 
 #: After this many replies that match no option, the options are dropped: the reply is read as "none of these"
 #: (with its words as detail), so "purple elephants" cannot keep the options on screen forever.
@@ -343,16 +342,17 @@ class DialogueManager:
         held, record.held_text = record.held_text, ""
         vague, record.held_vague = record.held_vague, False
         if held and (vague or len(words_of(question)) < HELD_JOIN_WORDS):
-            # a short reply to "could you describe the symptom?" completes the message refused before it; the
-            # refused words may still sink the joined text's domain share, so the reply alone may vouch for it
+            # a reply to "could you describe the symptom?" completes the message before it; refused words may
+            # still sink the joined text's domain share, so the reply alone may vouch for it
             joined = f"{held} {question}"[-self.config.max_input_chars:]  # one message's limit, like any turn
-            trace.note("joined to the message refused as off-domain before it")
+            trace.note("joined to the message before it, which was too vague" if vague else
+                       "joined to the message refused as off-domain before it")
             verdict = self._scope_verdict(joined, trace)
-            if verdict is not None and not verdict.in_scope:
+            if verdict is not None and not verdict.in_scope and verdict.reason != VAGUE:
                 verdict = self._scope_verdict(question, trace)
             if verdict is None or verdict.in_scope:
                 return self._plan_and_select(record, joined, trace)
-            return self._refuse(record, question, verdict, trace)
+            return self._refuse(record, joined if verdict.reason == VAGUE else question, verdict, trace)
         plans: list[QuestionPlan] = []
         # the question is parsed here while the gate's encoding of it runs on a worker (``ScopeGate.prefetch``):
         # both are on a new question's path. This way round, not the parse on a worker: spaCy holds the GIL in long
@@ -394,7 +394,7 @@ class DialogueManager:
         if verdict.reason == VAGUE:
             record.held_text, record.held_vague = question, True
             trace.decide(ASK_DETAIL, state_after=record.state, reason=verdict.reason, signals=verdict.signals)
-            return TurnResult(session_id=record.id, reply=self.replies.out_of_scope_text(VAGUE), kind=ASK_DETAIL,
+            return TurnResult(session_id=record.id, reply=self.replies.vague_opening, kind=ASK_DETAIL,
                               state=record.state)
         reply = self.replies.out_of_scope_text(verdict.reason or "domain", language=verdict.language)
         # only an off-domain question is worth keeping: greetings, gibberish and other languages add no words

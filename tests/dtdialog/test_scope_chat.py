@@ -55,10 +55,21 @@ def test_out_of_scope_input_gets_its_own_reply_not_an_answer(built, capsys, text
 def test_a_vague_car_opening_is_asked_for_detail_not_refused(built, capsys):
     from dtdialog.profile import builtin_profile
 
-    turns = _json_chat(built, capsys, ["my car", "brakes", "it makes a noise"])
-    for turn in turns:
-        assert turn["kind"] == "out_of_scope" and turn["reason"] == "vague"
+    for text in ("my car", "brakes", "it makes a noise"):
+        turn, = _json_chat(built, capsys, [text])
+        assert turn["kind"] == "ask_detail" and turn["reason"] == "vague" and turn["state"] == "NEW"
         assert turn["reply"] == builtin_profile().replies().vague_opening and turn["answer_id"] is None
+
+
+def test_the_detail_after_a_vague_opening_joins_it(built, capsys):
+    vague, detail = _json_chat(built, capsys, ["my car", "it will not start when it is cold and the engine cranks slowly"])
+    assert vague["kind"] == "ask_detail"
+    assert detail["kind"] in ("answer", "clarify", "abstain") and detail["state"] != "NEW"
+    from dtdialog.session_store import SessionStore
+
+    with SessionStore(built[1] / "s.sqlite") as store:
+        questions = [store.load(sid, traces=False).question for sid in store.ids()]
+    assert "my car it will not start when it is cold and the engine cranks slowly" in questions
 
 
 def test_each_reason_says_something_different_and_fitting(built, capsys):
