@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from dtdialog.intents import content_words
 from eval.datasets import EvalDialogue
 
 REJECTIONS = ("no, that didn't help", "still the same", "I already did that", "that's not it", "nope")
@@ -172,7 +173,9 @@ class Customer:
         while message is not None:
             turn = self._say(bot, session, message)
             if session.bot_turns == 1:
-                session.misrouted_first = turn.kind in MISROUTED_KINDS or turn.greeting
+                # "can you help me please" describes nothing: the greeting that asks for the problem is the right reply
+                describes = bool(content_words(message.lower()))
+                session.misrouted_first = describes and (turn.kind in MISROUTED_KINDS or turn.greeting)
             message = self._react(turn, session)
         return session
 

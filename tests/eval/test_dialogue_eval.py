@@ -161,6 +161,10 @@ def test_misrouted_first_message():
     assert play(ScriptedBot([BotTurn(kind="reset", reply="new question?"), answer("m1#1")]), MECH,
                 seed=1).misrouted_first
     assert not play(ScriptedBot([BotTurn(kind="abstain", reply="?"), answer("m1#1")]), MECH, seed=1).misrouted_first
+    # an opening that describes nothing is rightly greeted
+    plea = EvalDialogue("p1", "Can you just help me please", ("p1#1",))
+    assert not play(ScriptedBot([BotTurn(kind="prompt", reply=GREETING, greeting=True), answer("p1#1")]), plea,
+                    seed=1).misrouted_first
 
 
 def _session(did: str, turns: list[int | None], *, wrong: int = 0, n_steps: int = 1, gold_present: bool = True,
