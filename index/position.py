@@ -126,7 +126,7 @@ def detect_position(tree: DiscourseTree, *, role: str = OPENING) -> Position:
     """Return the ``Position`` of an answer with discourse tree ``tree`` and source role ``role``."""
     cues, first = _cues(), tree.edus[0]
     words = words_of(first.text)
-    if not words:
+    if not words or _courteous(words):
         return Position(role, True)
     lemmas = _stems(words)
     relation, mark = first_edu_place(tree)
@@ -144,10 +144,14 @@ def detect_position(tree: DiscourseTree, *, role: str = OPENING) -> Position:
 
 def _opening_phrase(words: list[str]) -> tuple[str, ...] | None:
     """Return the back-pointing formula ``words`` open with ("in that case", "since you already"), or None."""
-    cues = _cues()
-    if any(tuple(words[:len(c)]) == c for c in cues.courtesy):
+    if _courteous(words):
         return None
-    return next((p for p in cues.phrases if tuple(words[:len(p)]) == p), None)
+    return next((p for p in _cues().phrases if tuple(words[:len(p)]) == p), None)
+
+
+def _courteous(words: list[str]) -> bool:
+    """Return True for a greeting or praise of the question ("Good question!"): first replies open with them."""
+    return any(tuple(words[:len(c)]) == c for c in _cues().courtesy)
 
 
 def _anaphoric_evaluation(lemmas: list[str], cues: _Cues) -> bool:

@@ -34,6 +34,8 @@ FIRST_ANSWERS = [
     "After a starter job, the most common mistakes are a loose trigger wire or a missing ground strap.",
     "Since the engine cranks, the starter side is doing its job.",
     "It sounds like the starter solenoid is sticking.",
+    "That sounds like a vacuum leak to me, since the brake pedal got hard at the same time.",
+    "That's a great question, and we'll be happy to help.",
     "Thanks for reaching out, we're sorry to hear about the delay.",
 ]
 
