@@ -44,6 +44,7 @@ SUBJECT_WORDS = 12
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _CLAUSE_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|while|when|if)\s")
 _PRONOUNS = frozenset({"it", "this", "that", "these", "those", "which", "what", "there", "they", "you", "i", "we"})
+_DEFINITE = _PRONOUNS | {"the", "your", "my", "our"}
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,8 @@ def _event_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
 def _event_pattern() -> re.Pattern[str]:
     """Return the pattern of a trigger and the rest of its sentence ("since" + "you replaced the pump, check ...")."""
     alternatives = "|".join(r"\s+".join(map(re.escape, t)) for t in _triggers().events)
-    return re.compile(rf"\b({alternatives})\s+(?=(.*))")
+    # only where a clause starts: "a vibration after new tires are installed is common" states nothing as given
+    return re.compile(rf"(?:^|[,;:]\s*|\b(?:and|but|so)\s+)({alternatives})\s+(?=(.*))")
 
 
 def _job_fact(clause: str, normalizer: EntityNormalizer) -> Fact | None:
@@ -204,7 +206,7 @@ def _observation_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact
                 out.extend(_noun_fact(words[i:noun + 1], words[i + 1:noun], words[noun], normalizer))
         elif word == "the":
             you = next((j for j in range(i + 2, min(i + 2 + NOUN_WINDOW, len(words))) if words[j] == "you"), None)
-            if you is not None and _reports(words[you + 1:you + 3]):
+            if you is not None and words[you - 1] in triggers.observations and _reports(words[you + 1:you + 3]):
                 out.extend(_noun_fact(words[i:you + 2], words[i + 1:you - 1], words[you - 1], normalizer))
     return out
 
@@ -248,8 +250,8 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
         subject = words[:i]
         while subject and subject[-1] in triggers.hedges:
             subject = subject[:-1]
-        if not subject or subject[0] in _PRONOUNS or (len(subject) > 1 and subject[1] in _PRONOUNS):
-            return []
+        if not subject or subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
+            return []  # a definite subject ("the supplied values") is the customer's own report, in other words
         terms = normalizer.terms_of_text(" ".join(subject))
         return [Fact(SYMPTOM, " ".join([*subject, *verb]), terms, "any")] if terms else []
     return []
