@@ -40,26 +40,13 @@ FIRST_ANSWERS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def parser():
-    from parsers.base import get_parser
-    from parsers.errors import DTDialogError
-
-    try:
-        rules = get_parser("rules")
-        rules.parse("The car starts.")
-    except DTDialogError as exc:
-        pytest.skip(f"rule parser unavailable: {exc}")
-    return rules
-
-
 @pytest.mark.parametrize("text", LATER_ANSWERS)
-def test_a_later_answer_points_back(parser, text):
-    position = detect_position(parser.parse(text))
+def test_a_later_answer_points_back(rules_parser, text):
+    position = detect_position(rules_parser.parse(text))
     assert not position.stands_alone and position.reason, text
 
 
 @pytest.mark.parametrize("text", FIRST_ANSWERS)
-def test_a_first_answer_stands_alone(parser, text):
-    position = detect_position(parser.parse(text))
+def test_a_first_answer_stands_alone(rules_parser, text):
+    position = detect_position(rules_parser.parse(text))
     assert position.stands_alone, (text, position.reason)
