@@ -180,7 +180,9 @@ class AnswerSelector:
         scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
                                         penalty=self.config.presupposition_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
-        choice = order_by_position(choice, first_step=not step_plan.is_followup, mode=self.config.step1_position,
+        # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens
+        choice = order_by_position(choice, first_step=not step_plan.is_followup or not context_ids,
+                                   mode=self.config.step1_position,
                                    margin=self.config.opening_margin, record=record,
                                    confidence=self.calibrator.confidence if self.calibrator is not None else None,
                                    confident_at=self.config.abstain_below)

@@ -88,3 +88,15 @@ def test_chat_under_the_learned_ranker_never_answers_for_another_customer(engine
     if result.kind == "answer":
         assert result.answer_id == INTENDED
     assert tried_from_dicts(manager.session(result.session_id).tried)
+
+
+@pytest.mark.parametrize("ranker", ["rules", "learned"])
+def test_a_detail_given_before_any_answer_still_gets_an_opening(engines, ranker):
+    """After an abstention the customer's detail is a reply, yet nothing was delivered: the answer still opens the
+    dialogue, so "Then check the main fuses ..." (a later turn of its source) does not come first."""
+    from index.position import position_of
+
+    selector = engines[ranker].selector
+    outcome = selector.rank_outcome(question=PAPER_Q, step=0, size=10,
+                                    followups=["It did at first but not anymore. What should I do?"])
+    assert position_of(outcome.candidates[0].document).stands_alone, outcome.candidates[0].document.text[:60]
