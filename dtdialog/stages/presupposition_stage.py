@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dtdialog.presupposition import CommonGround, Presupposition, common_ground, find_presupposition, opening_sentence
 from dtdialog.scoring import RankedCandidate
 from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored
+from dtdialog.stages.scoring_stage import Scored, demote
 from dtdialog.stages.tools import StageTools
 
 
@@ -26,15 +26,13 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
     if penalty <= 0 or not scored.kept:
         return scored
     ground = common_ground(said, tools.normalizer)
-    why: dict[str, str] = {}
-    for cand in scored.kept:
+
+    def reason(cand: RankedCandidate) -> str | None:
         found = _presupposition(cand, ground, tools)
-        if found is not None:
-            cand.score *= 1.0 - penalty
-            cand.features["presupposition"] = 1.0
-            why[cand.document.id] = found.explain()
-    record.presupposition = why
-    return scored.resorted() if why else scored
+        return found.explain() if found is not None else None
+
+    scored, record.presupposition = demote(scored, reason, penalty=penalty, feature="presupposition")
+    return scored
 
 
 def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools) -> Presupposition | None:
