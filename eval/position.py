@@ -183,18 +183,20 @@ def render_detector(results: Sequence[DetectorOnly], command: str) -> str:
              "answer's true role in its source dialogue (a follow-up: an answer turn came before it).", "",
              "| dataset | answers of its test dialogues | follow-ups | read as follow-ups | precision | recall | first answers read as "
              "follow-ups |", "|---|---|---|---|---|---|---|"]
-    for r in results:
-        if r.skipped:
-            lines.append(f"| {r.dataset} | skipped: {r.skipped} | | | | | |")
-            continue
-        d = r.detector
-        lines.append(f"| {r.dataset} | {r.n_pool} | {r.followups} | {d.tp + d.fp} | {100 * d.precision:.1f} | "
-                     f"{100 * d.recall:.1f} | {d.fp} of {d.fp + d.tn} ({100 * r.false_positive_rate:.1f}%) |")
+    lines += _rows(results, 7, lambda r, d: f"| {r.dataset} | {r.n_pool} | {r.followups} | {d.tp + d.fp} | "
+                   f"{100 * d.precision:.1f} | {100 * d.recall:.1f} | {d.fp} of {d.fp + d.tn} "
+                   f"({100 * r.false_positive_rate:.1f}%) |")
     for r in results:
         for kind, title in (("tp", "caught"), ("fp", "first answers read as follow-ups"), ("fn", "missed")):
             if r.examples.get(kind):
                 lines += ["", f"{r.dataset}, {title}:", ""] + [f"- {e}" for e in r.examples[kind]]
     return "\n".join(lines) + "\n"
+
+
+def _rows(results: Sequence, columns: int, row) -> list[str]:
+    """Return one table row per result: ``row(result, its detector)``, or the reason it was skipped."""
+    return [f"| {r.dataset} | skipped: {r.skipped} |" + " |" * (columns - 2) if r.skipped else row(r, r.detector)
+            for r in results]
 
 
 def _count(det: Detector, *, was: bool, reads: bool) -> None:
@@ -243,12 +245,8 @@ def render(results: Sequence[DatasetPosition], command: str) -> str:
              "Follow-up detector (`index.position`, stored per answer): \"reads as a follow-up\" against the "
              "answer's true role in its source dialogue.", "",
              "| dataset | pool | follow-ups | precision | recall |", "|---|---|---|---|---|"]
-    for r in results:
-        if r.skipped:
-            lines.append(f"| {r.dataset} | skipped: {r.skipped} | | | |")
-            continue
-        d = r.detector
-        lines.append(f"| {r.dataset} | {r.n_pool} | {d.tp + d.fn} | {100 * d.precision:.1f} | {100 * d.recall:.1f} |")
+    lines += _rows(results, 5, lambda r, d: f"| {r.dataset} | {r.n_pool} | {d.tp + d.fn} | {100 * d.precision:.1f} | "
+                   f"{100 * d.recall:.1f} |")
     lines += ["", "Step 1 (the question alone), top-1 answer of the engine's `dtq` ranking over the pool; percent of "
               "delivered answers.", "",
               "| dataset | ranker | mode | opening margin | delivered | was a follow-up | ... although an opening was "
