@@ -87,6 +87,7 @@ class _Triggers:
     events: tuple[tuple[str, ...], ...]
     jobs: frozenset[str]
     observations: frozenset[str]
+    kinds: dict[str, tuple[str, ...]]
     determiners: frozenset[str]
     report_verbs: frozenset[str]
     diagnoses: tuple[tuple[str, ...], ...]
@@ -97,8 +98,9 @@ class _Triggers:
 def _triggers() -> _Triggers:
     data = json.loads(TRIGGERS_PATH.read_text(encoding="utf-8"))
     longest_first = lambda items: tuple(sorted((tuple(i.split()) for i in items), key=len, reverse=True))  # noqa: E731
+    kinds = {word: tuple(group) for group in data["observation_kinds"] for word in group}
     return _Triggers(events=longest_first(data["event_triggers"]), jobs=frozenset(data["job_nouns"]),
-                     observations=frozenset(data["observation_nouns"]), determiners=frozenset(data["determiners"]),
+                     observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
                      hedges=frozenset(data["hedges"]))
 
@@ -233,8 +235,9 @@ def _reports(after_you: list[str]) -> bool:
 
 
 def _noun_fact(phrase: list[str], modifiers: list[str], noun: str, normalizer: EntityNormalizer) -> list[Fact]:
-    """Return the fact of an observation phrase: its modifiers' terms set it apart, else the noun's."""
-    terms = normalizer.terms_of_text(" ".join(modifiers)) or normalizer.terms_of_text(noun)
+    """Return the fact of an observation phrase: its modifiers' terms set it apart, else any word of the noun's kind."""
+    kind = " ".join(_triggers().kinds.get(noun, (noun,)))
+    terms = normalizer.terms_of_text(" ".join(modifiers)) or normalizer.terms_of_text(kind)
     return [Fact(OBSERVATION, " ".join(phrase), terms, "modifiers")] if terms else []
 
 

@@ -137,7 +137,9 @@ def detect_position(tree: DiscourseTree, *, role: str = OPENING) -> Position:
         return Position(role, False, f"discourse cue continuing an earlier turn: {words[0]}")
     if _anaphoric_evaluation(lemmas, cues):
         return Position(role, False, f"anaphor + evaluation: {' '.join(words[:3])}")
-    if mark == SATELLITE and cues.anaphors.intersection(lemmas[1:1 + ANAPHOR_WINDOW]):
+    # "Set these test conditions:" points forward, to what follows the colon
+    if mark == SATELLITE and cues.anaphors.intersection(lemmas[1:1 + ANAPHOR_WINDOW]) \
+            and not first.text.rstrip().endswith(":"):
         return Position(role, False, f"{relation} satellite about an earlier result: {' '.join(words[:3])}")
     return Position(role, True)
 

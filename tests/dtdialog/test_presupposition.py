@@ -64,6 +64,9 @@ def test_a_noise_is_presupposed_unless_the_customer_heard_that_noise():
     assert _found(answer, "My car won't start in the morning.").fact.phrase == "that clicking noise"
     assert _found(answer, "My car won't start and there's a grinding noise.") is not None  # another noise
     assert _found(answer, "My car won't start, I just hear clicking when I turn the key.") is None
+    # a bare kind of evidence is stated by any word of its kind: "a noise" reported a sound
+    assert _found("The sound you are hearing is the heat shield rattling.", "My car makes a noise at idle.") is None
+    assert _found("The sound you are hearing is the heat shield rattling.", "My car won't start.") is not None
 
 
 def test_an_opening_diagnosis_of_a_symptom_nobody_reported():

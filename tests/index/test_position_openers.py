@@ -36,6 +36,7 @@ FIRST_ANSWERS = [
     "It sounds like the starter solenoid is sticking.",
     "That sounds like a vacuum leak to me, since the brake pedal got hard at the same time.",
     "That's a great question, and we'll be happy to help.",
+    "Set these test conditions: engine at 1800 rpm, fan speed on low, windows up.",
     "Thanks for reaching out, we're sorry to hear about the delay.",
 ]
 
