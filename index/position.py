@@ -14,7 +14,8 @@ work ..."). ``detect_position`` reads the answer's first EDU and its place in th
 3. an anaphor ("that", "this", "it") at the start followed by a verb of evaluation ("That confirms ..."); with a form
    of *be* only a distal one ("That's lower than ..."), since "This is a myth" opens first answers;
 4. a first EDU that is a satellite (Condition, Background, ...) whose subject is an anaphor: "If that did not
-   work, ...", "Since both read fine, ..." - the condition is about a result reported in an earlier turn.
+   work, ...", "Since both read fine, ..." - the condition is about a result reported in an earlier turn (not when
+   the EDU ends in a colon: "Set these test conditions:" points forward).
 
 Old indexes without the fields get them computed on load (``position_of``), so no rebuild is needed.
 """
