@@ -55,6 +55,10 @@ class EngineConfig:
     condition_clash_penalty: score factor removed from an answer for a symptom that stops in the situation the
         customer says it happens in ("stops when you press the brakes" to "my brakes squeal when I stop";
         ``dtdialog.symptom_conditions``); after scoring, under either ranker; 0 turns it off.
+    presupposition_penalty: score factor removed from an answer whose opening takes for granted a fact nobody in
+        the conversation stated: a prior job ("After a starter job"), a reported observation ("that P0420 code") or
+        a diagnosed symptom ("Rapid clicking with dim lights is the classic sign of ..."; ``dtdialog.presupposition``);
+        after scoring, under either ranker; 0 turns it off.
     whole_question: the first step searches the keywords of the whole question (the part's first) and every
         part's RR terms, not only the first part's; agreement with the part still ranks the candidates.
     scope_quantile: the out-of-scope gate (``dtdialog.scope``) refuses a new question whose domain score is below
@@ -104,6 +108,7 @@ class EngineConfig:
     # already tried (issue 13)
     already_tried_penalty: float = 0.5
     condition_clash_penalty: float = 0.8
+    presupposition_penalty: float = 0.5
     # out-of-scope gate (issue 13, item 3)
     scope_quantile: float = 0.2
     scope_threshold: float | None = None
@@ -132,7 +137,7 @@ class EngineConfig:
         check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
         for name in ("clarify_margin", "agreement_weight", "first_step_agreement_weight", "agreement_ratio", "constraint_penalty",
                      "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio",
-                     "already_tried_penalty", "condition_clash_penalty"):
+                     "already_tried_penalty", "condition_clash_penalty", "presupposition_penalty"):
             value = getattr(self, name)
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0,
                   f"{name} must be a number in [0, 1], got {value!r}")

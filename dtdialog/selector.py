@@ -29,6 +29,7 @@ from dtdialog.stages.condition_clash import demote_clashes
 from dtdialog.stages.features_stage import CONTEXT_TERM_WEIGHT, NUCLEUS_WEIGHT, PHRASE_WEIGHT, describe_candidates
 from dtdialog.stages.plan import plan_step
 from dtdialog.stages.position_stage import order_by_position
+from dtdialog.stages.presupposition_stage import demote_presuppositions
 from dtdialog.stages.query import form_query
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_candidates
@@ -176,8 +177,12 @@ class AnswerSelector:
         scored = demote_tried(scored, done, penalty=self.config.already_tried_penalty, tools=tools, record=record)
         scored = demote_clashes(scored, [plan.question, *followups], penalty=self.config.condition_clash_penalty,
                                 record=record)
+        scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
+                                        penalty=self.config.presupposition_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
-        choice = order_by_position(choice, first_step=not step_plan.is_followup, mode=self.config.step1_position,
+        # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens
+        choice = order_by_position(choice, first_step=not step_plan.is_followup or not context_ids,
+                                   mode=self.config.step1_position,
                                    margin=self.config.opening_margin, record=record,
                                    confidence=self.calibrator.confidence if self.calibrator is not None else None,
                                    confident_at=self.config.abstain_below)
@@ -185,6 +190,10 @@ class AnswerSelector:
                            requirements=list(record.requirements), candidates=choice.kept, rejected=choice.rejected,
                            constraints=step_plan.constraints, followup_tree=step_plan.followup_tree, record=record,
                            tried=done)
+
+    def _texts(self, doc_ids: Sequence[str]) -> list[str]:
+        """Return the texts of the answers ``doc_ids`` still in the index (what the bot already said)."""
+        return [doc.text for doc in map(self._document, doc_ids) if doc is not None]
 
     def _tools(self) -> StageTools:
         # built per call from the current attributes, so a replaced normaliser or agreement is used at once

@@ -271,7 +271,13 @@ def _objects(tokens: Sequence[str], normalizer: Vocabulary, phrases: frozenset[s
     return frozenset(singles | {p for p in phrases if " " in p and set(p.split()) <= singles})
 
 
-def _heads(objects: frozenset[str]) -> frozenset[str]:
+def reported_in_clause(text: str, normalizer: EntityNormalizer) -> list[TriedAction]:
+    """Return the actions one clause reports as done or settled ("you replaced the pump", "the battery is new")."""
+    edu = EDU(index=0, text=text, start=0, end=len(text), sentence=0)
+    return _tried_in_edu(edu, normalizer, frozenset(), None)[0]
+
+
+def head_terms(objects: frozenset[str]) -> frozenset[str]:
     """Return the terms that name the thing acted on, not a modifier of a longer term.
 
     "spark" and "plug" of "spark plug", or "ignit coil" of "ignit coil connector", are modifiers: checking the
@@ -418,6 +424,6 @@ def repeated_action(recommendation: Recommendation | None, tried: Sequence[Tried
     if recommendation is None:
         return None
     for action in tried:
-        if recommendation.verb_class in _COVERS.get(action.verb_class, ()) and _heads(recommendation.objects) & _heads(action.objects):
+        if recommendation.verb_class in _COVERS.get(action.verb_class, ()) and head_terms(recommendation.objects) & head_terms(action.objects):
             return action
     return None

@@ -10,6 +10,9 @@ For each dataset (built-in, Twitter, IRC: the source position of every answer is
   accuracy (the logged first answer on top).
 
 ``python -m eval.position --dataset builtin,twitter,irc --out DIR`` writes ``position.md`` and ``position.json``.
+``--detector-only`` runs no ranking: it parses each answer's opening and scores the detector alone (``detector.md``),
+also on ``mechanics``, whose accepted answers all open their question (every answer read as a follow-up there is a
+false positive); ``--data FILE --format F`` reads a team's own dialogue file instead of a named dataset.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from eval.datasets import DatasetUnavailable, EvalSet, PoolAnswer, load_eval_set
+from eval.datasets import FILE_FORMATS, DatasetUnavailable, EvalSet, PoolAnswer, load_eval_set, load_file_set
 from eval.entry import one_line_errors
 from parsers.errors import ConfigError, InputError
 
-DATASETS = ("builtin", "twitter", "irc")
+DATASETS = ("builtin", "twitter", "irc", "mechanics")
+#: the detector reads an answer's first EDU and where it attaches: the opening sentences are enough to parse
+DETECTOR_SENTENCES = 2
 MODES = ("off", "standalone", "opening")
 
 
@@ -116,6 +121,84 @@ def measure(eval_set: EvalSet, *, ranker: str | None, modes: Sequence[str], prog
     return out
 
 
+@dataclass
+class DetectorOnly:
+    """The text-based detector alone on one dataset's pool: counts, and a few answers of each kind of error."""
+
+    dataset: str
+    n_pool: int = 0
+    followups: int = 0
+    detector: Detector = field(default_factory=Detector)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    skipped: str = ""
+
+    @property
+    def false_positive_rate(self) -> float:
+        """Share of the answers that opened their dialogue which the detector reads as follow-ups."""
+        d = self.detector
+        return d.fp / (d.fp + d.tn) if d.fp + d.tn else 0.0
+
+
+def measure_detector(eval_set: EvalSet, parser, *, examples: int = 5) -> DetectorOnly:
+    """Return how well ``index.position.detect_position`` tells logged follow-ups from first answers in ``eval_set``.
+
+    Each answer's opening sentences are parsed with ``parser`` (the engine's); no ranking is run.
+    """
+    from index.position import detect_position
+
+    roles = true_roles(eval_set.pool)
+    # only the test dialogues' answers: IRC's pool adds the train split, from which the formulas were chosen
+    tested = {d.id for d in eval_set.dialogues}
+    answers = [a for a in eval_set.pool if a.dialogue_id in tested]
+    out = DetectorOnly(dataset=eval_set.name, n_pool=len(answers))
+    kinds: dict[str, list[str]] = {"tp": [], "fp": [], "fn": []}
+    for answer in answers:
+        try:
+            tree = parser.parse(opening_text(answer.text))
+        except InputError:
+            continue
+        was, position = roles[answer.id] == "followup", detect_position(tree, role=roles[answer.id])
+        reads = not position.stands_alone
+        out.followups += was
+        _count(out.detector, was=was, reads=reads)
+        kind = "tp" if was and reads else "fp" if reads else "fn" if was else ""
+        if kind and len(kinds[kind]) < examples:
+            kinds[kind].append(f"{answer.id}: {position.reason or '-'} | {' '.join(answer.text.split())[:110]}")
+    out.examples = kinds
+    return out
+
+
+def opening_text(text: str, sentences: int = DETECTOR_SENTENCES) -> str:
+    """Return the first ``sentences`` sentences of ``text`` (what the detector needs of an answer)."""
+    import re
+
+    parts = re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=sentences)
+    return " ".join(parts[:sentences])
+
+
+def render_detector(results: Sequence[DetectorOnly], command: str) -> str:
+    """Return the Markdown report of the detector-only measurement."""
+    lines = ["# Does an answer's opening point back to earlier turns?", "", f"Command: `{command}`", "",
+             "`index.position.detect_position` on each answer's opening sentences (the engine's parser), against the "
+             "answer's true role in its source dialogue (a follow-up: an answer turn came before it).", "",
+             "| dataset | answers of its test dialogues | follow-ups | read as follow-ups | precision | recall | first answers read as "
+             "follow-ups |", "|---|---|---|---|---|---|---|"]
+    lines += _rows(results, 7, lambda r, d: f"| {r.dataset} | {r.n_pool} | {r.followups} | {d.tp + d.fp} | "
+                   f"{100 * d.precision:.1f} | {100 * d.recall:.1f} | {d.fp} of {d.fp + d.tn} "
+                   f"({100 * r.false_positive_rate:.1f}%) |")
+    for r in results:
+        for kind, title in (("tp", "caught"), ("fp", "first answers read as follow-ups"), ("fn", "missed")):
+            if r.examples.get(kind):
+                lines += ["", f"{r.dataset}, {title}:", ""] + [f"- {e}" for e in r.examples[kind]]
+    return "\n".join(lines) + "\n"
+
+
+def _rows(results: Sequence, columns: int, row) -> list[str]:
+    """Return one table row per result: ``row(result, its detector)``, or the reason it was skipped."""
+    return [f"| {r.dataset} | skipped: {r.skipped} |" + " |" * (columns - 2) if r.skipped else row(r, r.detector)
+            for r in results]
+
+
 def _count(det: Detector, *, was: bool, reads: bool) -> None:
     det.tp += was and reads
     det.fp += reads and not was
@@ -162,12 +245,8 @@ def render(results: Sequence[DatasetPosition], command: str) -> str:
              "Follow-up detector (`index.position`, stored per answer): \"reads as a follow-up\" against the "
              "answer's true role in its source dialogue.", "",
              "| dataset | pool | follow-ups | precision | recall |", "|---|---|---|---|---|"]
-    for r in results:
-        if r.skipped:
-            lines.append(f"| {r.dataset} | skipped: {r.skipped} | | | |")
-            continue
-        d = r.detector
-        lines.append(f"| {r.dataset} | {r.n_pool} | {d.tp + d.fn} | {100 * d.precision:.1f} | {100 * d.recall:.1f} |")
+    lines += _rows(results, 5, lambda r, d: f"| {r.dataset} | {r.n_pool} | {d.tp + d.fn} | {100 * d.precision:.1f} | "
+                   f"{100 * d.recall:.1f} |")
     lines += ["", "Step 1 (the question alone), top-1 answer of the engine's `dtq` ranking over the pool; percent of "
               "delivered answers.", "",
               "| dataset | ranker | mode | opening margin | delivered | was a follow-up | ... although an opening was "
@@ -188,40 +267,71 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     names = [n.strip() for n in args.dataset.split(",") if n.strip()]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [n for n in names if n not in DATASETS] + [m for m in modes if m not in MODES]
-    if bad or not names or not modes:
+    if (bad or not names or not modes) and not args.data:
         raise ConfigError(f"unknown dataset or mode {', '.join(bad) or '(none given)'}; datasets: "
                           f"{', '.join(DATASETS)}; modes: {', '.join(MODES)}")
     try:
         margins = [float(m) for m in args.margins.split(",") if m.strip()] if args.margins else []
     except ValueError:
         raise ConfigError(f"--margins must be comma-separated numbers, got {args.margins!r}") from None
-    results = []
+    parser = _engine_parser() if args.detector_only else None
+    results: list = []
+    for name, eval_set, skipped in _eval_sets(args, names):
+        if skipped:
+            results.append((DetectorOnly if parser else DatasetPosition)(dataset=name, skipped=skipped))
+        elif parser is not None:
+            results.append(measure_detector(eval_set, parser))
+        else:
+            results.append(measure(eval_set, ranker=args.ranker, modes=modes, progress=args.progress,
+                                   margins=margins))
+    if all(r.skipped for r in results):
+        raise InputError(f"none of the datasets {', '.join(names)} is there: {results[0].skipped}")
+    report = render_detector(results, command) if parser else render(results, command)
+    print(report)
+    if args.out:
+        _write(Path(args.out), "detector" if parser else "position", report, results)
+    return 0
+
+
+def _eval_sets(args: argparse.Namespace, names: list[str]):
+    """Yield ``(name, eval set or None, why it was skipped)``: the ``--data`` file, else each named dataset."""
+    if args.data:
+        eval_set = load_file_set(args.data, args.format)
+        yield eval_set.name, eval_set.limited(args.limit), ""
+        return
     for name in names:
         try:
-            eval_set = load_eval_set(name, data_dir=args.data_dir).limited(args.limit)
+            yield name, load_eval_set(name, data_dir=args.data_dir).limited(args.limit), ""
         except DatasetUnavailable as exc:
             if len(names) == 1:
                 raise  # the one dataset asked for is absent: an error, not a report of nothing
-            results.append(DatasetPosition(dataset=name, skipped=str(exc)))
-            continue
-        results.append(measure(eval_set, ranker=args.ranker, modes=modes, progress=args.progress, margins=margins))
-    if all(r.skipped for r in results):
-        raise InputError(f"none of the datasets {', '.join(names)} is there: {results[0].skipped}")
-    report = render(results, command)
-    print(report)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "position.md").write_text(report, encoding="utf-8")
-        data = [asdict(r) | {"precision": r.detector.precision, "recall": r.detector.recall} for r in results]
-        (out / "position.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
-    return 0
+            yield name, None, str(exc)
+
+
+def _engine_parser():
+    from dtdialog.assembly import engine_parser_name
+    from parsers.base import get_parser
+
+    return get_parser(engine_parser_name())
+
+
+def _write(out: Path, stem: str, report: str, results: Sequence) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.md").write_text(report, encoding="utf-8")
+    data = [asdict(r) | {"precision": r.detector.precision, "recall": r.detector.recall} for r in results]
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.position", command: str | None = None) -> int:
     """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default=",".join(DATASETS), help="comma-separated: builtin, twitter, irc")
+    parser.add_argument("--dataset", default="builtin,twitter,irc",
+                        help="comma-separated: builtin, twitter, irc, mechanics")
+    parser.add_argument("--data", default=None, help="a dialogue file of your own instead of --dataset (with --format)")
+    parser.add_argument("--format", default=None, choices=FILE_FORMATS, help="format of --data")
+    parser.add_argument("--detector-only", action="store_true",
+                        help="only score the text-based follow-up detector (no ranking): precision, recall and the "
+                             "first answers it reads as follow-ups")
     parser.add_argument("--modes", default=",".join(MODES), help="step1_position modes to compare")
     parser.add_argument("--margins", default=None,
                         help="comma-separated opening_margin values to compare (default: the engine's)")

@@ -11,9 +11,11 @@ work ..."). ``detect_position`` reads the answer's first EDU and its place in th
    unit it opens is mostly a satellite of what came before, or the next step of a sequence ("then", "okay") -
    while the first EDU is *not* itself a satellite: a satellite's nucleus is inside the answer ("After a starter
    job, ..."), so the cue is resolved there; a nucleus' cue can only attach to an earlier turn;
-3. an anaphor ("that", "this", "it") at the start followed by a verb of evaluation ("That confirms ...");
+3. an anaphor ("that", "this", "it") at the start followed by a verb of evaluation ("That confirms ..."); with a form
+   of *be* only a distal one ("That's lower than ..."), since "This is a myth" opens first answers;
 4. a first EDU that is a satellite (Condition, Background, ...) whose subject is an anaphor: "If that did not
-   work, ...", "Since both read fine, ..." - the condition is about a result reported in an earlier turn.
+   work, ...", "Since both read fine, ..." - the condition is about a result reported in an earlier turn (not when
+   the EDU ends in a colon: "Set these test conditions:" points forward).
 
 Old indexes without the fields get them computed on load (``position_of``), so no rebuild is needed.
 """
@@ -21,7 +23,7 @@ Old indexes without the fields get them computed on load (``position_of``), so n
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -40,9 +42,13 @@ OPENERS_PATH = Path(__file__).resolve().parent / "resources" / "backpointing_ope
 #: right/mhm (and because/after, excluded in the data file) and leaves out so (0.36), but (below) and the anaphors, which rule 3 handles.
 CUE_SHARE = 0.6
 CUE_MIN_COUNT = 10
+#: enough leading characters of an answer to hold its longest back-pointing formula
+_PHRASE_CHARS = 80
 #: How many leading words of the first EDU may hold the anaphor of rule 3 and 4 ("If that ...", "Since both ...").
 ANAPHOR_WINDOW = 2
 _BE = frozenset({"s", "is", "was", "are", "were", "be", "been"})
+#: proximal demonstratives (stemmed): with a form of *be* they open first answers too ("This is a myth")
+_PROXIMAL = frozenset({"thi", "these"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class Position:
 @dataclass(frozen=True)
 class _Cues:
     phrases: tuple[tuple[str, ...], ...]
+    courtesy: tuple[tuple[str, ...], ...]
     anaphors: frozenset[str]
     evaluation_lemmas: frozenset[str]
     interjections: frozenset[str]
@@ -71,7 +78,8 @@ def _cues() -> _Cues:
     try:
         data = json.loads(OPENERS_PATH.read_text(encoding="utf-8"))
         phrases = tuple(sorted({tuple(words_of(p)) for p in data["phrases"] if words_of(p)}, key=len, reverse=True))
-        return _Cues(phrases=phrases, anaphors=frozenset(stem(w) for w in data["anaphors"]),
+        courtesy = tuple(tuple(words_of(p)) for p in data.get("courtesy", ()) if words_of(p))
+        return _Cues(phrases=phrases, courtesy=courtesy, anaphors=frozenset(stem(w) for w in data["anaphors"]),
                      evaluation_lemmas=frozenset(stem(w) for w in data["evaluation_lemmas"]), interjections=frozenset(stem(w) for w in data["interjections"]),
                      continuing_markers=_continuing_markers(CueLexicon.from_disk()) - set(data["not_continuing"]))
     except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
@@ -119,20 +127,34 @@ def detect_position(tree: DiscourseTree, *, role: str = OPENING) -> Position:
     """Return the ``Position`` of an answer with discourse tree ``tree`` and source role ``role``."""
     cues, first = _cues(), tree.edus[0]
     words = words_of(first.text)
-    if not words:
+    if not words or _courteous(words):
         return Position(role, True)
     lemmas = _stems(words)
     relation, mark = first_edu_place(tree)
-    phrase = next((p for p in cues.phrases if tuple(words[:len(p)]) == p), None)
+    phrase = _opening_phrase(words)
     if phrase is not None:
         return Position(role, False, f"back-pointing opener: {' '.join(phrase)}")
     if mark != SATELLITE and words[0] in cues.continuing_markers:
         return Position(role, False, f"discourse cue continuing an earlier turn: {words[0]}")
     if _anaphoric_evaluation(lemmas, cues):
         return Position(role, False, f"anaphor + evaluation: {' '.join(words[:3])}")
-    if mark == SATELLITE and cues.anaphors.intersection(lemmas[1:1 + ANAPHOR_WINDOW]):
+    # "Set these test conditions:" points forward, to what follows the colon
+    if mark == SATELLITE and cues.anaphors.intersection(lemmas[1:1 + ANAPHOR_WINDOW]) \
+            and not first.text.rstrip().endswith(":"):
         return Position(role, False, f"{relation} satellite about an earlier result: {' '.join(words[:3])}")
     return Position(role, True)
+
+
+def _opening_phrase(words: list[str]) -> tuple[str, ...] | None:
+    """Return the back-pointing formula ``words`` open with ("in that case", "since you already"), or None."""
+    if _courteous(words):
+        return None
+    return next((p for p in _cues().phrases if tuple(words[:len(p)]) == p), None)
+
+
+def _courteous(words: list[str]) -> bool:
+    """Return True for a greeting or praise of the question ("Good question!"): first replies open with them."""
+    return any(tuple(words[:len(c)]) == c for c in _cues().courtesy)
 
 
 def _anaphoric_evaluation(lemmas: list[str], cues: _Cues) -> bool:
@@ -145,7 +167,9 @@ def _anaphoric_evaluation(lemmas: list[str], cues: _Cues) -> bool:
     if lemmas[skip] not in cues.anaphors or len(lemmas) <= skip + 1:
         return False
     verb = lemmas[skip + 1]
-    return verb in cues.evaluation_lemmas and not (skip and verb == "be")
+    if verb == "be" and (skip or lemmas[skip] in _PROXIMAL):
+        return False  # "This is a myth" presents what follows or the question's own claim, not an earlier turn's result
+    return verb in cues.evaluation_lemmas
 
 
 def source_role(position: int, first_answer_position: int) -> str:
@@ -161,7 +185,11 @@ def position_of(doc: AnswerDocument) -> Position:
     """
     meta = doc.meta
     if "role" in meta and "stands_alone" in meta:
-        return Position(str(meta["role"]), bool(meta["stands_alone"]), str(meta.get("position_reason", "")))
+        stored = Position(str(meta["role"]), bool(meta["stands_alone"]), str(meta.get("position_reason", "")))
+        # the formulas are read from the text again: an index built before one was listed still sees it
+        phrase = _opening_phrase(words_of(doc.text[:_PHRASE_CHARS])) if stored.stands_alone else None
+        return replace(stored, stands_alone=False, reason=f"back-pointing opener: {' '.join(phrase)}") \
+            if phrase else stored
     return _computed(doc.id, doc.position, json.dumps(doc.tree, sort_keys=True) if doc.tree else "", doc.text)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dtdialog.scoring import RankedCandidate
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored
+from dtdialog.stages.scoring_stage import Scored, demote
 from dtdialog.stages.tools import StageTools
 from dtdialog.tried import (
     Recommendation,
@@ -51,16 +51,14 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
     """Return ``scored`` with repeating answers' scores multiplied by ``1 - penalty`` and re-sorted (stable)."""
     if not tried or penalty <= 0 or not scored.kept:
         return scored
-    why: dict[str, str] = {}
     objects = frozenset().union(*(a.objects for a in tried))
-    for cand in scored.kept:
+
+    def reason(cand: RankedCandidate) -> str | None:
         repeated = _repeats(cand, tried, objects, tools)
-        if repeated is not None:
-            cand.score *= 1.0 - penalty
-            cand.features["already_tried"] = 1.0
-            why[cand.document.id] = repeated.explain()
-    record.already_tried = why
-    return scored.resorted() if why else scored
+        return repeated.explain() if repeated is not None else None
+
+    scored, record.already_tried = demote(scored, reason, penalty=penalty, feature="already_tried")
+    return scored
 
 
 def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: frozenset[str],

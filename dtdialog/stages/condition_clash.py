@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dtdialog.scoring import RankedCandidate
 from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored
+from dtdialog.stages.scoring_stage import Scored, demote
 from dtdialog.symptom_conditions import clash_with, customer_situations
 
 
@@ -19,12 +20,10 @@ def demote_clashes(scored: Scored, customer_texts: Sequence[str], *, penalty: fl
     said = customer_situations(" . ".join(t for t in customer_texts if t))
     if penalty <= 0 or not scored.kept or not said:
         return scored
-    why: dict[str, str] = {}
-    for cand in scored.kept:
+
+    def reason(cand: RankedCandidate) -> str | None:
         found = clash_with(said, cand.document.text)
-        if found is not None:
-            cand.score *= 1.0 - penalty
-            cand.features["condition_clash"] = 1.0
-            why[cand.document.id] = found.explain()
-    record.condition_clash = why
-    return scored.resorted() if why else scored
+        return found.explain() if found is not None else None
+
+    scored, record.condition_clash = demote(scored, reason, penalty=penalty, feature="condition_clash")
+    return scored

@@ -6,8 +6,10 @@ such candidates are moved behind every candidate that can open a dialogue and sc
 best opening, when that opening is confident: its calibrated probability of being right, were it delivered,
 reaches ``EngineConfig.abstain_below`` (the confidence at which the engine would answer at all). Without a
 calibrator, or when the best opening is not confident, the margin is counted from the best candidate: a
-follow-up far ahead of every opening stands, since a follow-up that fits beats an opening that does not. Later steps are left alone: the ``continuation`` and
-``step_match`` features already prefer the follow-up that came after the answer just given.
+follow-up that reads as standalone advice and is far ahead of every opening stands, since a follow-up that fits
+beats an opening that does not. One whose opening points back never does: it goes behind the first candidate
+that stands alone, whatever the scores. Later steps are left alone: the ``continuation`` and ``step_match``
+features already prefer the follow-up that came after the answer just given.
 
 ``mode`` (``EngineConfig.step1_position``): ``off``; ``standalone`` demotes answers whose opening points back
 (``index.position``, decided from their discourse tree), for an index whose dialogue roles mean nothing;
@@ -47,23 +49,16 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
     Every candidate that cannot open gets its score capped at the lowest confident opener's minus ``margin``
     (the scorer's value stays in ``features["score_before_position"]``), so the list stays sorted by score and a
     demoted follow-up never competes with an opening in a clarification. Among the capped ones, under
-    ``opening``, those that read as standalone come first. The demoted ids and why go to ``record.position``.
+    ``opening``, those that read as standalone come first. Whatever the confidence, an answer whose opening points
+    back ("Then ...") never goes before one that stands alone: it is capped below the first such one by ``margin``.
+    The demoted ids and why go to ``record.position``.
     """
     if mode == "off" or not first_step or len(choice.kept) < 2:
         return choice
-    if all(can_open(c, mode) for c in choice.kept):
-        return choice  # nothing to demote: a single-answer FAQ index (every answer an opening) is never reordered
-    best, opening_confidence = _reference_score(choice.kept, mode, confidence, confident_at)
-    openers = [c for c in choice.kept if best - c.score <= margin and can_open(c, mode)]
-    if not openers:
-        return choice
-    cap, opener_ids = openers[-1].score - margin, {c.document.id for c in openers}
-    rest = [c if can_open(c, mode) else _capped(c, cap) for c in choice.kept if c.document.id not in opener_ids]
-    # a stable sort: equal capped scores keep standalone follow-ups first, then the scorer's order
-    rest.sort(key=lambda c: (-c.score, not position_of(c.document).stands_alone))
-    kept = openers + rest
-    old_place = {c.document.id: i for i, c in enumerate(choice.kept)}
-    demoted = [c for i, c in enumerate(kept) if i > old_place[c.document.id]]
+    kept, opening_confidence = _behind_openers(choice.kept, mode, margin, confidence, confident_at)
+    kept = _pointing_back_behind(kept, margin)
+    old = {c.document.id: (i, c.score) for i, c in enumerate(choice.kept)}
+    demoted = [c for i, c in enumerate(kept) if i > old[c.document.id][0] or c.score < old[c.document.id][1]]
     if not demoted:
         return choice
     record.position = {"mode": mode, "demoted": [c.document.id for c in demoted],
@@ -72,6 +67,42 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
         record.position["opening_confidence"] = opening_confidence
     record.candidates = kept
     return Choice(kept=kept, rejected=choice.rejected, off_topic=choice.off_topic)
+
+
+def _behind_openers(kept: list[RankedCandidate], mode: str, margin: float, confidence,
+                    confident_at: float) -> tuple[list[RankedCandidate], float | None]:
+    """Return ``kept`` with the candidates that cannot open capped behind the confident openers, and the best
+    opening's confidence (None when not asked)."""
+    if all(can_open(c, mode) for c in kept):
+        return kept, None  # nothing to demote: a single-answer FAQ index (every answer an opening) is never reordered
+    best, opening_confidence = _reference_score(kept, mode, confidence, confident_at)
+    openers = [c for c in kept if best - c.score <= margin and can_open(c, mode)]
+    if not openers:
+        return kept, opening_confidence
+    cap, opener_ids = openers[-1].score - margin, {c.document.id for c in openers}
+    rest = [c if can_open(c, mode) else _capped(c, cap) for c in kept if c.document.id not in opener_ids]
+    # a stable sort: equal capped scores keep standalone follow-ups first, then the scorer's order
+    rest.sort(key=lambda c: (-c.score, not position_of(c.document).stands_alone))
+    return openers + rest, opening_confidence
+
+
+def _pointing_back_behind(kept: list[RankedCandidate], margin: float) -> list[RankedCandidate]:
+    """Return ``kept`` with every answer that points back and stands before the first standalone one capped behind it.
+
+    A mid-dialogue answer ("Then check the fuses", "That confirms ...") is nonsense as a first answer however well
+    it scores; when no candidate stands alone the order stays (the abstention judges that list).
+    """
+    first = next((i for i, c in enumerate(kept) if position_of(c.document).stands_alone), None)
+    if not first:
+        return kept
+    cap = kept[first].score - margin
+    pending, out = [_capped(c, cap) for c in kept[:first]], [kept[first]]
+    # merged in by score without sorting the rest: a rescued candidate keeps the place the scorer gave it
+    for cand in kept[first + 1:]:
+        while pending and pending[0].score > cand.score:
+            out.append(pending.pop(0))
+        out.append(cand)
+    return out + pending
 
 
 def _reference_score(kept: list[RankedCandidate], mode: str, confidence, confident_at: float) -> tuple[float, float | None]:

@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; condition clash: ``condition_clash``; choose: ``candidates``, ``rejected``,
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``; choose: ``candidates``, ``rejected``,
     ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
@@ -39,6 +39,8 @@ class StepRecord:
     already_tried: dict[str, str] = field(default_factory=dict)
     # condition clash (issue 13): answer id -> why it was demoted (it stops when the customer says it happens)
     condition_clash: dict[str, str] = field(default_factory=dict)
+    # presupposition: answer id -> the fact its opening takes for granted that nobody stated
+    presupposition: dict[str, str] = field(default_factory=dict)
     # choose: rejected answer id -> why it was not offered (off topic, constraint, no agreement)
     rejected_reasons: dict[str, str] = field(default_factory=dict)
 
@@ -53,5 +55,5 @@ class StepRecord:
             "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
             "tried": self.tried, "already_tried": self.already_tried, "condition_clash": self.condition_clash,
-            "position": self.position,
+            "presupposition": self.presupposition, "position": self.position,
         }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from dtdialog.scoring import CandidateScorer, RankedCandidate
@@ -29,6 +29,20 @@ class Scored:
         changed some scores: the already-tried and condition-clash demotions)."""
         order = {c.document.id: i for i, c in enumerate(self.kept)}
         return Scored(kept=sorted(self.kept, key=lambda c: (-c.score, order[c.document.id])), rescued=self.rescued)
+
+
+def demote(scored: Scored, reason: Callable[[RankedCandidate], str | None], *, penalty: float,
+           feature: str) -> tuple[Scored, dict[str, str]]:
+    """Return ``scored`` with every candidate ``reason`` explains multiplied by ``1 - penalty``, marked in
+    ``features[feature]`` and re-sorted (stable), and ``{answer id: the reason}`` for the trace."""
+    why: dict[str, str] = {}
+    for cand in scored.kept:
+        found = reason(cand)
+        if found is not None:
+            cand.score *= 1.0 - penalty
+            cand.features[feature] = 1.0
+            why[cand.document.id] = found
+    return (scored.resorted() if why else scored), why
 
 
 def score_candidates(step: StepPlan, candidates: list[RankedCandidate], *, scorer: CandidateScorer,

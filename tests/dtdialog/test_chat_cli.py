@@ -146,15 +146,18 @@ def test_review_script_number_rejection_and_constraint(built, capsys):
     assert record.step == 0 and record.followups == []
     retry = record.traces[-1]
     assert retry["intent"] == "reject" and "2" not in retry["steps"][0]["query"]["keywords"]
+    # the retry's former answer, "P0128 means ...", presupposes a code the customer never reported: with it demoted
+    # nothing left is confident, so the retry may hand off instead of offering something
     offered = [retry["decision"]["answer_id"]] if retry["decision"]["kind"] == "answer" else \
-        [o["answer_id"] for o in retry["decision"]["options"] if o["answer_id"]]
+        [o["answer_id"] for o in retry["decision"].get("options", []) if o["answer_id"]]
     # still the overheating question: every offered answer is about the cooling system (the retry used to drift
     # to clutch slip and PCV valves); judged by its text, since several families discuss the thermostat
     from index.registry import open_index
 
     with open_index(path=index) as ix:
         texts = [ix.get(a).text.lower() for a in offered]
-    assert offered and all(any(w in t for w in ("overheat", "coolant", "thermostat", "radiator")) for t in texts)
+    assert offered or retry["decision"]["kind"] == "handoff"
+    assert all(any(w in t for w in ("overheat", "coolant", "thermostat", "radiator")) for t in texts)
     first_keywords = record.traces[0]["steps"][0]["query"]["keywords"]
     assert retry["steps"][0]["query"]["keywords"] == first_keywords          # no delivered answer's words
     # a constraint while options are pending is recorded; it never selects the option that says "engine"

@@ -38,10 +38,24 @@ def test_a_back_pointing_followup_goes_behind_an_opening_within_the_margin():
     assert record.candidates[1].features["score_before_position"] == 0.9
 
 
-def test_without_a_confident_opening_the_scorer_order_stands():
-    kept = [_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.5)]
+def test_without_a_confident_opening_a_standalone_followup_stands():
+    kept = [_cand("plain#3", 0.9, role="followup"), _cand("open#1", 0.5)]
     ids, record = _order(kept)
-    assert ids == ["then#3", "open#1"] and record.position == {}
+    assert ids == ["plain#3", "open#1"] and record.position == {}
+
+
+def test_a_back_pointing_answer_never_goes_first_even_without_a_confident_opening():
+    """A mid-dialogue answer ("Then ...") is never an opening: with no confident opener it still goes behind the
+    first candidate that stands alone, capped by the margin, whatever its source role (a CSV of logs says opening)."""
+    kept = [_cand("then#3", 0.9, role="followup", alone=False), _cand("that#1", 0.8, alone=False),
+            _cand("plain#3", 0.5, role="followup"), _cand("open#1", 0.2)]
+    ids, record = _order(kept, confidence=lambda ranked: 0.1)
+    assert ids == ["plain#3", "that#1", "then#3", "open#1"]
+    assert record.position["demoted"] == ["that#1", "then#3"]
+    assert [c.score for c in record.candidates][:3] == pytest.approx([0.5, 0.3, 0.3])
+    # nothing stands alone: the order stays (the abstention judges such a list)
+    only = [_cand("then#3", 0.9, role="followup", alone=False), _cand("that#5", 0.8, role="followup", alone=False)]
+    assert _order(only)[0] == ["then#3", "that#5"]
 
 
 def test_a_confident_opening_goes_first_however_far_behind_the_followup():
@@ -58,9 +72,10 @@ def test_a_confident_opening_goes_first_however_far_behind_the_followup():
     assert ids == ["open#1", "open#2", "then#3"]
     assert asked == [["open#1", "then#3", "open#2"]]  # the opening put first, the others in the scorer's order
     assert record.position["opening_confidence"] == 0.4
-    # not confident: the margin counts from the best candidate again, and the follow-up stands
+    # not confident: the margin counts from the best candidate again, and a standalone follow-up stands
+    kept[0] = _cand("plain#3", 0.9, role="followup")
     ids, record = _order(kept, confidence=lambda ranked: 0.1)
-    assert ids == ["then#3", "open#1", "open#2"] and record.position == {}
+    assert ids == ["plain#3", "open#1", "open#2"] and record.position == {}
 
 
 def test_later_steps_and_off_keep_the_order():

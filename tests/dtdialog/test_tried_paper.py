@@ -35,8 +35,12 @@ def test_paper_example_never_recommends_what_was_done(paper_index, tmp_path, ran
         tried = tried_from_dicts(record.tried)
         # the Concession satellite's three reports are remembered
         assert {a.verb_class for a in tried} == {"checked", "replaced"} and len(tried) >= 3
+        # the learned chat may ask for a detail instead of A1: its confidence in the paper's answer is low
+        # (docs/engine.md, the presupposition stage); what it does deliver still repeats nothing
+        assert [r.kind for r in results] == ["answer", "answer"] or ranker == "learned"
         for result in results:  # A1 and A2
-            assert result.kind == "answer"
+            if result.kind != "answer":
+                continue
             tree = selector.answer_tree(selector.document(result.answer_id))
             assert repeated_action(main_recommendation(tree, selector.normalizer), tried) is None
         # the demotion did act on this question: some retrieved answers repeat a satellite and were pushed down

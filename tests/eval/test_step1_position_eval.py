@@ -41,3 +41,28 @@ def test_step_one_never_delivers_a_follow_up_beside_a_confident_opening(tmp_path
     assert steps[("opening", 2.0)]["followups"] == 0
     assert steps[("opening", 0.2)]["followups"] <= steps[("off", 0.2)]["followups"]
     assert "although an opening was confident" in (tmp_path / "position.md").read_text(encoding="utf-8")
+
+
+def test_the_detector_alone_on_a_teams_own_dialogue_file(tmp_path, capsys, monkeypatch):
+    """``--detector-only --data FILE --format jsonl``: no ranking; precision, recall and false positives of the
+    text-based detector against the roles the file's own dialogues give."""
+    monkeypatch.setenv("DTDIALOG_PARSER", "rules")
+    dialogues = [
+        {"id": "battery", "turns": [
+            {"role": "Q", "text": "My battery is dead every morning."},
+            {"role": "A", "text": "A battery that goes flat overnight is usually drained by something left on."},
+            {"role": "C", "text": "The draw test shows 300 milliamps."},
+            {"role": "A", "text": "Then pull the fuses one at a time until the draw drops."},
+            {"role": "C", "text": "It dropped when I pulled the radio fuse."},
+            {"role": "A", "text": "That confirms the radio is the drain, so have its wiring checked."}]},
+        {"id": "myth", "turns": [
+            {"role": "Q", "text": "Does synthetic oil make an old engine leak?"},
+            {"role": "A", "text": "This is a myth: synthetic oil does not make an engine leak."}]},
+    ]
+    path = tmp_path / "logs.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in dialogues), encoding="utf-8")
+    assert main(["--detector-only", "--data", str(path), "--format", "jsonl", "--out", str(tmp_path)]) == 0
+    assert "first answers read as follow-ups" in capsys.readouterr().out
+    [data] = json.loads((tmp_path / "detector.json").read_text(encoding="utf-8"))
+    assert data["followups"] == 2 and data["detector"] == {"tp": 2, "fp": 0, "fn": 0, "tn": 2}
+    assert data["precision"] == 1.0 and data["recall"] == 1.0

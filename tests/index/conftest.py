@@ -10,6 +10,20 @@ from index_helpers import BACKEND_PARAMS, StandInParser, loaded_index, small_cor
 from data.model import Dialogue
 from index.base import AnswerDocument
 from index.documents import build_document
+from parsers.errors import ModelNotAvailableError
+
+
+@pytest.fixture(scope="session")
+def rules_parser():
+    """Return the engine's rule parser (spaCy); skip without a spaCy model."""
+    from parsers.nlp_spacy import load_spacy
+    from parsers.rule_parser import RuleParser
+
+    try:
+        load_spacy()
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"no spaCy model: {exc}")
+    return RuleParser()
 
 
 @pytest.fixture()

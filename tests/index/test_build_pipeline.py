@@ -19,19 +19,6 @@ from index.dense_store import DenseStore, build_dense_store
 from index.documents import build_document
 from index.sg_store import SGPhraseStore, build_sg_store
 from index.sqlite_index import SqliteIndex
-from parsers.errors import ModelNotAvailableError
-
-
-@pytest.fixture(scope="module")
-def rules_parser():
-    from parsers.nlp_spacy import load_spacy
-    from parsers.rule_parser import RuleParser
-
-    try:
-        load_spacy()
-    except ModelNotAvailableError as exc:
-        pytest.skip(f"no spaCy model: {exc}")
-    return RuleParser()
 
 
 @pytest.fixture()

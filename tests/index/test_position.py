@@ -51,11 +51,17 @@ def test_openings_stand_alone(name):
 
 def test_a_continuing_cue_resolved_inside_the_answer_does_not_point_back():
     # the same first EDU: as a satellite its cue attaches to the answer's own nucleus, as a nucleus to an earlier turn
-    inside = build_tree(("Temporal", "SN", ["Then the pads wear down,", "and the rotor gets scored."]))
-    outside = build_tree(("Temporal", "NS", ["Then the pads wear down,", "and the rotor gets scored."]))
-    assert first_edu_place(inside) == ("Temporal", "S") and first_edu_place(outside) == ("Temporal", "N")
+    inside = build_tree(("Condition", "SN", ["Right when the pads wear down,", "the rotor gets scored."]))
+    outside = build_tree(("Elaboration", "NS", ["Right, the pads wear down,", "and the rotor gets scored."]))
+    assert first_edu_place(inside) == ("Condition", "S") and first_edu_place(outside) == ("Elaboration", "N")
     assert detect_position(inside).stands_alone
     assert not detect_position(outside).stands_alone
+
+
+def test_then_at_the_start_of_an_answer_points_back_whatever_its_place():
+    """No first answer of the built-in corpus, the IRC train split or mechanics opens with "Then"."""
+    inside = build_tree(("Temporal", "SN", ["Then the pads wear down,", "and the rotor gets scored."]))
+    assert detect_position(inside).reason == "back-pointing opener: then"
 
 
 def test_an_anaphor_in_a_satellite_points_back_only_when_the_satellite_is_one():
@@ -80,6 +86,17 @@ def test_an_index_without_the_fields_gets_them_computed_on_load():
     old = AnswerDocument(id="old#3", dialogue_id="old", position=3, text=tree.text, tree=tree.to_dict())
     position = position_of(old)
     assert position.role == FOLLOWUP and not position.stands_alone
-    fresh = AnswerDocument(id="new#1", dialogue_id="new", position=1, text=tree.text, tree=tree.to_dict(),
+    plain = build_tree(OPENINGS["plain statement"])
+    fresh = AnswerDocument(id="new#1", dialogue_id="new", position=1, text=plain.text, tree=plain.to_dict(),
                            meta={"role": OPENING, "stands_alone": True})
     assert position_of(fresh).stands_alone and position_of(fresh).role == OPENING
+
+
+def test_a_stored_verdict_still_meets_the_formulas_listed_since():
+    """An index built before "since you already" was listed reads it from the answer's text on load."""
+    stored = AnswerDocument(id="old#1", dialogue_id="old", position=1,
+                            text="Since you already replaced the battery, the alternator is the next suspect.",
+                            meta={"role": OPENING, "stands_alone": True, "position_reason": ""})
+    position = position_of(stored)
+    assert not position.stands_alone and position.reason == "back-pointing opener: since you already"
+    assert position.role == OPENING

@@ -1,0 +1,40 @@
+"""Stage 5e: demote an answer whose opening takes for granted a fact nobody in the conversation stated.
+
+Runs beside the already-tried and condition-clash stages, after scoring and before choose: a post-scoring score
+factor (``EngineConfig.presupposition_penalty``), so the learned ranker's features are untouched. What was stated
+is the customer's question and every reply so far, and the answers already given (the bot's own words are common
+ground too); the answer's facts are read from its opening sentence (``dtdialog.presupposition``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dtdialog.presupposition import CommonGround, Presupposition, common_ground, find_presupposition, opening_sentence
+from dtdialog.scoring import RankedCandidate
+from dtdialog.stages.record import StepRecord
+from dtdialog.stages.scoring_stage import Scored, demote
+from dtdialog.stages.tools import StageTools
+
+
+def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,
+                           record: StepRecord) -> Scored:
+    """Return ``scored`` with presupposing answers' scores multiplied by ``1 - penalty`` and re-sorted (stable).
+
+    ``said``: the customer's messages and the texts of the answers already delivered.
+    """
+    if penalty <= 0 or not scored.kept:
+        return scored
+    ground = common_ground(said, tools.normalizer)
+
+    def reason(cand: RankedCandidate) -> str | None:
+        found = _presupposition(cand, ground, tools)
+        return found.explain() if found is not None else None
+
+    scored, record.presupposition = demote(scored, reason, penalty=penalty, feature="presupposition")
+    return scored
+
+
+def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools) -> Presupposition | None:
+    analysis = cand.analysis or tools.analyze(cand.document)
+    return find_presupposition(opening_sentence(analysis.tree, cand.document.text), ground, tools.normalizer)

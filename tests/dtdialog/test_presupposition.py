@@ -1,0 +1,125 @@
+"""Facts an answer's opening takes for granted (``dtdialog.presupposition``) and the stage that demotes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtdialog.agreement import AgreementResult
+from dtdialog.engine_config import EngineConfig
+from dtdialog.entities import EntityNormalizer
+from dtdialog.presupposition import OBSERVATION, PRIOR_ACTION, PRIOR_JOB, SYMPTOM, common_ground, find_presupposition
+from dtdialog.scoring import RankedCandidate
+from dtdialog.stages import StepRecord
+from dtdialog.stages.presupposition_stage import demote_presuppositions
+from dtdialog.stages.scoring_stage import Scored
+from index.base import AnswerDocument
+from parsers.errors import ConfigError
+
+PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
+           "but I still could not start my car.")
+STARTER_JOB = ("After a starter job, the most common mistakes are a loose or missing small trigger wire on the "
+               "solenoid, a ground strap that was unbolted to gain access and never put back, or a blown fusible link.")
+NORMALIZER = EntityNormalizer()
+
+
+def _found(answer: str, *said: str):
+    return find_presupposition(answer, common_ground(said, NORMALIZER), NORMALIZER)
+
+
+def test_a_starter_job_is_presupposed_when_the_customer_never_mentioned_one():
+    found = _found(STARTER_JOB, PAPER_Q)
+    assert found is not None and found.fact.kind == PRIOR_JOB and found.missing == {"starter"}
+    assert 'a prior job you never mentioned: "a starter job"' in found.explain()
+
+
+def test_the_solenoid_does_not_state_a_starter_job_but_the_starter_does():
+    # the synonym list makes "solenoid" the "starter solenoid": a part of a longer term is not the starter itself
+    assert _found(STARTER_JOB, "I replaced the solenoid and it still does nothing.") is not None
+    assert _found(STARTER_JOB, "I replaced the starter myself yesterday and now the car does nothing.") is None
+    assert _found(STARTER_JOB, "My car won't start.", "I put a new starter motor in last week.") is None
+
+
+def test_a_done_action_after_since_is_judged_against_what_was_said():
+    answer = "Since you replaced the fuel pump, check its relay and the inertia switch next."
+    found = _found(answer, "My car cranks but won't start.")
+    assert found is not None and found.fact.kind == PRIOR_ACTION and "pump" in found.missing
+    assert _found(answer, "My car cranks but won't start even though I replaced the fuel pump.") is None
+    # a hypothesis is not a given: "if you replaced" and a future "after you replace" presuppose nothing
+    assert _found("If you replaced the fuel pump, check its relay.", "My car won't start.") is None
+    assert _found("After you replace the fuel pump, check its relay.", "My car won't start.") is None
+
+
+def test_a_code_is_presupposed_unless_the_customer_reported_it():
+    answer = "That P0420 code usually points at the catalytic converter, not the sensors."
+    found = _found(answer, "My check engine light came on yesterday.")
+    assert found is not None and found.fact.kind == OBSERVATION and found.missing == {"p0420"}
+    assert _found(answer, "My check engine light is on and the scanner shows P0420.") is None
+    # "the code you got" presupposes a code; a customer who read one states it in any words of the synonym list
+    assert _found("The code you got means the catalyst is below threshold.", "My engine light is on.") is not None
+    assert _found("The code you got means the catalyst is below threshold.", "I got a DTC on my scanner.") is None
+
+
+def test_a_noise_is_presupposed_unless_the_customer_heard_that_noise():
+    answer = "That clicking noise is the starter solenoid pulling in without enough current."
+    assert _found(answer, "My car won't start in the morning.").fact.phrase == "that clicking noise"
+    assert _found(answer, "My car won't start and there's a grinding noise.") is not None  # another noise
+    assert _found(answer, "My car won't start, I just hear clicking when I turn the key.") is None
+    # a bare kind of evidence is stated by any word of its kind: "a noise" reported a sound
+    assert _found("The sound you are hearing is the heat shield rattling.", "My car makes a noise at idle.") is None
+    assert _found("The sound you are hearing is the heat shield rattling.", "My car won't start.") is not None
+
+
+def test_an_opening_diagnosis_of_a_symptom_nobody_reported():
+    answer = "Rapid clicking with dim lights is the classic sign of a battery that is too weak to hold the solenoid."
+    found = _found(answer, PAPER_Q)
+    assert found is not None and found.fact.kind == SYMPTOM
+    assert _found(answer, "It makes a rapid clicking noise when I turn the key.") is None
+
+
+def test_the_papers_answer_presupposes_nothing_the_rule_judges():
+    """A state given as a premise ("Since the engine cranks") is not judged: "could not start" often stands for it."""
+    answer = ("Since the engine cranks, the starter side is doing its job, so the question is whether the engine is "
+              "getting both spark and fuel.")
+    assert _found(answer, PAPER_Q) is None
+
+
+def test_what_the_bot_already_said_is_common_ground():
+    answer = "Since the starting fluid worked, the fuel supply is the weak link."
+    assert _found("That P0420 code means the catalyst is weak.", "It came back.",
+                  "Read the code with a scanner: a P0420 is the catalyst.") is None
+    assert _found(answer, "It fired briefly.") is None  # no done action nor job: nothing to judge
+
+
+def _cand(doc_id: str, text: str, score: float) -> RankedCandidate:
+    doc = AnswerDocument(id=doc_id, dialogue_id=doc_id.split("#")[0], position=1, text=text)
+    return RankedCandidate(document=doc, retrieval_score=1.0, score=score,
+                           agreement=AgreementResult(verdict=True, score=1.0, addressed=1, required=1))
+
+
+class _Tools:
+    normalizer = NORMALIZER
+
+    @staticmethod
+    def analyze(doc):  # the opening is read from the text when no tree is at hand
+        return type("Analysis", (), {"tree": None})()
+
+
+def test_the_stage_demotes_by_the_penalty_records_why_and_zero_turns_it_off():
+    kept = [_cand("job#1", STARTER_JOB, 1.2), _cand("paper#1", "Check for spark and fuel first.", 0.7)]
+    record = StepRecord()
+    out = demote_presuppositions(Scored(kept=kept), [PAPER_Q], penalty=0.5, tools=_Tools(), record=record)
+    assert [c.document.id for c in out.kept] == ["paper#1", "job#1"]
+    assert out.kept[1].score == pytest.approx(0.6) and out.kept[1].features["presupposition"] == 1.0
+    assert record.to_dict()["presupposition"] == {"job#1": 'it presupposes a prior job you never mentioned: '
+                                                            '"a starter job"'}
+    kept = [_cand("job#1", STARTER_JOB, 1.2), _cand("paper#1", "Check for spark and fuel first.", 0.7)]
+    off = demote_presuppositions(Scored(kept=kept), [PAPER_Q], penalty=0.0, tools=_Tools(), record=StepRecord())
+    assert [c.document.id for c in off.kept] == ["job#1", "paper#1"] and off.kept[0].score == 1.2
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.5"])
+def test_the_penalty_is_validated(bad):
+    with pytest.raises(ConfigError, match="presupposition_penalty"):
+        EngineConfig(presupposition_penalty=bad)
+    assert EngineConfig(presupposition_penalty=0).presupposition_penalty == 0.0
+    assert EngineConfig.from_dict({"presupposition_penalty": 1}).presupposition_penalty == 1.0
