@@ -737,7 +737,7 @@ class DialogueManager:
         trace.note(f"confidence {confidence:.2f} is below {self.config.abstain_below:.2f}: not answering")
         if record.failures >= self.config.max_failures:
             return self._hand_off(record, trace, HandoffReason.UNSURE)
-        detail = detail_to_ask(outcome, self.selector)
+        detail = detail_to_ask(outcome, self.selector, tried_known=bool(record.tried))
         record.state = AWAITING_DETAIL
         trace.decide(ABSTAIN, state_after=AWAITING_DETAIL, confidence=confidence, missing_detail=detail,
                      best_id=outcome.candidates[0].document.id)

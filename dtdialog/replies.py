@@ -105,6 +105,8 @@ class Replies:
     abstain_symptom: str = "What exactly happens - an error message, something that does not work, something missing?"
     #: ... when both are there
     abstain_context: str = "When does it happen, and what have you already tried?"
+    #: ... when both are there and the customer already said what they tried: never ask it again
+    abstain_when: str = "When does it happen, and did anything change after what you already tried?"
     #: the hand-off reason after an abstention did not lead to a confident answer
     handoff_unsure: str = "I could not find an answer I'm confident about"
 
@@ -133,8 +135,9 @@ class Replies:
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
 
     def abstain_text(self, detail: str) -> str:
-        """Return the abstention for the missing ``detail`` (``part``, ``symptom`` or ``context``)."""
-        question = {"part": self.abstain_part, "symptom": self.abstain_symptom}.get(detail, self.abstain_context)
+        """Return the abstention for the missing ``detail`` (``part``, ``symptom``, ``when`` or ``context``)."""
+        question = {"part": self.abstain_part, "symptom": self.abstain_symptom,
+                    "when": self.abstain_when}.get(detail, self.abstain_context)
         return self.abstain.format(question=question)
 
 

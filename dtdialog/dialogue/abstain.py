@@ -64,11 +64,19 @@ class ConfidenceRule:
         return confidence is None or confidence >= self.threshold
 
 
-def detail_to_ask(outcome: Any, selector: Any) -> str:
-    """Return which detail the question lacks (``dtdialog.abstention``), against the top answers' terms."""
-    from dtdialog.abstention import missing_detail
+#: The detail asked for when the question names a part and a symptom and the customer already said what they tried.
+WHEN = "when"
+
+
+def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool) -> str:
+    """Return which detail the question lacks (``dtdialog.abstention``), against the top answers' terms.
+
+    ``tried_known``: the customer already said what they did, so the context question asks only when it happens.
+    """
+    from dtdialog.abstention import CONTEXT, missing_detail
 
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:
         terms |= selector.terms_of_edus(selector.answer_edus(cand.document))
-    return missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=selector)
+    detail = missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=selector)
+    return WHEN if detail == CONTEXT and tried_known else detail

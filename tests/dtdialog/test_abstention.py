@@ -25,6 +25,7 @@ from engine_helpers import (
 
 from dtdialog.abstention import CONTEXT, PART, SYMPTOM, missing_detail
 from dtdialog.confidence import load_calibrator
+from dtdialog.dialogue.abstain import WHEN
 from dtdialog.engine_config import EngineConfig
 from dtdialog.manager import ABSTAIN, ANSWER, HANDOFF, DialogueManager
 from dtdialog.selector import AnswerSelector
@@ -59,7 +60,7 @@ def test_an_unsure_step_asks_for_a_detail_offers_a_person_then_hands_off_with_th
     assert first.kind == ABSTAIN, first.reply
     assert first.answer_id is None and first.state == AWAITING_DETAIL
     assert 0.0 <= first.confidence < 1.0
-    assert first.trace["decision"]["missing_detail"] in (PART, SYMPTOM, CONTEXT)
+    assert first.trace["decision"]["missing_detail"] in (PART, SYMPTOM, CONTEXT, WHEN)
     assert "human" in first.reply and "?" in first.reply  # a detail question and the offer of a person
     second = manager.handle(session_id=sid, text="It happens every morning when I back out of the garage")
     assert second.kind == HANDOFF and second.state == HANDED_OFF

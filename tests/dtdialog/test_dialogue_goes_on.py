@@ -155,3 +155,11 @@ def test_mid_dialogue_a_long_reply_with_thanks_is_a_follow_up_and_an_explicit_re
     assert intents.classify("thank you so much, that fixed it, the car runs great now").kind == intents.CONCLUDE
     assert intents.classify("can I talk to a real person about this, the car still stalls at idle").kind \
         == intents.HANDOFF
+
+
+def test_an_abstention_never_asks_again_what_the_customer_said_they_tried(tmp_path):
+    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0)
+    sid = manager.start_session()
+    result = manager.handle(session_id=sid, text=text_of(PAPER_Q))  # "I have checked ..., replaced ..., but ..."
+    assert result.kind == ABSTAIN and manager.session(sid).tried
+    assert DEFAULT_REPLIES.abstain_when in result.reply and DEFAULT_REPLIES.abstain_context not in result.reply
