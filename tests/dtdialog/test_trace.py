@@ -46,3 +46,11 @@ def test_a_step_trace_is_the_record_the_stages_wrote(tmp_path):
 def test_every_ranker_feature_has_a_label_an_agent_can_read():
     for name in HYBRID_FEATURES + DT_FEATURES:
         assert FEATURE_LABELS.get(name) and "_" not in FEATURE_LABELS[name], name
+
+
+def test_explain_names_each_answer_demoted_for_a_presupposed_fact():
+    from dtdialog.trace import _tried_lines
+
+    why = 'it presupposes a prior job you never mentioned: "a starter job"'
+    lines = _tried_lines({"presupposition": {"no_start-010#1": why}, "condition_clash": {"b#1": "it stops when"}})
+    assert f"  demoted no_start-010#1: {why}" in lines and "  demoted b#1: it stops when" in lines
