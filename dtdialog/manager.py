@@ -108,6 +108,8 @@ class SelectorPort(Protocol):
 
     def answer_edus(self, doc: AnswerDocument) -> Sequence[EDU]: ...
 
+    def answer_terms(self, doc: AnswerDocument) -> frozenset[str]: ...
+
     def answer_tree(self, doc: AnswerDocument) -> DiscourseTree: ...
 
 
@@ -625,11 +627,13 @@ class DialogueManager:
         """Return the candidates that repeat no answer already shown."""
         if not record.delivered:
             return list(ranked)
-        shown = [self._answer_terms(doc) for doc in map(self.selector.document, record.delivered) if doc is not None]
-        return fresh_candidates(ranked, shown, self._answer_terms)
+        shown = [self.selector.answer_terms(doc) for doc in map(self.selector.document, record.delivered)
+                 if doc is not None]
+        # the answer, its runner-up (the confidence's margin) and the options are all a turn reads
+        return fresh_candidates(ranked, shown, self._candidate_terms, limit=self.config.max_options + 2)
 
-    def _answer_terms(self, doc: AnswerDocument) -> frozenset[str]:
-        return self.selector.terms_of_edus(self.selector.answer_edus(doc))
+    def _candidate_terms(self, cand: Any) -> frozenset[str]:
+        return cand.analysis.terms if cand.analysis is not None else self.selector.answer_terms(cand.document)
 
     def _plan(self, record: SessionRecord) -> QuestionPlan:
         return QuestionPlan.from_dict(record.plan) if record.plan else self.selector.plan(record.question)

@@ -247,6 +247,10 @@ class AnswerSelector:
             tree = DiscourseTree.from_dict(doc.tree) if doc.tree else self.parse(doc.text)
         return tree
 
+    def answer_terms(self, doc: AnswerDocument) -> frozenset[str]:
+        """Return the entity terms of a stored answer: the ones the candidate stage compares for near-duplicates."""
+        return self._analysis(doc).terms
+
     def answer_edus(self, doc: AnswerDocument):
         """Return the EDUs of a stored answer (from its stored DT, else by parsing its text)."""
         return self.answer_tree(doc).edus

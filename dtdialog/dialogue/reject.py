@@ -16,14 +16,17 @@ from dtdialog.stages.candidates import DUPLICATE_JACCARD, jaccard
 
 
 def fresh_candidates(ranked: Sequence[Any], shown: Sequence[frozenset[str]],
-                     terms_of: Callable[[Any], frozenset[str]]) -> list[Any]:
-    """Return the candidates of ``ranked`` (best first) that repeat none of the ``shown`` answers' terms."""
+                     terms_of: Callable[[Any], frozenset[str]], *, limit: int) -> list[Any]:
+    """Return the first ``limit`` candidates of ``ranked`` (best first) that repeat none of the ``shown`` answers'
+    terms: a turn only ever looks at the best few (the answer, its runner-up, the options)."""
     out = []
     for cand in ranked:
-        terms = terms_of(cand.document)
+        terms = terms_of(cand)
         if any(jaccard(terms, seen) >= DUPLICATE_JACCARD for seen in shown):
             continue
         out.append(cand)
+        if len(out) == limit:
+            break
     return out
 
 
