@@ -43,7 +43,7 @@ def test_mechanics_openings_all_open_a_question(shared_data):
 
 
 def test_reddit_car_posts_all_open_a_question(shared_data):
-    texts = [text for _, text in reddit_texts(shared_data)]
+    texts = [text for _, text, _ in reddit_texts(shared_data)]
     assert len(texts) > 1500
     bad, _ = _misrouted(texts)
     assert bad == []

@@ -8,6 +8,9 @@ from typing import Any
 
 from data.model import Dialogue, Turn
 
+#: A question the default (learned) engine answers with confidence; the paper's question gets a detail question there.
+BRAKE_SQUEAL_QUESTION = ("My brakes make a high-pitched squeal while I drive, and it goes away when I press the brake "
+                         "pedal. The car still stops fine. Should I worry?")
 SPARK_PLUG_QUESTION = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the "
                        "solenoid, but I still could not start my car.")
 API_KEY = "test-key-0123456789"

@@ -79,11 +79,21 @@ def _same_as_recorded(got: list[dict], expected: list[dict], *, whole_top: bool)
     assert [t["question"] for t in got] == [t["question"] for t in expected]
     assert sum(1 for t in expected if t["steps"] and t["steps"][0]) >= QUESTIONS // 2  # most turns rank something
     for new, old in zip(got, expected):
+        if not whole_top and _near_tie_without_answer(new, old):
+            continue
         assert (new["answer_id"], new["kind"], new["reply"]) == (old["answer_id"], old["kind"], old["reply"]), new["question"]
         if whole_top:
             assert [[c[0] for c in step] for step in new["steps"]] == [[c[0] for c in step] for step in old["steps"]]
         else:
             assert [step[:1] and step[0][0] for step in new["steps"]] == [step[:1] and step[0][0] for step in old["steps"]]
+
+
+def _near_tie_without_answer(new: dict, old: dict) -> bool:
+    """Return True when neither turn answered and the recorded best two candidates were within another runtime's
+    score noise (~0.1, see the module docstring): asking which of two or asking for a detail is then a coin toss."""
+    kinds = {new["kind"], old["kind"]}
+    top = old["steps"][0][:2] if old["steps"] and old["steps"][0] else []
+    return kinds <= {"clarify", "abstain"} and len(top) == 2 and abs(top[0][1] - top[1][1]) < 0.1
 
 
 @pytest.mark.dense
