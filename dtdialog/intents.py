@@ -36,7 +36,8 @@ FOLLOWUP = "followup"
 #: ``classify`` made of its words - "followup" is only its default for text that is none of the above.
 NEW_QUESTION = "new_question"
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff]")
+# lone surrogates too ("\ud800" in a JSON or YAML file, undecodable bytes read with surrogateescape): no encoder takes them
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff\ud800-\udfff]")
 _HANDOFF = re.compile(r"\b(human|humans|agent|representative|rep|operator|real person|live person|someone real|"
                       r"(?:talk|speak|chat) (?:to|with) (?:a |an )?(?:person|someone|somebody|people)|customer service)\b")
 #: A request for a person worded as one: it counts in a message of any length (a bare "human" only in a short one).

@@ -24,7 +24,8 @@ _BLOCK = frozenset({
     "p", "div", "br", "li", "ul", "ol", "tr", "td", "th", "table", "h1", "h2", "h3", "h4", "h5", "h6",
     "blockquote", "pre", "section", "article", "header", "footer", "hr", "dd", "dt",
 })
-_TAG_HINT = re.compile(r"<\s*/?\s*[a-zA-Z][^<>]*>|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
+# an entity needs no ``;`` to decode (``html.unescape("&ltimg")`` is ``<img``), so none is needed to hint markup
+_TAG_HINT = re.compile(r"<\s*/?\s*[a-zA-Z][^<>]*>|&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]+);?")
 #: A ``<`` that an HTML parser could read as the start of a tag, comment or declaration.
 _TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
 #: Decode-and-strip rounds: each peels one level of entity encoding (``&amp;lt;`` takes two).

@@ -44,6 +44,16 @@ DESCRIPTION = (
 )
 
 
+#: The chat page runs only its own script file and may not be framed by another site; inline styles stay allowed
+#: because the discourse-tree pictures it shows are SVG with style attributes.
+PAGE_HEADERS = {
+    "Content-Security-Policy": ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+                                "form-action 'self'; frame-ancestors 'none'"),
+    "X-Frame-Options": "DENY",
+}
+
+
 def worker_app() -> FastAPI:
     """Return the app of one worker process of ``dtdialog serve --workers N`` (uvicorn calls it in each worker).
 
@@ -88,7 +98,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     async def chat_page() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
     # Added last = outermost: the catch-all also covers the size limit; a foreign Host is refused before any body is read.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)

@@ -86,7 +86,7 @@ def test_finance_faq_profile_shows_no_car_wording(faq_csv, browser, tmp_path, mo
             _no_car_words(body, "an API response")
 
         # the page: title, heading, greeting and placeholder from the profile, then a chat turn
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(bypass_csp=True, viewport={"width": 1400, "height": 1000})
         page.goto(url + "/")
         page.wait_for_load_state("networkidle")
         page.locator("#greeting").wait_for()
