@@ -68,6 +68,18 @@ def reserve(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
+def single_listener(host: str, port: int, backlog: int) -> socket.socket:
+    """Return a listening socket on ``host:port`` for a one-process server, bound before the engine loads; a port
+    in use or an address that cannot be bound is a ``ConfigError`` (uvicorn's own bind fails after start-up, in
+    eight lines and exit code 3)."""
+    try:
+        sock = _bound(host, port, reuse_port=False)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(backlog)
+    return sock
+
+
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     """Return a listening socket of the group on ``host:port`` (made in a worker)."""
     sock = _bound(host, port)

@@ -13,6 +13,8 @@ NAME = "serve"
 #: then gets ``EngineService.close``'s few seconds: the process is gone within 10 s, even with a turn running.
 SHUTDOWN_GRACE_S = 4
 HELP = "Run the search API and the web chat page (FastAPI + uvicorn)."
+#: Connections the listening socket queues (uvicorn's default).
+BACKLOG = 2048
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,20 +172,30 @@ def run(args: argparse.Namespace) -> int:
             "(add the names clients use with --allowed-hosts)", ", ".join(settings.allowed_hosts))
     if settings.workers > 1:
         return serve_workers(settings, args, proxies)
-    app = create_app(settings)
-    service = app.state.service
-    if settings.preload:
-        # loaded before listening: a file that is not an index is one `error:` line (exit 2), not a start-up traceback
+    from dtdialog.api import worker_sockets
+
+    # the port is taken first: in use, it is one `error:` line before the engine loads
+    with worker_sockets.single_listener(args.host, args.port, BACKLOG) as listener:
+        app = create_app(settings)
+        service = app.state.service
+        if settings.preload:
+            # loaded before serving: a file that is not an index is one `error:` line (exit 2), not a traceback
+            try:
+                service.submit(service.warm_up).result()
+            except BaseException:
+                service.close()
+                raise
+        # uvicorn trusts X-Forwarded-For from loopback unless told otherwise: any process on this host could then
+        # pick the address its quotas are counted under
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=bool(proxies),
+                                forwarded_allow_ips=proxies or None, backlog=BACKLOG)
+        logging.getLogger("uvicorn.error").info("Uvicorn running on http://%s:%d (Press CTRL+C to quit)",
+                                                args.host, args.port)
         try:
-            service.submit(service.warm_up).result()
-        except BaseException:
-            service.close()
-            raise
-    # uvicorn trusts X-Forwarded-For from loopback unless told otherwise: any process on this host could then pick
-    # the address its quotas are counted under
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=bool(proxies),
-                forwarded_allow_ips=proxies or None)
+            uvicorn.Server(config).run(sockets=[listener])
+        except KeyboardInterrupt:  # uvicorn re-raises the signal once it has shut down, as uvicorn.run swallows it
+            pass
     return 0
 
 
