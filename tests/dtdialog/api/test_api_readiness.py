@@ -86,9 +86,15 @@ def test_serve_loads_in_the_background_unless_told_otherwise(monkeypatch, tmp_pa
     from dtdialog.commands import serve
 
     seen = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.setdefault("settings", app.state.service.settings))
-    monkeypatch.setattr(EngineService, "warm_up", lambda self: None)  # --preload loads before uvicorn.run
-    args = build_parser().parse_args([*argv, "--sessions", str(tmp_path / "s.sqlite")])
+    monkeypatch.setattr(uvicorn.Server, "run",
+                        lambda server, sockets=None: seen.setdefault("settings", server.config.app.state.service.settings))
+    monkeypatch.setattr(EngineService, "warm_up", lambda self: None)  # --preload loads before the server runs
+    import socket
+
+    with socket.socket() as probe:  # serve takes its port before anything else: a free one, not 8000
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = build_parser().parse_args([*argv, "--port", str(port), "--sessions", str(tmp_path / "s.sqlite")])
     assert serve.run(args) == 0
     assert seen["settings"].warm_up_in_background is background and seen["settings"].preload is preload
 
