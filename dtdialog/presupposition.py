@@ -110,12 +110,20 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer) -> CommonG
     terms: set[str] = set()
     heads: set[str] = set()
     for text in texts:
-        if not text:
-            continue
-        terms |= normalizer.terms_of_text(text)
-        for phrase in _phrases(text):
-            heads |= head_terms(normalizer.terms_of_text(phrase))
+        if text:
+            stated, named = _ground_of(text, normalizer)
+            terms |= stated
+            heads |= named
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads))
+
+
+@lru_cache(maxsize=4096)
+def _ground_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str], frozenset[str]]:
+    """Return the terms and phrase heads one text states: every later turn of a session reads the same texts again."""
+    heads: set[str] = set()
+    for phrase in _phrases(text):
+        heads |= head_terms(normalizer.terms_of_text(phrase))
+    return normalizer.terms_of_text(text), frozenset(heads)
 
 
 def _phrases(text: str) -> list[str]:
