@@ -14,6 +14,10 @@ RULE_SCORER_ONLY = ("agreement_weight", "first_step_agreement_weight", "require_
                     "topic_weight")
 
 
+#: Retrieval depth per step at most: every candidate is analysed for agreement, so this bounds a turn's work.
+MAX_CANDIDATES = 1000
+
+
 @dataclass
 class EngineConfig:
     """Options of ``AnswerSelector`` and ``DialogueManager``; invalid values raise ``ConfigError`` at once.
@@ -135,6 +139,8 @@ class EngineConfig:
             check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                   f"{name} must be an integer >= 1, got {value!r}")
         check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
+        check(self.candidates <= MAX_CANDIDATES, f"candidates must be at most {MAX_CANDIDATES} (a turn's work is "
+              f"bounded), got {self.candidates}")
         for name in ("clarify_margin", "agreement_weight", "first_step_agreement_weight", "agreement_ratio", "constraint_penalty",
                      "continuation_weight", "question_weight", "step_weight", "topic_weight", "clarify_ratio",
                      "already_tried_penalty", "condition_clash_penalty", "presupposition_penalty"):

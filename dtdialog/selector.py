@@ -34,7 +34,7 @@ from dtdialog.stages.query import form_query
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_candidates
 from dtdialog.stages.tools import StageTools
-from dtdialog.subtrees import QuestionPlan, split_question
+from dtdialog.subtrees import MAX_QUESTION_EDUS, QuestionPlan, split_question
 from dtdialog.tried import TriedAction
 from index.base import AnswerDocument, AnswerIndex, SearchQuery
 from index.vocabulary import entity_words, is_entity_word
@@ -114,7 +114,11 @@ class AnswerSelector:
         if not question or not question.strip():
             raise InputError("the question is empty")
         self._prepare(question, ())
-        return split_question(self._parse_question(question), question=question)
+        tree = self._parse_question(question)
+        if len(tree.edus) > MAX_QUESTION_EDUS:  # bounded work per turn: plan from the question's first EDUs
+            question = tree.text[:tree.edus[MAX_QUESTION_EDUS - 1].end]
+            tree = self._parse_question(question)
+        return split_question(tree, question=question)
 
     def _parse_question(self, question: str) -> DiscourseTree:
         """Return the DT of ``question``; with ``question_analyzed`` hooks and a parser that hands out its analysis

@@ -84,6 +84,12 @@ class QuestionPlan:
         return split_question(DiscourseTree.from_dict(data["tree"]), question=str(data.get("question", "")))
 
 
+#: Parts a question is split into at most: each is a dialogue step, and no customer raises more issues at once.
+MAX_PARTS = 8
+#: EDUs of a question that are planned from; the rest of a longer question is not analysed (see ``AnswerSelector.plan``).
+MAX_QUESTION_EDUS = 60
+
+
 def issue_roots(tree: DiscourseTree) -> list[Node]:
     """Return the non-default nodes that have no non-default ancestor, in text order."""
     roots: list[Node] = []
@@ -99,10 +105,11 @@ def issue_roots(tree: DiscourseTree) -> list[Node]:
     return sorted(roots, key=lambda n: n.first)
 
 
-def split_question(tree: DiscourseTree, *, question: str | None = None) -> QuestionPlan:
-    """Return the plan of ``tree``: its parts ordered as raised (see the module docstring)."""
+def split_question(tree: DiscourseTree, *, question: str | None = None, max_parts: int = MAX_PARTS) -> QuestionPlan:
+    """Return the plan of ``tree``: its parts ordered as raised (see the module docstring), at most ``max_parts``
+    (the EDUs of the issues beyond join the nearest kept part)."""
     text = tree.text if question is None else question
-    roots = issue_roots(tree)
+    roots = issue_roots(tree)[:max_parts]
     if not roots:
         part = QuestionPart(index=0, root=tree.root, edus=tree.edus, relations=(), kind=FACTUAL)
         return QuestionPlan(question=text, tree=tree, parts=(part,))

@@ -13,6 +13,7 @@ import unicodedata
 from html.parser import HTMLParser
 
 from parsers.errors import InputError
+from parsers.parse_cost import bound_parse_cost
 
 #: Texts longer than this (after cleaning) are refused.
 MAX_CHARS = 100_000
@@ -126,7 +127,8 @@ def clean_text(text: str | bytes, *, max_chars: int = MAX_CHARS) -> str:
     Decodes bytes as UTF-8 (invalid UTF-8 raises ``InputError``), strips HTML tags
     and entities, drops control characters and normalises whitespace. Raises
     ``InputError`` for empty/whitespace-only text and for text longer than
-    ``max_chars`` characters (the message states the limit).
+    ``max_chars`` characters (the message states the limit). Text no one writes to be read is shaped so that
+    its parse stays cheap (``parsers.parse_cost``).
     """
     if max_chars <= 0:
         raise InputError(f"max_chars must be positive, got {max_chars}")
@@ -139,4 +141,4 @@ def clean_text(text: str | bytes, *, max_chars: int = MAX_CHARS) -> str:
         raise InputError("text is empty (nothing left after removing whitespace and markup)")
     if len(cleaned) > max_chars:
         raise InputError(f"text is too long: {len(cleaned):,} characters; the limit is {max_chars:,}")
-    return cleaned
+    return bound_parse_cost(cleaned)

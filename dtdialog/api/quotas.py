@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from fastapi import Request
 
+from dtdialog.api.client_address import client_group
 from dtdialog.api.deps import get_service, key_matches
 from dtdialog.api.errors import ApiError
 from dtdialog.api.settings import ApiSettings
@@ -46,15 +47,23 @@ PURGE_EVERY = 600.0
 BUDGET_UNIT = 0.01
 #: How fast a client's recent engine use is forgotten when choosing who goes next (half-life, seconds).
 USAGE_HALF_LIFE = 30.0
+#: A client whose recent engine use (``FairGate.usage``) is below this many seconds is light: a customer chatting
+#: uses well under one second; a client using its whole engine budget is at about seven.
+LIGHT_USAGE_S = 2.0
+#: The key all clients' new sessions are counted under for ``global_session_rate``.
+ALL_CLIENTS = "all"
 _RATE_WHAT = {"session": "new sessions", "turn": "turns", "search": "searches and parses"}
+#: The rate kind of all clients' new sessions together (``global_session_rate``).
+GLOBAL_SESSION = "global_session"
 
 
 def client_id(request: Request, settings: ApiSettings) -> str:
-    """Return who is asking: ``key:<digest>`` for a request with the right API key, else ``addr:<remote address>``."""
+    """Return who is asking: ``key:<digest>`` for a request with the right API key, else ``addr:<remote address>``
+    (an IPv6 address by its ``ipv6_prefix`` network: ``client_address``)."""
     given = request.headers.get("x-api-key")
     if given and settings.api_key and key_matches(given, settings.api_key):
         return "key:" + hashlib.sha256(settings.api_key.encode()).hexdigest()[:12]
-    return "addr:" + (request.client.host if request.client else "unknown")
+    return "addr:" + (client_group(request.client.host, settings.ipv6_prefix) if request.client else "unknown")
 
 
 def is_operator(client: str) -> bool:
@@ -93,15 +102,25 @@ class FairGate:
     least one); an exclusive call starts when nothing runs, and from the moment one waits no other call starts
     (writer preference: a steady stream of turns cannot starve an index write). With ``capacity`` 1 every lane
     is the same one shared lane: one call at a time, as the gate was before it had lanes.
+
+    With ``capacity`` 2 or more, one slot is kept for light clients (recent use under ``light_usage`` engine
+    seconds): clients who keep the engine busy, however many addresses they come from, share the others, so a
+    chatting customer never waits behind them for more than the call already running beside it. And a client
+    other than an operator runs at most ``per_client`` calls at once (default: all slots but one).
     """
 
-    def __init__(self, *, max_pending: int, wait: float, capacity: int = 1) -> None:
+    def __init__(self, *, max_pending: int, wait: float, capacity: int = 1, per_client: int | None = None,
+                 light_usage: float = LIGHT_USAGE_S) -> None:
         if not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
         self.max_pending = max_pending
         self.wait = wait
         self.capacity = capacity
+        self.per_client = max(1, capacity - 1) if per_client is None else per_client
+        self.light_usage = light_usage
         self._running = dict.fromkeys(LANES, 0)
+        self._by_client: dict[str, int] = {}
+        self._heavy_by_client: dict[str, int] = {}  # of those, the calls admitted while their client was heavy
         self._exclusive_waiting = 0
         self._queues: dict[str, deque[tuple[int, asyncio.Future[None], str]]] = {}
         self._usage: dict[str, tuple[float, float]] = {}
@@ -133,6 +152,10 @@ class FairGate:
         """Return how many calls of ``client`` wait for the engine."""
         return len(self._queues.get(client, ()))
 
+    def running_for(self, client: str) -> int:
+        """Return how many calls of ``client`` run now."""
+        return self._by_client.get(client, 0)
+
     @asynccontextmanager
     async def turn(self, client: str, lane: str = BULK) -> AsyncIterator[None]:
         """Wait until ``client``'s call of ``lane`` may use the engine; release its slot on exit."""
@@ -140,14 +163,14 @@ class FairGate:
         try:
             yield
         finally:
-            self._release(lane)
+            self._release(client, lane)
 
     def _lane(self, lane: str) -> str:
         if lane not in LANES:
             raise ValueError(f"unknown lane {lane!r}")
         return BULK if self.capacity == 1 else lane  # one shared lane: every call alike
 
-    def _admissible(self, lane: str) -> bool:
+    def _admissible(self, lane: str, client: str, now: float | None = None) -> bool:
         busy = sum(self._running.values())
         if self._running[EXCLUSIVE]:
             return False
@@ -155,12 +178,25 @@ class FairGate:
             return busy == 0
         if busy >= self.capacity or self._exclusive_waiting:
             return False
+        if not is_operator(client) and self._by_client.get(client, 0) >= self.per_client:
+            return False
+        if self._heavy(client, now) and sum(self._heavy_by_client.values()) >= self.capacity - 1:
+            return False  # one slot is kept for light clients
         return lane == TURN or self._running[BULK] < self.bulk_slots
+
+    def _heavy(self, client: str, now: float | None = None) -> bool:
+        return self.capacity > 1 and self.usage(client, now) >= self.light_usage
+
+    def _take(self, client: str, lane: str) -> None:
+        self._running[lane] += 1
+        self._by_client[client] = self._by_client.get(client, 0) + 1
+        if self._heavy(client):
+            self._heavy_by_client[client] = self._heavy_by_client.get(client, 0) + 1
 
     async def _acquire(self, client: str, lane: str = BULK) -> None:
         lane = self._lane(lane)
-        if self._admissible(lane):  # nothing waiting could take this slot (``_dispatch`` ran at every change)
-            self._running[lane] += 1
+        if self._admissible(lane, client):  # nothing waiting could take this slot (``_dispatch`` ran at every change)
+            self._take(client, lane)
             return
         queue = self._queues.setdefault(client, deque())
         if len(queue) >= self.max_pending:
@@ -186,7 +222,7 @@ class FairGate:
     def _give_up(self, client: str, entry: tuple[int, asyncio.Future[None], str]) -> None:
         future = entry[1]
         if future.done() and not future.cancelled():
-            self._release(entry[2])  # the slot was handed over just as this request gave up: pass it on
+            self._release(client, entry[2])  # the slot was handed over just as this request gave up: pass it on
         else:
             future.cancel()
             self._forget(client, entry)
@@ -200,8 +236,14 @@ class FairGate:
             if not queue:
                 del self._queues[client]
 
-    def _release(self, lane: str = BULK) -> None:
+    def _release(self, client: str, lane: str = BULK) -> None:
         self._running[self._lane(lane)] -= 1
+        for counts in (self._by_client, self._heavy_by_client):
+            left = counts.get(client, 0) - 1
+            if left > 0:
+                counts[client] = left
+            else:
+                counts.pop(client, None)
         self._dispatch()
 
     def _dispatch(self) -> None:
@@ -210,14 +252,15 @@ class FairGate:
         now = time.monotonic()
         while True:
             ready = [(self.usage(client, now), entry[0], client, entry) for client, queue in self._queues.items()
-                     for entry in (next((e for e in queue if self._admissible(e[2])), None),) if entry is not None]
+                     for entry in (next((e for e in queue if self._admissible(e[2], client, now)), None),)
+                     if entry is not None]
             if not ready:
                 return
             _, _, client, entry = min(ready)
             self._forget(client, entry)
             if not entry[1].done():
                 entry[1].set_result(None)  # handed over: the slot stays taken
-                self._running[entry[2]] += 1
+                self._take(client, entry[2])
 
 
 class Quotas:
@@ -233,10 +276,14 @@ class Quotas:
         self._budget_item: Any = None
         self._last_purge = 0.0
         self._shared: Any = None  # the rate counters shared by the workers (``dtdialog serve --workers N``)
+        # start times of the calls each client has running: their time counts against the budget as it passes
+        self._in_flight: dict[str, dict[int, float]] = {}
+        self._calls = itertools.count()
         # engine threads run session calls side by side: one purge at a time, and the live-session count and
         # the new session it admits are one step (two creations could otherwise both pass at the cap)
         self._sessions_lock = threading.Lock()
         rates = {kind: getattr(settings, f"{kind}_rate") for kind in _RATE_WHAT}
+        rates[GLOBAL_SESSION] = settings.global_session_rate
         if any(rates.values()) or settings.engine_seconds > 0:
             from limits import parse, parse_many
             from limits.storage import MemoryStorage
@@ -255,31 +302,49 @@ class Quotas:
                                        longest_window=longest_window(i for v in self._rates.values() for i in v))
 
     # -- rates and budget (event loop) -------------------------------------------------
+    def check_session_rate(self, client: str) -> None:
+        """Count one new session of ``client``, and of all clients together; 429 ``rate_limited`` over the client's
+        rate, 503 ``server_busy`` over ``global_session_rate`` (every way of starting a session calls this)."""
+        self.check_rate("session", client)
+        items = self._rates.get(GLOBAL_SESSION)
+        if not items:
+            return
+        over = self._over(GLOBAL_SESSION, ALL_CLIENTS, items)
+        if over is not None:
+            raise ApiError(503, "server_busy", f"the server is starting too many new conversations (the limit is "
+                           f"{over[0]} for all clients); the ones going on are served first; retry shortly",
+                           headers=_retry_after(over[1]))
+
+    def _over(self, kind: str, client: str, items: list[Any]) -> tuple[Any, float] | None:
+        """Count one ``kind`` hit of ``client`` unless over one of ``items``; return (the item, its reset time) then."""
+        if self._shared is not None:
+            return self._shared.hit(kind, client, items)
+        for item in items:
+            if not self._limiter.test(item, kind, client):
+                return item, self._limiter.get_window_stats(item, kind, client).reset_time
+        for item in items:
+            self._limiter.hit(item, kind, client)
+        return None
+
     def check_rate(self, kind: str, client: str) -> None:
         """Count one ``kind`` request of ``client``; 429 ``rate_limited`` when it is over one of its rates."""
         items = self._rates.get(kind)
         if not items:
             return
-        if self._shared is not None:
-            over = self._shared.hit(kind, client, items)
-            if over is not None:
-                raise ApiError(429, "rate_limited", f"too many {_RATE_WHAT[kind]} from this client (the limit is "
-                               f"{over[0]}); retry later", headers=_retry_after(over[1]))
-            return
-        for item in items:
-            if not self._limiter.test(item, kind, client):
-                stats = self._limiter.get_window_stats(item, kind, client)
-                raise ApiError(429, "rate_limited", f"too many {_RATE_WHAT[kind]} from this client (the limit is "
-                               f"{item}); retry later", headers=_retry_after(stats.reset_time))
-        for item in items:
-            self._limiter.hit(item, kind, client)
+        over = self._over(kind, client, items)
+        if over is not None:
+            raise ApiError(429, "rate_limited", f"too many {_RATE_WHAT[kind]} from this client (the limit is "
+                           f"{over[0]}); retry later", headers=_retry_after(over[1]))
 
     def check_budget(self, client: str) -> None:
-        """429 ``engine_budget_exceeded`` when ``client`` used up its engine seconds of the last minute."""
+        """429 ``engine_budget_exceeded`` when ``client`` used up its engine seconds of the last minute, counting
+        the time its calls running now have taken so far."""
         if self._budget is None or is_operator(client):
             return
-        if not self._budget.test(self._budget_item, "engine", client):
-            stats = self._budget.get_window_stats(self._budget_item, "engine", client)
+        stats = self._budget.get_window_stats(self._budget_item, "engine", client)
+        now = time.perf_counter()
+        running = sum(now - start for start in list(self._in_flight.get(client, {}).values()))
+        if stats.remaining - math.ceil(running / BUDGET_UNIT) < 1:
             raise ApiError(429, "engine_budget_exceeded", f"this client used its {self.settings.engine_seconds:g} "
                            "engine seconds of the last minute; retry later", headers=_retry_after(stats.reset_time))
 
@@ -305,21 +370,34 @@ class Quotas:
         client = client_id(request, self.settings)
         self.check_budget(client)
         spent = [0.0]
+        call = next(self._calls)
 
         def timed() -> T:
             start = time.perf_counter()
+            if not loading:
+                self._in_flight.setdefault(client, {})[call] = start
             try:
                 return fn()
             finally:
                 spent[0] = time.perf_counter() - start
+                self._end_call(client, call)
 
         async with self.gate.turn(client, lane):
+            self.check_budget(client)  # again: the calls it waited behind may have spent the budget meanwhile
             loading = not service.loaded  # loading the engine is not the first customer's doing
             try:
                 return await service.call(timed, exclusive=lane == EXCLUSIVE)
             finally:
+                self._end_call(client, call)
                 if not loading:
                     self.charge(client, spent[0])
+
+    def _end_call(self, client: str, call: int) -> None:
+        calls = self._in_flight.get(client)
+        if calls is not None:
+            calls.pop(call, None)
+            if not calls:
+                self._in_flight.pop(client, None)
 
     # -- sessions (engine thread) --------------------------------------------------------
     def purge_due(self, store: Any) -> int:
@@ -375,6 +453,10 @@ def rate_limit(kind: str) -> Callable[[Request], Any]:
 
     async def check(request: Request) -> None:
         quotas = get_quotas(request)
-        quotas.check_rate(kind, client_id(request, quotas.settings))
+        client = client_id(request, quotas.settings)
+        if kind == "session":
+            quotas.check_session_rate(client)
+        else:
+            quotas.check_rate(kind, client)
 
     return check

@@ -4,7 +4,7 @@
 sender is the conversation: its session id is derived from it (``sender_session_id``), so the mapping survives
 restarts and is shared by the workers of ``dtdialog serve --workers N`` through the session store. A sender whose
 session expired starts a new one. Quotas: the turn rate and engine budget of the client, and ``max_sessions`` when a
-new sender starts one (a client cannot start sessions here faster than its turn rate).
+new sender starts one, counted against the client's session rate and the global one as ``POST /sessions`` is.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.models import ErrorResponse, RestButton, RestMessage, RestWebhookRequest
-from dtdialog.api.quotas import TURN, get_quotas, rate_limit
+from dtdialog.api.quotas import TURN, client_id, get_quotas, rate_limit
 from dtdialog.customer_why import customer_why, needs_history
 from dtdialog.session import SessionNotFoundError
 
@@ -52,6 +52,7 @@ async def rest_webhook(body: RestWebhookRequest, request: Request) -> Response:
     service = get_service(request)
     quotas = get_quotas(request)
     session_id = sender_session_id(body.sender)
+    client = client_id(request, quotas.settings)
 
     def work() -> Response:
         manager = service.manager()
@@ -66,6 +67,7 @@ async def rest_webhook(body: RestWebhookRequest, request: Request) -> Response:
                 manager.store.delete(session_id)
                 record = None
             if record is None:
+                quotas.check_session_rate(client)  # a new sender is a new session: the same rates as POST /sessions
                 quotas.start_session(manager, session_id)
             payload: list[str] = []
 

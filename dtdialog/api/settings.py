@@ -16,7 +16,7 @@ API_KEY_ENV = "DTDIALOG_API_KEY"
 #: Host headers always answered: this machine's own names (a DNS-rebinding page never sends these).
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: Settings read as per-client rates (``limits`` notation: "30/minute", "5/second;100/hour"); None: unlimited.
-RATE_FIELDS = ("session_rate", "turn_rate", "search_rate")
+RATE_FIELDS = ("session_rate", "turn_rate", "search_rate", "global_session_rate")
 _OFF = ("", "off", "none", "0")
 #: Most engine threads: more only adds contention for the GIL and memory (each thread opens its own connections).
 MAX_ENGINE_THREADS = 16
@@ -71,6 +71,11 @@ class ApiSettings:
     session_rate: str | None = "10/minute"
     turn_rate: str | None = "30/minute"
     search_rate: str | None = "30/minute"
+    #: new sessions from all clients together (429 ``server_busy`` beyond): many addresses cannot crowd out the
+    #: conversations already going on; None: unlimited
+    global_session_rate: str | None = "300/minute"
+    #: IPv6 clients are counted by this prefix length (one /64 is one household or server), IPv4 by address
+    ipv6_prefix: int = 64
     #: live (not expired) sessions at most; ``POST /sessions`` answers 503 ``session_limit_reached`` beyond
     max_sessions: int = 10_000
     #: seconds (or "7d") a session may stay idle before it expires and is purged; 0: sessions never expire
@@ -162,6 +167,9 @@ class ApiSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        prefix = self.ipv6_prefix
+        if not isinstance(prefix, int) or isinstance(prefix, bool) or not 16 <= prefix <= 128:
+            raise ConfigError(f"ipv6_prefix must be an integer from 16 to 128, got {prefix!r}")
         threads = self.engine_threads
         if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_ENGINE_THREADS:
             raise ConfigError(f"engine_threads must be an integer from 1 to {MAX_ENGINE_THREADS}, got {threads!r}")

@@ -77,6 +77,10 @@ def _quota_arguments(parser: argparse.ArgumentParser) -> None:
     quotas.add_argument("--session-rate", default=None, help="new sessions per client (default 10/minute; off)")
     quotas.add_argument("--turn-rate", default=None, help="turns per client (default 30/minute; off)")
     quotas.add_argument("--search-rate", default=None, help="/search and /parse requests per client (default 30/minute; off)")
+    quotas.add_argument("--global-session-rate", default=None,
+                        help="new sessions from all clients together (default 300/minute; off)")
+    quotas.add_argument("--ipv6-prefix", type=int, default=None,
+                        help="IPv6 clients are counted by this prefix length (default 64)")
     quotas.add_argument("--max-sessions", type=int, default=None, help="live sessions at most (default 10000)")
     quotas.add_argument("--session-ttl", default=None,
                         help="idle time after which a session expires and is purged, e.g. 7d, 12h (default 7d; 0: never)")
@@ -162,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
         rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload,
         warm_up_in_background=not (args.preload or args.lazy), api_key=api_key(args.api_key_file),
         allowed_hosts=allowed_hosts(args.host, args.allowed_hosts), session_rate=args.session_rate,
-        turn_rate=args.turn_rate, search_rate=args.search_rate, max_sessions=args.max_sessions,
+        turn_rate=args.turn_rate, search_rate=args.search_rate, global_session_rate=args.global_session_rate,
+        ipv6_prefix=args.ipv6_prefix, max_sessions=args.max_sessions,
         session_ttl=args.session_ttl, engine_seconds=args.engine_seconds, max_pending=args.max_pending,
         engine_wait=args.engine_wait, engine_threads=args.engine_threads, workers=args.workers,
     )

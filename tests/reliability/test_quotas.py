@@ -212,7 +212,7 @@ def test_a_request_cancelled_as_the_engine_is_handed_to_it_passes_the_engine_on(
         await gate._acquire("a")  # a's call runs on the engine
         waiter = asyncio.create_task(gate._acquire("b"))
         await asyncio.sleep(0)  # b waits for the engine
-        gate._release()  # a's call ends: the engine goes to b ...
+        gate._release("a")  # a's call ends: the engine goes to b ...
         waiter.cancel()  # ... just as b's request is cancelled
         with pytest.raises(asyncio.CancelledError):
             await waiter
