@@ -1,14 +1,19 @@
-"""Does one customer keep their reply time while abusive clients hammer the server? (issue 14's quota target)
+"""Does one customer keep their reply time while abusive clients hammer the server? (issues 14 and 31)
 
     python -m eval.abuse_bench                        # starts `dtdialog serve` with its default quotas
     python -m eval.abuse_bench --abusers 3 --turns 30 --rounds 2 --json out.json
+    python -m eval.abuse_bench --abuse explain,rotating --rotate 40
     python -m eval.abuse_bench --engine-threads 1     # the server's engine runs one call at a time
 
 One well-behaved customer (its own loopback address) sends turns ``--pause`` seconds apart, in sessions of
 five turns. The run alternates rounds *alone* and *with* ``--abusers`` other addresses that loop, without
-pausing and ignoring ``Retry-After``, over 4,000-character searches (the longest a customer message may be)
-and 100,000-character parses. Both conditions are measured in the same run, interleaved, so a change in
-the machine's load falls on both. Reports the customer's turn p50/p95/p99 in each condition, the p95 ratio
+pausing and ignoring ``Retry-After``. Both conditions are measured in the same run, interleaved, so a change
+in the machine's load falls on both. The abuses (``--abuse``, each abuser takes the next in turn):
+
+* ``bulk``: 4,000-character searches (the longest a customer message may be) and 100,000-character parses;
+* ``explain``: turns of brackets nested 2,000 deep with ``?explain=true``, several at once from one address;
+* ``rotating``: new sessions and long turns, each from the next of ``--rotate`` addresses, so no one address
+  reaches its quotas. Reports the customer's turn p50/p95/p99 in each condition, the p95 ratio
 (the target is at most 2), the customer's errors, and how the abusers' requests were answered.
 """
 
@@ -31,6 +36,10 @@ from eval.load_test import FOLLOW_UPS, QUESTIONS, local_server, loopback_address
 LONG_SEARCH = ("My car will not start although I replaced the battery and the starter, and the lights dim when "
                "I turn the key. ") * 36  # ~4,000 characters: a turn's limit
 LONG_PARSE = "The engine stalls when it is cold, but it runs when it is warm. " * 1600  # ~100,000 characters
+BRACKET_BOMB = "(" * 2000 + "car" + ")" * 1996  # the probe's explain turn
+#: Explain turns one ``explain`` abuser keeps in flight at once (the probe sent 8).
+EXPLAIN_AT_ONCE = 8
+ABUSES = ("bulk", "explain", "rotating")
 #: Sessions of the customer last this many turns (a real conversation; the session rate is not the subject).
 TURNS_PER_SESSION = 5
 
@@ -71,12 +80,71 @@ async def _abuser(client: httpx.AsyncClient, stop: asyncio.Event, answers: Count
                 answers[f"{path} {type(exc).__name__}"] += 1
 
 
+async def _explain_abuser(client: httpx.AsyncClient, stop: asyncio.Event, answers: Counter) -> None:
+    async def one() -> None:
+        while not stop.is_set():
+            try:
+                r = await client.post("/sessions")
+                if r.status_code != 201:
+                    answers[f"explain: POST /sessions {r.status_code}"] += 1
+                    continue
+                r = await client.post(f"/sessions/{r.json()['session_id']}/messages", params={"explain": "true"},
+                                      json={"text": BRACKET_BOMB})
+                answers[f"explain turn {r.status_code}"] += 1
+            except httpx.HTTPError as exc:
+                answers[f"explain {type(exc).__name__}"] += 1
+
+    await asyncio.gather(*(one() for _ in range(EXPLAIN_AT_ONCE)))
+
+
+async def _rotating_abuser(url: str, addresses: list[str], stop: asyncio.Event, answers: Counter) -> None:
+    clients = [_client(url, a) for a in addresses]
+    try:
+        k = 0
+        while not stop.is_set():
+            client = clients[k % len(clients)]
+            k += 1
+            try:
+                r = await client.post("/sessions")
+                if r.status_code != 201:
+                    answers[f"rotating: POST /sessions {r.status_code}"] += 1
+                    continue
+                r = await client.post(f"/sessions/{r.json()['session_id']}/messages", json={"text": LONG_SEARCH})
+                answers[f"rotating turn {r.status_code}"] += 1
+            except httpx.HTTPError as exc:
+                answers[f"rotating {type(exc).__name__}"] += 1
+    finally:
+        for c in clients:
+            await c.aclose()
+
+
 def _client(url: str, address: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url, timeout=120,
                              transport=httpx.AsyncHTTPTransport(local_address=address))
 
 
-async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float) -> dict[str, Any]:
+def _start_abusers(url: str, *, abusers: int, abuse: tuple[str, ...], rotate: int, stop: asyncio.Event,
+                   answers: Counter) -> tuple[list[asyncio.Task], list[httpx.AsyncClient]]:
+    tasks: list[asyncio.Task] = []
+    clients: list[httpx.AsyncClient] = []
+    next_address = 1
+    for a in range(abusers):
+        kind = abuse[a % len(abuse)]
+        if kind == "rotating":
+            addresses = [loopback_address(next_address + i) for i in range(rotate)]
+            next_address += rotate
+            tasks.append(asyncio.create_task(_rotating_abuser(url, addresses, stop, answers)))
+            continue
+        client = _client(url, loopback_address(next_address))
+        next_address += 1
+        clients.append(client)
+        run = _abuser if kind == "bulk" else _explain_abuser
+        tasks.append(asyncio.create_task(run(client, stop, answers)))
+    return tasks, clients
+
+
+async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float,
+                abuse: tuple[str, ...] = ("bulk",), rotate: int = 40) -> dict[str, Any]:
     """Run ``rounds`` x (alone, with abusers) rounds of ``turns`` customer turns; return the report."""
     samples: dict[str, list[float]] = {"alone": [], "abused": []}
     errors: list[str] = []
@@ -88,8 +156,8 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
         for _ in range(rounds):
             for condition in ("alone", "abused"):
                 stop = asyncio.Event()
-                clients = [_client(url, loopback_address(1 + a)) for a in range(abusers if condition == "abused" else 0)]
-                tasks = [asyncio.create_task(_abuser(c, stop, answers)) for c in clients]
+                tasks, clients = _start_abusers(url, abusers=abusers if condition == "abused" else 0, abuse=abuse,
+                                                rotate=rotate, stop=stop, answers=answers)
                 if tasks:
                     await asyncio.sleep(1.0)  # let the abusers fill the queue first
                 lat, errs = await _customer(customer, turns=turns, pause=pause, start=k)
@@ -102,7 +170,7 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
                 errors += errs
                 await asyncio.sleep(1.0)
     alone, abused = percentiles(samples["alone"]), percentiles(samples["abused"])
-    return {"url": url, "abusers": abusers, "turns_per_round": turns, "rounds": rounds, "pause_s": pause,
+    return {"url": url, "abusers": abusers, "abuse": list(abuse), "rotate": rotate, "turns_per_round": turns, "rounds": rounds, "pause_s": pause,
             "customer_turns": {k: len(v) for k, v in samples.items()}, "customer_errors": errors[:10],
             "alone_ms": alone, "abused_ms": abused,
             "p95_ratio": round(abused["p95"] / alone["p95"], 2) if alone["p95"] else None,
@@ -112,7 +180,8 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
 def format_report(rep: dict[str, Any]) -> str:
     """Return the report as a few lines."""
     threads = rep.get("engine_threads") or "default"
-    lines = [f"abuse bench: 1 customer, {rep['abusers']} abusive clients, {rep['rounds']} x {rep['turns_per_round']} "
+    lines = [f"abuse bench: 1 customer, {rep['abusers']} abusive clients ({', '.join(rep.get('abuse') or ['bulk'])}), "
+             f"{rep['rounds']} x {rep['turns_per_round']} "
              f"turns per condition, {rep['pause_s']} s between turns, engine threads: {threads}",
              f"  alone:  p50 {rep['alone_ms']['p50']} ms  p95 {rep['alone_ms']['p95']} ms  p99 {rep['alone_ms']['p99']} ms",
              f"  abused: p50 {rep['abused_ms']['p50']} ms  p95 {rep['abused_ms']['p95']} ms  p99 {rep['abused_ms']['p99']} ms",
@@ -125,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the bench; return 0 when the customer met no error (the ratio is reported, not judged), else 1."""
     p = argparse.ArgumentParser(prog="python -m eval.abuse_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--abusers", type=int, default=3, help="abusive clients (1-20, default 3)")
+    p.add_argument("--abuse", default=",".join(ABUSES),
+                   help=f"comma-separated abuses the abusers take in turn, of {', '.join(ABUSES)} (default: all)")
+    p.add_argument("--rotate", type=int, default=40, help="addresses each 'rotating' abuser cycles over (default 40)")
     p.add_argument("--turns", type=int, default=30, help="customer turns per round (default 30)")
     p.add_argument("--rounds", type=int, default=2, help="rounds of each condition, interleaved (default 2)")
     p.add_argument("--pause", type=float, default=2.1, help="seconds between the customer's turns (default 2.1: "
@@ -134,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="the server's --engine-threads (1-16; default: the server's default)")
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = p.parse_args(argv)
+    abuse = tuple(a.strip() for a in args.abuse.split(",") if a.strip())
+    if not abuse or any(a not in ABUSES for a in abuse) or not 1 <= args.rotate <= 1000:
+        print(f"error: --abuse must name some of {', '.join(ABUSES)}, and --rotate be 1-1000", file=sys.stderr)
+        return 2
     if not 1 <= args.abusers <= 20 or args.turns < 5 or args.rounds < 1 or args.pause < 0:
         print("error: --abusers must be 1-20, --turns at least 5, --rounds at least 1, --pause not negative",
               file=sys.stderr)
@@ -144,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="dtdialog-abuse-") as tmp, \
             local_server(index=args.index, startup_timeout=600, workdir=Path(tmp), default_quotas=True,
                          engine_threads=args.engine_threads) as url:
-        report = asyncio.run(bench(url, abusers=args.abusers, turns=args.turns, rounds=args.rounds, pause=args.pause))
+        report = asyncio.run(bench(url, abusers=args.abusers, turns=args.turns, rounds=args.rounds, pause=args.pause,
+                                   abuse=abuse, rotate=args.rotate))
     report["engine_threads"] = args.engine_threads  # None: the server's default
     print(format_report(report))
     if args.json:

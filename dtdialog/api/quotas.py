@@ -50,6 +50,9 @@ USAGE_HALF_LIFE = 30.0
 #: A client whose recent engine use (``FairGate.usage``) is below this many seconds is light: a customer chatting
 #: uses well under one second; a client using its whole engine budget is at about seven.
 LIGHT_USAGE_S = 2.0
+#: A turn with at most this many characters (and no pictures) is cheap: the call a light client may run on the
+#: slot kept for light clients. A 4,000-character turn takes the engine ten times as long as a 200-character one.
+CHEAP_TURN_CHARS = 500
 #: The key all clients' new sessions are counted under for ``global_session_rate``.
 ALL_CLIENTS = "all"
 _RATE_WHAT = {"session": "new sessions", "turn": "turns", "search": "searches and parses"}
@@ -103,10 +106,11 @@ class FairGate:
     (writer preference: a steady stream of turns cannot starve an index write). With ``capacity`` 1 every lane
     is the same one shared lane: one call at a time, as the gate was before it had lanes.
 
-    With ``capacity`` 2 or more, one slot is kept for light clients (recent use under ``light_usage`` engine
-    seconds): clients who keep the engine busy, however many addresses they come from, share the others, so a
-    chatting customer never waits behind them for more than the call already running beside it. And a client
-    other than an operator runs at most ``per_client`` calls at once (default: all slots but one).
+    With ``capacity`` 2 or more, one slot is kept for the cheap calls of light clients (recent use under
+    ``light_usage`` engine seconds): a short turn of a chatting customer. Every other call (a long or explained
+    turn, a search, a client that keeps the engine busy, however many addresses it comes from) shares the other
+    slots, so a customer's short turn waits at most for one other short call. And a client other than an
+    operator runs at most ``per_client`` calls at once (default: all slots but one).
     """
 
     def __init__(self, *, max_pending: int, wait: float, capacity: int = 1, per_client: int | None = None,
@@ -120,9 +124,9 @@ class FairGate:
         self.light_usage = light_usage
         self._running = dict.fromkeys(LANES, 0)
         self._by_client: dict[str, int] = {}
-        self._heavy_by_client: dict[str, int] = {}  # of those, the calls admitted while their client was heavy
+        self._others = 0  # running calls other than light clients' cheap ones
         self._exclusive_waiting = 0
-        self._queues: dict[str, deque[tuple[int, asyncio.Future[None], str]]] = {}
+        self._queues: dict[str, deque[tuple[int, asyncio.Future[bool], str, bool]]] = {}
         self._usage: dict[str, tuple[float, float]] = {}
         self._order = itertools.count()
 
@@ -157,20 +161,21 @@ class FairGate:
         return self._by_client.get(client, 0)
 
     @asynccontextmanager
-    async def turn(self, client: str, lane: str = BULK) -> AsyncIterator[None]:
-        """Wait until ``client``'s call of ``lane`` may use the engine; release its slot on exit."""
-        await self._acquire(client, lane)
+    async def turn(self, client: str, lane: str = BULK, *, cheap: bool = False) -> AsyncIterator[None]:
+        """Wait until ``client``'s call of ``lane`` may use the engine; release its slot on exit. ``cheap``: the
+        call is short work (it may take the slot kept for light clients)."""
+        kept = await self._acquire(client, lane, cheap=cheap)
         try:
             yield
         finally:
-            self._release(client, lane)
+            self._release(client, lane, kept=kept)
 
     def _lane(self, lane: str) -> str:
         if lane not in LANES:
             raise ValueError(f"unknown lane {lane!r}")
         return BULK if self.capacity == 1 else lane  # one shared lane: every call alike
 
-    def _admissible(self, lane: str, client: str, now: float | None = None) -> bool:
+    def _admissible(self, lane: str, client: str, cheap: bool = False, now: float | None = None) -> bool:
         busy = sum(self._running.values())
         if self._running[EXCLUSIVE]:
             return False
@@ -180,30 +185,33 @@ class FairGate:
             return False
         if not is_operator(client) and self._by_client.get(client, 0) >= self.per_client:
             return False
-        if self._heavy(client, now) and sum(self._heavy_by_client.values()) >= self.capacity - 1:
-            return False  # one slot is kept for light clients
+        if not self._keeps_slot(client, cheap, now) and self._others >= self.capacity - 1:
+            return False  # the last slot is kept for light clients' cheap calls
         return lane == TURN or self._running[BULK] < self.bulk_slots
 
-    def _heavy(self, client: str, now: float | None = None) -> bool:
-        return self.capacity > 1 and self.usage(client, now) >= self.light_usage
+    def _keeps_slot(self, client: str, cheap: bool, now: float | None = None) -> bool:
+        """Return True for a call that may run on the slot kept for light clients."""
+        return self.capacity == 1 or (cheap and self.usage(client, now) < self.light_usage)
 
-    def _take(self, client: str, lane: str) -> None:
+    def _take(self, client: str, lane: str, cheap: bool = False) -> bool:
+        """Count a call of ``client`` as running; return whether it is one of the calls the kept slot is for."""
         self._running[lane] += 1
         self._by_client[client] = self._by_client.get(client, 0) + 1
-        if self._heavy(client):
-            self._heavy_by_client[client] = self._heavy_by_client.get(client, 0) + 1
+        kept = self._keeps_slot(client, cheap)
+        self._others += not kept
+        return kept
 
-    async def _acquire(self, client: str, lane: str = BULK) -> None:
+    async def _acquire(self, client: str, lane: str = BULK, *, cheap: bool = False) -> bool:
+        """Wait for a slot; return whether the call runs as a light client's cheap call (give it to ``_release``)."""
         lane = self._lane(lane)
-        if self._admissible(lane, client):  # nothing waiting could take this slot (``_dispatch`` ran at every change)
-            self._take(client, lane)
-            return
+        if self._admissible(lane, client, cheap):  # nothing waiting could take this slot (``_dispatch`` ran at every change)
+            return self._take(client, lane, cheap)
         queue = self._queues.setdefault(client, deque())
         if len(queue) >= self.max_pending:
             raise ApiError(429, "too_many_pending", f"this client already has {len(queue)} requests waiting for the "
                            "engine; wait for their answers first", headers={"Retry-After": "1"})
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (next(self._order), future, lane)
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        entry = (next(self._order), future, lane, cheap)
         queue.append(entry)
         self._exclusive_waiting += lane == EXCLUSIVE
         try:
@@ -218,17 +226,19 @@ class FairGate:
             self._give_up(client, entry)
             raise ApiError(503, "engine_busy", f"the engine stayed busy for {self.wait:g} s; try again shortly",
                            headers={"Retry-After": "5"})
+        return future.result()
 
-    def _give_up(self, client: str, entry: tuple[int, asyncio.Future[None], str]) -> None:
+    def _give_up(self, client: str, entry: tuple[int, asyncio.Future[bool], str, bool]) -> None:
         future = entry[1]
         if future.done() and not future.cancelled():
-            self._release(client, entry[2])  # the slot was handed over just as this request gave up: pass it on
+            # the slot was handed over just as this request gave up: pass it on
+            self._release(client, entry[2], kept=future.result())
         else:
             future.cancel()
             self._forget(client, entry)
             self._dispatch()  # an exclusive call that gave up no longer holds the others back
 
-    def _forget(self, client: str, entry: tuple[int, asyncio.Future[None], str]) -> None:
+    def _forget(self, client: str, entry: tuple[int, asyncio.Future[bool], str, bool]) -> None:
         queue = self._queues.get(client)
         if queue is not None and entry in queue:
             queue.remove(entry)
@@ -236,14 +246,14 @@ class FairGate:
             if not queue:
                 del self._queues[client]
 
-    def _release(self, client: str, lane: str = BULK) -> None:
+    def _release(self, client: str, lane: str = BULK, *, kept: bool = False) -> None:
         self._running[self._lane(lane)] -= 1
-        for counts in (self._by_client, self._heavy_by_client):
-            left = counts.get(client, 0) - 1
-            if left > 0:
-                counts[client] = left
-            else:
-                counts.pop(client, None)
+        self._others -= not kept
+        left = self._by_client.get(client, 0) - 1
+        if left > 0:
+            self._by_client[client] = left
+        else:
+            self._by_client.pop(client, None)
         self._dispatch()
 
     def _dispatch(self) -> None:
@@ -252,15 +262,14 @@ class FairGate:
         now = time.monotonic()
         while True:
             ready = [(self.usage(client, now), entry[0], client, entry) for client, queue in self._queues.items()
-                     for entry in (next((e for e in queue if self._admissible(e[2], client, now)), None),)
+                     for entry in (next((e for e in queue if self._admissible(e[2], client, e[3], now)), None),)
                      if entry is not None]
             if not ready:
                 return
             _, _, client, entry = min(ready)
             self._forget(client, entry)
             if not entry[1].done():
-                entry[1].set_result(None)  # handed over: the slot stays taken
-                self._take(client, entry[2])
+                entry[1].set_result(self._take(client, entry[2], entry[3]))  # handed over: the slot stays taken
 
 
 class Quotas:
@@ -360,11 +369,12 @@ class Quotas:
         if cost > 0:
             self._budget.hit(self._budget_item, "engine", client, cost=cost)
 
-    async def run(self, request: Request, fn: Callable[[], T], *, lane: str = BULK) -> T:
+    async def run(self, request: Request, fn: Callable[[], T], *, lane: str = BULK, cheap: bool = False) -> T:
         """Return ``fn()`` computed on an engine thread, within ``request``'s client's budget and fair turn.
 
         ``lane``: ``TURN`` for a customer's session calls, ``BULK`` for searches, parses and index reads,
         ``EXCLUSIVE`` for what replaces or mutates the runtime (it also runs alone on the engine side).
+        ``cheap``: short work, such as a short turn (``is_cheap_turn``), that may use the slot kept for light clients.
         """
         service = get_service(request)
         client = client_id(request, self.settings)
@@ -382,7 +392,7 @@ class Quotas:
                 spent[0] = time.perf_counter() - start
                 self._end_call(client, call)
 
-        async with self.gate.turn(client, lane):
+        async with self.gate.turn(client, lane, cheap=cheap):
             self.check_budget(client)  # again: the calls it waited behind may have spent the budget meanwhile
             loading = not service.loaded  # loading the engine is not the first customer's doing
             try:
@@ -441,6 +451,11 @@ class Quotas:
         """Return True when the session ``record`` has been idle longer than ``session_ttl``."""
         ttl = self.settings.session_ttl
         return bool(ttl) and float(getattr(record, "updated", 0.0) or 0.0) < time.time() - ttl
+
+
+def is_cheap_turn(text: Any, *, explain: bool = False) -> bool:
+    """Return True for a turn short enough to be cheap work (see ``CHEAP_TURN_CHARS``); pictures never are."""
+    return not explain and isinstance(text, str) and len(text) <= CHEAP_TURN_CHARS
 
 
 def get_quotas(request: Request) -> Quotas:

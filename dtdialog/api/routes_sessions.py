@@ -18,7 +18,7 @@ from dtdialog.api.models import (
     TurnOption,
     TurnResponse,
 )
-from dtdialog.api.quotas import TURN, Quotas, get_quotas, rate_limit
+from dtdialog.api.quotas import TURN, Quotas, get_quotas, is_cheap_turn, rate_limit
 from dtdialog.customer_why import customer_why, needs_history, transcript_whys
 
 router = APIRouter(tags=["sessions"])
@@ -55,7 +55,7 @@ async def create_session(request: Request) -> SessionCreated:
     quotas = get_quotas(request)
 
     return SessionCreated(session_id=await quotas.run(request, lambda: quotas.start_session(service.manager()),
-                                                      lane=TURN))
+                                                      lane=TURN, cheap=True))
 
 
 @router.post("/sessions/{session_id}/messages", response_model=TurnResponse, responses=_ERRORS,
@@ -95,7 +95,7 @@ async def post_message(
         manager.handle(session_id=session_id, text=text, before_save=respond)
         return Response(content=payload[0], media_type="application/json")
 
-    return await quotas.run(request, work, lane=TURN)
+    return await quotas.run(request, work, lane=TURN, cheap=is_cheap_turn(body.text, explain=explain))
 
 
 @router.get("/sessions/{session_id}", response_model=SessionOut,
@@ -110,7 +110,7 @@ async def get_session(request: Request, session_id: str = SessionId) -> SessionO
         with manager.session_lock(session_id):  # never a transcript read half-way through a turn's save
             return live_session(manager, quotas, session_id, traces=True)
 
-    record = await quotas.run(request, work, lane=TURN)
+    record = await quotas.run(request, work, lane=TURN, cheap=True)
     data = jsonable(record.to_dict())
     # a reloaded chat page shows each answer's plain why again, as the turn's response did
     for index, why in transcript_whys(data.get("transcript") or [], data.get("traces") or []).items():

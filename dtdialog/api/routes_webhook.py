@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.models import ErrorResponse, RestButton, RestMessage, RestWebhookRequest
-from dtdialog.api.quotas import TURN, client_id, get_quotas, rate_limit
+from dtdialog.api.quotas import TURN, client_id, get_quotas, is_cheap_turn, rate_limit
 from dtdialog.customer_why import customer_why, needs_history
 from dtdialog.session import SessionNotFoundError
 
@@ -82,4 +82,4 @@ async def rest_webhook(body: RestWebhookRequest, request: Request) -> Response:
             manager.handle(session_id=session_id, text=text, before_save=respond)
         return Response(content=payload[0], media_type="application/json")
 
-    return await quotas.run(request, work, lane=TURN)
+    return await quotas.run(request, work, lane=TURN, cheap=is_cheap_turn(body.message))

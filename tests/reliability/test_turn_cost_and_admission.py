@@ -99,36 +99,36 @@ def test_a_running_call_is_charged_to_the_budget_while_it_runs(tmp_path):
 def test_one_client_cannot_hold_every_engine_thread():
     async def scenario() -> tuple[bool, bool]:
         gate = FairGate(max_pending=8, wait=60, capacity=2)
-        await gate._acquire("addr:a", TURN)
-        second = asyncio.create_task(gate._acquire("addr:a", TURN))
+        await gate._acquire("addr:a", TURN, cheap=True)
+        second = asyncio.create_task(gate._acquire("addr:a", TURN, cheap=True))
         await asyncio.sleep(0)
         held_back = not second.done()
-        await gate._acquire("addr:b", TURN)  # the other client finds the free thread at once
-        gate._release("addr:a", TURN)
+        await gate._acquire("addr:b", TURN, cheap=True)  # the other client finds the free thread at once
+        gate._release("addr:a", TURN, kept=True)
         await asyncio.wait_for(second, 5)
         return held_back, gate.running_for("addr:a") == 1
 
     assert asyncio.run(scenario()) == (True, True)
 
 
-def test_the_last_engine_thread_is_kept_for_light_clients():
-    """Heavy clients from any number of addresses share the other threads; a chatting customer gets the last one."""
+def test_the_last_engine_thread_is_kept_for_light_clients_short_turns():
+    """Heavy clients, and long turns from fresh addresses (the probe's rotating abusers), share the other threads;
+    a chatting customer's short turn gets the last one."""
     async def scenario() -> tuple[bool, bool, bool]:
         gate = FairGate(max_pending=8, wait=60, capacity=3)
-        for client in ("addr:h1", "addr:h2", "addr:h3"):
-            gate.record(client, 10.0)
-        await gate._acquire("addr:h1", TURN)
-        await gate._acquire("addr:h2", TURN)
-        heavy = asyncio.create_task(gate._acquire("addr:h3", TURN))
+        gate.record("addr:heavy", 10.0)
+        await gate._acquire("addr:heavy", TURN, cheap=True)  # short, but its client keeps the engine busy
+        await gate._acquire("addr:fresh-1", TURN)  # a long turn from an address never seen before
+        long_turn = asyncio.create_task(gate._acquire("addr:fresh-2", TURN))
         await asyncio.sleep(0)
-        held_back = not heavy.done()  # two heavy calls run: the third thread is kept
-        await asyncio.wait_for(gate._acquire("addr:customer", TURN), 5)
-        gate._release("addr:customer", TURN)
+        held_back = not long_turn.done()  # two such calls run: the third thread is kept
+        kept = await asyncio.wait_for(gate._acquire("addr:customer", TURN, cheap=True), 5)
+        gate._release("addr:customer", TURN, kept=kept)
         await asyncio.sleep(0)
-        still_back = not heavy.done()  # the free thread is still not theirs
-        gate._release("addr:h1", TURN)
-        await asyncio.wait_for(heavy, 5)  # a heavy call ended: the next heavy one takes its thread
-        return held_back, still_back, heavy.done()
+        still_back = not long_turn.done()  # the kept thread is free again, and still not theirs
+        gate._release("addr:fresh-1", TURN)
+        await asyncio.wait_for(long_turn, 5)  # a long turn ended: the next one takes its thread
+        return held_back, still_back, long_turn.done()
 
     assert asyncio.run(scenario()) == (True, True, True)
 
