@@ -3,7 +3,7 @@
 - ``atomic_write`` puts a finished temporary file in place with one rename, so a reader sees the old content or the
   new one. It replaces only a missing path or a regular file: a directory, a device, a FIFO, a socket or any
   symbolic link there is refused (``InputError``, one line naming the path and what it is) and left untouched.
-- ``out_dir`` admits a folder argument on the same terms: a real folder or nothing yet.
+- ``check_out_dir`` admits a folder argument on the same terms: a real folder or nothing yet.
 - ``open_lock_file`` opens a lock file without following a link, and only when it is a regular file.
 """
 
@@ -130,8 +130,8 @@ def _check_entry(folder: int, path: Path) -> None:
         raise InputError(refusal)
 
 
-def out_dir(path: str | Path) -> Path:
-    """Return ``path`` as an output folder, created when missing; raise ``InputError`` unless it is a real folder.
+def check_out_dir(path: str | Path) -> Path:
+    """Return ``path``; raise ``InputError`` unless it is a real folder or nothing yet (the writer creates it).
 
     A symbolic link, a file or a device there is refused: the files written inside would land somewhere else.
     """
@@ -139,7 +139,6 @@ def out_dir(path: str | Path) -> Path:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        path.mkdir(parents=True, exist_ok=True)
         return path
     except OSError as exc:
         raise InputError(f"cannot check the output folder {path}: {exc.strerror}") from None
