@@ -141,10 +141,12 @@ class EngineSpec:
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:
-        """Write the spec as JSON to ``path``; return the path."""
+        """Write the spec as JSON to ``path`` (``parsers.files.atomic_write``); return the path."""
+        from parsers.files import atomic_write_text
+
         path = Path(path)
         try:
-            path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+            atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
         except OSError as exc:
             raise ConfigError(f"cannot write engine spec {path}: {exc.strerror or exc}") from None
         return path

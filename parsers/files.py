@@ -4,7 +4,8 @@
   new one. It replaces only a missing path or a regular file: a directory, a device, a FIFO, a socket or any
   symbolic link there is refused (``InputError``, one line naming the path and what it is) and left untouched.
 - ``check_out_dir`` admits a folder argument on the same terms: a real folder or nothing yet.
-- ``open_lock_file`` opens a lock file without following a link, and only when it is a regular file.
+- ``open_lock_file`` and ``open_append`` open a lock file or a log without following a link, and only when it is a
+  regular file.
 """
 
 from __future__ import annotations
@@ -154,8 +155,23 @@ def open_lock_file(path: str | Path) -> int:
     folder is wrong, not the request): a lock must not truncate or write what a link points to. Other failures
     raise ``OSError`` for the caller to word.
     """
+    return _open_regular(path, os.O_RDWR, 0o600, StorageError, "the lock file ")
+
+
+def open_append(path: str | Path) -> int:
+    """Open ``path`` (created when missing) for appending, as a log is; return its descriptor.
+
+    As ``open_lock_file``, but a refusal is an ``InputError`` (the user named the path) and the file gets the usual
+    permissions.
+    """
+    return _open_regular(path, os.O_WRONLY | os.O_APPEND, 0o666, InputError, "")
+
+
+def _open_regular(path: str | Path, flags: int, mode: int, refused: type[Exception], what: str) -> int:
+    # O_NONBLOCK: opening a FIFO or a device must not wait for a peer; it is refused just after
+    flags |= os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+        fd = os.open(path, flags, mode)
     except OSError as exc:
         try:
             info = os.lstat(path)
@@ -163,9 +179,10 @@ def open_lock_file(path: str | Path) -> int:
             raise exc from None
         if stat.S_ISREG(info.st_mode):
             raise
-        raise StorageError(f"the lock file {path} is {file_kind(info.st_mode)}; refusing to use it") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+        raise refused(f"{what}{path} is {file_kind(info.st_mode)}; refusing to use it") from None
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
         os.close(fd)
-        raise StorageError(f"the lock file {path} is {file_kind(mode)}; refusing to use it")
+        raise refused(f"{what}{path} is {file_kind(kind)}; refusing to use it")
+    os.set_blocking(fd, True)
     return fd
