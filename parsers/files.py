@@ -158,6 +158,15 @@ def open_lock_file(path: str | Path) -> int:
     return _open_regular(path, os.O_RDWR, 0o600, StorageError, "the lock file ")
 
 
+def claim_regular_file(path: str | Path, *, what: str) -> None:
+    """Make sure ``path`` is a regular file (created 0600 when missing) before a library opens it by name.
+
+    For files such as a shared SQLite database, which ``sqlite3`` would open through a link or on a FIFO; refusals
+    as ``open_lock_file``'s, naming ``what``.
+    """
+    os.close(_open_regular(path, os.O_RDWR, 0o600, StorageError, f"{what} "))
+
+
 def open_append(path: str | Path) -> int:
     """Open ``path`` (created when missing) for appending, as a log is; return its descriptor.
 
