@@ -2,7 +2,8 @@
 
 ``dtdialog test --junit``, ``parse --image`` and ``eval --out DIR`` replaced devices, FIFOs and symbolic links, and
 ``index build`` truncated whatever its ``.X.sqlite.lock`` linked to. Each now refuses such a path with one
-``error:`` line and exit 2, and leaves it as it was (the FIFO a FIFO, the link a link, its target unchanged).
+``error:`` line and exit 2, and leaves it as it was (the FIFO a FIFO, the link a link, its target unchanged). In
+the API a session lock that is a link fails the turn (503) instead of being opened through.
 """
 
 from __future__ import annotations
@@ -92,3 +93,16 @@ def test_build_lock_that_is_not_a_regular_file_is_refused(tmp_path, kind):
     proc = _run("index", "build", "--format", "builtin", "--limit", "3", "--out", "t.sqlite", "--quiet", cwd=tmp_path)
     assert_one_line_error(proc, ".t.sqlite.lock", KINDS[kind].replace(" to a regular file", ""), "refusing to use it")
     assert folder_snapshot(tmp_path) == before  # the victim not truncated, no index and no temporary file made
+
+
+def test_a_session_lock_that_is_a_link_fails_the_turn_and_leaves_the_target(make_client, tmp_path):
+    from dtdialog.process_lock import bucket_path
+
+    client = make_client()
+    sid = client.post("/sessions").json()["session_id"]
+    lock = bucket_path(tmp_path / "sessions.sqlite-locks", sid)
+    lock.unlink(missing_ok=True)
+    _make("link", lock)
+    response = client.post(f"/sessions/{sid}/messages", json={"text": "My battery dies overnight."})
+    assert response.status_code == 503 and response.json()["error"]["code"] == "storage_unavailable", response.text
+    assert lock.is_symlink() and (lock.parent / "victim.txt").read_bytes() == VICTIM
