@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from parsers.errors import DTDialogError, InputError, ModelNotAvailableError
+from parsers.errors import DTDialogError, InputError, ModelNotAvailableError, StorageError
 from parsers.files import check_replaceable, open_lock_file
 
 #: What a generation token looks like (``lower(hex(randomblob(8)))``); anything else never becomes part of a file name.
@@ -188,7 +188,7 @@ def prune_side_files(index_path: str | Path, keep: str, *, kinds: tuple[str, ...
                 if index_generation(index_path) != keep:
                     return []
                 return prune_side_files(index_path, keep, kinds=kinds, locked=True)
-        except (IndexBusyError, InputError, OSError):
+        except (IndexBusyError, InputError, StorageError, OSError):
             return []
     removed: list[Path] = []
     for kind in kinds:
