@@ -33,7 +33,7 @@ from dtdialog.selector import AnswerSelector
 from index.base import AnswerIndex
 from index.registry import BACKENDS
 from parsers.base import RSTParser, get_parser
-from parsers.errors import ConfigError, DTDialogError
+from parsers.errors import ConfigError, DTDialogError, InputError
 
 #: The version written into saved specs; ``EngineSpec.load`` refuses any other.
 SPEC_FORMAT = 1
@@ -149,6 +149,8 @@ class EngineSpec:
             atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
         except OSError as exc:
             raise ConfigError(f"cannot write engine spec {path}: {exc.strerror or exc}") from None
+        except InputError as exc:  # a folder, device, FIFO or link there
+            raise ConfigError(f"cannot write engine spec: {exc}") from None
         return path
 
     @classmethod
