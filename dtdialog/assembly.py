@@ -33,7 +33,7 @@ from dtdialog.selector import AnswerSelector
 from index.base import AnswerIndex
 from index.registry import BACKENDS
 from parsers.base import RSTParser, get_parser
-from parsers.errors import ConfigError, DTDialogError
+from parsers.errors import ConfigError, DTDialogError, InputError
 
 #: The version written into saved specs; ``EngineSpec.load`` refuses any other.
 SPEC_FORMAT = 1
@@ -141,12 +141,16 @@ class EngineSpec:
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:
-        """Write the spec as JSON to ``path``; return the path."""
+        """Write the spec as JSON to ``path`` (``parsers.files.atomic_write``); return the path."""
+        from parsers.files import atomic_write_text
+
         path = Path(path)
         try:
-            path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+            atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
         except OSError as exc:
             raise ConfigError(f"cannot write engine spec {path}: {exc.strerror or exc}") from None
+        except InputError as exc:  # a folder, device, FIFO or link there
+            raise ConfigError(f"cannot write engine spec: {exc}") from None
         return path
 
     @classmethod

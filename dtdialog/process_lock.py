@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from parsers.errors import InputError, StorageBusyError
+from parsers.files import open_lock_file
 from parsers.storage import storage_error
 
 #: Session locks are spread over this many files: two sessions share one only by hash collision (then their
@@ -33,9 +34,10 @@ def file_lock(path: Path, *, timeout: float, what: str) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created when missing) while the block runs.
 
     ``what`` names the lock in the one-line ``StorageBusyError`` raised after ``timeout`` seconds of waiting.
+    A link or anything but a regular file at ``path`` is refused (``StorageError``), never followed or written.
     """
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = open_lock_file(path)
     except OSError as exc:
         raise storage_error(exc, what=f"cannot create the lock file {path}") or InputError(
             f"cannot create the lock file {path}: {exc.strerror}") from None

@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 
 from eval.load_test import FOLLOW_UPS, QUESTIONS, local_server, loopback_address, percentiles
+from parsers.files import atomic_write_text
 
 LONG_SEARCH = ("My car will not start although I replaced the battery and the starter, and the lights dim when "
                "I turn the key. ") * 36  # ~4,000 characters: a turn's limit
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     report["engine_threads"] = args.engine_threads  # None: the server's default
     print(format_report(report))
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
     return 0 if not report["customer_errors"] else 1
 
 

@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from eval.report import save_figure
 from parsers.errors import InputError
+from parsers.files import atomic_write_text
 
 K = 100
 TARGET_P95_MS = 20.0
@@ -341,7 +343,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_title("HNSW (usearch) sweep, exact re-scoring included; numbers = ef_search")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -415,7 +417,7 @@ def _main(args: argparse.Namespace) -> int:
                  configs=configs, efs=args.ef, exact_timed=args.exact_timed, final=final, threads=args.threads)
     _print(result)
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(result, indent=2) + "\n")
     if args.plot:
         plot(result, args.plot)
     return 0

@@ -27,7 +27,9 @@ import numpy as np
 
 from dtdialog.confidence import LEARNED_FEATURES, MODELS_DIR, RULES_FEATURES, Calibrator
 from eval.entry import one_line_errors
+from eval.report import save_figure
 from parsers.errors import InputError
+from parsers.files import atomic_write_text, check_out_dir
 
 N_FOLDS = 5
 DEFAULT_OUT = Path("runs") / "calibration"
@@ -133,7 +135,7 @@ def plot_reliability(path: Path, probs: Sequence[float], correct: Sequence[bool]
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -200,12 +202,13 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     unknown = [n for n in names if n not in DATASETS]
     if unknown or not names:
         raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(DATASETS)}")
+    check_out_dir(args.out)  # before the slow part
     eval_sets = [load_eval_set(n, data_dir=args.data_dir).limited(args.limit) for n in names]
     report = [calibrate_ranker(r.strip(), eval_sets, seed=args.seed, out=args.out, models_dir=args.models_dir,
                                progress=not args.no_progress, command=command, from_rows=args.from_rows)
               for r in args.rankers.split(",") if r.strip()]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "calibration.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    check_out_dir(args.out).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out / "calibration.json", json.dumps(report, indent=2) + "\n")
     for r in report:
         print(f"{r['ranker']}: {r['calibrator']}  held-out ECE {r['ece_held_out']:.3f}  accuracy {r['accuracy']:.3f}"
               f"  n {r['n']}  abstain_below {r['abstain_below']:.3f}  {r['png']}")

@@ -34,6 +34,7 @@ from eval.calibrate import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliabi
 from eval.entry import one_line_errors
 from eval.selective import EngineSystem, OpenPoolRow
 from parsers.errors import InputError
+from parsers.files import atomic_write_text, check_out_dir
 
 DEFAULT_OUT = Path("runs") / "calibration_followup"
 DEFAULT_SETS = ("builtin", "irc-train")
@@ -139,11 +140,11 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(loaders)}")
     data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
     sets = [loaders[n](Path(data_dir)).limited(args.limit) for n in names]
-    args.out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(args.out).mkdir(parents=True, exist_ok=True)
     report = [calibrate(r.strip(), sets, seed=args.seed, out=args.out, models_dir=args.models_dir,
                         progress=not args.no_progress, command=command)
               for r in args.rankers.split(",") if r.strip()]
-    (args.out / "calibration_followup.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(args.out / "calibration_followup.json", json.dumps(report, indent=2) + "\n")
     for r in report:
         print(f"{r['ranker']}: {r['calibrator']}  held-out ECE {r['ece_held_out']:.3f}  accuracy {r['accuracy']:.3f}"
               f"  n {r['n']} {r['steps']}  {r['png']}")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from parsers.files import atomic_write_text
+
 
 def real_texts(*, mechanics: int) -> tuple[list[str], list[str]]:
     """Return (questions, answers): the built-in corpus's, then up to ``mechanics`` of each from mechanics_qa_dev."""
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, row in report["results"].items():
         print(f"{name:<24} {json.dumps(row)}")
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(Path(args.json), json.dumps(report, indent=2) + "\n")
     return 0
 
 

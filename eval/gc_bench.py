@@ -32,7 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eval.report import save_figure
 from parsers.errors import InputError
+from parsers.files import atomic_write_text
 
 MODES = ("survivors", "load-only")
 
@@ -139,7 +141,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     ax.set_title(f"turns with {results[0]['filled']} answers analysed beforehand")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -192,7 +194,7 @@ def _main(args: argparse.Namespace) -> int:
     results = [_child(mode, args) for mode in modes]
     _print(results)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(results, indent=1) + "\n")
     if args.plot:
         plot(results, args.plot)
     return 0

@@ -41,6 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from parsers.errors import DTDialogError, InputError
+from parsers.files import atomic_write_text
 from parsers.home import data_home
 
 #: Issue 16: learned-ranker turn p95 at 10k answers (an earlier issue asked 150 ms).
@@ -173,9 +174,7 @@ def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
         seconds = time.perf_counter() - t0
         manifest["sg_seconds"] = round(seconds, 1)
         manifest["sg_answers_per_second"] = round(len(sg) / seconds, 1)
-    tmp = manifest_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    tmp.replace(manifest_path)
+    atomic_write_text(manifest_path, json.dumps(manifest, indent=2))
     return path, manifest
 
 
@@ -396,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _print(result)
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(result, indent=2) + "\n")
     return 0
 
 

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from data.model import Dialogue
+from eval.report import save_figure
 from index.base import AnswerDocument, SearchQuery
 from index.builder import WRITE_BATCH, iter_answers, parse_documents
 from index.documents import keywords_of, rr_terms_of
 from index.sqlite_index import SqliteIndex
 from parsers.base import get_parser
 from parsers.errors import DTDialogError
+from parsers.files import atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MECHANICS = REPO.parent / "shared" / "data" / "mechanics_qa" / "mechanics_qa_dev.jsonl"
@@ -167,7 +169,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -226,7 +228,7 @@ def run(args: argparse.Namespace, sizes: list[int]) -> int:
               f"{r['max_ms']:>8} {r['cpu_p50_ms']:>8} {r['cpu_p95_ms']:>8} {r['queries_without_hits']:>6} "
               f"{r['file_mb']:>7}")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        atomic_write_text(args.json, json.dumps(results, indent=2) + "\n")
     if args.plot:
         plot(search, args.plot)
     return 0

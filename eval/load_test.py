@@ -34,6 +34,8 @@ import httpx
 import numpy as np
 
 from eval.proc_sockets import connections_by_process
+from eval.report import save_figure
+from parsers.files import atomic_write_text
 
 QUESTIONS = [
     "I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
@@ -306,7 +308,7 @@ def plot(reports: list[dict[str, Any]], path: Path) -> None:
     ax.legend(fontsize=8, loc="lower right")  # the curves run along the top: a fair server keeps them flat
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -386,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(reports) > 1:
         print(compare(reports))
     if args.json:
-        args.json.write_text(json.dumps(reports if len(reports) > 1 else reports[0], indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(reports if len(reports) > 1 else reports[0], indent=2) + "\n")
     if args.plot:
         plot(reports, args.plot)
     ok = all(r["errors"] == 0 and r["lost_turns"] == 0 and r["leaked_tokens"] == 0

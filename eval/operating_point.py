@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eval.metrics import bootstrap_ratio
+from eval.report import save_figure
 from parsers.errors import InputError
+from parsers.files import atomic_write_text, check_out_dir
 
 #: The half-width of the band the held-out coverage should land in around its target.
 BAND = 0.05
@@ -287,7 +289,7 @@ def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse
         out.later = [OpenPoolRow(**r) for r in json.loads(later_cache.read_text(encoding="utf-8"))["rows"]]
     else:
         out.later = _rank_later(eval_set, ranker=ranker, seed=seed, progress=progress)
-        later_cache.write_text(json.dumps({"rows": [r.__dict__ for r in out.later]}) + "\n", encoding="utf-8")
+        atomic_write_text(later_cache, json.dumps({"rows": [r.__dict__ for r in out.later]}) + "\n")
     fold_of = dict(zip((r.dialogue_id for r in first), folds))
     out.later_folds = [fold_of[r.dialogue_id] for r in out.later]
     return out
@@ -325,7 +327,7 @@ def unseen_rows(eval_set, questions: Sequence[str], *, ranker: str | None, rows_
                                     top_id=top_id, score=score, values=values))
     finally:
         system.close()
-    cache.write_text(json.dumps({"rows": [r.__dict__ for r in rows]}) + "\n", encoding="utf-8")
+    atomic_write_text(cache, json.dumps({"rows": [r.__dict__ for r in rows]}) + "\n")
     return rows
 
 
@@ -539,7 +541,7 @@ def plot(path, result: dict):
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -554,7 +556,7 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
 
     from dtdialog.engine_config import EngineConfig
 
-    rows_dir = out / "rows"
+    rows_dir = check_out_dir(check_out_dir(out) / "rows")
     rows_dir.mkdir(parents=True, exist_ok=True)
     sets = [set_rows(e, k=k, seed=seed, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress)
             for e in eval_sets]
@@ -571,8 +573,8 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
               "shipped": [h.to_dict() for h in shipped_figures(sets, threshold=EngineConfig().abstain_below, **kw)],
               "fitted_thresholds": fitted_thresholds(sets, coverage=coverage),
               "unseen": unseen_figures(sets, unseen_rows_of, threshold=EngineConfig().abstain_below)}
-    (out / "crossfit.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (out / "crossfit.md").write_text(markdown(result, command=command), encoding="utf-8")
+    atomic_write_text(out / "crossfit.json", json.dumps(result, indent=2) + "\n")
+    atomic_write_text(out / "crossfit.md", markdown(result, command=command))
     written = [out / "crossfit.md", out / "crossfit.json"]
     png = plot(out / "crossfit.png", result)
     return written + ([png] if png else [])

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from eval.datasets import default_data_dir
 from eval.entry import one_line_errors
+from parsers.files import atomic_write_text, check_out_dir
 
 VAGUE = "vague"  # dtdialog.scope.VAGUE, without importing the engine for a --help
 
@@ -516,10 +517,11 @@ def run(args: argparse.Namespace) -> int:
         if not path.is_file():
             print(f"error: {path} not found (--data)", file=sys.stderr)
             return 2
+    check_out_dir(args.out)  # before the slow part
     report = evaluate(data_dir, seed=args.seed, progress=not args.no_progress, files=args.data)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "out_of_scope.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    (args.out / "out_of_scope.md").write_text(markdown(report), encoding="utf-8")
+    check_out_dir(args.out).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out / "out_of_scope.json", json.dumps(report, indent=2, ensure_ascii=False))
+    atomic_write_text(args.out / "out_of_scope.md", markdown(report))
     print(markdown(report))
     return 0
 

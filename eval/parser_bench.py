@@ -25,8 +25,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from eval.report import save_figure
 from parsers.base import get_parser
 from parsers.errors import ConfigError, DTDialogError, InputError
+from parsers.files import atomic_write_text
 from parsers.gum import DEFAULT_GUM_DIR, GumDocument, iter_gum
 from parsers.parseval import PUBLISHED_GUM, ParsevalCounts, aggregate, parseval
 from parsers.tree import DiscourseTree
@@ -266,11 +268,8 @@ def plot(result: dict[str, Any] | list[dict[str, Any]], path: str | Path) -> Pat
     ax.set_title(f"RST parsing on GUM {first['split']} ({first['documents']} documents, {mode})", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    out = Path(path)
-    tmp = out.with_name(out.name + ".part.png")
-    fig.savefig(tmp)
+    out = save_figure(fig, path)
     plt.close(fig)
-    tmp.replace(out)
     return out
 
 
@@ -315,10 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print("  " + targets_line(r))
     if args.json_out:
-        out = Path(args.json_out)
-        tmp = out.with_suffix(out.suffix + ".tmp")
-        tmp.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=2), encoding="utf-8")
-        tmp.replace(out)
+        atomic_write_text(args.json_out, json.dumps(results[0] if len(results) == 1 else results, indent=2))
     if args.plot:
         plot(results, args.plot)
     return 0

@@ -28,6 +28,7 @@ from pathlib import Path
 from eval.datasets import FILE_FORMATS, DatasetUnavailable, EvalSet, PoolAnswer, load_eval_set, load_file_set
 from eval.entry import one_line_errors
 from parsers.errors import ConfigError, InputError
+from parsers.files import atomic_write_text, check_out_dir
 
 DATASETS = ("builtin", "twitter", "irc", "mechanics")
 #: the detector reads an answer's first EDU and where it attaches: the opening sentences are enough to parse
@@ -274,6 +275,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         margins = [float(m) for m in args.margins.split(",") if m.strip()] if args.margins else []
     except ValueError:
         raise ConfigError(f"--margins must be comma-separated numbers, got {args.margins!r}") from None
+    if args.out:
+        check_out_dir(args.out)  # before the slow part
     parser = _engine_parser() if args.detector_only else None
     results: list = []
     for name, eval_set, skipped in _eval_sets(args, names):
@@ -316,10 +319,10 @@ def _engine_parser():
 
 
 def _write(out: Path, stem: str, report: str, results: Sequence) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.md").write_text(report, encoding="utf-8")
+    check_out_dir(out).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / f"{stem}.md", report)
     data = [asdict(r) | {"precision": r.detector.precision, "recall": r.detector.recall} for r in results]
-    (out / f"{stem}.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
+    atomic_write_text(out / f"{stem}.json", json.dumps(data, indent=2))
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.position", command: str | None = None) -> int:

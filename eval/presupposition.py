@@ -23,6 +23,7 @@ from pathlib import Path
 from eval.datasets import DatasetUnavailable, EvalSet, load_eval_set
 from eval.entry import one_line_errors
 from parsers.errors import InputError
+from parsers.files import atomic_write_text, check_out_dir
 
 
 @dataclass
@@ -78,6 +79,8 @@ def render(results: Sequence[FlagRate], command: str) -> str:
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
+    if args.out:
+        check_out_dir(args.out)  # before the slow part
     results = []
     for name in [n.strip() for n in args.dataset.split(",") if n.strip()]:
         try:
@@ -90,9 +93,9 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     print(report)
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "presupposition.md").write_text(report, encoding="utf-8")
-        (out / "presupposition.json").write_text(json.dumps([asdict(r) for r in results], indent=2), encoding="utf-8")
+        check_out_dir(out).mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / "presupposition.md", report)
+        atomic_write_text(out / "presupposition.json", json.dumps([asdict(r) for r in results], indent=2))
     return 0
 
 

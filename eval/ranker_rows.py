@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from parsers.errors import InputError
+from parsers.files import atomic_write_text
 
 #: The packages whose code decides the recorded features (parsing, indexing, candidates, signals).
 FEATURE_CODE = ("parsers", "index", "dtdialog")
@@ -81,7 +82,5 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
                     rows, ids = [], []
                 out.append(QueryRows(question_id=f"{d.id}/{step + 1}", ids=ids, rows=rows,
                                      gold=[i == gold for i in ids]))
-    tmp = rows_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps([r.__dict__ for r in out]), encoding="utf-8")
-    tmp.replace(rows_path)
+    atomic_write_text(rows_path, json.dumps([r.__dict__ for r in out]))
     return out

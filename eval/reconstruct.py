@@ -28,6 +28,7 @@ from eval.methods.base import MethodUnavailable, RankingMethod
 from eval.metrics import DialogueResult, StepResult, compute_metrics
 from eval.report import DatasetRun, MethodRun, plot_accuracy, write_csv, write_markdown
 from parsers.errors import ConfigError, InputError, ModelNotAvailableError
+from parsers.files import check_out_dir
 
 DEFAULT_OUT = Path("runs") / "eval"
 
@@ -146,8 +147,7 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
     else:
         raise InputError(f"unknown dataset {args.dataset!r}; choose from {', '.join(DATASETS)} or all")
     out = args.out or (DEFAULT_OUT / datasets[0] if args.data is not None else DEFAULT_OUT / args.dataset)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} exists and is not a directory")
+    check_out_dir(out)  # a link, file or device there is refused before the slow part
     runs = []
     for name in datasets:
         ds = run_dataset(name, methods, data_dir=args.data_dir, limit=args.limit, k=args.k, seed=args.seed,
@@ -158,12 +158,12 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
         runs.append(ds)
     if all(r.skipped for r in runs):
         raise InputError("--dataset all: none of the datasets is there (set --data-dir or $DTDIALOG_SHARED_DATA)")
-    for path in write_outputs(out, runs):
+    for path in write_outputs(check_out_dir(out), runs):
         print(path)
     if systems:
         from eval.selective import run_sets
 
-        for path in run_sets([given[datasets[0]]], systems, out=out / "selective", command=command, seed=args.seed,
+        for path in run_sets([given[datasets[0]]], systems, out=check_out_dir(out / "selective"), command=command, seed=args.seed,
                              n_resamples=args.bootstrap, progress=not args.no_progress):
             print(path)
     return 0

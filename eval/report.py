@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eval.metrics import DIALOGUE_TYPES, MetricReport, MetricValue
 from parsers.files import atomic_write
@@ -190,6 +191,13 @@ def plot_accuracy(path: Path, run: DatasetRun) -> bool:
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    atomic_write(Path(path), lambda fh: fig.savefig(fh, format="png", dpi=120))
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return True
+
+
+def save_figure(fig: Any, path: str | Path, **savefig_args: Any) -> Path:
+    """Save the matplotlib ``fig`` to ``path`` through ``parsers.files.atomic_write`` (format by suffix); return it."""
+    path = Path(path)
+    return atomic_write(path, lambda fh: fig.savefig(fh, format=path.suffix.lstrip(".").lower() or "png",
+                                                     **savefig_args))

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers.errors import InputError
+from parsers.files import atomic_write_text
 
 MODELS = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.joblib"}
 
@@ -239,7 +240,7 @@ def _main(args: argparse.Namespace) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     _print(result)
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(result, indent=2) + "\n")
     return 0
 
 

@@ -40,7 +40,9 @@ import numpy as np
 
 from eval.datasets import DATASETS, FILE_FORMATS, DatasetUnavailable, EvalSet, load_eval_set, load_file_set
 from eval.entry import one_line_errors
+from eval.report import save_figure
 from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
+from parsers.files import atomic_write_text, check_out_dir
 
 DEFAULT_OUT = Path("runs") / "selective"
 SYSTEMS = ("dtq", "dense", "bm25")
@@ -317,7 +319,7 @@ def _system_rows(name: str, eval_set: EvalSet, *, removed: frozenset[str], progr
                 "has_folds": system.folds is not None, "folds": [fold_of_row(r, system.folds) for r in rows]}
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"engine": info, "rows": [asdict(r) for r in rows]}) + "\n", encoding="utf-8")
+        atomic_write_text(cache, json.dumps({"engine": info, "rows": [asdict(r) for r in rows]}) + "\n")
     if name != "dtq":
         return rows, "top score"
     return rows, calibrate_rows(_EngineInfo(**info), rows, dataset=eval_set.name)
@@ -380,7 +382,7 @@ def plot_risk_coverage(path: Path, result: dict) -> Path | None:
     ax.legend()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -454,8 +456,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise InputError(f"unknown system(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(SYSTEMS)}")
     if not 0 < args.coverage <= 1 or args.bootstrap < 1 or (args.limit is not None and args.limit < 1):
         raise ConfigError("--coverage must be in (0, 1], --bootstrap and --limit at least 1")
+    out = check_out_dir(args.out or DEFAULT_OUT)  # before the slow part
     sets = load_sets(args)
-    out = args.out or DEFAULT_OUT
     if args.crossfit:
         from eval.operating_point import run_crossfit
 
@@ -493,13 +495,13 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
              reuse: bool = False) -> list[Path]:
     """Run the protocol on every set and write results.md, results.json and the risk-coverage charts to ``out``;
     return the written paths."""
+    check_out_dir(out)
     results = [run_dataset(s, systems, seed=seed, coverage=coverage, n_resamples=n_resamples, progress=progress,
-                           ranker=ranker, rows_dir=out / "rows", reuse=reuse) for s in sets]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.md").write_text(markdown(results, command=command, seed=seed, coverage=coverage),
-                                    encoding="utf-8")
+                           ranker=ranker, rows_dir=check_out_dir(out / "rows"), reuse=reuse) for s in sets]
+    check_out_dir(out).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "results.md", markdown(results, command=command, seed=seed, coverage=coverage))
     summary = [{k: v for k, v in r.items() if k != "rows"} for r in results]
-    (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(out / "results.json", json.dumps(summary, indent=2) + "\n")
     written = [out / "results.md", out / "results.json"]
     for res in results:
         png = plot_risk_coverage(out / f"risk_coverage_{res['dataset']}.png", res)

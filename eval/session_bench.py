@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from eval.turn_bench import summarize
 from parsers.errors import DTDialogError
+from parsers.files import atomic_write_text
 
 MODES = ("turn", "history")
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_result(result))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(result, indent=2))
     return 0
 
 

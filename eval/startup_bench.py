@@ -40,6 +40,7 @@ from typing import Any
 from eval.entry import one_line_errors
 from eval.turn_bench import percentile
 from parsers.errors import InputError
+from parsers.files import atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPT = b"you> "
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                        timeout=args.timeout, breakdown=args.breakdown, hide_torch=args.hide_torch)
         text = json.dumps(report, indent=2)
         if args.out is not None:
-            args.out.write_text(text + "\n", encoding="utf-8")
+            atomic_write_text(args.out, text + "\n")
         print(text)
         return 0 if not report["failures"] else 1
 

@@ -32,7 +32,9 @@ import numpy as np
 from dtdialog.assembly import engine_parser_name
 from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
 from eval.out_of_fold import FoldModels, folds_path, question_key
+from eval.report import save_figure
 from parsers.errors import DTDialogError, InputError
+from parsers.files import atomic_write_text
 from parsers.home import data_home
 
 DEFAULT_CACHE = data_home() / "train_ranker"
@@ -320,7 +322,7 @@ def run(args: argparse.Namespace) -> dict:
                                fold_estimators=tuple(fold_models[name]), held_out=held_out).save(folds_path(path))
             print(f"wrote {folds}")
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(Path(args.json), json.dumps(report, indent=2) + "\n")
     if args.plot:
         plot(report, Path(args.plot))
     return report
@@ -345,7 +347,7 @@ def plot(report: dict, path: Path) -> None:
     ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

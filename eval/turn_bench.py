@@ -29,7 +29,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from eval.report import save_figure
 from parsers.errors import DTDialogError
+from parsers.files import atomic_write_text
 
 TARGET_P95_MS = 100.0
 
@@ -217,7 +219,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_title(f"dtdialog turn latency at {result['answers_indexed']} indexed answers")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -254,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
           f"engine (plan, agreement, scoring, session save) {b['engine_ms_per_turn']:.1f} ms")
     print(f"target p95 <= {TARGET_P95_MS:.0f} ms: {'met' if result['meets_target'] else 'MISSED'}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        atomic_write_text(args.json, json.dumps(result, indent=2))
     if args.plot:
         plot(result, args.plot)
     return 0

@@ -444,6 +444,7 @@ def _build_sqlite(out: Path, documents: Iterable[AnswerDocument], report: BuildR
         # Open readers keep the old files through their handles and see the old snapshot until they reopen.
         for suffix in ("-wal", "-shm"):
             _remove_quietly(Path(f"{out}{suffix}"))
+        check_output(out, force=True)  # once more: the build lock does not stop anyone else putting a FIFO there
         os.replace(tmp, out)  # the one atomic step: index, vectors and phrases go live together
     except BaseException:
         _remove_quietly(tmp)

@@ -15,6 +15,7 @@ new files, never one with the other's. Files written before this scheme (``answe
 whole build, so two builds of one file never both "succeed" with the last rename winning; the second waits
 up to ``timeout`` seconds, then fails with ``IndexBusyError``. The lock file is removed on release (a
 waiter that locked a removed file notices and retries), and a kill leaves only that file, reused next time.
+A lock path that is a symbolic link or not a regular file is refused (``parsers.files.open_lock_file``).
 
 **Leftovers.** A killed build leaves its temporary database (``.answers.sqlite.<8 chars>.tmp`` and its
 ``-wal``/``-shm``/``-journal``), temporary side files (``.answers.sqlite.dense-<g>.npy.<8 chars>.tmp``) and side
@@ -36,7 +37,8 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from parsers.errors import DTDialogError, InputError, ModelNotAvailableError
+from parsers.errors import DTDialogError, InputError, ModelNotAvailableError, StorageError
+from parsers.files import check_replaceable, open_lock_file
 
 #: What a generation token looks like (``lower(hex(randomblob(8)))``); anything else never becomes part of a file name.
 _GENERATION = re.compile(r"[0-9a-f]{1,64}")
@@ -186,7 +188,7 @@ def prune_side_files(index_path: str | Path, keep: str, *, kinds: tuple[str, ...
                 if index_generation(index_path) != keep:
                     return []
                 return prune_side_files(index_path, keep, kinds=kinds, locked=True)
-        except (IndexBusyError, InputError, OSError):
+        except (IndexBusyError, InputError, StorageError, OSError):
             return []
     removed: list[Path] = []
     for kind in kinds:
@@ -232,41 +234,16 @@ def check_output(out: str | Path, *, force: bool = False) -> None:
     """Raise ``InputError`` unless ``out`` may be replaced by a new index.
 
     Allowed: nothing there, a dtdialog index (or a symbolic link to one: the link is replaced), and with
-    ``force`` any other regular file. Refused: directories, devices, FIFOs, sockets, links to any of those or
-    to a non-index file, broken links.
+    ``force`` any other regular file. Refused (``parsers.files.check_replaceable``): directories, devices, FIFOs,
+    sockets, links to any of those or to a non-index file, broken links.
     """
     out = Path(out)
-    try:
-        info = os.lstat(out)
-    except FileNotFoundError:
+    if out.is_symlink() and is_index_file(out):
         return
-    except OSError as exc:
-        raise InputError(f"cannot check the output path {out}: {exc.strerror}") from None
-    if stat.S_ISLNK(info.st_mode):
-        if is_index_file(out):
-            return
-        try:
-            target = _kind(os.stat(out).st_mode)
-        except OSError:
-            target = "a missing file"
-        raise InputError(f"{out} is a symbolic link to {target}, not a dtdialog index; refusing to replace it")
-    if stat.S_ISDIR(info.st_mode):
-        raise InputError(f"{out} is a directory; give an index file path")
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"{out} is {_kind(info.st_mode)}, not a dtdialog index; refusing to replace it")
-    if force or is_index_file(out):
+    if check_replaceable(out, wanted="a dtdialog index") is None or force or is_index_file(out):
         return
     raise InputError(f"{out} exists and is not a dtdialog index; refusing to replace it "
                      "(--force replaces a regular file)")
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISREG, "a file that is not a dtdialog index")):
-        if test(mode):
-            return name
-    return "a special file"
 
 
 # --- the build lock ----------------------------------------------------------------------------------------------
@@ -302,7 +279,7 @@ def build_lock(out: str | Path, *, timeout: float = 0.0, notify: Callable[[str],
 def _acquire(path: Path, deadline: float, out: Path, notify: Callable[[str], None] | None) -> int:
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_lock_file(path)
         except OSError as exc:
             raise InputError(f"cannot create the build lock {path}: {exc.strerror}") from None
         try:

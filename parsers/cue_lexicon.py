@@ -157,12 +157,10 @@ class CueLexicon:
             raise InputError(f"malformed cue lexicon: {exc}") from None
 
     def to_disk(self, path: Path | str) -> None:
-        """Write the lexicon as JSON (atomically: a temporary file renamed into place)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, indent=0), encoding="utf-8")
-        tmp.replace(path)
+        """Write the lexicon as JSON (``parsers.files.atomic_write``)."""
+        from parsers.files import atomic_write_text
+
+        atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, indent=0))
 
     @classmethod
     def from_disk(cls, path: Path | str = DEFAULT_LEXICON_PATH) -> CueLexicon:

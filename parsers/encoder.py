@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from parsers.errors import ConfigError, ModelNotAvailableError
+from parsers.files import check_replaceable
 from parsers.home import data_home
 from parsers.minilm_file import (  # noqa: F401  (check_pin, file_sha256: this module's public names since issue 16)
     INSTALL_HINT,
@@ -168,6 +169,7 @@ def _derived_model(kind: str, build, purpose: str, source: Path | None, sha256: 
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".derive-") as tmp:
         out = Path(tmp) / target.name
         build(_float_matmul_weights(source), out)
+        check_replaceable(target)
         os.replace(out, target)
     return target
 

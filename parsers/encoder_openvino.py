@@ -13,16 +13,15 @@ have passed the caller's check on this machine and this OpenVINO version.
 from __future__ import annotations
 
 import importlib.util
-import os
 import queue
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from parsers.files import atomic_write_text
 from parsers.home import data_home
 
 #: The ``pip`` extra that installs OpenVINO.
@@ -109,8 +108,5 @@ def verified_session(model_path: Path, sha256: str, *, threads: int, streams: in
     marker = data_home() / "models" / f"minilm-l6-v2-openvino-bf16-{sha256[:12]}-ov{version}.verified"
     if not marker.is_file():
         check(session)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=marker.parent, prefix=".verify-", delete=False) as fh:
-            fh.write(f"{model_path.name}: states within the check's cosine of ONNX Runtime's float32\n")
-        os.replace(fh.name, marker)
+        atomic_write_text(marker, f"{model_path.name}: states within the check's cosine of ONNX Runtime's float32\n")
     return session

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from parsers.errors import ModelNotAvailableError
+from parsers.files import check_replaceable
 from parsers.home import data_home
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -77,6 +78,7 @@ def model_file(sha256: str = MODEL_SHA256) -> Path:
         out = Path(tmp) / target.name
         out.write_bytes(assembled_bytes())
         check_pin(out, sha256)
+        check_replaceable(target)
         os.replace(out, target)
     return target
 

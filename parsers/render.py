@@ -16,6 +16,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from parsers.errors import ConfigError, InputError
+from parsers.files import atomic_write, atomic_write_text, check_replaceable
 from parsers.relations import is_default
 from parsers.tree import NUCLEUS, DiscourseTree, Node
 
@@ -160,29 +161,26 @@ def tree_to_png(tree: DiscourseTree, path: str | Path, *, dpi: int = 110) -> Pat
         text = f"[{edu.index}]\n" + "\n".join(_wrap(edu.text))
         ax.text(p.x - LEAF_W / 2 + 4, leaf_y + 4, text, va="top", fontsize=7,
                 bbox={"boxstyle": "round,pad=0.3", "fc": "#f1f3f5", "ec": "#adb5bd"})
-    out = Path(path)
-    tmp = out.with_name(out.name + ".part.png")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # emoji glyphs missing from the default font
-            fig.savefig(tmp, dpi=dpi)
-        tmp.replace(out)
+            return atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=dpi))
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
-    return out
 
 
 def check_image_path(path: str | Path) -> Path:
     """Return ``path`` if a picture can be written there.
 
-    Raises ``ConfigError`` unless it ends in ``.svg``/``.png`` and ``InputError`` when its folder does not exist.
+    Raises ``ConfigError`` unless it ends in ``.svg``/``.png``, ``InputError`` when its folder does not exist or
+    something other than a regular file is there (``parsers.files.check_replaceable``).
     """
     out = Path(path)
     if out.suffix.lower() not in (".svg", ".png"):
         raise ConfigError(f"unsupported image format {out.suffix or '(none)'!r}: use .svg or .png")
     if not out.parent.is_dir():
         raise InputError(f"folder {out.parent} does not exist")
+    check_replaceable(out)
     return out
 
 
@@ -195,9 +193,7 @@ def save_image(tree: DiscourseTree, path: str | Path) -> Path:
     try:
         if out.suffix.lower() == ".png":
             return tree_to_png(tree, out)
-        tmp = out.with_name(out.name + ".part")
-        tmp.write_text(tree_to_svg(tree), encoding="utf-8")
-        tmp.replace(out)
+        atomic_write_text(out, tree_to_svg(tree))
     except OSError as exc:
         raise InputError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out

@@ -35,6 +35,7 @@ from parsers.features import (
     boundary_labels,
     pair_features,
 )
+from parsers.files import atomic_write_text
 from parsers.gum import NON_COMMERCIAL_GENRES, GumDocument, iter_gum
 from parsers.nlp_base import AnalyzedText
 from parsers.parseval import PUBLISHED_GUM, aggregate, binarize_node, parseval
@@ -78,11 +79,9 @@ def _analyze_all(docs: list[GumDocument], cache_dir: Path | None) -> list[Analyz
     out = list(tqdm(backend.analyze_many([d.tree.text for d in docs], batch_size=8), total=len(docs),
                     desc="spaCy", unit="doc", file=sys.stderr))
     if cache_file is not None:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(".tmp")
-        with tmp.open("wb") as fh:
-            pickle.dump(out, fh)
-        tmp.replace(cache_file)
+        from parsers.files import atomic_write
+
+        atomic_write(cache_file, lambda fh: pickle.dump(out, fh))
     return out
 
 
@@ -456,7 +455,7 @@ def train(gum_dir: Path, out_dir: Path, *, seed: int = 13, limit: int | None = N
         label_counts={lvl: dict(Counter(lab_train[lvl][1]).most_common()) for lvl in (INTRA, INTER)})
     manifest = training_manifest(run, train_seconds=round(time.perf_counter() - t0, 1))
     model.to_disk(out_dir, manifest=manifest)
-    (out_dir / "MODEL_CARD.md").write_text(model_card(manifest), encoding="utf-8")
+    atomic_write_text(out_dir / "MODEL_CARD.md", model_card(manifest))
     size = sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file())
     log.info("saved model to %s (%.2f MB) in %.0f s", out_dir, size / 1e6, time.perf_counter() - t0)
     return manifest

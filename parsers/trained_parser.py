@@ -233,11 +233,16 @@ class ParserModel:
         """Write ``model.joblib`` (inference weights), ``estimators.joblib`` (the fitted scikit-learn
         vectorizers and classifiers, when this model holds them) and ``manifest.json`` into ``path``.
 
-        Files are written under temporary names and renamed, so a failed save never leaves a half model.
+        Every file is serialised before the first is written (``parsers.files.atomic_write``), so a failed save
+        never leaves a half model.
         """
+        import io
+
         import joblib
 
-        out = Path(path)
+        from parsers.files import atomic_write, check_out_dir
+
+        out = check_out_dir(path)
         out.mkdir(parents=True, exist_ok=True)
         if manifest is not None:
             self.manifest = manifest
@@ -253,16 +258,14 @@ class ParserModel:
         if isinstance(self.segmenter, LinearComponent):
             written.append((ESTIMATORS_FILE, {"segmenter": self.segmenter, "structure": self.structure,
                                               "labeller": self.labeller}))
-        tmp_files = []
+        data = {}
         for name, obj in written:
-            tmp = out / (name + ".tmp")
-            joblib.dump(obj, tmp, compress=("zlib", 6))
-            tmp_files.append((tmp, out / name))
-        tmp_manifest = out / (MANIFEST_FILE + ".tmp")
-        tmp_manifest.write_text(json.dumps(self.manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp_files.append((tmp_manifest, out / MANIFEST_FILE))
-        for tmp, final in tmp_files:
-            tmp.replace(final)
+            buf = io.BytesIO()
+            joblib.dump(obj, buf, compress=("zlib", 6))
+            data[name] = buf.getvalue()
+        data[MANIFEST_FILE] = (json.dumps(self.manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
+        for name, blob in data.items():
+            atomic_write(out / name, lambda fh, blob=blob: fh.write(blob))
 
     @classmethod
     def from_disk(cls, path: Path | str) -> ParserModel:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from dtdialog.api.app import create_app
 from dtdialog.api.settings import ApiSettings
+from parsers.files import atomic_write_text
 
 
 def openapi_schema() -> dict[str, Any]:
@@ -31,11 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out == "-":
         sys.stdout.write(text)
         return 0
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    out = atomic_write_text(args.out, text)
     print(f"wrote {out} ({len(text)} bytes)", file=sys.stderr)
     return 0
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from parsers import storage
+from parsers.files import claim_regular_file
 from parsers.storage import storage_errors
 
 RATES_FILE = "rates.sqlite"
@@ -38,6 +39,7 @@ class SharedRates:
         self._pruned = 0.0
         with self._storage("opening"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            claim_regular_file(self.path, what="the shared rate counters")
             conn = self._conn()
             with conn:
                 for statement in _SCHEMA:

@@ -94,8 +94,10 @@ def _read_script(path: Path) -> list[str]:
 
 def _open_trace(path: Path):
     """Return the ``--trace-json`` file opened for appending; a path that cannot be written is a one-line error."""
+    from parsers.files import open_append
+
     try:
-        return open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the caller's finally
+        return open(open_append(path), "a", encoding="utf-8")  # noqa: SIM115 - closed by the caller's finally
     except OSError as exc:
         raise storage_error(exc, what=f"cannot write the trace file {path}") or InputError(
             f"cannot write the trace file {path}: {exc.strerror or exc}") from None

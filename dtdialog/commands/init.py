@@ -8,12 +8,11 @@ and ``dtdialog test`` work with no further flags.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from parsers.errors import ConfigError
+from parsers.files import atomic_write, check_replaceable
 
 NAME = "init"
 HELP = "create a project for your own support bot: profile, sample data, conversation tests, README"
@@ -41,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     for rel in files:  # before writing anything: never a half-made project
         if (target / rel).is_dir():
             raise ConfigError(f"{target / rel} is a folder; the project needs a file there")
+        check_replaceable(target / rel)
     target.mkdir(parents=True, exist_ok=True)
     for rel in files:
         _copy_atomically(TEMPLATE_DIR / rel, target / rel)
@@ -52,13 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _copy_atomically(source: Path, dest: Path) -> None:
-    """Copy ``source`` to ``dest`` through a temporary file renamed into place (no half-written file)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
-    try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Copy ``source`` to ``dest`` through ``parsers.files.atomic_write`` (no half-written file, nothing but a
+    regular file replaced)."""
+    with open(source, "rb") as src:
+        atomic_write(dest, lambda out: shutil.copyfileobj(src, out))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.errors import InputError
+from parsers.files import check_replaceable
 
 NAME = "test"
 HELP = "run conversation tests (YAML or JSONL: customer turns with expectations) against the index"
@@ -76,8 +77,11 @@ def run(args: argparse.Namespace) -> int:
 
     target = resolve_target(args)
     tests = load_tests(target.tests)  # a bad file fails before the engine loads
-    if args.junit is not None and args.junit.is_dir():
-        raise InputError(f"--junit {args.junit} is a folder; give a file path")
+    if args.junit is not None:
+        try:
+            check_replaceable(args.junit)  # before the tests run: a refusal costs nothing
+        except InputError as exc:
+            raise InputError(f"--junit {exc}") from None
     # a throw-away session store: test sessions are not the team's conversations
     with tempfile.TemporaryDirectory(prefix="dtdialog-test-") as tmp:
         spec = EngineSpec(parser=args.parser, index_path=target.index, ranker=args.ranker, corpus=target.corpus,

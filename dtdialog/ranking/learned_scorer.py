@@ -120,18 +120,15 @@ class RankerModel:
         """Write the model (joblib) and ``<path stem>.json`` manifest atomically; return the model path."""
         import joblib
 
+        from parsers.files import atomic_write, atomic_write_text
+
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        joblib.dump({"format": MODEL_FORMAT, "estimator": self.estimator, "feature_names": list(self.feature_names),
-                     "manifest": self.manifest}, tmp, compress=3)
-        tmp.replace(path)
-        manifest_path = path.with_suffix(".json")
-        tmp_manifest = manifest_path.with_suffix(".json.tmp")
-        tmp_manifest.write_text(json.dumps({**self.manifest, "feature_names": list(self.feature_names),
-                                            "format": MODEL_FORMAT}, indent=2)
-                                + "\n", encoding="utf-8")
-        tmp_manifest.replace(manifest_path)
+        model = {"format": MODEL_FORMAT, "estimator": self.estimator, "feature_names": list(self.feature_names),
+                 "manifest": self.manifest}
+        atomic_write(path, lambda fh: joblib.dump(model, fh, compress=3))
+        atomic_write_text(path.with_suffix(".json"), json.dumps({**self.manifest, "feature_names":
+                                                                 list(self.feature_names), "format": MODEL_FORMAT},
+                                                                indent=2) + "\n")
         return path
 
     @classmethod

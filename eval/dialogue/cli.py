@@ -23,6 +23,7 @@ from eval.dialogue.run import run_set, summary, transcript_sample
 from eval.entry import one_line_errors
 from eval.selective import load_sets
 from parsers.errors import ConfigError, InputError
+from parsers.files import atomic_write_text, check_out_dir
 
 DEFAULT_OUT = Path("runs") / "dialogue"
 
@@ -75,8 +76,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     bots = _bots(args.bots)
     if args.bootstrap < 1 or (args.limit is not None and args.limit < 1) or args.sample_transcripts < 0:
         raise ConfigError("--bootstrap and --limit must be at least 1, --sample-transcripts at least 0")
+    out = check_out_dir(args.out or DEFAULT_OUT)  # before the slow part
     sets = load_sets(args)
-    out = args.out or DEFAULT_OUT
     setup = _setup(args, sets)
     results = []
     for eval_set in sets:
@@ -87,10 +88,10 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         for pool, by_bot in set_run.sessions.items():
             if by_bot and ids:
                 print(write_transcripts(out, eval_set.name, pool, by_bot, ids, gold))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps({"setup": setup, "command": command, "results": results},
-                                                 indent=2) + "\n", encoding="utf-8")
-    (out / "results.md").write_text(markdown(results, command=command, setup=setup), encoding="utf-8")
+    check_out_dir(out).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "results.json", json.dumps({"setup": setup, "command": command, "results": results},
+                                                       indent=2) + "\n")
+    atomic_write_text(out / "results.md", markdown(results, command=command, setup=setup))
     print(out / "results.json")
     print(out / "results.md")
     png = plot_success(out / "success_at_k.png", results)

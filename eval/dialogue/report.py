@@ -7,6 +7,8 @@ from pathlib import Path
 
 from eval.dialogue.customer import BUDGET, Session
 from eval.dialogue.metrics import KS
+from eval.report import save_figure
+from parsers.files import atomic_write_text
 
 _ROWS = (("wrong_per_session", "wrong answers / session"), ("handoff_rate", "hand-off rate"),
          ("turns_to_success", "bot turns to success"), ("session_success", "every step succeeded"),
@@ -107,7 +109,7 @@ def plot_success(path: Path, results: Sequence[dict]) -> Path | None:
             _success_panel(ax, res["pools"].get(pool_name) or {}, f"{res['dataset']}, {pool_name} pool")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -159,5 +161,5 @@ def write_transcripts(out: Path, name: str, pool: str, by_bot: dict[str, list[Se
             lines += [line for s in sessions if s.dialogue_id == did for line in transcript(s, gold=gold.get(did, ()))]
     path = out / "transcripts" / f"{name}_{pool}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines) + "\n")
     return path

@@ -32,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from parsers.files import atomic_write_text
+
 OUT_DEFAULT = Path(__file__).resolve().parents[2] / "parsers" / "models"
 MODEL_FILE = "minilm-l6-v2-int8.onnx"
 TOKENIZER_FILE = "minilm-tokenizer.json"
@@ -168,7 +170,7 @@ def write_tokenizer(model_dir: Path, dst: Path) -> None:
     data["truncation"] = {"direction": "Right", "max_length": MAX_TOKENS, "strategy": "LongestFirst", "stride": 0}
     data["padding"] = {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
                        "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]"}
-    dst.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    atomic_write_text(dst, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
 def sha256(path: Path) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from parsers.errors import ConfigError, InputError
+from parsers.files import atomic_write_text
 from parsers.gum import NON_COMMERCIAL_GENRES
 from parsers.home import data_home
 from parsers.neural.encoder import FEATURE_DIM, LAYERS, WINDOW, MiniLMWordEncoder, encoder_id
@@ -454,7 +455,7 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
                                {"segmenter": seg_record, "tree": tree_record}, scores,
                                train_seconds=round(time.perf_counter() - t0, 1))
     model.to_disk(out_dir, manifest=manifest)
-    (out_dir / "MODEL_CARD.md").write_text(neural_model_card(manifest), encoding="utf-8")
+    atomic_write_text(out_dir / "MODEL_CARD.md", neural_model_card(manifest))
     shutil.rmtree(ckpt, ignore_errors=True)
     log.info("saved model to %s (%.2f MB) in %.0f s", out_dir,
              sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file()) / 1e6, time.perf_counter() - t0)

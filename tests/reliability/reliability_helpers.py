@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,21 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str)
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def folder_snapshot(folder: Path) -> dict[str, tuple[int, int, bytes | str | None]]:
+    """Return every entry of ``folder`` with its type, size and content (a link's target; a FIFO's nothing)."""
+    out = {}
+    for path in sorted(folder.iterdir()):
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            content: bytes | str | None = os.readlink(path)
+        elif stat.S_ISREG(info.st_mode):
+            content = path.read_bytes()
+        else:
+            content = None
+        out[path.name] = (stat.S_IFMT(info.st_mode), info.st_size, content)
+    return out
 
 
 def namespaces_work() -> str | None:

@@ -8,29 +8,14 @@ unless ``--force`` is given for a regular file. The device-like case is a FIFO m
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 import pytest
+from reliability_helpers import folder_snapshot
 
 from dtdialog.cli import main
 
 BUILD = ["index", "build", "--format", "builtin", "--limit", "1", "--quiet"]
-
-
-def _snapshot(folder: Path) -> dict[str, tuple[int, int, bytes | str | None]]:
-    """Return every entry of ``folder`` with its type, size and content (a link's target; a FIFO's nothing)."""
-    out = {}
-    for path in sorted(folder.iterdir()):
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            content: bytes | str | None = os.readlink(path)
-        elif stat.S_ISREG(info.st_mode):
-            content = path.read_bytes()
-        else:
-            content = None
-        out[path.name] = (stat.S_IFMT(info.st_mode), info.st_size, content)
-    return out
 
 
 @pytest.fixture()
@@ -56,11 +41,11 @@ def targets(tmp_path: Path) -> dict[str, Path]:
     ("to-notes", True, "is a symbolic link to a file that is not a dtdialog index"),
 ])
 def test_out_that_is_not_an_index_is_refused_and_untouched(targets, tmp_path, capsys, name, force, message) -> None:
-    before = _snapshot(tmp_path)
+    before = folder_snapshot(tmp_path)
     assert main([*BUILD, "--out", str(targets[name]), *(["--force"] if force else [])]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
-    assert _snapshot(tmp_path) == before  # nothing replaced, no lock or temp file left
+    assert folder_snapshot(tmp_path) == before  # nothing replaced, no lock or temp file left
 
 
 @pytest.mark.timeout(300)
