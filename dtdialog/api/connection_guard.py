@@ -5,7 +5,8 @@ uvicorn has neither: its keep-alive timer runs only between requests and is rese
 sending half a request head holds its connection forever, and 1,100 such connections from one address made
 the probe's normal requests time out. ASGI middleware sees a request only once its head is complete, so the
 guard is a subclass of uvicorn's h11 protocol (``GuardedH11Protocol``, given to ``uvicorn.Config`` as ``http``).
-Counts are per server process: with ``--workers N`` each worker holds its own.
+h11 is used even where httptools is installed (uvicorn's "auto" would pick it): the deadlines read h11's
+state. Counts are per server process: with ``--workers N`` each worker holds its own.
 """
 
 from __future__ import annotations
