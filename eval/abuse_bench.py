@@ -4,6 +4,7 @@
     python -m eval.abuse_bench --abusers 3 --turns 30 --rounds 2 --json out.json
     python -m eval.abuse_bench --abuse explain,rotating --rotate 40
     python -m eval.abuse_bench --engine-threads 1     # the server's engine runs one call at a time
+    python -m eval.abuse_bench --slow-connections 1100  # the abusers also hold half-sent requests open
 
 One well-behaved customer (its own loopback address) sends turns ``--pause`` seconds apart, in sessions of
 five turns. The run alternates rounds *alone* and *with* ``--abusers`` other addresses that loop, without
@@ -13,8 +14,12 @@ in the machine's load falls on both. The abuses (``--abuse``, each abuser takes 
 * ``bulk``: 4,000-character searches (the longest a customer message may be) and 100,000-character parses;
 * ``explain``: turns of brackets nested 2,000 deep with ``?explain=true``, several at once from one address;
 * ``rotating``: new sessions and long turns, each from the next of ``--rotate`` addresses, so no one address
-  reaches its quotas. Reports the customer's turn p50/p95/p99 in each condition, the p95 ratio
-(the target is at most 2), the customer's errors, and how the abusers' requests were answered.
+  reaches its quotas.
+
+With ``--slow-connections N`` the abusers' addresses also hold N half-sent requests open between them (slowloris:
+a header line a second, the head never ends), each reopened as soon as the server closes it. Reports the
+customer's turn p50/p95/p99 in each condition, the p95 ratio (the target is at most 2), the customer's errors,
+and how the abusers' requests were answered.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import sys
 import tempfile
 import time
@@ -119,34 +125,110 @@ async def _rotating_abuser(url: str, addresses: list[str], stop: asyncio.Event, 
             await c.aclose()
 
 
+async def _slow_connections(url: str, address: str, count: int, stop: asyncio.Event, answers: Counter) -> None:
+    """Hold ``count`` half-sent requests open from ``address`` until ``stop``, reopening each one the server ends;
+    count how each ended (``slow 408``, ``slow 429``, ``slow closed``...)."""
+    target = httpx.URL(url)
+
+    async def hold() -> None:
+        while not stop.is_set():
+            try:
+                reader, writer = await asyncio.open_connection(target.host, target.port, local_addr=(address, 0))
+            except OSError as exc:
+                answers[f"slow {type(exc).__name__}"] += 1
+                await asyncio.sleep(0.1)
+                continue
+            writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            try:
+                while not stop.is_set():
+                    try:
+                        head = await asyncio.wait_for(reader.read(13), timeout=1.0)
+                    except asyncio.TimeoutError:
+                        writer.write(b"X-Slow: 1\r\n")
+                        continue
+                    answers["slow " + (head[9:12].decode("ascii", "replace") or "closed")] += 1
+                    break
+            except OSError as exc:
+                answers[f"slow {type(exc).__name__}"] += 1
+            finally:
+                writer.close()
+            await asyncio.sleep(0.5)  # a reconnecting attacker, not a busy loop on this machine's CPU
+
+    await asyncio.gather(*(hold() for _ in range(count)))
+
+
+def _slow_process(url: str, shares: list[tuple[str, int]], stop: Any, results: Any) -> None:
+    """Run the slow connections of ``shares`` (address, count) until ``stop`` is set; put how they ended in
+    ``results``. A process of its own: in the customer's event loop, a thousand reconnecting sockets would delay
+    the customer's own turns and be measured as the server's."""
+    async def run() -> None:
+        answers: Counter = Counter()
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            while not stop.is_set():
+                await asyncio.sleep(0.2)
+            done.set()
+
+        await asyncio.gather(watch(), *(_slow_connections(url, a, n, done, answers) for a, n in shares if n))
+        results.put(dict(answers))
+
+    asyncio.run(run())
+
+
+def _start_slow(url: str, total: int, addresses: list[str]) -> tuple[Any, Any, Any] | None:
+    if not total or not addresses:
+        return None
+    context = multiprocessing.get_context("spawn")
+    stop, results = context.Event(), context.Queue()
+    shares = list(zip(addresses, [total // len(addresses) + (i < total % len(addresses)) for i in range(len(addresses))]))
+    process = context.Process(target=_slow_process, args=(url, shares, stop, results), name="abuse-bench-slow")
+    process.start()
+    return process, stop, results
+
+
+async def _stop_slow(slow: tuple[Any, Any, Any] | None, answers: Counter) -> None:
+    if slow is None:
+        return
+    process, stop, results = slow
+    stop.set()
+    answers.update(await asyncio.to_thread(results.get))
+    await asyncio.to_thread(process.join)
+
+
 def _client(url: str, address: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=url, timeout=120,
                              transport=httpx.AsyncHTTPTransport(local_address=address))
 
 
 def _start_abusers(url: str, *, abusers: int, abuse: tuple[str, ...], rotate: int, stop: asyncio.Event,
-                   answers: Counter) -> tuple[list[asyncio.Task], list[httpx.AsyncClient]]:
+                   answers: Counter) -> tuple[list[asyncio.Task], list[httpx.AsyncClient], list[str]]:
+    """Start ``abusers`` abusers taking the ``abuse`` kinds in turn; return their tasks, clients and addresses."""
     tasks: list[asyncio.Task] = []
     clients: list[httpx.AsyncClient] = []
+    used: list[str] = []
     next_address = 1
     for a in range(abusers):
         kind = abuse[a % len(abuse)]
         if kind == "rotating":
             addresses = [loopback_address(next_address + i) for i in range(rotate)]
+            used += addresses
             next_address += rotate
             tasks.append(asyncio.create_task(_rotating_abuser(url, addresses, stop, answers)))
             continue
-        client = _client(url, loopback_address(next_address))
+        used.append(loopback_address(next_address))
+        client = _client(url, used[-1])
         next_address += 1
         clients.append(client)
         run = _abuser if kind == "bulk" else _explain_abuser
         tasks.append(asyncio.create_task(run(client, stop, answers)))
-    return tasks, clients
+    return tasks, clients, used
 
 
 async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float,
-                abuse: tuple[str, ...] = ("bulk",), rotate: int = 40) -> dict[str, Any]:
-    """Run ``rounds`` x (alone, with abusers) rounds of ``turns`` customer turns; return the report."""
+                abuse: tuple[str, ...] = ("bulk",), rotate: int = 40, slow_connections: int = 0) -> dict[str, Any]:
+    """Run ``rounds`` x (alone, with abusers) rounds of ``turns`` customer turns; return the report.
+    ``slow_connections``: half-sent requests the abusers' addresses hold open between them."""
     samples: dict[str, list[float]] = {"alone": [], "abused": []}
     errors: list[str] = []
     answers: Counter = Counter()
@@ -157,13 +239,15 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
         for _ in range(rounds):
             for condition in ("alone", "abused"):
                 stop = asyncio.Event()
-                tasks, clients = _start_abusers(url, abusers=abusers if condition == "abused" else 0, abuse=abuse,
-                                                rotate=rotate, stop=stop, answers=answers)
+                tasks, clients, used = _start_abusers(url, abusers=abusers if condition == "abused" else 0,
+                                                      abuse=abuse, rotate=rotate, stop=stop, answers=answers)
+                slow = _start_slow(url, slow_connections, used)
                 if tasks:
                     await asyncio.sleep(1.0)  # let the abusers fill the queue first
                 lat, errs = await _customer(customer, turns=turns, pause=pause, start=k)
                 k += turns
                 stop.set()
+                await _stop_slow(slow, answers)
                 await asyncio.gather(*tasks, return_exceptions=True)
                 for c in clients:
                     await c.aclose()
@@ -171,7 +255,8 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
                 errors += errs
                 await asyncio.sleep(1.0)
     alone, abused = percentiles(samples["alone"]), percentiles(samples["abused"])
-    return {"url": url, "abusers": abusers, "abuse": list(abuse), "rotate": rotate, "turns_per_round": turns, "rounds": rounds, "pause_s": pause,
+    return {"url": url, "abusers": abusers, "abuse": list(abuse), "rotate": rotate, "slow_connections": slow_connections,
+            "turns_per_round": turns, "rounds": rounds, "pause_s": pause,
             "customer_turns": {k: len(v) for k, v in samples.items()}, "customer_errors": errors[:10],
             "alone_ms": alone, "abused_ms": abused,
             "p95_ratio": round(abused["p95"] / alone["p95"], 2) if alone["p95"] else None,
@@ -181,8 +266,8 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
 def format_report(rep: dict[str, Any]) -> str:
     """Return the report as a few lines."""
     threads = rep.get("engine_threads") or "default"
-    lines = [f"abuse bench: 1 customer, {rep['abusers']} abusive clients ({', '.join(rep.get('abuse') or ['bulk'])}), "
-             f"{rep['rounds']} x {rep['turns_per_round']} "
+    lines = [f"abuse bench: 1 customer, {rep['abusers']} abusive clients ({', '.join(rep.get('abuse') or ['bulk'])}; "
+             f"{rep.get('slow_connections', 0)} slow connections), {rep['rounds']} x {rep['turns_per_round']} "
              f"turns per condition, {rep['pause_s']} s between turns, engine threads: {threads}",
              f"  alone:  p50 {rep['alone_ms']['p50']} ms  p95 {rep['alone_ms']['p95']} ms  p99 {rep['alone_ms']['p99']} ms",
              f"  abused: p50 {rep['abused_ms']['p50']} ms  p95 {rep['abused_ms']['p95']} ms  p99 {rep['abused_ms']['p99']} ms",
@@ -205,14 +290,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--index", type=Path, default=None, help="index for the started server (default: built-in corpus)")
     p.add_argument("--engine-threads", type=int, default=None,
                    help="the server's --engine-threads (1-16; default: the server's default)")
+    p.add_argument("--slow-connections", type=int, default=0, metavar="N",
+                   help="half-sent requests the abusers' addresses hold open between them (default 0)")
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = p.parse_args(argv)
     abuse = tuple(a.strip() for a in args.abuse.split(",") if a.strip())
     if not abuse or any(a not in ABUSES for a in abuse) or not 1 <= args.rotate <= 1000:
         print(f"error: --abuse must name some of {', '.join(ABUSES)}, and --rotate be 1-1000", file=sys.stderr)
         return 2
-    if not 1 <= args.abusers <= 20 or args.turns < 5 or args.rounds < 1 or args.pause < 0:
-        print("error: --abusers must be 1-20, --turns at least 5, --rounds at least 1, --pause not negative",
+    if not 1 <= args.abusers <= 20 or args.turns < 5 or args.rounds < 1 or args.pause < 0 \
+            or not 0 <= args.slow_connections <= 5000:
+        print("error: --abusers must be 1-20, --turns at least 5, --rounds at least 1, --pause not negative, "
+              "--slow-connections 0-5000",
               file=sys.stderr)
         return 2
     if args.engine_threads is not None and not 1 <= args.engine_threads <= 16:
@@ -222,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             local_server(index=args.index, startup_timeout=600, workdir=Path(tmp), default_quotas=True,
                          engine_threads=args.engine_threads) as url:
         report = asyncio.run(bench(url, abusers=args.abusers, turns=args.turns, rounds=args.rounds, pause=args.pause,
-                                   abuse=abuse, rotate=args.rotate))
+                                   abuse=abuse, rotate=args.rotate, slow_connections=args.slow_connections))
     report["engine_threads"] = args.engine_threads  # None: the server's default
     print(format_report(report))
     if args.json:

@@ -59,9 +59,15 @@ def worker_app() -> FastAPI:
 
     The settings come as data (``WORKER_SETTINGS_ENV``, written by ``dtdialog serve``), never from argv again.
     """
+    from dtdialog.api import connection_guard, log_flood, open_files
+
     payload = json.loads(os.environ[WORKER_SETTINGS_ENV])
     logging.basicConfig(level=payload["log_level"].upper(), format=LOG_FORMAT)
-    return create_app(ApiSettings.from_worker_data(payload["settings"]))
+    log_flood.install()
+    settings = ApiSettings.from_worker_data(payload["settings"])
+    budget = open_files.connection_budget(settings.max_connections)  # the limit its supervisor raised
+    connection_guard.configure(connection_guard.limits_of(settings, budget.max_connections))
+    return create_app(settings)
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:

@@ -34,9 +34,9 @@ from typing import Any, TypeVar
 
 from fastapi import Request
 
-from dtdialog.api.client_address import client_group
 from dtdialog.api.deps import get_service, key_matches
 from dtdialog.api.errors import ApiError
+from dtdialog.api.ip_groups import ip_group
 from dtdialog.api.settings import ApiSettings
 
 log = logging.getLogger("dtdialog.api")
@@ -62,11 +62,11 @@ GLOBAL_SESSION = "global_session"
 
 def client_id(request: Request, settings: ApiSettings) -> str:
     """Return who is asking: ``key:<digest>`` for a request with the right API key, else ``addr:<remote address>``
-    (an IPv6 address by its ``ipv6_prefix`` network: ``client_address``)."""
+    (an IPv6 address by its ``ipv6_prefix`` network: ``ip_groups``)."""
     given = request.headers.get("x-api-key")
     if given and settings.api_key and key_matches(given, settings.api_key):
         return "key:" + hashlib.sha256(settings.api_key.encode()).hexdigest()[:12]
-    return "addr:" + (client_group(request.client.host, settings.ipv6_prefix) if request.client else "unknown")
+    return "addr:" + (ip_group(request.client.host, settings.ipv6_prefix) if request.client else "unknown")
 
 
 def is_operator(client: str) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dtdialog.api.ip_groups import IPV6_PREFIX
 from parsers.errors import ConfigError
 from parsers.text_input import MAX_CHARS
 
@@ -75,7 +76,7 @@ class ApiSettings:
     #: conversations already going on; None: unlimited
     global_session_rate: str | None = "300/minute"
     #: IPv6 clients are counted by this prefix length (one /64 is one household or server), IPv4 by address
-    ipv6_prefix: int = 64
+    ipv6_prefix: int = IPV6_PREFIX
     #: live (not expired) sessions at most; ``POST /sessions`` answers 503 ``session_limit_reached`` beyond
     max_sessions: int = 10_000
     #: seconds (or "7d") a session may stay idle before it expires and is purged; 0: sessions never expire
@@ -94,6 +95,13 @@ class ApiSettings:
     #: folder of the quota state the workers share (rate counters, session admission lock); None: per process.
     #: ``dtdialog serve --workers N`` (N > 1) sets it, fresh for each start.
     shared_dir: Path | None = None
+    #: seconds a connection may take to send a request's head, and then its body, before it is closed (408);
+    #: the connections one client (an address; IPv6: its /64) and this process may hold open at once
+    #: (``dtdialog.api.connection_guard``; the total is lowered to what the open-file limit allows)
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections_per_client: int = 32
+    max_connections: int = 2048
     #: a profile YAML file whose wording the bot speaks (None: the one stored in the index, else the built-in
     #: corpus's, else the generic one; ``dtdialog.profile``)
     profile: Path | None = None
@@ -176,7 +184,12 @@ class ApiSettings:
         workers, most = self.workers, max_workers()
         if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= most:
             raise ConfigError(f"workers must be an integer from 1 to {most} (4 per CPU core), got {workers!r}")
-        for name, low in (("engine_seconds", 0.0), ("engine_wait", 0.001)):
+        for name in ("max_connections_per_client", "max_connections"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name, low in (("engine_seconds", 0.0), ("engine_wait", 0.001), ("header_timeout", 0.001),
+                          ("body_timeout", 0.001)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < float("inf"):
                 raise ConfigError(f"{name} must be a number of seconds of at least {low:g}, got {value!r}")

@@ -13,8 +13,6 @@ NAME = "serve"
 #: then gets ``EngineService.close``'s few seconds: the process is gone within 10 s, even with a turn running.
 SHUTDOWN_GRACE_S = 4
 HELP = "Run the search API and the web chat page (FastAPI + uvicorn)."
-#: Connections the listening socket queues (uvicorn's default).
-BACKLOG = 2048
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the sessions and the per-client rates; each has its own --engine-threads")
     _protection_arguments(parser)
     _quota_arguments(parser)
+    _connection_arguments(parser)
 
 
 def _protection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +93,19 @@ def _quota_arguments(parser: argparse.ArgumentParser) -> None:
                         help="engine calls run at once, one thread each (1-16, default 2); searches, parses and "
                              "index reads hold at most all but one, so a customer's turn never waits behind them; "
                              "index writes run alone; 1: one call at a time")
+
+
+def _connection_arguments(parser: argparse.ArgumentParser) -> None:
+    connections = parser.add_argument_group("connections (per server process)")
+    connections.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
+                             help="time a client has to send a request's head before 408 and close (default 10)")
+    connections.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
+                             help="time a client has to send a request's body once its head is in (default 30)")
+    connections.add_argument("--max-connections-per-client", type=int, default=None, metavar="N",
+                             help="connections one client address (IPv6: its /64) may hold open; more are refused "
+                                  "(default 32; a --forwarded-allow-ips proxy is not capped)")
+    connections.add_argument("--max-connections", type=int, default=None, metavar="N",
+                             help="connections held open at most (default 2048, lowered to what `ulimit -n` allows)")
 
 
 #: Bind addresses that name no host: every interface.
@@ -170,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         ipv6_prefix=args.ipv6_prefix, max_sessions=args.max_sessions,
         session_ttl=args.session_ttl, engine_seconds=args.engine_seconds, max_pending=args.max_pending,
         engine_wait=args.engine_wait, engine_threads=args.engine_threads, workers=args.workers,
+        header_timeout=args.header_timeout, body_timeout=args.body_timeout,
+        max_connections_per_client=args.max_connections_per_client, max_connections=args.max_connections,
     )
     if args.host.strip("[]") in ANY_INTERFACE and "*" not in settings.allowed_hosts:
         logging.getLogger("dtdialog.api").warning(
@@ -177,10 +191,11 @@ def run(args: argparse.Namespace) -> int:
             "(add the names clients use with --allowed-hosts)", ", ".join(settings.allowed_hosts))
     if settings.workers > 1:
         return serve_workers(settings, args, proxies)
-    from dtdialog.api import worker_sockets
+    from dtdialog.api import connection_guard, log_flood, open_files, worker_sockets
 
+    budget = open_files.connection_budget(settings.max_connections)
     # the port is taken first: in use, it is one `error:` line before the engine loads
-    with worker_sockets.single_listener(args.host, args.port, BACKLOG) as listener:
+    with worker_sockets.single_listener(args.host, args.port, budget.backlog) as listener:
         app = create_app(settings)
         service = app.state.service
         if settings.preload:
@@ -194,7 +209,10 @@ def run(args: argparse.Namespace) -> int:
         # pick the address its quotas are counted under
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
                                 timeout_graceful_shutdown=SHUTDOWN_GRACE_S, proxy_headers=bool(proxies),
-                                forwarded_allow_ips=proxies or None, backlog=BACKLOG)
+                                forwarded_allow_ips=proxies or None, backlog=budget.backlog,
+                                http=connection_guard.GuardedH11Protocol, timeout_keep_alive=connection_guard.KEEP_ALIVE_S)
+        connection_guard.configure(connection_guard.limits_of(settings, budget.max_connections))
+        log_flood.install()  # after uvicorn.Config, which replaces its loggers' handlers
         logging.getLogger("uvicorn.error").info("Uvicorn running on http://%s:%d (Press CTRL+C to quit)",
                                                 args.host, args.port)
         try:
@@ -215,7 +233,7 @@ def serve_workers(settings, args: argparse.Namespace, proxies: list[str]) -> int
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    from dtdialog.api import worker_sockets
+    from dtdialog.api import log_flood, worker_sockets
 
     if not worker_sockets.supported():  # the workers share uvicorn's one socket, bound after the engine is ready
         app, options = _worker_app(settings, args, proxies)
@@ -226,6 +244,7 @@ def serve_workers(settings, args: argparse.Namespace, proxies: list[str]) -> int
     with worker_sockets.reserve(args.host, args.port):
         app, options = _worker_app(settings, args, proxies)
         config = uvicorn.Config(app, **options)
+        log_flood.install()
         logging.getLogger("uvicorn.error").info("Uvicorn running on http://%s:%d with %d workers (Press CTRL+C to quit)",
                                                 args.host, args.port, settings.workers)
         try:
@@ -242,6 +261,7 @@ def _worker_app(settings, args: argparse.Namespace, proxies: list[str]) -> tuple
     import json
     import os
 
+    from dtdialog.api import connection_guard, open_files
     from dtdialog.api.app import WORKER_SETTINGS_ENV
 
     settings = dataclasses.replace(settings, shared_dir=shared_quota_dir(args.port))
@@ -254,7 +274,11 @@ def _worker_app(settings, args: argparse.Namespace, proxies: list[str]) -> tuple
     return "dtdialog.api.app:worker_app", {
         "factory": True, "workers": settings.workers, "host": args.host, "port": args.port,
         "log_level": args.log_level, "access_log": False, "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
-        "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies or None}
+        "proxy_headers": bool(proxies), "forwarded_allow_ips": proxies or None,
+        # by name: the config is pickled into each worker, which sets the guard's limits (``worker_app``)
+        "http": connection_guard.PROTOCOL_NAME, "timeout_keep_alive": connection_guard.KEEP_ALIVE_S,
+        # the limit raised here holds in the workers, which size their connection caps by it too
+        "backlog": open_files.backlog_for(open_files.raise_open_files_limit())}
 
 
 def shared_quota_dir(port: int) -> Path:
