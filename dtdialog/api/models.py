@@ -210,7 +210,8 @@ class HealthResponse(BaseModel):
     loading: bool = Field(default=False, description="True while the engine loads at start-up (the first "
                                                      "requests wait for it).")
     problem: str | None = Field(default=None, description="Why the start-up load failed (requests then answer 503 "
-                                                          "`engine_unavailable` and try again).")
+                                                          "`engine_unavailable` and try again); null again once a "
+                                                          "load succeeds, and always null in a `/readyz` 200.")
 
 
 class IndexStats(BaseModel):
