@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from dtdialog.session import SessionNotFoundError, SessionRecord
 from parsers import storage
@@ -41,6 +42,14 @@ MAX_LOADED_TRACES = 50
 #: Seconds a turn waits for the same session's turn in another process (a turn takes well under a second;
 #: beyond this the other process is stuck, and the turn gets a 503 instead of hanging).
 TURN_LOCK_TIMEOUT_S = 60.0
+
+
+def probe_store(path: Path, timeout: float) -> str | None:
+    """Return None when the session store at ``path`` can be read and its write lock taken within ``timeout``
+    seconds, else why not in a few words (a readiness probe: every turn writes its session; nothing is written)."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=rw"  # never creates the file
+    return storage.probe_sqlite(lambda: sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None),
+                                ("BEGIN IMMEDIATE", "SELECT 1 FROM sessions LIMIT 1", "ROLLBACK"))
 
 
 class SessionStore:
@@ -104,6 +113,10 @@ class SessionStore:
             return False
         self._lock.release()
         return True
+
+    def probe(self, timeout: float) -> str | None:
+        """Return None when a turn could be saved now, else why not (``probe_store``)."""
+        return probe_store(self.path, timeout)
 
     def save(self, record: SessionRecord, *, keep_traces: int | None = None) -> None:
         """Write ``record`` (insert or replace) in one transaction.

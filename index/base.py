@@ -249,6 +249,14 @@ class AnswerIndex(ABC):
         then loads the new one). Backends that swap in place (an Elasticsearch alias) are never replaced."""
         return False
 
+    def probe(self, timeout: float) -> str | None:
+        """Return None when a search could read the index now, else why not in a few words (a readiness probe that
+        takes at most about ``timeout`` seconds).
+
+        The default is None: a backend without a cheap probe is not tried (an Elasticsearch index).
+        """
+        return None
+
     def lock_free(self, timeout: float) -> bool:
         """Return True when the index's own lock can be taken within ``timeout`` seconds (a readiness probe).
 

@@ -22,11 +22,12 @@ MAX_QUERY_CHARS = 10_000
 _RR = re.compile(r"([A-Za-z][A-Za-z_-]*)\s*\[([^\[\]]*)\]")
 
 
-def parse_query_string(text: str, *, size: int = 10, relations: tuple[str, ...] = ()) -> SearchQuery:
+def parse_query_string(text: str, *, size: int = 10, relations: tuple[str, ...] = (),
+                       empty_ok: bool = False) -> SearchQuery:
     """Return the ``SearchQuery`` of ``text`` (``size`` hits, optional relation filter).
 
-    Raises ``InputError`` for an empty or over-long string, or one with no searchable word;
-    ``ConfigError`` for an unknown relation in ``relations``.
+    Raises ``InputError`` for an empty or over-long string, or one with no searchable word (with ``empty_ok``, that
+    one is an empty query instead: ``SearchQuery.is_empty``); ``ConfigError`` for an unknown relation in ``relations``.
     """
     if text is None or not text.strip():
         raise InputError("empty query: give keywords and/or RR terms such as 'Contrast [reset password]'")
@@ -46,7 +47,7 @@ def parse_query_string(text: str, *, size: int = 10, relations: tuple[str, ...] 
         pos = match.end()
     rest.append(text[pos:])
     keywords = content_words(words_of(" ".join(rest)))
-    if not keywords and not rr_terms:
+    if not keywords and not rr_terms and not empty_ok:
         raise InputError(f"the query {text.strip()[:80]!r} has no searchable words (only stop words or punctuation)")
     return SearchQuery(keywords=tuple(keywords), rr_terms=tuple(rr_terms), size=size,
                        relations=tuple(canonical(r) for r in relations))

@@ -132,6 +132,37 @@ def match_expression(query: SearchQuery, *, keywords: list[str] | None = None, r
     return " OR ".join(clauses)
 
 
+def connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
+    """Return a read-only connection to the index at ``path`` that waits at most ``timeout`` s for a lock.
+
+    A WAL database needs its ``-shm`` file even to be read; where the folder cannot be written that
+    file cannot be made, and nobody can change the index either, so SQLite may skip locking and the
+    WAL altogether (``immutable=1``).
+    """
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # the first read opens the WAL index
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if os.access(path.parent, os.W_OK) or sqlite_code(exc) not in CANNOT_OPEN_CODES:
+            raise
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=timeout, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA query_only=ON")
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def probe_file(path: Path, timeout: float) -> str | None:
+    """Return None when the index at ``path`` can be opened and its answers and full-text table read within
+    ``timeout`` seconds, else why not in a few words (a readiness probe: cheap, nothing like an integrity check)."""
+    return storage.probe_sqlite(lambda: connect_readonly(path, timeout),
+                                ("SELECT 1 FROM docs LIMIT 1", "SELECT 1 FROM fts LIMIT 1"))
+
+
 def _storage_op(doing: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Decorate a method so a storage fault inside it becomes a one-line error naming the index (``doing`` it)."""
 
@@ -200,26 +231,9 @@ class SqliteIndex(AnswerIndex):
         return conn
 
     def _open_readonly(self) -> sqlite3.Connection:
-        """Return a read-only connection; on a read-only file system the file is opened as immutable.
-
-        A WAL database needs its ``-shm`` file even to be read; where the folder cannot be written that
-        file cannot be made, and nobody can change the index either, so SQLite may skip locking and the
-        WAL altogether (``immutable=1``).
-        """
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        """Return a read-only connection (``connect_readonly``: immutable on a read-only file system)."""
         with self._storage("opening"):
-            conn = sqlite3.connect(uri, uri=True, timeout=storage.BUSY_TIMEOUT_S, check_same_thread=False)
-            try:
-                conn.execute("PRAGMA schema_version").fetchone()  # the first read opens the WAL index
-            except sqlite3.OperationalError as exc:
-                if os.access(self.path.parent, os.W_OK) or sqlite_code(exc) not in CANNOT_OPEN_CODES:
-                    conn.close()
-                    raise
-                conn.close()
-                conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=storage.BUSY_TIMEOUT_S,
-                                       check_same_thread=False)
-            conn.execute("PRAGMA query_only=ON")
-        return conn
+            return connect_readonly(self.path, storage.BUSY_TIMEOUT_S)
 
     @contextmanager
     def _storage(self, doing: str) -> Iterator[None]:
@@ -272,6 +286,10 @@ class SqliteIndex(AnswerIndex):
     def replaced_on_disk(self) -> bool:
         """Return True when another file now sits at this index's path (a build renamed a new index over it)."""
         return self._file_identity() != self._identity
+
+    def probe(self, timeout: float) -> str | None:
+        """Return None when a search could read this index now, else why not (``probe_file``)."""
+        return probe_file(self.path, timeout)
 
     def lock_free(self, timeout: float) -> bool:
         """Return True when this index's write lock can be taken within ``timeout`` seconds (a readiness probe)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from parsers.errors import (
@@ -103,3 +103,21 @@ def storage_errors(what: str) -> Iterator[None]:
         if err is None or err is exc:
             raise
         raise err from None
+
+
+def probe_sqlite(connect: Callable[[], sqlite3.Connection], statements: Sequence[str]) -> str | None:
+    """Return None when ``statements`` run on a fresh connection made by ``connect``, else why not in a few words
+    (no path): a readiness probe, bounded by the busy timeout ``connect`` gives the connection."""
+    conn = None
+    try:
+        conn = connect()
+        for statement in statements:
+            conn.execute(statement).fetchall()
+    except sqlite3.Error as exc:
+        if sqlite_code(exc) in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return "is locked by another process"
+        return f"cannot be read ({exc})"
+    finally:
+        if conn is not None:
+            conn.close()  # a transaction a statement began is rolled back
+    return None

@@ -32,6 +32,13 @@ _TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
 #: Decode-and-strip rounds: each peels one level of entity encoding (``&amp;lt;`` takes two).
 _MAX_PASSES = 6
 _SPACES = re.compile(r"[^\S\n]+")
+#: A JSON-schema ``pattern`` a text matches when it holds a character ``normalize_whitespace`` keeps: one that is not
+#: whitespace, a control or a format character (the joiners of emoji are kept). Basic Multilingual Plane only, and no
+#: surrogate range: in a validator that reads UTF-16 code units, an emoji must still count as a visible character.
+VISIBLE_TEXT_PATTERN = (
+    r"[^\u0000-\u0020\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u1680\u180e"
+    r"\u2000-\u200c\u200e\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff\ufff9-\ufffb]"
+)
 _BLANK_LINES = re.compile(r"\n\s*\n+")
 
 

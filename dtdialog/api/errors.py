@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from parsers.errors import (
@@ -90,6 +91,8 @@ def _status_of_engine_error(exc: DTDialogError) -> tuple[int, str]:
     return 400, "bad_request"
 
 
+#: the methods ``allowed_methods`` asks the routes about
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _PATH = re.compile(r"(?<![\w.:/])(?:/[\w.\-+@~]+)+/([\w.\-+@~]+)")
 
 
@@ -151,7 +154,19 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(400, "invalid_json", "the request body is not valid UTF-8 JSON")
         if exc.status_code == 404 and message == "Not Found":
             message = f"no such endpoint: {request.method} {request.url.path[:200]}"
-        return error_response(exc.status_code, code, message, headers=getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
+        return error_response(exc.status_code, code, message, headers=headers)
+
+
+def allowed_methods(request: Request) -> str:
+    """Return the ``Allow`` header of ``request``'s path: each method some route of that path takes (Starlette's 405
+    names only the first route's, so ``GET`` alone for ``/search``, which takes ``POST`` too)."""
+    routes = request.app.router.routes
+    allowed = [method for method in _METHODS
+               if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)]
+    return ", ".join(allowed)
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from dtdialog.intents import MAX_TURN_CHARS
 from index.base import ID_REGEX
-from parsers.text_input import MAX_CHARS
+from parsers.text_input import MAX_CHARS, VISIBLE_TEXT_PATTERN
 
 #: Hard upper bound of hits per search request, whatever the settings say.
 MAX_SEARCH_SIZE = 50
+
+
+
+
+def _whole_number(value: Any) -> Any:
+    # JSON has one number type: 21.0 is the integer 21 to JSON Schema (and to any client that serialises floats)
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: A request integer: a JSON number without a fraction (``21`` or ``21.0``); never a bool or a string.
+JsonInt = Annotated[StrictInt, BeforeValidator(_whole_number)]
+#: What the schema says of every text the API cleans (``deps.check_text``): at least one character that is not
+#: whitespace, a control or a format character; the server refuses any other with 422 ``invalid_input``.
+VISIBLE_TEXT = {"pattern": VISIBLE_TEXT_PATTERN}
 
 
 class _Strict(BaseModel):
@@ -32,10 +46,11 @@ class ErrorResponse(BaseModel):
 
 
 class ParseRequest(_Strict):
-    text: StrictStr = Field(min_length=1, description="The text to parse; at most the server's max_text_chars "
-                                                      f"(default {MAX_CHARS:,} characters, the parser's limit) with "
-                                                      f"the API key, a turn's {MAX_TURN_CHARS:,} without it (413 above it).",
-                      examples=["I reset my password, but I still cannot log in."])
+    text: StrictStr = Field(min_length=1, json_schema_extra=VISIBLE_TEXT,
+                            description="The text to parse; at most the server's max_text_chars (default "
+                                        f"{MAX_CHARS:,} characters, the parser's limit) with the API key, a turn's "
+                                        f"{MAX_TURN_CHARS:,} without it (413 above it).",
+                            examples=["I reset my password, but I still cannot log in."])
 
 
 class ParseResponse(BaseModel):
@@ -49,11 +64,12 @@ class ParseResponse(BaseModel):
 
 
 class SearchRequest(_Strict):
-    query: StrictStr = Field(min_length=1, description="A customer question, at most a customer message's "
-                                                       f"{MAX_TURN_CHARS:,} characters (413 above it), or a query string "
-                                                       "in 'query' mode (the general text limit, max_text_chars).",
+    query: StrictStr = Field(min_length=1, json_schema_extra=VISIBLE_TEXT,
+                             description="A customer question, at most a customer message's "
+                                         f"{MAX_TURN_CHARS:,} characters (413 above it), or a query string in 'query' "
+                                         "mode (the general text limit, max_text_chars).",
                              examples=["I cannot log in although I reset my password."])
-    size: StrictInt = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
+    size: JsonInt = Field(default=10, ge=1, le=MAX_SEARCH_SIZE)
     mode: Literal["question", "query"] = Field(
         default="question",
         description="'question': parse the text, retrieve and rank by rhetorical agreement with its DT. "
@@ -100,9 +116,9 @@ class SessionCreated(BaseModel):
 
 
 class MessageRequest(_Strict):
-    text: StrictStr = Field(min_length=1, description="The customer's turn: a question, a follow-up or an option "
-                                                      f"number; at most {MAX_TURN_CHARS:,} characters, the engine's "
-                                                      "turn limit (413 above it).",
+    text: StrictStr = Field(min_length=1, json_schema_extra=VISIBLE_TEXT,
+                            description="The customer's turn: a question, a follow-up or an option number; at most "
+                                        f"{MAX_TURN_CHARS:,} characters, the engine's turn limit (413 above it).",
                             examples=["I have reset my password, cleared the browser cache and tried another browser, but I "
                                 "still cannot log in."])
 
@@ -115,8 +131,9 @@ class RestWebhookRequest(BaseModel):
                               description="The conversation's key, chosen by the client: its first message starts a "
                                           "session, later ones continue it (until it expires after the session TTL).",
                               examples=["customer-42"])
-    message: StrictStr = Field(min_length=1, description="The customer's turn, as `text` of "
-                                                         "POST /sessions/{id}/messages (an option number picks a button).",
+    message: StrictStr = Field(min_length=1, json_schema_extra=VISIBLE_TEXT,
+                               description="The customer's turn, as `text` of POST /sessions/{id}/messages (an "
+                                           "option number picks a button).",
                                examples=["My car does not start although I replaced the battery."])
 
 
@@ -210,7 +227,8 @@ class HealthResponse(BaseModel):
     loading: bool = Field(default=False, description="True while the engine loads at start-up (the first "
                                                      "requests wait for it).")
     problem: str | None = Field(default=None, description="Why the start-up load failed (requests then answer 503 "
-                                                          "`engine_unavailable` and try again).")
+                                                          "`engine_unavailable` and try again); null again once a "
+                                                          "load succeeds, and always null in a `/readyz` 200.")
 
 
 class IndexStats(BaseModel):
@@ -221,13 +239,13 @@ class IndexStats(BaseModel):
 
 
 class NewAnswer(_Strict):
-    text: StrictStr = Field(min_length=1,
+    text: StrictStr = Field(min_length=1, json_schema_extra=VISIBLE_TEXT,
                             description=f"The answer; at most the server's max_text_chars (default {MAX_CHARS:,}).")
     id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
                                  description="Defaults to '{dialogue_id}#{position}'. Letters, digits and ._:#/@~- only.")
     dialogue_id: StrictStr | None = Field(default=None, max_length=200, pattern=ID_REGEX,
                                           description="Defaults to 'api-<hash of text>'. Letters, digits and ._:#/@~- only.")
-    position: StrictInt = Field(default=1, ge=0, le=10_000)
+    position: JsonInt = Field(default=1, ge=0, le=10_000)
     question: StrictStr | None = Field(default=None, description="The question this answer replies to, kept in meta "
                                                                  "as plain text (markup is removed); at most "
                                                                  "max_text_chars (413 above it, never cut).")
@@ -246,6 +264,14 @@ class AddDocumentsResponse(BaseModel):
 
 
 class RebuildRequest(_Strict):
+    # the schema states the rule between the fields: a path with source 'path' (no NUL in it), none otherwise
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"properties": {"source": {"const": "path"}}, "required": ["source"]},
+        "then": {"properties": {"path": {"type": "string", "minLength": 1, "pattern": "^[^\\u0000]*$"}},
+                 "required": ["path"]},
+        "else": {"properties": {"path": {"anyOf": [{"type": "null"}, {"const": ""}]}}},
+    })
+
     source: Literal["builtin", "path"] = "builtin"
     path: StrictStr | None = Field(default=None,
                                    description="With source='path': a corpus file under a configured rebuild root.")
@@ -281,8 +307,9 @@ class AnswerHistory(BaseModel):
 
 
 class RestoreRequest(_Strict):
-    version: StrictInt | None = Field(default=None, ge=1, description="The history version to bring back "
-                                      "(default: the newest earlier version).")
+    # the bound inside, before the validator: outside, pydantic writes it into the schema as "ge", not "minimum"
+    version: Annotated[StrictInt, Field(ge=1), BeforeValidator(_whole_number)] | None = Field(
+        default=None, description="The history version to bring back (default: the newest earlier version).")
 
 
 class RestoreResponse(BaseModel):

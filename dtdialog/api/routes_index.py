@@ -31,7 +31,8 @@ from dtdialog.api.models import (
     RestoreResponse,
 )
 from dtdialog.api.quotas import EXCLUSIVE, get_quotas
-from index.base import check_id
+from index.base import ID_REGEX, check_id
+from parsers.text_input import plain_text
 
 router = APIRouter(prefix="/index", tags=["index"], dependencies=[Depends(guard_index)])
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse}
@@ -39,6 +40,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse}
 #: a missing answer, version or corpus file is a 404 (documented, so a schema-driven client expects it)
 _NOT_FOUND_ERRORS: dict[int | str, dict[str, Any]] = {**_ERRORS, 404: {"model": ErrorResponse}}
 DocId = Path(min_length=1, max_length=200, description="The answer id, e.g. 'brakes-014#5' (URL-encode '#' as %23).")
+#: what is restored is stored again, so its id must be a safe one: the schema says so (``check_id`` words the 422)
+RestoredId = Path(min_length=1, max_length=200, json_schema_extra={"pattern": ID_REGEX},
+                  description="The answer id, e.g. 'brakes-014#5' (URL-encode '#' as %23); letters, digits and "
+                              "._:#/@~- only.")
 
 
 def index_path(service: Any) -> FilePath:
@@ -96,8 +101,9 @@ async def add_documents(body: AddDocumentsRequest, request: Request) -> AddDocum
         raise ApiError(413, "too_many_documents",
                        f"{len(body.answers)} answers in one request; the limit is {settings.max_documents_per_request}")
     texts = [check_text(a.text, settings, field=f"answers[{i}].text") for i, a in enumerate(body.answers)]
-    # the question is checked like any other text (limit, valid Unicode), never cut short silently
-    questions = [check_text(a.question, settings, field=f"answers[{i}].question") if a.question and a.question.strip()
+    # the question is checked like any other text (limit, valid Unicode), never cut short silently; one with nothing
+    # to show (blank, controls, markup only) is no question, as null is
+    questions = [check_text(a.question, settings, field=f"answers[{i}].question") if a.question and plain_text(a.question)
                  else None for i, a in enumerate(body.answers)]
 
     def parse() -> list[Any]:
@@ -168,7 +174,7 @@ async def answer_history(request: Request, doc_id: str = DocId) -> AnswerHistory
 
 
 @router.post("/documents/{doc_id}/restore", response_model=RestoreResponse, responses=_NOT_FOUND_ERRORS)
-async def restore_answer(request: Request, doc_id: str = DocId,
+async def restore_answer(request: Request, doc_id: str = RestoredId,
                          body: RestoreRequest | None = None) -> RestoreResponse:
     """Serve an earlier version of ``doc_id`` again (default: the newest); the version it replaces joins the history."""
     check_id(doc_id)  # what is restored is stored again: the id must pass the same check as an added answer (422)

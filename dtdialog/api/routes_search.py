@@ -7,7 +7,15 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 
 from dtdialog.api.deps import check_text, get_service, message_limit
-from dtdialog.api.models import MAX_SEARCH_SIZE, Agreement, ErrorResponse, SearchHitOut, SearchRequest, SearchResponse
+from dtdialog.api.models import (
+    MAX_SEARCH_SIZE,
+    VISIBLE_TEXT,
+    Agreement,
+    ErrorResponse,
+    SearchHitOut,
+    SearchRequest,
+    SearchResponse,
+)
 from dtdialog.api.quotas import get_quotas, rate_limit
 from dtdialog.intents import MAX_TURN_CHARS
 
@@ -50,8 +58,9 @@ def run_search(service: Any, *, query: str, size: int, mode: str) -> SearchRespo
     if mode == "query":
         from index.query_parser import parse_query_string
 
-        parsed = parse_query_string(query).with_size(size)
-        hits = runtime.index.search(parsed)
+        parsed = parse_query_string(query, empty_ok=True).with_size(size)
+        # only stop words or punctuation: nothing to look for, so nothing found (as a question of no usable words)
+        hits = [] if parsed.is_empty() else runtime.index.search(parsed)
         return SearchResponse(query=query, mode=mode, parsed_query=parsed.to_dict(), hits=[
             _hit_out(h.document, score=h.score, retrieval_score=h.score, matched=h.matched) for h in hits])
     outcome = runtime.selector.rank_outcome(question=query, size=size)
@@ -75,7 +84,7 @@ async def _search(request: Request, *, query: str, size: int, mode: str) -> Sear
 @router.get("/search", response_model=SearchResponse, responses=_ERRORS, dependencies=[Depends(rate_limit("search"))])
 async def search_get(
     request: Request,
-    q: str = Query(min_length=1, description="The question (at most "
+    q: str = Query(min_length=1, json_schema_extra=VISIBLE_TEXT, description="The question (at most "
                                              f"{MAX_TURN_CHARS:,} characters, a customer message's limit), or a query "
                                              "string in 'query' mode (the general text limit)."),
     size: int = Query(10, ge=1, le=MAX_SEARCH_SIZE),

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from dtdialog.api.errors import ApiError, scrub_paths
+from dtdialog.api.readiness import ReadinessProbe
 from dtdialog.api.settings import ApiSettings
 from parsers.errors import DTDialogError, StorageError
 
@@ -36,6 +37,8 @@ T = TypeVar("T")
 CLOSE_TIMEOUT_S = 3.0
 #: Seconds before a replaced index file that failed to load is tried again.
 RELOAD_RETRY_S = 60.0
+#: Seconds before a failed start-up load is tried again (when ``/readyz`` is asked).
+WARM_UP_RETRY_S = 10.0
 
 
 class RuntimeLock:
@@ -175,6 +178,8 @@ class EngineService:
         # the start-up load running in the background (``start_warm_up``), and why it failed (one line)
         self._warming: Future[None] | None = None
         self.warm_up_problem: str | None = None
+        self._retry_warm_up_at = 0.0
+        self.readiness = ReadinessProbe(self)
 
     # -- threading -------------------------------------------------------
     def _pool(self) -> EnginePool:
@@ -222,23 +227,26 @@ class EngineService:
             log.error("an engine call was still running after %.0f s; shutting down without waiting for it", timeout)
         executor.shutdown(wait=False)
 
-    def readiness(self, *, lock_timeout: float = 0.5) -> str | None:
-        """Return None when the engine can take work, else why not (cheap: never queued behind engine calls).
-
-        Not ready: an engine call has run for longer than ``settings.health_stall_seconds``, or the loaded
-        index's or session store's lock cannot be taken within ``lock_timeout`` seconds.
-        """
+    def stall_problem(self) -> str | None:
+        """Return why this process's engine is stuck (one call has run for longer than
+        ``settings.health_stall_seconds``), else None: the liveness check, it touches no file."""
         executor = self._executor
         busy = executor.busy_seconds() if executor is not None else 0.0  # the longest-running call of any thread
         # a start-up load may build the index for minutes: that is "loading" (``loading``), not a stalled engine
         if busy > self.settings.health_stall_seconds and not self.loading:
             return f"an engine call has been running for {busy:.0f} s"
-        runtime = self._runtime
-        if runtime is not None:
-            for name, part in (("answer index", runtime.index), ("session store", runtime.store)):
-                if part is not None and not part.lock_free(lock_timeout):
-                    return f"the {name} stays locked"
         return None
+
+    def runtime_if_loaded(self) -> Any:
+        """Return the loaded ``Engine``, or None before the first load (never loads it)."""
+        return self._runtime
+
+    def retry_warm_up(self) -> None:
+        """Start the start-up load again when it failed ``WARM_UP_RETRY_S`` or more ago: the fault (a locked or
+        damaged index) may be gone, and a load balancer sends no request that would load the engine meanwhile."""
+        if (self.warm_up_problem is not None and not self.loaded and not self.loading
+                and time.monotonic() >= self._retry_warm_up_at):
+            self.start_warm_up()
 
     @property
     def loading(self) -> bool:
@@ -269,6 +277,7 @@ class EngineService:
             except Exception as exc:
                 problem = str(exc) if isinstance(exc, DTDialogError) else f"{type(exc).__name__}: {exc}"
                 self.warm_up_problem = scrub_paths(problem)
+                self._retry_warm_up_at = time.monotonic() + WARM_UP_RETRY_S
                 # a bug (not a bad index or backend) keeps its traceback in the log
                 log.error("cannot load the engine: %s", problem, exc_info=not isinstance(exc, DTDialogError))
             else:
@@ -367,6 +376,7 @@ class EngineService:
                 if self._runtime is None:
                     self._runtime = self.build_engine()
                     self._generation = self._index_generation(self._runtime)
+                    self.warm_up_problem = None  # a later load succeeded: the start-up problem is over
                     log.info("engine loaded: %s index with %d answers", self.settings.backend,
                              self._runtime.index.count())
         elif not self.runtime_lock.held_shared():

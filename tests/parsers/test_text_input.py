@@ -76,3 +76,15 @@ def test_whitespace_and_control_chars_normalised():
 def test_wrong_type_is_input_error():
     with pytest.raises(InputError):
         clean_text(123)  # type: ignore[arg-type]
+
+
+def test_the_schema_pattern_of_visible_text_is_what_cleaning_keeps():
+    # the API's schema states with this pattern which texts are not empty after cleaning (issue 31, ST202)
+    import re
+
+    from parsers.text_input import VISIBLE_TEXT_PATTERN, normalize_whitespace
+
+    visible = re.compile(VISIBLE_TEXT_PATTERN)
+    disagree = [hex(cp) for cp in range(0x10000) if not 0xD800 <= cp <= 0xDFFF
+                and bool(visible.search(chr(cp))) != bool(normalize_whitespace(chr(cp)))]
+    assert disagree == []

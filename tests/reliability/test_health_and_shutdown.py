@@ -1,7 +1,8 @@
 """Probe finding 1, continued: while the engine hung, ``/healthz`` still answered ok and SIGTERM was ignored.
 
-``/healthz`` is now a readiness check (a stalled engine call or a stuck lock -> 503 ``not_ready``), the engine thread
-is a daemon that shutdown waits for only a bounded time, and ``dtdialog serve`` exits on SIGTERM with turns in flight.
+``/healthz`` now fails on a stalled engine call (503 ``not_ready``), ``/readyz`` also on a lock that stays taken
+(``test_honest_health``: and on the session store or index another process holds), the engine thread is a daemon that
+shutdown waits for only a bounded time, and ``dtdialog serve`` exits on SIGTERM with turns in flight.
 """
 
 from __future__ import annotations
@@ -48,14 +49,15 @@ def test_healthz_fails_while_an_engine_call_is_stuck_and_recovers(make_client):
 
 
 @pytest.mark.timeout(120)
-def test_healthz_fails_while_the_session_store_lock_is_stuck(make_client):
+def test_readyz_fails_while_the_session_store_lock_is_stuck(make_client):
     client = make_client()
     client.post("/sessions")  # loads the engine
     store = client.app.state.service.runtime().store
     with store._lock:  # a thread that never lets go of the store (what the deadlock looked like)
-        response = client.get("/healthz")
+        response = client.get("/readyz")
+        assert client.get("/healthz").status_code == 200  # a process check: a stuck turn shows as a stalled engine
     assert response.status_code == 503 and "session store" in response.json()["error"]["message"]
-    assert client.get("/healthz").status_code == 200
+    _wait_until(lambda: client.get("/readyz").status_code == 200)  # its last answer is reused for a second
 
 
 @pytest.mark.timeout(60)

@@ -4,7 +4,8 @@ throwaway root)".
 The probe sent 8,006 schemathesis requests without a key, so every index write stopped at 401/403 and was never
 exercised. Here every operation of the OpenAPI schema is fuzzed WITH the key (quotas off, the Host allowed) against
 this test's own copy of a small index and a throwaway rebuild root holding a tiny corpus, and no answer may be a
-5xx (schemathesis' ``not_a_server_error``), nor an undocumented status or body.
+5xx (schemathesis' ``not_a_server_error``), an undocumented status or body, a schema-valid request refused, or an
+``Allow`` header that names other methods than the schema.
 
 Bounded for CI: ``DTDIALOG_SCHEMATHESIS_EXAMPLES`` examples per operation (default 20), derandomized. A deeper run
 outside CI: ``DTDIALOG_SCHEMATHESIS_EXAMPLES=100 pytest tests/reliability/test_schemathesis_all_operations.py``.
@@ -37,12 +38,16 @@ assert WRITER_KEY != API_KEY  # the API tests' key is not this server's key (use
 def _checks() -> list[Any]:
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import (
+        allow_header_conformance,
         content_type_conformance,
+        positive_data_acceptance,
         response_schema_conformance,
         status_code_conformance,
     )
 
-    return [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+    # a schema-valid request must not be refused (ST202), an Allow header must name the path's methods (ST205)
+    return [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+            positive_data_acceptance, allow_header_conformance]
 
 
 @pytest.fixture
@@ -187,3 +192,79 @@ def test_a_pipe_in_the_rebuild_root_is_refused_not_read(keyed_client, rebuild_ro
     assert keyed_client.get("/index").json() == before
     rebuilt = keyed_client.post("/index/rebuild", json={"source": "path", "path": "small.jsonl"})
     assert rebuilt.status_code == 200, rebuilt.text  # the engine thread is free
+
+
+# Issue 31's target: the probe's "--checks all" run found schema-valid requests refused (ST202) and an Allow header
+# naming one method of two (ST205). The schema and the server now agree; these keep them agreeing.
+
+
+def _model(api_schema: Any, name: str) -> dict[str, Any]:
+    """Return the schema of the request body model ``name`` (its fields refer to no other model)."""
+    return api_schema.raw_schema["components"]["schemas"][name]
+
+
+@pytest.mark.parametrize("path", ["/search", "/sessions/{session_id}", "/index/documents/{doc_id}/history", "/healthz"])
+def test_a_refused_method_is_answered_with_every_method_the_path_takes(api_schema, keyed_client, path):
+    declared = {m.upper() for m in api_schema.raw_schema["paths"][path]}
+    response = keyed_client.request("OPTIONS", path.replace("{session_id}", "x").replace("{doc_id}", "x"))
+    assert response.status_code == 405
+    assert set(response.headers["allow"].split(", ")) - {"HEAD"} == declared  # /search: "GET" alone before
+
+
+@pytest.mark.parametrize("path, model, body", [
+    ("/search", "SearchRequest", {"query": "battery dies", "size": 21.0}),
+    ("/index/documents/{doc_id}/restore", "RestoreRequest", {"version": 1.0}),
+])
+def test_a_whole_number_written_with_a_fraction_is_an_integer(api_schema, keyed_client, live_ids, path, model, body):
+    # JSON Schema's "integer" takes 21.0; the server said "size: Input should be a valid integer"
+    from jsonschema import Draft202012Validator
+
+    assert Draft202012Validator(_model(api_schema, model)).is_valid(body)
+    response = keyed_client.post(path.replace("{doc_id}", live_ids["doc_id"]), json=body)
+    assert response.status_code == 200, response.text
+    for bad in (21.5, True, "21"):  # a fraction, a bool or a string is still refused
+        assert keyed_client.post("/search", json={"query": "battery", "size": bad}).status_code == 422
+
+
+@pytest.mark.parametrize("model, field", [("MessageRequest", "text"), ("SearchRequest", "query"),
+                                          ("ParseRequest", "text"), ("RestWebhookRequest", "message")])
+def test_text_that_cleans_to_nothing_is_outside_the_schema(api_schema, model, field):
+    # "\u0086" or "\u007f\u007f" met the schema (a non-empty string) and got 422 "text is empty"
+    import re
+
+    pattern = _model(api_schema, model)["properties"][field]["pattern"]
+    for empty in ("\u0086", "\u007f\u007f", " \t\n", "\u200b\ufeff"):
+        assert re.search(pattern, empty) is None, repr(empty)
+    for kept in ("x", "\u0086?", "\U0001f697", "\u00e9"):
+        assert re.search(pattern, kept) is not None, repr(kept)
+
+
+def test_a_query_string_of_stop_words_finds_nothing(keyed_client):
+    response = keyed_client.get("/search", params={"q": "0", "mode": "query"})  # was 422 "no searchable words"
+    assert response.status_code == 200, response.text
+    assert response.json()["hits"] == []
+
+
+def test_the_schema_states_when_a_rebuild_needs_a_path(api_schema):
+    from jsonschema import Draft202012Validator
+
+    rebuild = Draft202012Validator(_model(api_schema, "RebuildRequest"))
+    assert rebuild.is_valid({}) and rebuild.is_valid({"source": "path", "path": "small.jsonl"})
+    assert not rebuild.is_valid({"source": "path", "path": None})  # answered 422 "source='path' needs a path"
+    assert not rebuild.is_valid({"source": "builtin", "path": "small.jsonl"})
+
+
+def test_a_question_with_nothing_to_show_is_no_question(keyed_client):
+    # "question" may be null or blank; one of control characters only got 422 "text is empty"
+    answer = {**ANSWER, "question": "\u0086\u007f"}
+    response = keyed_client.post("/index/documents", json={"answers": [answer]})
+    assert response.status_code == 200, response.text
+
+
+def test_the_schema_states_which_ids_can_be_restored(api_schema, keyed_client):
+    # restore stores the answer again, so it refuses an unsafe id (422): the schema said any string would do
+    import re
+
+    (param,) = api_schema.raw_schema["paths"]["/index/documents/{doc_id}/restore"]["post"]["parameters"]
+    assert re.search(param["schema"]["pattern"], "\u215d\u00f3\u00c4D") is None
+    assert_error(keyed_client.post(f"/index/documents/{quote('⅝óÄD', safe='')}/restore"), 422, "invalid_input")

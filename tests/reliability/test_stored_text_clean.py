@@ -123,7 +123,7 @@ def test_entity_encoded_markup_through_the_api_is_stored_and_served_inert(client
     ({"text": "Check the fuse.", "id": "x" * 201}, "answers.0.id"),
     ({"text": "Check the fuse.", "position": False}, "answers.0.position"),
     ({"text": "Check the fuse.", "position": "1"}, "answers.0.position"),
-    ({"text": "Check the fuse.", "position": 1.0}, "answers.0.position"),
+    ({"text": "Check the fuse.", "position": 1.5}, "answers.0.position"),  # 1.0 is the integer 1 to JSON Schema
     ({"text": 5}, "answers.0.text"),
 ])
 def test_bad_ids_and_coercible_values_are_refused_with_a_clear_error(client: TestClient, answer, where) -> None:
