@@ -18,7 +18,6 @@ def load_jsonl(path: Path, errors: RecordErrors) -> list[Dialogue]:
     """Return the dialogues of one JSONL file; malformed or empty dialogues are reported with their line."""
     dialogues: list[Dialogue] = []
     ids = FileIds(id_prefix(path.stem))
-    seen = ids.lines
     for lineno, record in iter_jsonl(path, errors):
         try:
             dialogue = Dialogue.from_dict(record if record.get("id") is not None else
@@ -27,8 +26,8 @@ def load_jsonl(path: Path, errors: RecordErrors) -> list[Dialogue]:
             errors.report(path, lineno, str(exc))
             continue
         problem = _problem(dialogue)
-        if problem is None and dialogue.id in seen:
-            problem = f"duplicate dialogue id {dialogue.id!r} (first on line {seen[dialogue.id]})"
+        if problem is None and dialogue.id in ids.lines:
+            problem = f"duplicate dialogue id {dialogue.id!r} (first on line {ids.lines[dialogue.id]})"
         if problem:
             errors.report(path, lineno, problem)
             continue
