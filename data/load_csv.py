@@ -1,6 +1,8 @@
 """The paper's Q/A CSV format: a ``QUESTION,ANSWER`` header, HTML answers, CR (or any) line endings.
 
-Each row becomes a two-turn dialogue Q, A whose id is ``{file stem}-{row number}``.
+Each row becomes a two-turn dialogue Q, A. Its id is the row's ``ID`` cell when the header has an ``ID`` column
+(every row then needs a unique one), else ``{file stem}-{digest of question and answer}`` (``data.ids``), so
+reordering or editing other rows never changes it.
 """
 
 from __future__ import annotations
@@ -8,15 +10,18 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from data.ids import FileIds, id_prefix
 from data.load_common import RecordErrors, html_to_text, read_text
 from data.model import ANSWER, QUESTION, Dialogue, Turn
 from parsers.errors import InputError
 
 REQUIRED_COLUMNS = ("QUESTION", "ANSWER")
+ID_COLUMN = "ID"
 
 
 def load_csv(path: Path, errors: RecordErrors) -> list[Dialogue]:
-    """Return one Q/A dialogue per CSV row; rows with a missing or empty cell are reported with their line."""
+    """Return one Q/A dialogue per CSV row; rows with a missing or empty cell, or a bad or reused ID, are reported
+    with their line."""
     text = read_text(path, legacy_encodings=True)
     # newline="" semantics: csv handles \r, \n and \r\n, and quoted cells keep their own line breaks.
     reader = csv.reader(text.splitlines(keepends=True))
@@ -31,8 +36,9 @@ def load_csv(path: Path, errors: RecordErrors) -> list[Dialogue]:
     if missing:
         raise InputError(f"{path}:1: CSV header lacks column(s) {', '.join(missing)}; expected QUESTION,ANSWER")
     q_col, a_col = columns.index("QUESTION"), columns.index("ANSWER")
+    id_col = columns.index(ID_COLUMN) if ID_COLUMN in columns else None
+    ids = FileIds(id_prefix(path.stem))
     dialogues: list[Dialogue] = []
-    row_number = 0
     while True:
         line = reader.line_num + 1
         try:
@@ -44,8 +50,7 @@ def load_csv(path: Path, errors: RecordErrors) -> list[Dialogue]:
             break
         if not any(cell.strip() for cell in row):
             continue
-        row_number += 1
-        if len(row) <= max(q_col, a_col):
+        if len(row) <= max(q_col, a_col, -1 if id_col is None else id_col):
             errors.report(path, line, f"expected {len(columns)} cells, got {len(row)}")
             continue
         question = html_to_text(row[q_col])
@@ -53,8 +58,14 @@ def load_csv(path: Path, errors: RecordErrors) -> list[Dialogue]:
         if not question or not answer:
             errors.report(path, line, f"empty {'QUESTION' if not question else 'ANSWER'} cell")
             continue
+        try:
+            dialogue_id = ids.derived((question, answer)) if id_col is None else ids.explicit(row[id_col].strip())
+        except ValueError as exc:
+            errors.report(path, line, str(exc))
+            continue
+        ids.claim(dialogue_id, line)
         dialogues.append(Dialogue(
-            id=f"{path.stem}-{row_number}",
+            id=dialogue_id,
             turns=(Turn(QUESTION, question), Turn(ANSWER, answer)),
             meta={"source": path.name, "line": line},
         ))

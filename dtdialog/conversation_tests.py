@@ -34,7 +34,8 @@ from parsers.errors import DTDialogError, InputError, StorageError
 #: Every reply kind the dialogue manager gives (``TurnResult.kind``).
 REPLY_KINDS = (ANSWER, CLARIFY, FALLBACK, ABSTAIN, ASK_DETAIL, HANDOFF, WAITING, OUT_OF_SCOPE, CONCLUDED_KIND, PROMPT,
                RESET)
-EXPECT_KEYS = ("kind", "answer_id", "contains", "not_contains", "state", "min_confidence", "max_confidence")
+EXPECT_KEYS = ("kind", "answer_id", "answer_contains", "contains", "not_contains", "state", "min_confidence",
+               "max_confidence")
 TEST_KEYS = ("name", "turns")
 TURN_KEYS = ("customer", "expect")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -50,7 +51,10 @@ class Expectation:
     """What one bot turn must be; an unset field is not checked."""
 
     kind: tuple[str, ...] = ()
+    #: a full answer id (``faq-3f2a9c01d4#1``) or its dialogue's id (``router-red``: any answer of that row)
     answer_id: str | None = None
+    #: a phrase the delivered answer's own text holds (the stored answer, not the words around it)
+    answer_contains: str | None = None
     contains: str | None = None
     not_contains: str | None = None
     state: tuple[str, ...] = ()
@@ -63,7 +67,7 @@ class Expectation:
             names = getattr(self, name)
             if names:
                 out[name] = names[0] if len(names) == 1 else list(names)
-        for name in ("answer_id", "contains", "not_contains", "min_confidence", "max_confidence"):
+        for name in ("answer_id", "answer_contains", "contains", "not_contains", "min_confidence", "max_confidence"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -73,8 +77,12 @@ class Expectation:
         problems = []
         if self.kind and got.kind not in self.kind:
             problems.append(f"kind: expected {' or '.join(self.kind)}, got {got.kind}")
-        if self.answer_id is not None and got.answer_id != self.answer_id:
+        if self.answer_id is not None and not answer_id_matches(self.answer_id, got.answer_id):
             problems.append(f"answer_id: expected {self.answer_id}, got {got.answer_id or 'no answer'}")
+        if self.answer_contains is not None and \
+                self.answer_contains.casefold() not in (got.answer_text or "").casefold():
+            problems.append(f"answer_contains: expected the answer to contain {self.answer_contains!r}, "
+                            f"got {'answer ' + got.answer_id if got.answer_id else 'no answer'}")
         text = got.reply.casefold()
         if self.contains is not None and self.contains.casefold() not in text:
             problems.append(f"contains: expected the reply to contain {self.contains!r}")
@@ -91,6 +99,14 @@ class Expectation:
             elif (got.confidence < bound) if sign == ">=" else (got.confidence > bound):
                 problems.append(f"{name}: expected confidence {sign} {bound:g}, got {got.confidence:.2f}")
         return problems
+
+
+def answer_id_matches(expected: str, got: str | None) -> bool:
+    """Return True when ``got`` is the answer ``expected`` names: that very id, or without a ``#position`` part,
+    any answer of the dialogue (a CSV row) with that id."""
+    if got is None:
+        return False
+    return got == expected or ("#" not in expected and got.rpartition("#")[0] == expected)
 
 
 @dataclass(frozen=True)
@@ -115,11 +131,13 @@ class TurnGot:
     answer_id: str | None = None
     confidence: float | None = None
     error: str | None = None
+    #: the delivered answer's stored text (None: no answer, or it left the index)
+    answer_text: str | None = None
 
     @classmethod
-    def of(cls, result) -> TurnGot:
+    def of(cls, result, answer_text: str | None = None) -> TurnGot:
         return cls(kind=result.kind, reply=result.reply, state=result.state, answer_id=result.answer_id,
-                   confidence=result.confidence)
+                   confidence=result.confidence, answer_text=answer_text)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "reply": self.reply, "state": self.state, "answer_id": self.answer_id,
@@ -269,7 +287,7 @@ def parse_expectation(data: dict, *, where: str = "expect") -> Expectation:
     _only(data, EXPECT_KEYS, f"{where}: expect")
     kind = _names(data.get("kind"), {k: k for k in REPLY_KINDS}, what="reply kind", where=where)
     texts = {}
-    for key in ("answer_id", "contains", "not_contains"):
+    for key in ("answer_id", "answer_contains", "contains", "not_contains"):
         value = data.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise InputError(f"{where}: expect {key} must be a non-empty string")
@@ -302,7 +320,8 @@ def run_tests(manager, tests: Iterable[ConversationTest]) -> list[TurnOutcome]:
         session_id = manager.start_session()
         for number, turn in enumerate(test.turns, start=1):
             try:
-                got = TurnGot.of(manager.handle(session_id=session_id, text=turn.customer))
+                result = manager.handle(session_id=session_id, text=turn.customer)
+                got = TurnGot.of(result, _answer_text(manager, result.answer_id))
             except StorageError:
                 raise
             except DTDialogError as exc:
@@ -311,6 +330,13 @@ def run_tests(manager, tests: Iterable[ConversationTest]) -> list[TurnOutcome]:
             outcomes.append(TurnOutcome(test=test.name, number=number, customer=turn.customer, expect=turn.expect,
                                         got=got, failures=tuple(failures)))
     return outcomes
+
+
+def _answer_text(manager, answer_id: str | None) -> str | None:
+    if answer_id is None:
+        return None
+    document = manager.selector.document(answer_id)
+    return None if document is None else document.text
 
 
 # --- reporting ------------------------------------------------------------------------------------------

@@ -159,11 +159,15 @@ def write_csv(path: Path, runs: Sequence[DatasetRun]) -> None:
 
 
 def plot_accuracy(path: Path, run: DatasetRun) -> bool:
-    """Draw accuracy by dialogue type (groups) and method (bars) with 95% CI bars; return False if nothing to draw."""
-    import matplotlib
+    """Draw accuracy by dialogue type (groups) and method (bars) with 95% CI bars; return False if nothing to draw
+    or matplotlib is missing."""
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
 
     done = [r for r in run.runs if r.report is not None]
     if not done:

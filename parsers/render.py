@@ -1,4 +1,4 @@
-"""Pictures of discourse trees: a self-contained SVG (no dependencies) and a PNG via matplotlib.
+"""Pictures of discourse trees: a self-contained SVG (no dependencies) and a PNG via matplotlib (``[plots]`` extra).
 
 Leaves (EDUs) sit on the bottom row as boxes with their wrapped text; each
 relation node sits above the middle of its children at a height given by its
@@ -9,13 +9,14 @@ warm colour so the issues of a text stand out.
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from parsers.errors import ConfigError, InputError
+from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 from parsers.files import atomic_write, atomic_write_text, check_replaceable
 from parsers.relations import is_default
 from parsers.tree import NUCLEUS, DiscourseTree, Node
@@ -29,6 +30,7 @@ LEVEL_H = 62
 MARGIN = 16
 MAX_PNG_EDUS = 150  # wider figures exceed matplotlib's pixel limits
 NON_DEFAULT_COLOUR = "#d9480f"
+PNG_INSTALL_HINT = "a .png picture needs matplotlib: pip install 'dtdialog[plots]' (or write .svg, which needs nothing)"
 DEFAULT_COLOUR = "#495057"
 
 
@@ -132,6 +134,7 @@ def tree_to_png(tree: DiscourseTree, path: str | Path, *, dpi: int = 110) -> Pat
     """Draw ``tree`` with matplotlib into a PNG at ``path``; return the path."""
     if len(tree.edus) > MAX_PNG_EDUS:
         raise InputError(f"tree has {len(tree.edus)} EDUs, too many for a PNG (limit {MAX_PNG_EDUS}); use .svg")
+    require_matplotlib()
     import matplotlib
 
     matplotlib.use("Agg")
@@ -169,15 +172,24 @@ def tree_to_png(tree: DiscourseTree, path: str | Path, *, dpi: int = 110) -> Pat
         plt.close(fig)
 
 
+def require_matplotlib() -> None:
+    """Raise ``ModelNotAvailableError`` naming the extra to install when matplotlib is missing."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ModelNotAvailableError(PNG_INSTALL_HINT)
+
+
 def check_image_path(path: str | Path) -> Path:
     """Return ``path`` if a picture can be written there.
 
-    Raises ``ConfigError`` unless it ends in ``.svg``/``.png``, ``InputError`` when its folder does not exist or
-    something other than a regular file is there (``parsers.files.check_replaceable``).
+    Raises ``ConfigError`` unless it ends in ``.svg``/``.png``, ``ModelNotAvailableError`` for a ``.png`` without
+    matplotlib, ``InputError`` when its folder does not exist or something other than a regular file is there
+    (``parsers.files.check_replaceable``).
     """
     out = Path(path)
     if out.suffix.lower() not in (".svg", ".png"):
         raise ConfigError(f"unsupported image format {out.suffix or '(none)'!r}: use .svg or .png")
+    if out.suffix.lower() == ".png":
+        require_matplotlib()
     if not out.parent.is_dir():
         raise InputError(f"folder {out.parent} does not exist")
     check_replaceable(out)

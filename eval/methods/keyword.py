@@ -6,16 +6,20 @@ from collections.abc import Sequence
 
 from eval.datasets import PoolAnswer
 from eval.methods.base import RankingMethod, query_text, tokenize, top_k
-from parsers.errors import ConfigError
+from parsers.errors import ConfigError, ModelNotAvailableError
 
 VARIANTS = ("plus", "okapi")
+INSTALL_HINT = "BM25 needs rank-bm25: pip install 'dtdialog[eval]'"
 
 
 class BM25Scorer:
     """BM25 over pre-tokenised documents (rank-bm25). ``variant``: ``plus`` (BM25+) or ``okapi``."""
 
     def __init__(self, docs: Sequence[Sequence[str]], *, variant: str = "plus") -> None:
-        from rank_bm25 import BM25Okapi, BM25Plus
+        try:
+            from rank_bm25 import BM25Okapi, BM25Plus
+        except ModuleNotFoundError:
+            raise ModelNotAvailableError(INSTALL_HINT) from None
 
         if variant not in VARIANTS:
             raise ConfigError(f"unknown BM25 variant {variant!r}; choose from {', '.join(VARIANTS)}")

@@ -25,12 +25,43 @@ CSV = 'QUESTION,ANSWER\n"Why does my car pull left?","<p>Check the <b>tire press
 def test_csv_cr_line_endings_html_answers(tmp_path: Path) -> None:
     path = write(tmp_path / "faq.csv", CSV, newline="\r")
     dialogues = load_corpus(path, fmt="csv")
-    assert [d.id for d in dialogues] == ["faq-1", "faq-2"]
+    assert [d.id[:4] for d in dialogues] == ["faq-", "faq-"] and dialogues[0].id != dialogues[1].id
     first = dialogues[0]
     assert [t.role for t in first.turns] == ["Q", "A"]
     assert first.turns[1].text == "Check the tire pressure.\nThen the alignment & brakes."
     assert dialogues[1].question == 'Is a clunk, "when turning", bad?'
     assert dialogues[1].turns[1].text == "CV joint\nstrut mount"
+
+
+def test_csv_ids_come_from_content_not_row_position(tmp_path: Path) -> None:
+    header, first, second = CSV.rstrip("\n").split("\n")
+    ids = {d.question: d.id for d in load_corpus(write(tmp_path / "faq.csv", CSV), fmt="csv")}
+    added = '"Is rust on the brake discs bad?","Light rust wipes off on the first stops."'
+    moved = load_corpus(write(tmp_path / "faq.csv", "\n".join([header, added, second, first]) + "\n"), fmt="csv")
+    assert {d.question: d.id for d in moved if d.question in ids} == ids
+    # case and spacing do not change a row's id; an identical row gets its own id
+    respaced = first.replace("Why does my car pull left?", "why  does my car PULL left?")
+    twice = load_corpus(write(tmp_path / "faq.csv", "\n".join([header, respaced, first]) + "\n"), fmt="csv")
+    assert [d.id for d in twice] == [ids["Why does my car pull left?"], ids["Why does my car pull left?"] + "-2"]
+
+
+def test_csv_id_column_names_the_rows(tmp_path: Path) -> None:
+    path = write(tmp_path / "faq.csv", 'question,ID,answer\n"Why?",pull-left,"Tires."\n"How?",cv:joint/2,"Joint."\n')
+    assert [d.id for d in load_corpus(path, fmt="csv")] == ["pull-left", "cv:joint/2"]
+    assert load_corpus(path, fmt="csv")[0].answer_id(1) == "pull-left#1"
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ('"Why?",a,"Tires."\n"How?",a,"Joint."\n', r"faq\.csv:3: id 'a' is used twice \(first on line 2\)"),
+    ('"Why?",a,"Tires."\n"How?", ,"Joint."\n', r"faq\.csv:3: empty id"),
+    ('"Why?",a b,"Tires."\n', r"faq\.csv:2: id 'a b' may hold only letters, digits and \._:/@~- \(no spaces, no '#'\)"),
+    ('"Why?",a#1,"Tires."\n', r"faq\.csv:2: id 'a#1' may hold only"),
+])
+def test_a_bad_csv_id_is_one_line_naming_the_row(tmp_path: Path, rows: str, message: str) -> None:
+    path = write(tmp_path / "faq.csv", "QUESTION,ID,ANSWER\n" + rows)
+    with pytest.raises(InputError, match=message) as info:
+        load_corpus(path, fmt="csv")
+    assert "\n" not in str(info.value)
 
 
 def test_csv_empty_answer_names_file_and_line(tmp_path: Path) -> None:
@@ -115,6 +146,21 @@ def test_jsonl_malformed_line(tmp_path: Path, line: str, message: str) -> None:
     issues: list[LoadIssue] = []
     assert [d.id for d in load_corpus(path, fmt="jsonl", on_error="skip", issues=issues)] == ["ok"]
     assert [i.line for i in issues] == [2]
+
+
+def test_jsonl_without_an_id_gets_one_from_its_turns(tmp_path: Path) -> None:
+    def record(question: str) -> str:
+        return json.dumps({"turns": [{"role": "Q", "text": question}, {"role": "A", "text": "check the fuse"}]})
+
+    first = load_corpus(write(tmp_path / "logs.jsonl", record("no horn") + "\n" + record("no lights") + "\n"),
+                        fmt="jsonl")
+    swapped = load_corpus(write(tmp_path / "logs.jsonl", record("no lights") + "\n" + record("no horn") + "\n"),
+                          fmt="jsonl")
+    assert {d.question: d.id for d in first} == {d.question: d.id for d in swapped}
+    assert all(d.id.startswith("logs-") for d in first) and first[0].id != first[1].id
+    twice = load_corpus(write(tmp_path / "logs.jsonl", record("no horn") + "\n" + record("no horn") + "\n"),
+                        fmt="jsonl")
+    assert [d.id for d in twice] == [first[0].id, first[0].id + "-2"]
 
 
 def test_jsonl_duplicate_id(tmp_path: Path) -> None:

@@ -118,6 +118,22 @@ def test_expectations_report_each_unmet_field():
         "max_confidence: expected confidence <= 0.5, got 0.61"]
 
 
+def test_an_answer_is_expected_by_a_phrase_of_it_or_by_its_row_id():
+    got = _got(reply="Here is what may help: Update the router's Firmware first.",
+               answer_text="Update the router's Firmware first.")
+    assert parse_expectation({"answer_contains": "FIRMWARE first", "answer_id": "net-1"}).failures(got) == []
+    # the phrase must be in the delivered answer itself, not in the words around it
+    assert parse_expectation({"answer_contains": "what may help"}).failures(got) == [
+        "answer_contains: expected the answer to contain 'what may help', got answer net-1#1"]
+    assert parse_expectation({"answer_contains": "firmware"}).failures(_got(kind="clarify", answer_id=None)) == [
+        "answer_contains: expected the answer to contain 'firmware', got no answer"]
+    # an id without '#position' is the row's (dialogue's) id; with it, exactly that answer
+    assert parse_expectation({"answer_id": "net"}).failures(got) == ["answer_id: expected net, got net-1#1"]
+    assert parse_expectation({"answer_id": "net-1#3"}).failures(got) == ["answer_id: expected net-1#3, got net-1#1"]
+    with pytest.raises(InputError, match="expect answer_contains must be a non-empty string"):
+        parse_expectation({"answer_contains": " "})
+
+
 def _outcome(test, number, failures=()):
     return TurnOutcome(test=test, number=number, customer=f"turn {number} of {test}",
                        expect=Expectation(kind=("answer",)), got=_got(kind="clarify" if failures else "answer"),

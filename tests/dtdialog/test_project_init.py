@@ -61,7 +61,9 @@ def test_init_makes_a_project_that_builds_chats_and_holds_passing_tests(tmp_path
     assert "indexed 8 of 8 answers" in capsys.readouterr().out
     assert Profile.from_dict(_stored_info(project.index)[PROFILE_INFO_KEY]) == project.profile
     assert main(["index", "search", "router red lights", "--json"]) == 0  # the project's index, no --index
-    assert json.loads(capsys.readouterr().out.splitlines()[0])["id"] == "faq-5#1"
+    top = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert top["id"].startswith("faq-") and top["id"].endswith("#1")  # a content id: not the row's position
+    assert "Red lights mean" in top["text"]
 
     script = tmp_path / "turns.txt"
     script.write_text("The lights on my router are all red and nothing works.\n", encoding="utf-8")
@@ -77,6 +79,37 @@ def test_init_makes_a_project_that_builds_chats_and_holds_passing_tests(tmp_path
     turns = sum(len(case["turns"]) for case in yaml.safe_load(project.tests.read_text(encoding="utf-8"))["tests"])
     assert out.count("PASS ") == turns and "FAIL" not in out
     assert 'failures="0"' in junit.read_text(encoding="utf-8")
+
+
+def _rewrite_rows(path: Path, change) -> None:
+    header, *rows = path.read_text(encoding="utf-8").splitlines()
+    new_header, new_rows = change(header, rows)
+    path.write_text("\n".join([new_header, *new_rows]) + "\n", encoding="utf-8")
+
+
+def test_the_skeleton_tests_pass_after_the_rows_are_reordered_and_added_to(tmp_path, monkeypatch, capsys):
+    project_dir = tmp_path / "bot"
+    assert main(["init", str(project_dir)]) == 0
+    monkeypatch.chdir(project_dir)
+    data = project_dir / "data" / "faq.csv"
+    gift = '"Do you sell gift cards?","Yes, every shop sells gift cards for any amount."'
+    _rewrite_rows(data, lambda header, rows: (header, [*reversed(rows), gift]))
+    assert main(["index", "build", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["test", "--ranker", "rules"]) == 0, capsys.readouterr().out
+
+    # an ID column names the rows: a test expects the answer by its row's ID, wherever the row is
+    ids = iter(f"row-{n}" for n in range(100))
+    _rewrite_rows(data, lambda header, rows: (
+        f"ID,{header}", [("router-red" if "Red lights mean" in row else next(ids)) + "," + row for row in rows]))
+    tests = tmp_path / "by_id.yaml"
+    tests.write_text(yaml.safe_dump({"tests": [{"name": "router", "turns": [
+        {"customer": "The lights on my router are all red and nothing works.",
+         "expect": {"kind": "answer", "answer_id": "router-red", "answer_contains": "red lights mean"}}]}]}),
+        encoding="utf-8")
+    assert main(["index", "build", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["test", str(tests), "--ranker", "rules"]) == 0, capsys.readouterr().out
 
 
 def test_dtdialog_test_in_a_project_builds_its_missing_index_and_reports_failures(tmp_path, monkeypatch, capsys):

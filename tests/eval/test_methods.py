@@ -57,6 +57,16 @@ def test_keyword_reproduces_the_plain_bm25_order(toy_pool):
     assert ranked[0][0] == "tires#1" and len(ranked) == len(toy_pool)
 
 
+def test_keyword_without_rank_bm25_says_which_extra_to_install(toy_pool, monkeypatch):
+    import sys
+
+    from parsers.errors import ModelNotAvailableError
+
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)  # not installed: the base install lacks it
+    with pytest.raises(ModelNotAvailableError, match=r"pip install 'dtdialog\[eval\]'"):
+        get_method("keyword").fit(pool=toy_pool)
+
+
 def test_syntactic_ranks_the_toy_pool(toy_pool, toy_dialogues):
     m = get_method("syntactic", depth=3)
     check_method(m, toy_pool, toy_dialogues)
