@@ -4,9 +4,9 @@
 sender is the conversation: its session id is a keyed digest of it (``sender_session_id``, keyed by the server's
 ``webhook_secret``), so the mapping survives restarts and is shared by the workers of ``dtdialog serve --workers N``
 through the session store, while nobody without the secret can compute a sender's session id. These sessions have
-no token: through ``/sessions`` only the API key reads them. A sender whose
-session expired starts a new one. Quotas: the turn rate and engine budget of the client, and ``max_sessions`` when a
-new sender starts one (a client cannot start sessions here faster than its turn rate).
+no token: through ``/sessions`` only the API key reads them. A sender whose session expired starts a new one.
+Quotas: the turn rate and engine budget of the client, and ``max_sessions`` when a new sender starts one (a client
+cannot start sessions here faster than its turn rate).
 """
 
 from __future__ import annotations

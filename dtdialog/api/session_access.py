@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Any
 
 from fastapi import Header, Request
 
 from dtdialog.api.deps import get_settings, key_matches
+from dtdialog.session_store import SessionStore
 
 TOKEN_HEADER = "X-Session-Token"
 #: stands in for a session without a token, so its check costs the same compare as one with a token
@@ -42,7 +42,7 @@ def is_agent(request: Request) -> bool:
     return bool(expected and given and key_matches(given, expected))
 
 
-def require_session_access(request: Request, store: Any, session_id: str, token: str) -> None:
+def require_session_access(request: Request, store: SessionStore, session_id: str, token: str) -> None:
     """Raise the store's ``SessionNotFoundError`` unless the request holds ``session_id``'s token or the API key.
 
     Reads only the session's token digest: nothing of the session is loaded or parsed for a stranger.
