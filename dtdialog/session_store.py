@@ -1,5 +1,5 @@
 """Durable session storage: one SQLite file (WAL), one connection per thread, a JSON row per session
-and an append-only row per turn trace.
+(with the digest of its access token in a column of its own) and an append-only row per turn trace.
 
 Every turn is saved in its own transaction, so a crash or restart loses at most the turn
 being processed; a new ``DialogueManager`` on the same file continues every session.
@@ -37,6 +37,8 @@ _SCHEMA = (
         PRIMARY KEY (session_id, turn)
     )""",
 )
+#: a store made before session tokens gets the column on opening (its sessions have none: only the API key reads them)
+_TOKEN_COLUMN = "ALTER TABLE sessions ADD COLUMN token TEXT"
 #: ``load`` returns at most this many of the latest traces by default.
 MAX_LOADED_TRACES = 50
 #: Seconds a turn waits for the same session's turn in another process (a turn takes well under a second;
@@ -50,6 +52,16 @@ def probe_store(path: Path, timeout: float) -> str | None:
     uri = f"file:{quote(str(path.resolve()))}?mode=rw"  # never creates the file
     return storage.probe_sqlite(lambda: sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None),
                                 ("BEGIN IMMEDIATE", "SELECT 1 FROM sessions LIMIT 1", "ROLLBACK"))
+
+
+def _add_token_column(conn: sqlite3.Connection) -> None:
+    if any(col[1] == "token" for col in conn.execute("PRAGMA table_info(sessions)")):
+        return
+    try:
+        conn.execute(_TOKEN_COLUMN)
+    except sqlite3.OperationalError as exc:
+        if "duplicate column" not in str(exc):  # a duplicate: another process added it since the check
+            raise
 
 
 class SessionStore:
@@ -75,6 +87,7 @@ class SessionStore:
             with conn:
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                _add_token_column(conn)
 
     def _storage(self, doing: str) -> AbstractContextManager[None]:
         """Turn a storage fault (disk full, read-only, locked for longer than the wait) into a one-line error."""
@@ -153,7 +166,7 @@ class SessionStore:
             conn = self._conn()
             row = conn.execute("SELECT data FROM sessions WHERE id = ?", (str(session_id),)).fetchone()
             if row is None:
-                raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+                raise self.not_found(session_id)
             stored = conn.execute("SELECT data FROM traces WHERE session_id = ? ORDER BY turn DESC LIMIT ?",
                                   (str(session_id), self.max_traces)).fetchall() if traces else []
         try:
@@ -162,6 +175,27 @@ class SessionStore:
         except (json.JSONDecodeError, RecursionError):
             raise InputError(f"session {session_id!r} in {self.path} is corrupt") from None
         return SessionRecord.from_dict(data)
+
+    def set_token(self, session_id: str, digest: str | None) -> None:
+        """Store ``digest``, the digest of the token that gives access to ``session_id`` (None: no token)."""
+        with self._storage("writing"), self._conn() as conn:
+            if conn.execute("UPDATE sessions SET token = ? WHERE id = ?", (digest, str(session_id))).rowcount == 0:
+                raise self.not_found(session_id)
+
+    def token(self, session_id: str) -> str | None:
+        """Return the stored token digest of ``session_id`` (None: it has none); reads nothing else of the session.
+
+        Raises ``SessionNotFoundError`` when there is no such session.
+        """
+        with self._storage("reading"):
+            row = self._conn().execute("SELECT token FROM sessions WHERE id = ?", (str(session_id),)).fetchone()
+        if row is None:
+            raise self.not_found(session_id)
+        return row[0]
+
+    def not_found(self, session_id: str) -> SessionNotFoundError:
+        """Return the error of an unknown ``session_id`` (the same for every caller, so none tells more)."""
+        return SessionNotFoundError(f"no session {session_id!r} in {self.path}")
 
     def exists(self, session_id: str) -> bool:
         """Return True when a session ``session_id`` is stored."""

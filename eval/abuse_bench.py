@@ -54,7 +54,7 @@ TURNS_PER_SESSION = 5
 async def _customer(client: httpx.AsyncClient, *, turns: int, pause: float, start: int) -> tuple[list[float], list[str]]:
     latencies: list[float] = []
     errors: list[str] = []
-    sid = ""
+    sid, token = "", ""
     for t in range(turns):
         k = start + t
         if k % TURNS_PER_SESSION == 0 or not sid:
@@ -63,12 +63,12 @@ async def _customer(client: httpx.AsyncClient, *, turns: int, pause: float, star
                 errors.append(f"POST /sessions: {r.status_code} {r.text[:120]}")
                 await asyncio.sleep(pause)
                 continue
-            sid = r.json()["session_id"]
+            sid, token = r.json()["session_id"], r.json()["token"]
             text = QUESTIONS[(k // TURNS_PER_SESSION) % len(QUESTIONS)]
         else:
             text = FOLLOW_UPS[k % len(FOLLOW_UPS)]
         began = time.perf_counter()
-        r = await client.post(f"/sessions/{sid}/messages", json={"text": text})
+        r = await client.post(f"/sessions/{sid}/messages", json={"text": text}, headers={"X-Session-Token": token})
         if r.status_code == 200:
             latencies.append(time.perf_counter() - began)
         else:

@@ -69,6 +69,8 @@ class SessionRun:
     index: int
     token: str
     session_id: str = ""
+    #: the session's own token from ``POST /sessions``, sent with every request on it
+    session_token: str = ""
     sent: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -172,9 +174,10 @@ async def run_session(client: httpx.AsyncClient, run: SessionRun, turns: int) ->
     r = await _request(client, run, "POST", "/sessions")
     if r is None:
         return
-    run.session_id = r.json()["session_id"]
+    run.session_id, run.session_token = r.json()["session_id"], r.json()["token"]
     for text in run.script(turns):
-        r = await _request(client, run, "POST", f"/sessions/{run.session_id}/messages", json={"text": text})
+        r = await _request(client, run, "POST", f"/sessions/{run.session_id}/messages", json={"text": text},
+                           headers={"X-Session-Token": run.session_token})
         if r is None:
             continue
         run.sent.append(text)
@@ -186,7 +189,7 @@ async def check_session(client: httpx.AsyncClient, run: SessionRun) -> dict[str,
     """Return counts of lost turns and foreign tokens in this session's stored transcript."""
     if not run.session_id:
         return {"lost": len(run.sent), "leaked": 0}
-    r = await client.get(f"/sessions/{run.session_id}")
+    r = await client.get(f"/sessions/{run.session_id}", headers={"X-Session-Token": run.session_token})
     if r.status_code != 200:
         run.errors.append(f"GET session: HTTP {r.status_code}")
         return {"lost": len(run.sent), "leaked": 0}

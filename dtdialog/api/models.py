@@ -113,6 +113,8 @@ class SearchResponse(BaseModel):
 
 class SessionCreated(BaseModel):
     session_id: str
+    token: str = Field(description="The session's secret: send it as `X-Session-Token` on every request about this "
+                                   "session. It is shown only here; the server keeps only its digest.")
 
 
 class MessageRequest(_Strict):

@@ -1,4 +1,7 @@
-"""Dialogue sessions: ``POST /sessions``, ``POST /sessions/{id}/messages``, ``GET /sessions/{id}``."""
+"""Dialogue sessions: ``POST /sessions``, ``POST /sessions/{id}/messages``, ``GET /sessions/{id}``.
+
+The last two need the session's token or the API key (``session_access``).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ from dtdialog.api.models import (
     TurnResponse,
 )
 from dtdialog.api.quotas import TURN, Quotas, get_quotas, is_cheap_turn, rate_limit
+from dtdialog.api.session_access import SessionToken, new_token, require_session_access, token_digest
 from dtdialog.customer_why import customer_why, needs_history, transcript_whys
+from dtdialog.session import new_session_id
 
 router = APIRouter(tags=["sessions"])
 SessionId = Path(min_length=1, max_length=128, description="The id returned by POST /sessions.")
@@ -50,12 +55,19 @@ def live_session(manager: Any, quotas: Quotas, session_id: str, *, traces: bool)
 @router.post("/sessions", response_model=SessionCreated, status_code=201,
              responses={c: {"model": ErrorResponse} for c in (429, 503)}, dependencies=[Depends(rate_limit("session"))])
 async def create_session(request: Request) -> SessionCreated:
-    """Start a dialogue session and return its id."""
+    """Start a dialogue session; return its id and its token, which every later request on it must send."""
     service = get_service(request)
     quotas = get_quotas(request)
+    token = new_token()
 
-    return SessionCreated(session_id=await quotas.run(request, lambda: quotas.start_session(service.manager()),
-                                                      lane=TURN, cheap=True))
+    def work() -> str:
+        manager = service.manager()
+        # nobody knows the new id before this response, so the token is in place before anyone can ask for it
+        session_id = quotas.start_session(manager, new_session_id())
+        manager.store.set_token(session_id, token_digest(token))
+        return session_id
+
+    return SessionCreated(session_id=await quotas.run(request, work, lane=TURN, cheap=True), token=token)
 
 
 @router.post("/sessions/{session_id}/messages", response_model=TurnResponse, responses=_ERRORS,
@@ -65,13 +77,17 @@ async def post_message(
     request: Request,
     session_id: str = SessionId,
     explain: bool = Query(False, description="Add both discourse trees and the matched chains as pictures."),
+    token: str = SessionToken,
 ) -> Response:
-    """Handle one customer turn: return the reply, any clarification options, the session state and the trace."""
+    """Handle one customer turn: return the reply, any clarification options, the session state and the trace.
+
+    Needs the session's token (`X-Session-Token`) or the API key (`X-API-Key`); 404 `session_not_found` without."""
     service = get_service(request)
     quotas = get_quotas(request)
 
     def work() -> Response:
         manager = service.manager()
+        require_session_access(request, manager.store, session_id, token)
         quotas.purge_due(manager.store)
         text = check_text(body.text, service.settings, limit=message_limit(service))
         with manager.session_lock(session_id):  # the expiry check and the turn are one step of this session
@@ -100,13 +116,16 @@ async def post_message(
 
 @router.get("/sessions/{session_id}", response_model=SessionOut,
             responses={c: {"model": ErrorResponse} for c in (404, 422, 429, 503)})
-async def get_session(request: Request, session_id: str = SessionId) -> SessionOut:
-    """Return the session's transcript and per-turn traces."""
+async def get_session(request: Request, session_id: str = SessionId, token: str = SessionToken) -> SessionOut:
+    """Return the session's transcript and per-turn traces.
+
+    Needs the session's token (`X-Session-Token`) or the API key (`X-API-Key`); 404 `session_not_found` without."""
     service = get_service(request)
     quotas = get_quotas(request)
 
     def work() -> Any:
         manager = service.manager()
+        require_session_access(request, manager.store, session_id, token)  # before the lock and any trace is read
         with manager.session_lock(session_id):  # never a transcript read half-way through a turn's save
             return live_session(manager, quotas, session_id, traces=True)
 

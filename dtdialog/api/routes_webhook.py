@@ -1,23 +1,27 @@
 """``POST /webhooks/rest/webhook``: Rasa's REST channel, so chat widgets that speak it can talk to dtdialog.
 
 ``{"sender": "...", "message": "..."}`` -> ``[{"recipient_id": sender, "text": ..., "buttons": [...]}]``. The
-sender is the conversation: its session id is derived from it (``sender_session_id``), so the mapping survives
-restarts and is shared by the workers of ``dtdialog serve --workers N`` through the session store. A sender whose
-session expired starts a new one. Quotas: the turn rate and engine budget of the client, and ``max_sessions`` when a
-new sender starts one, counted against the client's session rate and the global one as ``POST /sessions`` is.
+sender is the conversation: its session id is a keyed digest of it (``sender_session_id``, keyed by the server's
+``webhook_secret``), so the mapping survives restarts and is shared by the workers of ``dtdialog serve --workers N``
+through the session store, while nobody without the secret can compute a sender's session id. These sessions have
+no token: through ``/sessions`` only the API key reads them. A sender whose session expired starts a new one.
+Quotas: the turn rate and engine budget of the client, and ``max_sessions`` when a new sender starts one, counted
+against the client's session rate and the global one as ``POST /sessions`` is.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 
 from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.models import ErrorResponse, RestButton, RestMessage, RestWebhookRequest
 from dtdialog.api.quotas import TURN, client_id, get_quotas, is_cheap_turn, rate_limit
+from dtdialog.api.webhook_secret import load_or_create, secret_path
 from dtdialog.customer_why import customer_why, needs_history
 from dtdialog.session import SessionNotFoundError
 
@@ -28,9 +32,19 @@ SESSION_PREFIX = "rest-"
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422, 429, 503)}
 
 
-def sender_session_id(sender: str) -> str:
-    """Return the session id of ``sender``'s conversation (a digest: any sender text makes a valid, fixed-size id)."""
-    return SESSION_PREFIX + hashlib.sha256(sender.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def sender_session_id(secret: bytes, sender: str) -> str:
+    """Return the session id of ``sender``'s conversation: an HMAC of it under the server's ``secret`` (any sender
+    text makes a valid, fixed-size id, and only the server can compute it)."""
+    digest = hmac.new(secret, sender.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return SESSION_PREFIX + digest[:32]
+
+
+def webhook_secret(app: FastAPI) -> bytes:
+    """Return the webhook secret of ``app`` (read once per app; made on first use beside the session database)."""
+    secret = getattr(app.state, "webhook_secret", None)
+    if secret is None:  # threads racing here read the same file
+        secret = app.state.webhook_secret = load_or_create(secret_path(app.state.service.settings.sessions_path))
+    return secret
 
 
 def rest_message(sender: str, result: Any, history: list[dict[str, Any]] | None = None) -> RestMessage:
@@ -51,11 +65,11 @@ async def rest_webhook(body: RestWebhookRequest, request: Request) -> Response:
     clarification options as buttons whose payload, sent back as the message, picks the option."""
     service = get_service(request)
     quotas = get_quotas(request)
-    session_id = sender_session_id(body.sender)
     client = client_id(request, quotas.settings)
 
     def work() -> Response:
-        manager = service.manager()
+        manager = service.manager()  # opens the store, so the folder of the secret exists
+        session_id = sender_session_id(webhook_secret(request.app), body.sender)
         quotas.purge_due(manager.store)
         text = check_text(body.message, service.settings, field="message", limit=message_limit(service))
         with manager.session_lock(session_id):  # the lookup, a new session and the turn are one step

@@ -17,9 +17,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dtdialog" / "api"))
 
-from api_helpers import API_KEY, LOCAL_URL, NO_QUOTAS, assert_error, small_dialogues, write_corpus  # noqa: E402
+from api_helpers import (  # noqa: E402
+    API_KEY,
+    LOCAL_URL,
+    NO_QUOTAS,
+    assert_error,
+    keep_session_tokens,
+    small_dialogues,
+    write_corpus,
+)
 
-__all__ = ["API_KEY", "LOCAL_URL", "NO_QUOTAS", "assert_error", "write_corpus"]
+__all__ = ["API_KEY", "LOCAL_URL", "NO_QUOTAS", "assert_error", "keep_session_tokens", "write_corpus"]
 #: An answer of the small index, and the scam text the probe served in its place.
 ANSWER_ID = "t-brakes-1#1"
 BRAKES_QUESTION = "My brakes squeal when I stop, even though the pads are new."
@@ -50,7 +58,8 @@ def index_file_fixture(protected_index: Path, tmp_path: Path) -> Path:
 @pytest.fixture(name="app_client")
 def app_client_fixture(index_file: Path, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """Return ``make(address="10.0.0.1", **settings)``: a started TestClient of a new app, or, with ``app=``, a
-    second client of that app calling from ``address`` (a different customer)."""
+    second client of that app calling from ``address`` (a different customer). Each client sends the tokens of the
+    sessions it started (``keep_session_tokens``)."""
     from fastapi.testclient import TestClient
 
     from dtdialog.api import ApiSettings, create_app
@@ -59,12 +68,13 @@ def app_client_fixture(index_file: Path, tmp_path: Path) -> Iterator[Callable[..
 
     def make(address: str = "10.0.0.1", app: Any = None, **overrides: Any) -> Any:
         if app is not None:  # the same app, another remote address; the first client runs its lifespan
-            return TestClient(app, base_url=LOCAL_URL, raise_server_exceptions=False, client=(address, 40000))
+            return keep_session_tokens(TestClient(app, base_url=LOCAL_URL, raise_server_exceptions=False,
+                                                  client=(address, 40000)))
         values: dict[str, Any] = {"index_path": index_file, "sessions_path": tmp_path / "sessions.sqlite",
                                   "api_key": None, "ranker": "rules"}
         values.update(overrides)
-        client = TestClient(create_app(ApiSettings(**values)), base_url=LOCAL_URL, raise_server_exceptions=False,
-                            client=(address, 40000))
+        client = keep_session_tokens(TestClient(create_app(ApiSettings(**values)), base_url=LOCAL_URL,
+                                                raise_server_exceptions=False, client=(address, 40000)))
         client.__enter__()
         started.append(client)
         return client

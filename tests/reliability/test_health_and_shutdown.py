@@ -70,8 +70,9 @@ def test_close_gives_up_on_an_engine_call_that_never_returns(tmp_path):
     never.set()
 
 
-def _post(url: str, body: dict) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+def _post(url: str, body: dict, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             return response.status, json.loads(response.read())
@@ -95,7 +96,7 @@ def test_sigterm_stops_serve_with_turns_in_flight(small_index: Path, tmp_path: P
     try:
         _wait_until(lambda: _healthy(base) or server.poll() is not None)
         assert server.poll() is None, (tmp_path / "serve.log").read_text()
-        sids = [_post(base + "/sessions", {})[1]["session_id"] for _ in range(4)]
+        created = [_post(base + "/sessions", {})[1] for _ in range(4)]
         holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys\n"
                                    f"c = sqlite3.connect({str(sessions)!r}, isolation_level=None)\n"
                                    "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.readline()"],
@@ -103,8 +104,9 @@ def test_sigterm_stops_serve_with_turns_in_flight(small_index: Path, tmp_path: P
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         results: list[int] = []
         turns = [threading.Thread(target=lambda s=s: results.append(
-            _post(f"{base}/sessions/{s}/messages", {"text": "My battery dies overnight although it is new."})[0]))
-            for s in sids]
+            _post(f"{base}/sessions/{s['session_id']}/messages", {"text": "My battery dies overnight although it is new."},
+                  {"X-Session-Token": s["token"]})[0]))
+            for s in created]
         for t in turns:
             t.start()
         time.sleep(1.0)  # let the turns reach the engine (not a timing assertion: any order gives the same outcome)
@@ -124,7 +126,7 @@ def test_sigterm_stops_serve_with_turns_in_flight(small_index: Path, tmp_path: P
     output = (tmp_path / "serve.log").read_text()
     assert code in (0, -signal.SIGTERM), output[-3000:]  # uvicorn re-raises SIGTERM once it has shut down
     assert "Application shutdown complete" in output, output[-3000:]
-    assert len(results) == len(sids) and all(s == 503 for s in results), results  # busy or shutting down, never 500
+    assert len(results) == len(created) and all(s == 503 for s in results), results  # busy or shutting down, never 500
 
 
 def _healthy(base: str) -> bool:

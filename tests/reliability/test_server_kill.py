@@ -41,12 +41,15 @@ class Customer:
 
     name: str
     session_id: str
+    token: str
     acked: list[str] = field(default_factory=list)
 
 
-def _call(url: str, body: dict | None = None, *, key: bool = False) -> tuple[int, dict]:
-    """Return the status and JSON body of a request; status 0 when no response came (the server died)."""
-    headers = {"content-type": "application/json", **({"X-API-Key": API_KEY} if key else {})}
+def _call(url: str, body: dict | None = None, *, key: bool = False, token: str = "") -> tuple[int, dict]:
+    """Return the status and JSON body of a request (with the API key, with a session's token); status 0 when no
+    response came (the server died)."""
+    headers = {"content-type": "application/json", **({"X-API-Key": API_KEY} if key else {}),
+               **({"X-Session-Token": token} if token else {})}
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers=headers)
     try:
@@ -106,7 +109,8 @@ class Traffic:
     def _talk(self, customer: Customer) -> None:
         for n in range(1000):
             text = f"{QUESTION} ({customer.name} round {self.round} turn {n})"
-            status, body = _call(f"{self.base}/sessions/{customer.session_id}/messages", {"text": text})
+            status, body = _call(f"{self.base}/sessions/{customer.session_id}/messages", {"text": text},
+                                 token=customer.token)
             if status == 0:
                 return
             if status != 200 or body.get("session_id") != customer.session_id:
@@ -143,7 +147,7 @@ class Traffic:
 
 def _check_everything_acknowledged(base: str, customers: list[Customer], answers: dict[str, str]) -> None:
     for customer in customers:
-        status, body = _call(f"{base}/sessions/{customer.session_id}")
+        status, body = _call(f"{base}/sessions/{customer.session_id}", token=customer.token)
         assert status == 200, (status, body)
         said = [m["text"] for m in body["transcript"] if m["role"] == "user"]
         # the turn in flight at the kill may have been saved without its answer reaching the client: at most one
@@ -166,8 +170,7 @@ def test_kill_9_mid_turn_loses_no_acknowledged_turn_and_keeps_the_index_whole(in
     try:
         server.start()
         base_documents = _call(server.base + "/index", key=True)[1]["documents"]
-        customers = [Customer(f"c{i}", _call(server.base + "/sessions", {})[1]["session_id"])
-                     for i in range(CUSTOMERS)]
+        customers = [Customer(f"c{i}", **_call(server.base + "/sessions", {})[1]) for i in range(CUSTOMERS)]
         for round_no, kill_after in enumerate(KILL_AFTER):
             traffic = Traffic(server.base, customers, answers, round_no)
             traffic.run_until_killed(server, kill_after)

@@ -48,7 +48,9 @@ index, sessions = sys.argv[1], sys.argv[2]
 out = {}
 with TestClient(create_app(ApiSettings(index_path=index, sessions_path=sessions, ranker="rules")),
                 base_url="http://localhost", raise_server_exceptions=False) as client:
-    sid = client.post("/sessions").json()["session_id"]
+    created = client.post("/sessions").json()
+    sid = created["session_id"]
+    client.headers["X-Session-Token"] = created["token"]
     client.post(f"/sessions/{sid}/messages", json={"text": "My battery dies overnight although it is new."})
     out["before"] = client.get(f"/sessions/{sid}").json()
     largest = max(os.path.getsize(p) for p in (sessions, sessions + "-wal") if os.path.exists(p))
@@ -162,8 +164,10 @@ readonly_index, writable, readonly_sessions = sys.argv[1], sys.argv[2], sys.argv
 out = {}
 with TestClient(create_app(ApiSettings(index_path=readonly_index, sessions_path=writable, ranker="rules")),
                 base_url="http://localhost", raise_server_exceptions=False) as client:
-    sid = client.post("/sessions").json()["session_id"]
-    turn = client.post(f"/sessions/{sid}/messages", json={"text": "My battery dies overnight although it is new."})
+    created = client.post("/sessions").json()
+    sid = created["session_id"]
+    turn = client.post(f"/sessions/{sid}/messages", json={"text": "My battery dies overnight although it is new."},
+                       headers={"X-Session-Token": created["token"]})
     out["turn_over_readonly_index"] = turn.status_code
 with TestClient(create_app(ApiSettings(index_path=readonly_index, sessions_path=readonly_sessions, ranker="rules")),
                 base_url="http://localhost", raise_server_exceptions=False) as client:

@@ -36,9 +36,15 @@ QUESTION = "My brakes squeal when I stop, even though the pads are new"
 STARTED = "Application startup complete."
 
 
-def call(url: str, body: dict | None = None, *, key: bool = False) -> tuple[int, dict]:
+def _headers(key: bool, token: str) -> dict[str, str]:
+    """Return a request's headers: JSON, with the API key and with a session's token when asked for."""
+    return {"content-type": "application/json", **({"X-API-Key": API_KEY} if key else {}),
+            **({"X-Session-Token": token} if token else {})}
+
+
+def call(url: str, body: dict | None = None, *, key: bool = False, token: str = "") -> tuple[int, dict]:
     """Return the status and JSON body of a request on a new connection; status 0 when no response came."""
-    headers = {"content-type": "application/json", **({"X-API-Key": API_KEY} if key else {})}
+    headers = _headers(key, token)
     data = None if body is None else json.dumps(body).encode()
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=90) as response:
@@ -75,9 +81,9 @@ def accepting_worker(conn: http.client.HTTPConnection, port: int, pids: list[int
 
 
 def send(conn: http.client.HTTPConnection, method: str, path: str, body: dict | None = None, *,
-         key: bool = False) -> tuple[int, dict]:
+         key: bool = False, token: str = "") -> tuple[int, dict]:
     """Return the status and JSON body of a request on the kept-alive ``conn``; status 0 when no response came."""
-    headers = {"content-type": "application/json", **({"X-API-Key": API_KEY} if key else {})}
+    headers = _headers(key, token)
     try:
         conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
         response = conn.getresponse()
@@ -92,6 +98,7 @@ class Workers:
 
     def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
         self.proc, self.port, self.base, self.log = proc, port, f"http://127.0.0.1:{port}", log
+        self.tokens: dict[str, str] = {}  # each session's token, by id
 
     def pids(self) -> list[int]:
         return children(self.proc.pid)
@@ -120,13 +127,14 @@ class Workers:
     def new_session(self) -> str:
         status, body = call(self.base + "/sessions", {})
         assert status == 201, body
+        self.tokens[body["session_id"]] = body["token"]
         return body["session_id"]
 
     def turn(self, session_id: str, text: str) -> int:
-        return call(f"{self.base}/sessions/{session_id}/messages", {"text": text})[0]
+        return call(f"{self.base}/sessions/{session_id}/messages", {"text": text}, token=self.tokens[session_id])[0]
 
     def user_texts(self, session_id: str) -> list[str]:
-        status, body = call(f"{self.base}/sessions/{session_id}")
+        status, body = call(f"{self.base}/sessions/{session_id}", token=self.tokens[session_id])
         assert status == 200, body
         return [m["text"] for m in body["transcript"] if m["role"] == "user"]
 
@@ -181,11 +189,12 @@ def test_one_sessions_concurrent_turns_through_both_workers_are_serialised(index
         texts = [[f"{QUESTION} (connection {c} turn {i})" for i in range(3)] for c in range(len(conns))]
 
         def customer(conn: http.client.HTTPConnection, mine: list[str]) -> list[int]:
-            return [send(conn, "POST", f"/sessions/{session}/messages", {"text": t})[0] for t in mine]
+            return [send(conn, "POST", f"/sessions/{session}/messages", {"text": t}, token=server.tokens[session])[0]
+                    for t in mine]
 
         statuses = in_parallel([lambda c=c, m=m: customer(c, m) for c, m in zip(conns, texts)], threads=len(conns))
         assert statuses == [[200] * 3] * len(conns)
-        status, record = call(f"{server.base}/sessions/{session}")
+        status, record = call(f"{server.base}/sessions/{session}", token=server.tokens[session])
         assert status == 200
         sent = [t for mine in texts for t in mine]
         # every turn saved whole, none interleaved with another: user, bot, user, bot, ...
@@ -223,7 +232,7 @@ def test_a_clients_turn_rate_and_the_session_cap_count_across_the_workers(index_
         session = server.new_session()
         first, second = (pinned[0] for pinned in server.connections(per_worker=1).values())
         statuses = [send(first if i % 2 else second, "POST", f"/sessions/{session}/messages",
-                         {"text": f"{QUESTION} ({i})"})[0] for i in range(2 * limit)]
+                         {"text": f"{QUESTION} ({i})"}, token=server.tokens[session])[0] for i in range(2 * limit)]
         assert statuses == [200] * limit + [429] * limit  # not `limit` per worker
         # creations side by side on both workers: the count and the creation are one step across them
         conns = [c for pinned in server.connections(per_worker=4).values() for c in pinned]
@@ -270,7 +279,9 @@ def test_kill_9_of_a_worker_mid_turn_leaves_no_session_locked_and_loses_no_ackno
                 text = f"{QUESTION} ({session[:6]} {i})"
                 path = f"/sessions/{session}/messages"
                 # after its worker died, a customer comes back on a new connection (to the other worker or its heir)
-                status = send(conn, "POST", path, {"text": text})[0] if conn else call(server.base + path, {"text": text})[0]
+                token = server.tokens[session]
+                status = (send(conn, "POST", path, {"text": text}, token=token)[0] if conn
+                          else call(server.base + path, {"text": text}, token=token)[0])
                 if status == 0:
                     conn = None
                 if status == 200:

@@ -2,16 +2,20 @@
 "use strict";
 
 const SESSION_KEY = "dtdialog.session";
+// the session's token: the server answers a session's requests only with it (X-Session-Token)
+const TOKEN_KEY = "dtdialog.session.token";
 const $ = (id) => document.getElementById(id);
 // Customers see the conversation and a plain "why" under each answer; support agents open /?view=agent for the
 // explain panel (answer ids, scores, trees, ranker features, the raw trace).
 const AGENT_VIEW = new URLSearchParams(window.location.search).get("view") === "agent";
 
 let sessionId = sessionStorage.getItem(SESSION_KEY);
+let sessionToken = sessionStorage.getItem(TOKEN_KEY);
 let busy = false;
 
 async function api(method, path, body) {
   const init = { method, headers: { "Accept": "application/json" } };
+  if (sessionToken && path.startsWith("/sessions/")) init.headers["X-Session-Token"] = sessionToken;
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -280,8 +284,17 @@ async function ensureSession() {
   if (sessionId) return sessionId;
   const data = await api("POST", "/sessions");
   sessionId = data.session_id;
+  sessionToken = data.token;
   sessionStorage.setItem(SESSION_KEY, sessionId);
+  sessionStorage.setItem(TOKEN_KEY, sessionToken);
   return sessionId;
+}
+
+function forgetSession() {
+  sessionId = null;
+  sessionToken = null;
+  sessionStorage.removeItem(SESSION_KEY);
+  sessionStorage.removeItem(TOKEN_KEY);
 }
 
 async function send(text, shown) {
@@ -299,8 +312,7 @@ async function send(text, shown) {
     } catch (e) {
       if (e.status !== 404) throw e;
       // The server forgot this session (new database): start again transparently.
-      sessionId = null;
-      sessionStorage.removeItem(SESSION_KEY);
+      forgetSession();
       await ensureSession();
       turn = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages${query}`, { text });
     }
@@ -344,14 +356,12 @@ async function restore() {
       if (!user) addWhy(li, t);
     }
   } catch (e) {
-    sessionId = null;
-    sessionStorage.removeItem(SESSION_KEY);
+    forgetSession();
   }
 }
 
 function newSession() {
-  sessionId = null;
-  sessionStorage.removeItem(SESSION_KEY);
+  forgetSession();
   $("transcript").replaceChildren();
   renderOptions([]);
   $("explain-empty").hidden = false;

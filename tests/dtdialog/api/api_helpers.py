@@ -67,6 +67,30 @@ def write_corpus(path: Path) -> Path:
     return path
 
 
+def keep_session_tokens(client: Any, tokens: dict[str, str] | None = None) -> Any:
+    """Make the httpx ``client`` send each session's token as the chat page does; return it.
+
+    The token of every ``POST /sessions`` answer goes, as ``X-Session-Token``, with each later request on that
+    session (a token the test sets itself wins). Clients given one ``tokens`` dict share what they learned.
+    """
+    known = {} if tokens is None else tokens
+
+    def learn(response: Any) -> None:
+        if response.request.method == "POST" and response.request.url.path == "/sessions" and response.status_code == 201:
+            response.read()
+            body = response.json()
+            known[body["session_id"]] = body["token"]
+
+    def send(request: Any) -> None:
+        parts = request.url.path.split("/")
+        if len(parts) > 2 and parts[1] == "sessions" and parts[2] in known:
+            request.headers.setdefault("X-Session-Token", known[parts[2]])
+
+    client.event_hooks = {"request": [*client.event_hooks["request"], send],
+                          "response": [*client.event_hooks["response"], learn]}
+    return client
+
+
 def assert_error(response: Any, status: int, code: str | None = None) -> dict[str, Any]:
     """Assert ``response`` is a JSON error with ``status`` (and ``code``); return its error object."""
     assert response.status_code == status, response.text

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_helpers import LOCAL_URL, small_dialogues
+from api_helpers import LOCAL_URL, keep_session_tokens, small_dialogues
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -61,13 +61,16 @@ def make_settings(small_index: Path, tmp_path: Path) -> Callable[..., ApiSetting
 
 @pytest.fixture
 def make_client(make_settings: Callable[..., ApiSettings]) -> Iterator[Callable[..., TestClient]]:
-    """Return a factory of started TestClients (closed at teardown); keyword arguments override settings."""
+    """Return a factory of started TestClients (closed at teardown); keyword arguments override settings.
+
+    The clients send each session's token, as the chat page does (``keep_session_tokens``; one test's clients share them)."""
     clients: list[TestClient] = []
+    tokens: dict[str, str] = {}
 
     def make(**overrides: Any) -> TestClient:
         app: FastAPI = create_app(make_settings(**overrides))
         # The server answers only its own Host names (DNS-rebinding guard); TestClient's default is "testserver".
-        client = TestClient(app, base_url=LOCAL_URL, raise_server_exceptions=False)
+        client = keep_session_tokens(TestClient(app, base_url=LOCAL_URL, raise_server_exceptions=False), tokens)
         client.__enter__()
         clients.append(client)
         return client

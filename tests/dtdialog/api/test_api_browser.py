@@ -83,7 +83,9 @@ def test_keyboard_only_chat_with_explain_panel(browser, server_url, tmp_path):
     assert json.loads(page.locator("#trace").text_content())["decision"]["answer_id"] == delivered
     # an answer picked from options was ranked on the turn that offered it: look through the session's traces
     session_id = page.evaluate("sessionStorage.getItem('dtdialog.session')")
-    traces = httpx.get(f"{server_url}/sessions/{session_id}", timeout=30).json()["traces"]
+    token = page.evaluate("sessionStorage.getItem('dtdialog.session.token')")  # the page's own key to its session
+    traces = httpx.get(f"{server_url}/sessions/{session_id}", headers={"X-Session-Token": token},
+                       timeout=30).json()["traces"]
     chosen = [c for t in traces for step in t["steps"] for c in step["candidates"] if c["id"] == delivered]
     assert chosen, f"{delivered} is not among the traced candidates"
     verdict = page.locator("#explain-verdict").inner_text()

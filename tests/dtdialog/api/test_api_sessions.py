@@ -17,10 +17,11 @@ from parsers.text_input import MAX_CHARS
 def test_a_session_continues_on_a_new_app_over_the_same_database(make_settings):
     settings = make_settings()
     with TestClient(create_app(settings), base_url=LOCAL_URL) as first:
-        sid = first.post("/sessions").json()["session_id"]
-        one = first.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION}).json()
-    # The first app is shut down (its engine thread and SQLite connections closed).
-    with TestClient(create_app(make_settings()), base_url=LOCAL_URL) as second:
+        created = first.post("/sessions").json()
+        sid, token = created["session_id"], {"X-Session-Token": created["token"]}
+        one = first.post(f"/sessions/{sid}/messages", json={"text": SPARK_PLUG_QUESTION}, headers=token).json()
+    # The first app is shut down (its engine thread and SQLite connections closed); the token still opens the session.
+    with TestClient(create_app(make_settings()), base_url=LOCAL_URL, headers=token) as second:
         before = second.get(f"/sessions/{sid}")
         assert before.status_code == 200
         assert [m["text"] for m in before.json()["transcript"]] == [SPARK_PLUG_QUESTION, one["reply"]]

@@ -1,16 +1,40 @@
-"""``POST /webhooks/rest/webhook``: Rasa's REST channel over the dialogue sessions."""
+"""``POST /webhooks/rest/webhook``: Rasa's REST channel over the dialogue sessions.
+
+Only agents read a webhook conversation through ``/sessions``: these servers have an API key and the clients send it.
+"""
 
 from __future__ import annotations
 
 import pytest
-from api_helpers import NO_QUOTAS, SPARK_PLUG_QUESTION, assert_error
+from api_helpers import API_KEY, NO_QUOTAS, SPARK_PLUG_QUESTION, assert_error
 
-from dtdialog.api.routes_webhook import WEBHOOK_PATH, rest_message, sender_session_id
+from dtdialog.api.routes_webhook import WEBHOOK_PATH, rest_message, sender_session_id, webhook_secret
 from dtdialog.clarification import ClarifyOption
 from dtdialog.intents import MAX_TURN_CHARS
 from dtdialog.manager import TurnResult
 
 FOLLOW_UP = "It started on the starting fluid at first, but now it does not."
+
+
+@pytest.fixture
+def make_agent(make_client):
+    """Return a factory of clients holding the API key of their server (keyword arguments override settings)."""
+
+    def make(**overrides):
+        client = make_client(api_key=API_KEY, **overrides)
+        client.headers["X-API-Key"] = API_KEY
+        return client
+
+    return make
+
+
+@pytest.fixture
+def client(make_agent):
+    return make_agent()
+
+
+def _session_id(client, sender):
+    return sender_session_id(webhook_secret(client.app), sender)
 
 
 def _say(client, sender, message):
@@ -23,7 +47,7 @@ def _say(client, sender, message):
 
 
 def _transcript(client, sender):
-    record = client.get(f"/sessions/{sender_session_id(sender)}")
+    record = client.get(f"/sessions/{_session_id(client, sender)}")
     assert record.status_code == 200, record.text
     return [m["text"] for m in record.json()["transcript"]]
 
@@ -32,7 +56,7 @@ def test_a_sender_starts_a_session_and_continues_it(client):
     first = _say(client, "customer-42", SPARK_PLUG_QUESTION)
     second = _say(client, "customer-42", FOLLOW_UP)
     assert _transcript(client, "customer-42") == [SPARK_PLUG_QUESTION, first["text"], FOLLOW_UP, second["text"]]
-    traces = client.get(f"/sessions/{sender_session_id('customer-42')}").json()["traces"]
+    traces = client.get(f"/sessions/{_session_id(client, 'customer-42')}").json()["traces"]
     assert traces[1]["state_before"] == first["custom"]["state"]  # the second turn continued the first's dialogue
 
 
@@ -46,16 +70,16 @@ def test_the_reply_is_the_sessions_api_reply(client):
     assert message.get("buttons", []) == [{"title": o["label"], "payload": str(o["number"])} for o in turn["options"]]
 
 
-def test_two_senders_never_share_a_conversation(make_client):
-    client = make_client(**NO_QUOTAS)
+def test_two_senders_never_share_a_conversation(make_agent):
+    client = make_agent(**NO_QUOTAS)
     alice = _say(client, "alice", SPARK_PLUG_QUESTION)
     bob = _say(client, "bob", "My brakes squeal when I stop, even though the pads are new.")
     again = _say(client, "alice", FOLLOW_UP)
     assert _transcript(client, "alice") == [SPARK_PLUG_QUESTION, alice["text"], FOLLOW_UP, again["text"]]
     assert _transcript(client, "bob") == ["My brakes squeal when I stop, even though the pads are new.", bob["text"]]
-    assert sender_session_id("alice") != sender_session_id("bob")
+    assert _session_id(client, "alice") != _session_id(client, "bob")
     # a sender whose name looks like another's session id still gets a conversation of its own
-    _say(client, sender_session_id("alice"), "The engine overheats in traffic but the coolant is full.")
+    _say(client, _session_id(client, "alice"), "The engine overheats in traffic but the coolant is full.")
     assert len(_transcript(client, "alice")) == 4
 
 
@@ -95,7 +119,7 @@ def test_bad_bodies_get_a_clear_error(client, body, status, field):
     error = assert_error(client.post(WEBHOOK_PATH, json=body), status)
     if field:
         assert field in error["message"], error
-    assert client.get(f"/sessions/{sender_session_id('a')}").status_code == 404  # nothing was started
+    assert client.get(f"/sessions/{_session_id(client, 'a')}").status_code == 404  # nothing was started
 
 
 def test_a_body_that_is_not_json_is_refused(client):

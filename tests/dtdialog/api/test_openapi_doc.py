@@ -37,3 +37,14 @@ def test_schema_lists_every_endpoint_and_is_served(client):
         assert path in paths
     assert set(paths["/search"]) == {"get", "post"}
     assert client.get("/openapi.json").json()["paths"].keys() == paths.keys()
+
+
+def test_the_session_token_is_in_the_schema():
+    schema = json.loads(schema_text())
+    created = schema["components"]["schemas"]["SessionCreated"]
+    assert {"session_id", "token"} <= set(created["required"])
+    for path, method in (("/sessions/{session_id}", "get"), ("/sessions/{session_id}/messages", "post")):
+        operation = schema["paths"][path][method]
+        headers = [p for p in operation["parameters"] if p["in"] == "header"]
+        assert [h["name"] for h in headers] == ["X-Session-Token"], path
+        assert "X-API-Key" in operation["description"] and "session_not_found" in headers[0]["description"]

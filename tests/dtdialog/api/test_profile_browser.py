@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from api_helpers import keep_session_tokens
 
 from dtdialog.cli import main
 
@@ -70,7 +71,7 @@ def test_finance_faq_profile_shows_no_car_wording(faq_csv, browser, tmp_path, mo
     with local_server(index=index, startup_timeout=900, workdir=tmp_path) as url:
         # the API: its profile, a session and every turn's JSON (with the explanation the page asks for)
         bodies = []
-        with httpx.Client(base_url=url, timeout=120) as client:
+        with keep_session_tokens(httpx.Client(base_url=url, timeout=120)) as client:
             profile_json = client.get("/profile").json()
             assert profile_json["title"] == "Brokerage account help"
             bodies.append(client.get("/profile").text)
