@@ -95,8 +95,9 @@ async def _explain_abuser(client: httpx.AsyncClient, stop: asyncio.Event, answer
                 if r.status_code != 201:
                     answers[f"explain: POST /sessions {r.status_code}"] += 1
                     continue
-                r = await client.post(f"/sessions/{r.json()['session_id']}/messages", params={"explain": "true"},
-                                      json={"text": BRACKET_BOMB})
+                session = r.json()
+                r = await client.post(f"/sessions/{session['session_id']}/messages", params={"explain": "true"},
+                                      json={"text": BRACKET_BOMB}, headers={"X-Session-Token": session["token"]})
                 answers[f"explain turn {r.status_code}"] += 1
             except httpx.HTTPError as exc:
                 answers[f"explain {type(exc).__name__}"] += 1
@@ -116,7 +117,9 @@ async def _rotating_abuser(url: str, addresses: list[str], stop: asyncio.Event, 
                 if r.status_code != 201:
                     answers[f"rotating: POST /sessions {r.status_code}"] += 1
                     continue
-                r = await client.post(f"/sessions/{r.json()['session_id']}/messages", json={"text": LONG_SEARCH})
+                session = r.json()
+                r = await client.post(f"/sessions/{session['session_id']}/messages", json={"text": LONG_SEARCH},
+                                      headers={"X-Session-Token": session["token"]})
                 answers[f"rotating turn {r.status_code}"] += 1
             except httpx.HTTPError as exc:
                 answers[f"rotating {type(exc).__name__}"] += 1
