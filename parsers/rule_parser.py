@@ -35,6 +35,7 @@ from parsers.cue_lexicon import (
     edu_view,
     join_features,
 )
+from parsers.edu_content import content_lemmas, entity_phrases
 from parsers.errors import ConfigError
 from parsers.nlp_base import AnalyzedText, NLPBackend
 from parsers.relations import ELABORATION, JOINT, MULTINUCLEAR_RELATIONS, TEMPORAL
@@ -59,8 +60,6 @@ CONTINUATION_OPENERS: frozenset[str] = frozenset({
     "it", "its", "this", "these", "they", "their", "them", "he", "she", "his", "her", "him", "that", "those",
     "such", "both", "each", "[", "(",
 })
-_CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
-_DROP_LEADING = frozenset({"DET", "PRON"})
 
 
 @dataclass
@@ -69,31 +68,6 @@ class _Unit:
     last: int
     head: int  # EDU index whose clause heads this unit
     node: Node
-
-
-def _content_lemmas(doc: AnalyzedText, lo: int, hi: int) -> tuple[str, ...]:
-    out: list[str] = []
-    for t in doc.tokens[lo:hi]:
-        lemma = t.lemma.lower().strip()
-        if t.is_punct or t.is_stop or t.pos not in _CONTENT_POS or not any(c.isalnum() for c in lemma):
-            continue
-        if lemma not in out:
-            out.append(lemma)
-    return tuple(out)
-
-
-def _entities(doc: AnalyzedText, lo: int, hi: int) -> tuple[str, ...]:
-    out: list[str] = []
-    for phrase in (*doc.noun_chunks, *doc.entities):
-        if phrase.start < lo or phrase.end > hi:
-            continue
-        toks = list(doc.tokens[phrase.start: phrase.end])
-        while toks and (toks[0].pos in _DROP_LEADING or toks[0].is_punct):
-            toks = toks[1:]
-        text = "".join(t.text + t.whitespace for t in toks).strip().lower()
-        if text and any(c.isalnum() for c in text) and text not in out:
-            out.append(text)
-    return tuple(out)
 
 
 class RuleParser(RSTParser):
@@ -180,7 +154,7 @@ class RuleParser(RSTParser):
         start = doc.tokens[seg.start].idx
         end = doc.tokens[seg.end - 1].end
         return EDU(index=index, text=doc.text[start:end], start=start, end=end, sentence=seg.sent,
-                   lemmas=_content_lemmas(doc, seg.start, seg.end), entities=_entities(doc, seg.start, seg.end))
+                   lemmas=content_lemmas(doc, seg.start, seg.end), entities=entity_phrases(doc, seg.start, seg.end))
 
     def _parents(self, doc: AnalyzedText, segments: list[Segment]) -> list[int | None]:
         edu_of = {}
