@@ -325,7 +325,7 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
 
     from dtdialog.assembly import engine_parser_name
     from eval.turn_bench import sg_alignment
-    from parsers.encoder import _default_threads, _default_workers
+    from parsers.encoder import default_threads, default_workers
 
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
@@ -336,8 +336,8 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a label only
         haystack_version = "unknown"
     return {"parser": engine_parser_name(), "haystack_version": haystack_version,
-            "torch_threads": torch.get_num_threads(), "encoder_threads": _default_threads(),
-            "encoder_workers": _default_workers(), "encoder_runtime": _encoder_runtime(), "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "encoder_threads": default_threads(),
+            "encoder_workers": default_workers(), "encoder_runtime": _encoder_runtime(), "cpu_count": os.cpu_count(),
             "retriever_top_k": RETRIEVER_TOP_K, "sg_alignment": sg_alignment()}
 
 
