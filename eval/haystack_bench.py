@@ -189,7 +189,7 @@ def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float, 
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
-    from eval.methods.dtq import pool_dialogues
+    from eval.methods.pool_index import pool_dialogues
     from eval.out_of_fold import out_of_fold
     from index.builder import build_index
     from index.dense import DenseEncoder

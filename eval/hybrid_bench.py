@@ -139,7 +139,7 @@ def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
     ``dense=False`` (the rule-scorer bench) builds only the index.
     """
     from dtdialog.assembly import engine_parser_name
-    from eval.methods.dtq import pool_dialogues
+    from eval.methods.pool_index import pool_dialogues
     from index.builder import build_index
     from index.dense_store import DenseStore
     from index.sg_store import SGPhraseStore

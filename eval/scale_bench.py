@@ -86,7 +86,7 @@ def disk_bytes(index_path: Path) -> dict[str, int]:
 
 def build(corpus: list, out: Path, *, parser_name: str, processes: int) -> dict[str, Any]:
     """Build the index with dense vectors and SG phrases at ``out``; return the timings."""
-    from eval.methods.dtq import pool_dialogues
+    from eval.methods.pool_index import pool_dialogues
     from index.builder import build_index
     from parsers.base import get_parser
 
