@@ -73,8 +73,8 @@ def _ranks(correct: Sequence[bool]) -> np.ndarray:
 
 def summarize_runs(runs: Sequence[SystemRun], *, reference: str = DT_ROW, seed: int = 0) -> dict[str, dict]:
     """Return, per system, P@1 with its bootstrap CI, latency percentiles and the paired P@1 difference ``reference`` minus it."""
+    from eval.latency import summarize as latency
     from eval.train_ranker import paired_difference, summarize
-    from eval.turn_bench import summarize as latency
 
     by_name = {r.name: r for r in runs}
     if reference not in by_name:
@@ -324,7 +324,7 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
     import torch
 
     from dtdialog.assembly import engine_parser_name
-    from eval.turn_bench import sg_alignment
+    from eval.latency import sg_alignment
     from parsers.encoder import default_threads, default_workers
 
     if torch_threads is not None:
