@@ -51,11 +51,8 @@ MAX_CHAIN = 200
 MAX_SENTENCE_EDUS = 32
 #: Sentence openers that point back to the sentence before (pronouns, demonstratives, bracketed
 #: citations or asides): such a sentence is joined to its predecessor as an Elaboration satellite
-#: before the Joint chain. In GUM train, sentence boundaries before these openers sit lowest in the
-#: gold trees (mean log2 size of the joining constituent 1.0-2.0 vs 2.1 overall); on GUM dev the
-#: pairing raised span F1 38.2 -> 40.3 and relation F1 21.4 -> 21.9 (train sample 17.9 -> 18.1),
-#: while labelling the pairs Joint, or from the lexicon, or adding pronouns "we"/"the"/"there" or
-#: answer particles ("yeah", "no") scored lower relation F1 on dev.
+#: before the Joint chain: in GUM, sentence boundaries before these openers sit lowest in the gold trees
+#: (the dev figures of this choice and the variants it beat are in docs/parsers.md).
 CONTINUATION_OPENERS: frozenset[str] = frozenset({
     "it", "its", "this", "these", "they", "their", "them", "he", "she", "his", "her", "him", "that", "those",
     "such", "both", "each", "[", "(",
@@ -247,7 +244,6 @@ class RuleParser(RSTParser):
             paired = []
             for run in runs:
                 # "S. It ... . They ..." : the follow-ups form a chain that elaborates S as a whole
-                # (GUM dev: span 40.7 -> 40.9 against nesting each one onto the unit before).
                 acc = run[-1]
                 for unit in reversed(run[1:-1]):
                     acc = self._join(unit, acc, self._label(views, unit, acc), unit.head)

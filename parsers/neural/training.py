@@ -1,4 +1,4 @@
-"""Train the neural parser's heads over cached frozen MiniLM features (stage 1 of issue 15).
+"""Train the neural parser's heads over cached frozen MiniLM features.
 
     python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2
 
