@@ -347,7 +347,7 @@ def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
     path = Path(spec.sessions_path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     store = SessionStore(path)
-    # out-of-scope gate (issue 13, item 3): learns the domain from the selector's own index
+    # out-of-scope gate: learns the domain from the selector's own index
     from dtdialog.scope import ScopeGate
 
     nearest, prefetch = _nearest_answer_cosine(selector)
@@ -377,7 +377,7 @@ def _nearest_answer_cosine(selector: AnswerSelector):
     return nearest, dense.prefetch
 
 
-# --- calibrated confidence (issue 13): the calibrator that matches the engine's ranker ---
+# --- calibrated confidence: the calibrator that matches the engine's ranker ---
 def engine_calibrator(spec: EngineSpec, scorer):
     """Return the ``Calibrator`` fitted for the ranker (``scorer`` None: the rule scorer), or None when there is none."""
     from dtdialog.confidence import load_calibrator

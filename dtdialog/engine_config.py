@@ -31,9 +31,8 @@ class EngineConfig:
     agreement_weight: weight of the agreement score against the normalised retrieval score (0..1).
     require_agreement: drop candidates whose agreement verdict is negative (else only demote them).
     soft_first_step: on the first step (the question alone, no follow-up yet) only demote non-agreeing candidates
-        even when ``require_agreement``: a long question's rule parse is the least reliable (the logged answer passed
-        agreement for ~62% of built-in questions; on 150 mechanics questions the hard drop kept the logged answer
-        among the candidates for 59%, the soft demotion for 85%), so a hard drop loses the right answer.
+        even when ``require_agreement``: a long question's rule parse is the least reliable, so a hard drop loses the
+        right answer (figures in ``docs/engine.md``).
     first_step_agreement_weight: ``agreement_weight`` on the first step when ``soft_first_step``: agreement breaks ties
         and near-ties of the whole-question retrieval there; follow-up steps, driven by the user's short reply and
         its relations (paper step 7), keep ``agreement_weight``.
@@ -109,20 +108,20 @@ class EngineConfig:
     max_input_chars: int = MAX_TURN_CHARS
     max_traces: int = 50
     whole_question: bool = True
-    # already tried (issue 13)
+    # demotions after scoring, under either ranker
     already_tried_penalty: float = 0.5
     condition_clash_penalty: float = 0.8
     presupposition_penalty: float = 0.5
-    # out-of-scope gate (issue 13, item 3)
+    # out-of-scope gate (``dtdialog.scope``)
     scope_quantile: float = 0.2
     scope_threshold: float | None = None
     scope_mass: float | None = 40.0
     scope_dense_floor: float = 0.16
     scope_dense_sure: float = 0.30
-    # dialogue position (issue 13, item 4)
+    # dialogue position on the first step
     step1_position: str = "opening"
     opening_margin: float = 0.2
-    # --- calibrated confidence and abstention (issue 13) ---
+    # --- calibrated confidence and abstention ---
     #: abstain_below: when the calibrated confidence (``dtdialog.confidence``) of the answer the engine would give
     #: is below this, the bot asks for a missing detail (then hands off) instead of answering; 0 never abstains.
     #: The default is the threshold ``python -m eval.calibrate`` fits with the shipped calibrator: the one that
@@ -161,7 +160,6 @@ class EngineConfig:
         check(self.scope_mass is None or (isinstance(self.scope_mass, (int, float))
               and not isinstance(self.scope_mass, bool) and self.scope_mass >= 0.0),
               f"scope_mass must be null or a number >= 0, got {self.scope_mass!r}")
-        # calibrated confidence and abstention (issue 13)
         check(isinstance(self.abstain_below, (int, float)) and not isinstance(self.abstain_below, bool)
               and 0.0 <= float(self.abstain_below) <= 1.0,
               f"abstain_below must be a number in [0, 1], got {self.abstain_below!r}")

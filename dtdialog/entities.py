@@ -20,7 +20,7 @@ from parsers.tree import EDU
 __all__ = ["EntityNormalizer", "load_default_synonyms", "short_phrase"]
 
 #: EDUs whose terms are remembered, by their lemmas (or text) and noun phrases: ~1 KB each (the key's strings
-#: and the term set; measured 940 bytes on the 10k bench's answers), ~15 MB when full
+#: and the term set), ~15 MB when full
 EDU_TERMS_CACHE = 16384
 
 

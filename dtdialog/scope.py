@@ -1,4 +1,4 @@
-"""The out-of-scope gate: is a new question something the index can answer at all? (issue 13, item 3)
+"""The out-of-scope gate: is a new question something the index can answer at all?
 
 It runs before retrieval, for a turn that would start a question, and returns a ``ScopeVerdict``:
 in scope, or out of scope for one ``reason``:

@@ -62,7 +62,7 @@ class SessionRecord:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     traces: list[dict[str, Any]] = field(default_factory=list)
     turns: int = 0
-    #: already tried (issue 13): what the customer reported done or ruled out (``TriedAction.to_dict``), kept
+    #: already tried: what the customer reported done or ruled out (``TriedAction.to_dict``), kept
     #: across turns so a later "I already checked the grounds" demotes a grounds answer; absent in old records
     tried: list[dict[str, Any]] = field(default_factory=list)
     #: a new question the scope gate refused as outside the index's domain: the customer's next message adds

@@ -1,6 +1,6 @@
 """When a symptom happens, and when an answer says it goes away: a clash means the answer is about another fault.
 
-Issue 13: "My brakes squeal when I stop" got "A squeal that is present while driving and stops when you press
+The case it guards against: "My brakes squeal when I stop" got "A squeal that is present while driving and stops when you press
 the brakes is very typical of the wear indicator" - an answer for the opposite symptom, delivered as sure.
 
 * ``occurrence_clauses(question)``: the clauses a customer uses to say when the symptom happens ("when I stop",

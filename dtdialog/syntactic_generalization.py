@@ -485,7 +485,8 @@ def _same_pipeline(a, b) -> bool:
 _DEFAULT: SyntacticGeneralizer | None = None
 
 
-def _default() -> SyntacticGeneralizer:
+def default_generalizer() -> SyntacticGeneralizer:
+    """Return the process-wide generalizer the module functions share (its spaCy pipeline is the parser's)."""
     global _DEFAULT
     if _DEFAULT is None:
         _DEFAULT = SyntacticGeneralizer()
@@ -494,29 +495,29 @@ def _default() -> SyntacticGeneralizer:
 
 def generalize(q, a) -> list[CommonPhrase]:
     """Return the maximal common phrases of two texts (str, ``AnalyzedText`` or spaCy ``Doc``); parses are cached."""
-    return _default().generalize(q, a)
+    return default_generalizer().generalize(q, a)
 
 
 def sg_score(q, a) -> float:
     """Return the normalised syntactic-generalization relevance of ``a`` to ``q``, in [0, 1]."""
-    return _default().score(q, a)
+    return default_generalizer().score(q, a)
 
 
 def prefetch(q: str) -> None:
     """Start parsing the query text ``q`` in the background (``SyntacticGeneralizer.prefetch``)."""
-    _default().prefetch(q)
+    default_generalizer().prefetch(q)
 
 
 def seed(text: str, analyzed: AnalyzedText, *, nlp, disabled: Iterable[str]) -> bool:
     """Cache the phrases of ``text`` from a parse already made (``SyntacticGeneralizer.seed``)."""
-    return _default().seed(text, analyzed, nlp=nlp, disabled=disabled)
+    return default_generalizer().seed(text, analyzed, nlp=nlp, disabled=disabled)
 
 
 def sg_score_phrases(q, answer: Sequence[PhraseChunk]) -> float:
     """Return ``sg_score(q, a)`` for an answer given by its stored phrase list (no parse of the answer)."""
-    return _default().score_phrases(q, answer)
+    return default_generalizer().score_phrases(q, answer)
 
 
 def sg_score_keys(q, answer: Sequence[PhraseKey]) -> float:
     """Return ``sg_score(q, a)`` for an answer given by its stored phrases' keys (``SGPhraseStore.phrase_keys``)."""
-    return _default().score_keys(q, answer)
+    return default_generalizer().score_keys(q, answer)

@@ -189,7 +189,7 @@ def _rejection_text(cand: dict[str, Any]) -> str:
     return reason or "not kept"
 
 
-# already tried (issue 13): what the customer reported done, and the answers demoted for repeating it
+# already tried: what the customer reported done, and the answers demoted for repeating it
 def _tried_lines(step: dict[str, Any]) -> list[str]:
     """Return the ``--explain`` lines of a step's tried actions and the answers demoted for repeating one."""
     lines = []
@@ -205,7 +205,7 @@ def _tried_lines(step: dict[str, Any]) -> list[str]:
     return lines
 
 
-# --- calibrated confidence (issue 13) ---
+# --- calibrated confidence ---
 def _confidence_text(decision: dict[str, Any]) -> str:
     """Return " (confidence 0.82: I'm fairly sure (82%))" for a decision that carries a confidence, else ""."""
     from dtdialog.confidence import confidence_words

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from dtdialog.dialogue.abstain import followup_calibrator_path
-from eval.calibrate import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliability, reliability
+from eval.calibrator import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliability, reliability
 from eval.entry import one_line_errors
-from eval.selective import EngineSystem, OpenPoolRow
+from eval.open_pool import EngineSystem, OpenPoolRow
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
 

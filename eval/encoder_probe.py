@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> dict:
     from dtdialog.ranking.features import FEATURE_SETS
     from eval.datasets import default_data_dir, load_mechanics
     from eval.methods.hybrid import pool_digest
-    from eval.train_ranker import build_pool_index, collect, cross_validate, paired_difference, summarize
+    from eval.ranker_rows import build_pool_index
+    from eval.train_ranker import collect, cross_validate, paired_difference, summarize
     from index.dense_store import DenseStore, hubness
 
     model = Path(args.model)

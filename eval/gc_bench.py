@@ -89,8 +89,8 @@ def run_mode(mode: str, *, index: Path, fill: int, questions: int, model: str, p
              data_dir: Path | None, progress: bool) -> dict[str, Any]:
     """Time the turns of one mode in this process (which it leaves with its collector settings changed)."""
     from dtdialog.gc_tuning import freeze_loaded, freeze_survivors
+    from eval.latency import summarize
     from eval.scale_bench import open_engine, rss_mb
-    from eval.turn_bench import summarize
 
     asked, source = questions_for(data_dir, questions)
     with tempfile.TemporaryDirectory(prefix="dtq-gc-bench-") as tmp:

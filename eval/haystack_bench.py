@@ -73,8 +73,8 @@ def _ranks(correct: Sequence[bool]) -> np.ndarray:
 
 def summarize_runs(runs: Sequence[SystemRun], *, reference: str = DT_ROW, seed: int = 0) -> dict[str, dict]:
     """Return, per system, P@1 with its bootstrap CI, latency percentiles and the paired P@1 difference ``reference`` minus it."""
+    from eval.latency import summarize as latency
     from eval.train_ranker import paired_difference, summarize
-    from eval.turn_bench import summarize as latency
 
     by_name = {r.name: r for r in runs}
     if reference not in by_name:
@@ -189,7 +189,7 @@ def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float, 
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
-    from eval.methods.dtq import pool_dialogues
+    from eval.methods.pool_index import pool_dialogues
     from eval.out_of_fold import out_of_fold
     from index.builder import build_index
     from index.dense import DenseEncoder
@@ -324,8 +324,8 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
     import torch
 
     from dtdialog.assembly import engine_parser_name
-    from eval.turn_bench import sg_alignment
-    from parsers.encoder import _default_threads, _default_workers
+    from eval.latency import sg_alignment
+    from parsers.encoder import default_threads, default_workers
 
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
@@ -336,8 +336,8 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a label only
         haystack_version = "unknown"
     return {"parser": engine_parser_name(), "haystack_version": haystack_version,
-            "torch_threads": torch.get_num_threads(), "encoder_threads": _default_threads(),
-            "encoder_workers": _default_workers(), "encoder_runtime": _encoder_runtime(), "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "encoder_threads": default_threads(),
+            "encoder_workers": default_workers(), "encoder_runtime": _encoder_runtime(), "cpu_count": os.cpu_count(),
             "retriever_top_k": RETRIEVER_TOP_K, "sg_alignment": sg_alignment()}
 
 

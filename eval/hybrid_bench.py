@@ -139,7 +139,7 @@ def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
     ``dense=False`` (the rule-scorer bench) builds only the index.
     """
     from dtdialog.assembly import engine_parser_name
-    from eval.methods.dtq import pool_dialogues
+    from eval.methods.pool_index import pool_dialogues
     from index.builder import build_index
     from index.dense_store import DenseStore
     from index.sg_store import SGPhraseStore
@@ -220,7 +220,7 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
-    from eval.turn_bench import sg_alignment, summarize
+    from eval.latency import sg_alignment, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
@@ -308,7 +308,7 @@ def _timed_stages(manager, generator, scorer, parser) -> dict[str, Any]:
     """
     from types import SimpleNamespace
 
-    from eval.turn_bench import TimedCall
+    from eval.latency import TimedCall
 
     # the rules parser's ``parse`` calls its ``analyze_and_parse`` (the question's path): time that one only
     parse_name = "analyze_and_parse" if hasattr(parser, "analyze_and_parse") else "parse"

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from eval.calibrator import fit_calibrator
 from eval.metrics import bootstrap_ratio
+from eval.open_pool import EngineSystem, OpenPoolRow, open_pool_coin, system_rows
 from eval.report import save_figure
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
@@ -93,8 +95,6 @@ def fit_operating(rows: Sequence, folds: Sequence[int], *, ranker: str, coverage
     calibrator gives a new question. With a single fold there is nothing to cross-fit: in-sample confidences.
     ``balance`` (a set name per row): the threshold with the smallest worst-set gap instead of the pooled one.
     """
-    from eval.calibrate import fit_calibrator
-
     calibrator = fit_calibrator(rows, ranker=ranker)
     if len(set(folds)) < 2:
         conf = _confidences(calibrator, rows)
@@ -222,7 +222,6 @@ def later_step_rows(system, eval_set, *, seed: int, progress: bool = False) -> l
     from tqdm import tqdm
 
     from dtdialog.confidence import step_features
-    from eval.selective import OpenPoolRow, open_pool_coin
 
     keys = [(d, i) for d in eval_set.dialogues for i in range(1, min(len(d.answer_ids), len(d.followups) + 1))]
     removed = open_pool_coin([f"{d.id}#{i}" for d, i in keys], seed=seed)
@@ -269,12 +268,10 @@ def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse
     """
     import json
 
-    from eval.selective import OpenPoolRow, _system_rows, open_pool_coin
-
     removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
     cache = rows_dir / f"rows_{eval_set.name}_dtq.json"
-    first, _ = _system_rows("dtq", eval_set, removed=removed, progress=progress, ranker=ranker, cache=cache,
-                            reuse=reuse)
+    first, _ = system_rows("dtq", eval_set, removed=removed, progress=progress, ranker=ranker, cache=cache,
+                           reuse=reuse)
     info = json.loads(cache.read_text(encoding="utf-8"))["engine"]
     if eval_set.name == "mechanics" and info["has_folds"]:  # the ranker's training pool: keep its folds
         folds = [int(f) for f in info["folds"]]
@@ -296,8 +293,6 @@ def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse
 
 
 def _rank_later(eval_set, *, ranker: str | None, seed: int, progress: bool) -> list:
-    from eval.selective import EngineSystem
-
     system = EngineSystem(ranker=ranker, progress=progress)
     try:
         system.fit(eval_set)
@@ -311,8 +306,6 @@ def unseen_rows(eval_set, questions: Sequence[str], *, ranker: str | None, rows_
     """Return one row per real car question with no logged answer (Reddit posts), ranked against the set's pool
     as a served engine ranks a new question; whether a right answer is there is unknown."""
     import json
-
-    from eval.selective import EngineSystem, OpenPoolRow
 
     cache = rows_dir / f"rows_{eval_set.name}_unseen.json"
     if reuse and cache.is_file():

@@ -11,8 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from dtdialog.assembly import engine_parser_name
+from dtdialog.ranking.features import list_features
 from parsers.errors import InputError
 from parsers.files import atomic_write_text
 
@@ -35,6 +38,54 @@ def feature_code_digest(root: Path | None = None) -> str:
     return digest.hexdigest()[:10]
 
 
+@dataclass
+class QueryRows:
+    """The candidates of one question: feature dicts, which one is the gold answer, and ids."""
+
+    question_id: str
+    ids: list[str]
+    rows: list[dict[str, float]]
+    gold: list[bool]
+
+
+class RecordingScorer:
+    """A ``CandidateScorer`` that records ``LearnedScorer`` features and keeps the lexical order."""
+
+    def __init__(self, *, extractor) -> None:
+        self.extractor = extractor
+        self.last: list[dict[str, float]] = []
+        self.last_ids: list[str] = []
+
+    def score(self, *, plan, part_index, followups, candidates):
+        self.last = list_features(self.extractor.signals(plan=plan, part_index=part_index, followups=followups,
+                                                         candidates=candidates))
+        self.last_ids = [c.document.id for c in candidates]
+        return list(candidates)
+
+
+def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
+    """Return the SQLite index (with dense vectors beside it) of the pool, building it once per pool."""
+    from eval.methods.pool_index import pool_dialogues, pool_digest
+    from index.builder import build_index
+    from index.dense_store import DenseStore
+    from parsers.base import get_parser
+
+    parser = engine_parser_name()
+    # the parser is in the name: a pool parsed by another parser has other trees and RR terms
+    path = cache / f"{eval_set.name}-{pool_digest(eval_set.pool)}{'' if parser == 'rules' else '-' + parser}.sqlite"
+    if not path.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        build_index(dialogues=pool_dialogues(eval_set.pool), parser=get_parser(parser), backend="sqlite", out=path,
+                    progress=progress)
+    if not DenseStore.exists(path):
+        from eval.methods.pool_index import seed_dense_store
+        from index.registry import open_index
+
+        with open_index(backend="sqlite", path=path) as index:  # vectors from the cross-run cache when known
+            seed_dense_store(index, path, progress=progress)
+    return path
+
+
 def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = True, max_steps: int = 3,
                           limit: int | None = None) -> list:
     """Return one ``QueryRows`` per dialogue step of ``eval_set``, in dialogue and step order (cached as JSON in ``cache``).
@@ -47,7 +98,6 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
     from dtdialog.assembly import EngineSpec, build_engine
     from dtdialog.engine_config import EngineConfig
     from dtdialog.ranking.dense_signals import dense_query_text
-    from eval.train_ranker import QueryRows, RecordingScorer, build_pool_index
     from index.registry import open_index
 
     dialogues = list(eval_set.dialogues[:limit] if limit else eval_set.dialogues)

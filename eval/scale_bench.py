@@ -86,7 +86,7 @@ def disk_bytes(index_path: Path) -> dict[str, int]:
 
 def build(corpus: list, out: Path, *, parser_name: str, processes: int) -> dict[str, Any]:
     """Build the index with dense vectors and SG phrases at ``out``; return the timings."""
-    from eval.methods.dtq import pool_dialogues
+    from eval.methods.pool_index import pool_dialogues
     from index.builder import build_index
     from parsers.base import get_parser
 
@@ -126,7 +126,7 @@ def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, par
     """Load the learned-ranker engine over ``index_path`` and time one opening turn per real question."""
     from dtdialog.gc_tuning import freeze_loaded
     from eval.ann_bench import real_texts
-    from eval.turn_bench import sg_alignment, summarize
+    from eval.latency import sg_alignment, summarize
 
     _, asked, _ = real_texts(data_dir)
     asked = asked[:questions + 3]

@@ -33,13 +33,14 @@ import random
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from eval.datasets import DATASETS, FILE_FORMATS, DatasetUnavailable, EvalSet, load_eval_set, load_file_set
 from eval.entry import one_line_errors
+from eval.open_pool import OpenPoolRow, open_pool_coin, system_rows
 from eval.report import save_figure
 from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
 from parsers.files import atomic_write_text, check_out_dir
@@ -47,123 +48,6 @@ from parsers.files import atomic_write_text, check_out_dir
 DEFAULT_OUT = Path("runs") / "selective"
 SYSTEMS = ("dtq", "dense", "bm25")
 ANCHORS = ("dense", "bm25")
-
-
-# --- the protocol ---------------------------------------------------------------------------------------
-
-def open_pool_coin(dialogue_ids: Sequence[str], *, seed: int) -> frozenset[str]:
-    """Return the dialogues whose gold answer the seeded coin removes from the pool (about half).
-
-    The coin of a dialogue depends only on the seed and the dialogue's id, so every system of a run, and
-    every run with the same seed, faces the same questions without their answer.
-    """
-    removed = set()
-    for did in dialogue_ids:
-        if random.Random(f"{seed}:{did}").random() < 0.5:
-            removed.add(did)
-    return frozenset(removed)
-
-
-@dataclass
-class OpenPoolRow:
-    """One question under the protocol: whether its answer was in the pool, what the system put on top."""
-
-    dialogue_id: str
-    question: str
-    answerable: bool
-    correct: bool
-    top_id: str | None
-    score: float
-    values: dict[str, float] = field(default_factory=dict)
-    confidence: float = 0.0
-    #: 0 for the first answer (the question alone); i for the answer after the customer's i-th follow-up
-    step: int = 0
-
-
-def open_pool_rows(system, eval_set: EvalSet, *, removed: frozenset[str], progress: bool) -> list[OpenPoolRow]:
-    """Return one row per dialogue: ``system.top(question, exclude_ids)`` -> ``(top id, score, values)``."""
-    from tqdm import tqdm
-
-    rows = []
-    for d in tqdm(eval_set.dialogues, desc=f"{eval_set.name}/{system.name}", unit="question", file=sys.stderr,
-                  disable=not progress, dynamic_ncols=True):
-        gold = d.answer_ids[0]
-        answerable = d.id not in removed
-        top_id, score, values = system.top(d.question, () if answerable else (gold,))
-        rows.append(OpenPoolRow(dialogue_id=d.id, question=d.question, answerable=answerable, correct=answerable and top_id == gold,
-                                top_id=top_id, score=score, values=values, confidence=score))
-    return rows
-
-
-# --- the systems ------------------------------------------------------------------------------------------
-
-class EngineSystem:
-    """``dtq``: the engine's top answer and the step numbers its calibrator reads (``step_features``)."""
-
-    name = "dtq"
-
-    def __init__(self, *, ranker: str | None = None, progress: bool = False) -> None:
-        from eval.methods.dtq import DTQMethod
-
-        self.method = DTQMethod(ranker=ranker, progress=progress)
-        self.ranker = "rules"
-        self.folds = None
-
-    def fit(self, eval_set: EvalSet) -> None:
-        from eval.out_of_fold import folds_for
-
-        self.method.fit(pool=eval_set.pool)
-        self.ranker = self.method.resolved_ranker
-        scorer = self.method._selector.scorer
-        if self.ranker == "learned":
-            self.folds = folds_for(scorer.model, self.method.ranker_model)
-        self.model_name = scorer.model.manifest.get("name", "") if self.ranker == "learned" else ""
-
-    def candidates(self, question: str, exclude: Sequence[str]):
-        try:
-            plan = self.method._plan(question)
-        except InputError:
-            return []
-        return self.method._selector.rank(question=plan, step=0, followups=[], exclude_ids=list(exclude), size=100)
-
-    def top(self, question: str, exclude: Sequence[str]) -> tuple[str | None, float, dict[str, float]]:
-        from dtdialog.confidence import step_features
-
-        ranked = self.candidates(question, exclude)
-        values = step_features(ranked, self.ranker)
-        if values is None:
-            return None, float("-inf"), {}
-        # keep every number of the top candidate too, so a calibrator over other features can be refitted
-        values = {**{k: float(v) for k, v in ranked[0].features.items() if isinstance(v, (int, float))}, **values}
-        return ranked[0].document.id, float(values["logit" if self.ranker == "learned" else "score"]), values
-
-    def close(self) -> None:
-        self.method.close()
-
-
-class RankerSystem:
-    """An anchor: a reconstruction method's top answer, its score as the confidence."""
-
-    def __init__(self, name: str, *, progress: bool = False) -> None:
-        from eval.methods import get_method
-
-        self.name = name
-        self.method = get_method("dense" if name == "dense" else "keyword")
-        if hasattr(self.method, "progress"):
-            self.method.progress = progress
-
-    def fit(self, eval_set: EvalSet) -> None:
-        self.method.fit(pool=eval_set.pool)
-        self.method.prepare(dialogues=eval_set.dialogues)
-
-    def top(self, question: str, exclude: Sequence[str]) -> tuple[str | None, float, dict[str, float]]:
-        ranked = self.method.rank(question=question, followups=(), step=0, exclude_ids=tuple(exclude), k=5)
-        if not ranked:
-            return None, float("-inf"), {}
-        return ranked[0][0], float(ranked[0][1]), {}
-
-    def close(self) -> None:
-        self.method.close()
 
 
 # --- the measures -----------------------------------------------------------------------------------------
@@ -250,28 +134,6 @@ def paired_aurc_ci(a: Sequence[OpenPoolRow], b: Sequence[OpenPoolRow], *, n_resa
 
 # --- the run ----------------------------------------------------------------------------------------------
 
-def calibrate_rows(system: _EngineInfo, rows: list[OpenPoolRow], *, dataset: str) -> str:
-    """Fill ``confidence`` of the engine's rows; return how (cross-fitted, or the shipped calibrator).
-
-    On the ranker's training pool the calibrator was fitted on these very questions, so each fold's
-    confidence comes from a calibrator fitted on the other folds (``eval.calibrate.cross_fit``).
-    """
-    from dtdialog.confidence import load_calibrator
-    from eval.calibrate import cross_fit
-
-    if dataset == "mechanics":  # the ranker's training pool: its calibrator saw these questions
-        probs = cross_fit(rows, system.folds, ranker=system.ranker)
-        for r, p in zip(rows, probs):
-            r.confidence = float(p)
-        return "cross-fitted calibrator (5 folds, the ranker's folds)"
-    calibrator = load_calibrator(system.ranker, model_name=system.model_name)
-    if calibrator is None:
-        return "no calibrator: raw top score"
-    for r in rows:
-        r.confidence = calibrator.probability(r.values) if r.values else 0.0
-    return f"shipped calibrator ({system.ranker})"
-
-
 def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverage: float, n_resamples: int,
                 progress: bool, ranker: str | None, rows_dir: Path | None = None, reuse: bool = False) -> dict:
     """Run the protocol for ``systems`` on ``eval_set``; return the summary and every system's rows.
@@ -284,9 +146,9 @@ def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverag
                  "unanswerable": len(removed), "systems": {}, "rows": {}}
     for name in systems:
         try:
-            rows, how = _system_rows(name, eval_set, removed=removed, progress=progress, ranker=ranker,
-                                     cache=rows_dir / f"rows_{eval_set.name}_{name}.json" if rows_dir else None,
-                                     reuse=reuse)
+            rows, how = system_rows(name, eval_set, removed=removed, progress=progress, ranker=ranker,
+                                    cache=rows_dir / f"rows_{eval_set.name}_{name}.json" if rows_dir else None,
+                                    reuse=reuse)
         except (ModelNotAvailableError, DTDialogError, ImportError) as exc:
             out["systems"][name] = {"skipped": str(exc)}
             print(f"{eval_set.name}/{name}: skipped: {exc}", file=sys.stderr)
@@ -295,50 +157,6 @@ def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverag
         out["systems"][name] = summarise(rows, coverage=coverage, how=how)
     _compare(out, n_resamples=n_resamples, seed=seed)
     return out
-
-
-def _system_rows(name: str, eval_set: EvalSet, *, removed: frozenset[str], progress: bool, ranker: str | None,
-                 cache: Path | None, reuse: bool) -> tuple[list[OpenPoolRow], str]:
-    """Return one system's rows (ranked now, or read from ``cache`` with ``reuse``) and how its confidence was set."""
-    if reuse and cache is not None and cache.is_file():
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        rows = [OpenPoolRow(**r) for r in data["rows"]]
-        if name != "dtq":
-            return rows, "top score"
-        info = data["engine"]
-        return rows, calibrate_rows(_EngineInfo(**info), rows, dataset=eval_set.name)
-    system = EngineSystem(ranker=ranker, progress=progress) if name == "dtq" else RankerSystem(name, progress=progress)
-    try:
-        system.fit(eval_set)
-        rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
-    finally:
-        system.close()
-    info = {}
-    if name == "dtq":
-        info = {"ranker": system.ranker, "model_name": system.model_name,
-                "has_folds": system.folds is not None, "folds": [fold_of_row(r, system.folds) for r in rows]}
-    if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(cache, json.dumps({"engine": info, "rows": [asdict(r) for r in rows]}) + "\n")
-    if name != "dtq":
-        return rows, "top score"
-    return rows, calibrate_rows(_EngineInfo(**info), rows, dataset=eval_set.name)
-
-
-@dataclass
-class _EngineInfo:
-    """What calibrating the engine's rows needs to know about the engine that scored them."""
-
-    ranker: str
-    model_name: str
-    has_folds: bool
-    folds: list[int]
-
-
-def fold_of_row(row: OpenPoolRow, folds) -> int:
-    from eval.calibrate import fold_of
-
-    return fold_of(row.question, folds)
 
 
 def summarise(rows: Sequence[OpenPoolRow], *, coverage: float, how: str) -> dict:

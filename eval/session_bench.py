@@ -27,7 +27,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from eval.turn_bench import summarize
+from eval.latency import summarize
 from parsers.errors import DTDialogError
 from parsers.files import atomic_write_text
 

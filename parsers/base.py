@@ -23,6 +23,8 @@ DEFAULT_PARSER = "rules"
 #: The answer engine does not follow this default: it reads the trees of the parser its ranker was trained
 #: with (``dtdialog.assembly.engine_parser_name``).
 NEURAL_PARSER = "neural"
+#: The neural parser's shipped model folder under ``parsers/models``.
+DEFAULT_NEURAL_MODEL = "gum-neural-v2"
 
 
 class RSTParser(ABC):
@@ -82,7 +84,6 @@ def neural_default_ready(model_dir: Path | None = None) -> bool:
     """
     from parsers.neural.encoder import encoder_available, encoder_id
     from parsers.neural.model import MANIFEST_FILE, WEIGHTS_FILE
-    from parsers.neural.parser import DEFAULT_NEURAL_MODEL
 
     folder = model_dir or Path(__file__).resolve().parent / "models" / DEFAULT_NEURAL_MODEL
     if not (encoder_available() and (folder / WEIGHTS_FILE).is_file() and (folder / MANIFEST_FILE).is_file()):

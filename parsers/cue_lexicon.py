@@ -30,8 +30,7 @@ INTER_SENTENCE_MARKERS: frozenset[str] = frozenset({
     "after", "before", "finally", "instead", "otherwise", "meanwhile", "still", "yet", "and", "or", "consequently",
     "hence", "nevertheless", "moreover", "furthermore", "additionally", "similarly", "likewise", "unless", "since",
     "while", "as",
-    # Replies and signposts whose GUM train labels are peaked (d|R1=yes: Topic-Comment SN 52 %,
-    # okay/mhm/right: Organization NS 43-80 %, image: Attribution 100 %); GUM dev rel F1 23.2 -> 23.4.
+    # replies and signposts whose GUM train labels are peaked (dev figures in docs/parsers.md)
     "yes", "no", "okay", "mhm", "right", "thank", "yeah", "image", "figure", "first",
 })
 
@@ -110,10 +109,8 @@ class CueLexicon:
     labels: dict[str, dict[str, int]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     alpha: float = 0.5
-    #: Weight of the label prior against the cue likelihoods. The cue features overlap
-    #: (R1, R2 and RdepR1 share the opener), so naive Bayes over-counts them; doubling the
-    #: prior raised relation F1 on GUM dev 21.9 -> 22.6 and on 60 held-out train documents
-    #: (lexicon counted without them) 16.0 -> 16.2; 1 and 3 scored lower on both.
+    #: Weight of the label prior against the cue likelihoods: the cue features overlap (R1, R2 and RdepR1 share
+    #: the opener), so naive Bayes over-counts them (the choice of 2 is in docs/parsers.md).
     prior_weight: float = 2.0
 
     def predict(self, feats: Sequence[str], level: str) -> tuple[str, str]:

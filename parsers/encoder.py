@@ -26,7 +26,7 @@ import numpy as np
 from parsers.errors import ConfigError, ModelNotAvailableError
 from parsers.files import check_replaceable
 from parsers.home import data_home
-from parsers.minilm_file import (  # noqa: F401  (check_pin, file_sha256: this module's public names since issue 16)
+from parsers.minilm_file import (  # noqa: F401  (check_pin, file_sha256: public names of this module too)
     INSTALL_HINT,
     MODEL_SHA256,
     TOKENIZER_FILE,
@@ -70,13 +70,13 @@ def _positive_env(name: str, default: int) -> int:
     return int(raw)
 
 
-def _default_threads() -> int:
+def default_threads() -> int:
     """One intra-op thread: one query is a tiny forward pass, and on a busy 2-core machine a second
     thread spends more time waiting for the other than it saves (``DTDIALOG_ENCODER_THREADS`` overrides)."""
     return _positive_env("DTDIALOG_ENCODER_THREADS", 1)
 
 
-def _default_workers() -> int:
+def default_workers() -> int:
     """Batches encoded at once by ``encode``: one per core, at most 4 (``DTDIALOG_ENCODER_WORKERS`` overrides)."""
     return _positive_env("DTDIALOG_ENCODER_WORKERS", min(4, os.cpu_count() or 1))
 
@@ -139,7 +139,7 @@ def folded_weights_model(source: Path | None = None, sha256: str = MODEL_SHA256)
     """Return the shipped graph with its int8 MatMul weights stored as float, derived once (no other change).
 
     For OpenVINO (``parsers.encoder_openvino``): it reads the shipped graph too, but keeps its weights int8 and
-    widens them at every run, about 15% slower than from float weights (3.3 against 3.9 ms for a 51-token query).
+    widens them at every run, slower than from float weights (docs/encoder.md).
     """
     def build(model, out: Path) -> None:
         import onnx
@@ -294,8 +294,8 @@ def _check_same_states(shipped: Path, run, min_cosine: float) -> None:
 
 _fallen_back: set[str] = set()
 _fallen_back_openvino: set[str] = set()
-#: How close bfloat16 OpenVINO's token states must be to ONNX Runtime's float32 ones (measured: 0.99996 on the
-#: check texts, 0.9998 on real ones; sentence vectors 0.99994 at worst on 1,258 real texts, docs/encoder.md).
+#: How close bfloat16 OpenVINO's token states must be to ONNX Runtime's float32 ones: below what real texts reach
+#: (docs/encoder.md), above what a broken bfloat16 path gives.
 _BF16_MIN_COSINE = 0.9995
 
 
@@ -317,7 +317,7 @@ def _float_graph(source: Path, sha256: str) -> Path:
 class OnnxMiniLM:
     """Runs the int8 MiniLM: ``encode`` gives unit sentence vectors, ``token_states`` the token hidden states.
 
-    ``threads``: ONNX Runtime intra-op threads (default 1, see ``_default_threads``); ``batch_size``:
+    ``threads``: ONNX Runtime intra-op threads (default 1, see ``default_threads``); ``batch_size``:
     texts per forward pass (positive); ``workers``: forward passes ``encode`` runs at once on threads (default
     one per core, at most 4); ``arithmetic``: ``float`` (the shipped graph's vectors, from ``float_arithmetic_model``; the shipped
     graph itself when that cannot be derived) or ``int8`` (``int8_arithmetic_model``); ``runtime``: who runs the
@@ -329,12 +329,11 @@ class OnnxMiniLM:
     model_path: Path | None = None
     tokenizer_path: Path = TOKENIZER_FILE
     sha256: str = MODEL_SHA256
-    threads: int = field(default_factory=_default_threads)
-    # measured on 2 busy cores (per-text CPU, derived graph): 4 texts per pass beat 16 by ~20% on built-in and
-    # mechanics answers alike; bigger passes fall out of cache, 1 or 2 pay per-pass overhead
+    threads: int = field(default_factory=default_threads)
+    # bigger passes fall out of cache, 1 or 2 texts pay per-pass overhead (docs/encoder.md)
     batch_size: int = 4
     arithmetic: str = "float"
-    workers: int = field(default_factory=_default_workers)
+    workers: int = field(default_factory=default_workers)
     runtime: str = field(default_factory=_default_runtime)
     _session: object = field(default=None, init=False, repr=False)
     _tokenizer: object = field(default=None, init=False, repr=False)

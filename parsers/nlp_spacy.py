@@ -60,7 +60,7 @@ def doc_to_analyzed(doc) -> AnalyzedText:
         # Per sentence, skipping run-on "sentences": spaCy's noun-chunk iterator is quadratic
         # in a long chain of conjuncts (e.g. 10,000 commas), which would stall on junk input.
         # The iterator is called on each sentence itself: ``Span.noun_chunks`` walks the whole document
-        # for every sentence, which made a 20,000-character text cost seconds (issue 14, quotas).
+        # for every sentence, which made a long text cost seconds.
         chunks = tuple(Phrase(start, end, "NP", doc[start:end].text) for sent in doc.sents
                        if len(sent) <= MAX_CHUNK_SENTENCE_TOKENS for start, end, _ in iterator(sent))
     ents = tuple(Phrase(e.start, e.end, e.label_, e.text) for e in doc.ents)

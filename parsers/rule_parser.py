@@ -35,6 +35,7 @@ from parsers.cue_lexicon import (
     edu_view,
     join_features,
 )
+from parsers.edu_content import content_lemmas, entity_phrases
 from parsers.errors import ConfigError
 from parsers.nlp_base import AnalyzedText, NLPBackend
 from parsers.relations import ELABORATION, JOINT, MULTINUCLEAR_RELATIONS, TEMPORAL
@@ -50,17 +51,12 @@ MAX_CHAIN = 200
 MAX_SENTENCE_EDUS = 32
 #: Sentence openers that point back to the sentence before (pronouns, demonstratives, bracketed
 #: citations or asides): such a sentence is joined to its predecessor as an Elaboration satellite
-#: before the Joint chain. In GUM train, sentence boundaries before these openers sit lowest in the
-#: gold trees (mean log2 size of the joining constituent 1.0-2.0 vs 2.1 overall); on GUM dev the
-#: pairing raised span F1 38.2 -> 40.3 and relation F1 21.4 -> 21.9 (train sample 17.9 -> 18.1),
-#: while labelling the pairs Joint, or from the lexicon, or adding pronouns "we"/"the"/"there" or
-#: answer particles ("yeah", "no") scored lower relation F1 on dev.
+#: before the Joint chain: in GUM, sentence boundaries before these openers sit lowest in the gold trees
+#: (the dev figures of this choice and the variants it beat are in docs/parsers.md).
 CONTINUATION_OPENERS: frozenset[str] = frozenset({
     "it", "its", "this", "these", "they", "their", "them", "he", "she", "his", "her", "him", "that", "those",
     "such", "both", "each", "[", "(",
 })
-_CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
-_DROP_LEADING = frozenset({"DET", "PRON"})
 
 
 @dataclass
@@ -69,31 +65,6 @@ class _Unit:
     last: int
     head: int  # EDU index whose clause heads this unit
     node: Node
-
-
-def _content_lemmas(doc: AnalyzedText, lo: int, hi: int) -> tuple[str, ...]:
-    out: list[str] = []
-    for t in doc.tokens[lo:hi]:
-        lemma = t.lemma.lower().strip()
-        if t.is_punct or t.is_stop or t.pos not in _CONTENT_POS or not any(c.isalnum() for c in lemma):
-            continue
-        if lemma not in out:
-            out.append(lemma)
-    return tuple(out)
-
-
-def _entities(doc: AnalyzedText, lo: int, hi: int) -> tuple[str, ...]:
-    out: list[str] = []
-    for phrase in (*doc.noun_chunks, *doc.entities):
-        if phrase.start < lo or phrase.end > hi:
-            continue
-        toks = list(doc.tokens[phrase.start: phrase.end])
-        while toks and (toks[0].pos in _DROP_LEADING or toks[0].is_punct):
-            toks = toks[1:]
-        text = "".join(t.text + t.whitespace for t in toks).strip().lower()
-        if text and any(c.isalnum() for c in text) and text not in out:
-            out.append(text)
-    return tuple(out)
 
 
 class RuleParser(RSTParser):
@@ -180,7 +151,7 @@ class RuleParser(RSTParser):
         start = doc.tokens[seg.start].idx
         end = doc.tokens[seg.end - 1].end
         return EDU(index=index, text=doc.text[start:end], start=start, end=end, sentence=seg.sent,
-                   lemmas=_content_lemmas(doc, seg.start, seg.end), entities=_entities(doc, seg.start, seg.end))
+                   lemmas=content_lemmas(doc, seg.start, seg.end), entities=entity_phrases(doc, seg.start, seg.end))
 
     def _parents(self, doc: AnalyzedText, segments: list[Segment]) -> list[int | None]:
         edu_of = {}
@@ -273,7 +244,6 @@ class RuleParser(RSTParser):
             paired = []
             for run in runs:
                 # "S. It ... . They ..." : the follow-ups form a chain that elaborates S as a whole
-                # (GUM dev: span 40.7 -> 40.9 against nesting each one onto the unit before).
                 acc = run[-1]
                 for unit in reversed(run[1:-1]):
                     acc = self._join(unit, acc, self._label(views, unit, acc), unit.head)

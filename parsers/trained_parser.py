@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from parsers.base import RSTParser, register_parser
+from parsers.edu_content import enrich_edus
 from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 from parsers.features import (
     DocContext,
@@ -379,20 +380,9 @@ class TrainedParser(RSTParser):
         sent_ids = {s: k for k, s in enumerate(sorted({v.sentence for v in views}))}
         views = [EduView(start=v.start, end=v.end, sentence=sent_ids[v.sentence]) for v in views]
         edus = edus_to_tree_edus(analyzed, views)
-        edus = _enrich(analyzed, views, edus)
+        edus = enrich_edus(analyzed, views, edus)
         if len(edus) == 1:
             return DiscourseTree.single(analyzed.text, edus[0], parser=self.name)
         root = self.model.build(DocContext(analyzed=analyzed, edus=views))
         return DiscourseTree(text=analyzed.text, edus=tuple(edus), root=root, parser=self.name,
                              meta={"model": self.model_name})
-
-
-def _enrich(analyzed: AnalyzedText, views: Sequence[EduView], edus: list[EDU]) -> list[EDU]:
-    """Return ``edus`` with lemmas and entities filled exactly as the rule parser fills them."""
-    from dataclasses import replace
-
-    # One definition of EDU lemmas/entities for every parser, so indexes built with either agree.
-    from parsers.rule_parser import _content_lemmas, _entities
-
-    return [replace(e, lemmas=_content_lemmas(analyzed, v.start, v.end), entities=_entities(analyzed, v.start, v.end))
-            for e, v in zip(edus, views)]

@@ -195,7 +195,7 @@ class TurnResponse(BaseModel):
         "leaves out because they already did it. No ids or scores; null for replies that are not answers."))
     trace: dict[str, Any] = Field(default_factory=dict)
     explain: Explanation | None = Field(default=None, description="Only with ?explain=true.")
-    # calibrated confidence (issue 13)
+    # calibrated confidence
     confidence: float | None = Field(default=None, ge=0.0, le=1.0, description=(
         "Calibrated probability that the answer is right (answers, and abstentions: how unsure the engine was); "
         "null for other replies or an engine without a calibrator."))

@@ -37,7 +37,7 @@ def turn_out(result: Any, history: list[dict[str, Any]] | None = None) -> TurnRe
     return TurnResponse(
         session_id=result.session_id, reply=result.reply, kind=str(result.kind), state=str(result.state),
         answer_id=result.answer_id, trace=jsonable(result.trace or {}), why=customer_why(result.trace or {}, history),
-        confidence=getattr(result, "confidence", None),  # calibrated confidence (issue 13)
+        confidence=getattr(result, "confidence", None),  # calibrated confidence
         options=[TurnOption(number=int(o.number), label=str(o.label), answer_id=getattr(o, "answer_id", None))
                  for o in result.options or ()],
     )

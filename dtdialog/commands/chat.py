@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "in plain words; --explain=details adds the ranker's per-feature contributions")
     parser.add_argument("--explain-details", dest="explain", action="store_const", const="details",
                         help="the same as --explain=details")
-    # chat --json (issue 13): one JSON object per bot turn, for scripts and tests
+    # chat --json: one JSON object per bot turn, for scripts and tests
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object per bot turn (kind, reply, confidence, state, answer_id, options) "
                              "instead of the you>/bot> transcript")

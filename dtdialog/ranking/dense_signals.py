@@ -28,7 +28,7 @@ class _TorchThreads:
     """Run a block with torch limited to ``n`` intra-op threads (restored after), when torch is loaded.
 
     One query is a tiny forward pass: on a busy 2-core machine torch's default 2 threads spend more
-    time contending than computing (measured p50 204 ms with 2 threads vs 37 ms with 1 per query).
+    time contending than computing.
     torch's setting is process-wide and the API's engine threads encode queries side by side: the first
     block to enter sets it and the last to leave restores it (a per-block save and restore could leave
     it at the limit for good when two blocks interleave). A block entering while another holds a different

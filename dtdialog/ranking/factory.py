@@ -168,9 +168,9 @@ def warm_up_scorer(scorer) -> None:
         if dense is not None:
             dense.query_vector("warm up")
         if use_sg:
-            from dtdialog.syntactic_generalization import _default
+            from dtdialog.syntactic_generalization import default_generalizer
 
-            _default().nlp  # noqa: B018 - loads the shared spaCy pipeline (the RST parser's too)
+            default_generalizer().nlp  # noqa: B018 - loads the shared spaCy pipeline (the RST parser's too)
     except Exception as exc:  # noqa: BLE001 - warming is an optimisation; a real problem surfaces on the first turn
         log.debug("could not pre-load the query encoder / spaCy: %s", exc)
 

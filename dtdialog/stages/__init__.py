@@ -11,13 +11,13 @@ what it decided into the step's ``StepRecord`` (the trace):
 5. ``features_stage.describe_candidates`` then ``scoring_stage.score_candidates`` - the features any scorer
    reads, the scorer's choice, and the partial-agreement rescue;
    ``already_tried.known_tried`` / ``demote_tried`` - what the customer reported done (memory, DT-Q, C_i) and
-   the demotion of answers whose main recommendation repeats it (a post-scoring factor, issue 13);
+   the demotion of answers whose main recommendation repeats it (a post-scoring factor);
    ``condition_clash.demote_clashes`` - answers for a symptom that stops where the customer says it happens;
    ``presupposition_stage.demote_presuppositions`` - answers whose opening takes for granted a fact nobody stated
    ("After a starter job ...");
 6. ``choose.choose`` - the scorer's first choice plus its on-topic alternatives; the rest is rejected;
 7. ``position_stage.order_by_position`` - on the first step, answers that were follow-ups in their source
-   dialogue go behind the openings within ``opening_margin`` (issue 13), and one whose opening points back
+   dialogue go behind the openings within ``opening_margin``, and one whose opening points back
    ("Then ...") behind the first answer that stands alone.
 """
 

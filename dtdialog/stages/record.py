@@ -34,10 +34,10 @@ class StepRecord:
     # candidates are serialised only when a trace is asked for: most rankings (evaluation) never are
     candidates: list[RankedCandidate] = field(default_factory=list)
     rejected: list[RankedCandidate] = field(default_factory=list)
-    # already tried (issue 13): what the customer reported done, and answer id -> why it was demoted
+    # already tried: what the customer reported done, and answer id -> why it was demoted
     tried: list[dict[str, Any]] = field(default_factory=list)
     already_tried: dict[str, str] = field(default_factory=dict)
-    # condition clash (issue 13): answer id -> why it was demoted (it stops when the customer says it happens)
+    # condition clash: answer id -> why it was demoted (it stops when the customer says it happens)
     condition_clash: dict[str, str] = field(default_factory=dict)
     # presupposition: answer id -> the fact its opening takes for granted that nobody stated
     presupposition: dict[str, str] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from eval.dialogue.metrics import (
     zero_count_examples,
     zero_counts,
 )
-from eval.selective import open_pool_coin
+from eval.open_pool import open_pool_coin
 from parsers.errors import DTDialogError, ModelNotAvailableError
 
 POOLS = ("closed", "open")

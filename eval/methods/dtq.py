@@ -10,27 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from data.model import ANSWER, QUESTION, Dialogue, Turn
 from eval.datasets import PoolAnswer
 from eval.methods.base import RankingMethod
 from parsers.errors import ConfigError, InputError
-
-
-def pool_dialogues(pool: Sequence[PoolAnswer]) -> list[Dialogue]:
-    """Return dialogues that hold exactly the pool answers at their original positions.
-
-    ``index.builder`` names documents ``"{dialogue id}#{position}"``, so keeping positions keeps the
-    pool ids; the other turns are empty placeholders that the builder never reads.
-    """
-    by_dialogue: dict[str, dict[int, str]] = {}
-    for a in pool:
-        by_dialogue.setdefault(a.dialogue_id, {})[a.position] = a.text
-    out = []
-    for dialogue_id, answers in by_dialogue.items():
-        turns = [Turn(role=ANSWER, text=answers[p]) if p in answers else Turn(role=QUESTION, text="")
-                 for p in range(max(answers) + 1)]
-        out.append(Dialogue(id=dialogue_id, turns=tuple(turns)))
-    return out
 
 
 class DTQMethod(RankingMethod):

@@ -17,11 +17,29 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from data.model import ANSWER, QUESTION, Dialogue, Turn
 from eval.datasets import PoolAnswer
 
 _LOCK = threading.Lock()
 _BUILT: dict[tuple[str, str], tuple[Path, object]] = {}
 _ROOT: Path | None = None
+
+
+def pool_dialogues(pool: Sequence[PoolAnswer]) -> list[Dialogue]:
+    """Return dialogues that hold exactly the pool answers at their original positions.
+
+    ``index.builder`` names documents ``"{dialogue id}#{position}"``, so keeping positions keeps the
+    pool ids; the other turns are empty placeholders that the builder never reads.
+    """
+    by_dialogue: dict[str, dict[int, str]] = {}
+    for a in pool:
+        by_dialogue.setdefault(a.dialogue_id, {})[a.position] = a.text
+    out = []
+    for dialogue_id, answers in by_dialogue.items():
+        turns = [Turn(role=ANSWER, text=answers[p]) if p in answers else Turn(role=QUESTION, text="")
+                 for p in range(max(answers) + 1)]
+        out.append(Dialogue(id=dialogue_id, turns=tuple(turns)))
+    return out
 
 
 def pool_digest(pool: Sequence[PoolAnswer]) -> str:
@@ -51,7 +69,6 @@ def _root() -> Path:
 
 def pool_index(pool: Sequence[PoolAnswer], *, parser, progress: bool = False) -> tuple[Path, object]:
     """Return ``(index path, build report)`` of ``pool`` indexed with ``parser``, building it on first request."""
-    from eval.methods.dtq import pool_dialogues
     from index.builder import build_index
 
     key = (pool_digest(pool), str(getattr(parser, "name", type(parser).__name__)))

@@ -1,4 +1,4 @@
-"""The neural RST parser (issue 15): frozen MiniLM word vectors, small numpy heads.
+"""The neural RST parser: frozen MiniLM word vectors, small numpy heads.
 
 Importing this package needs only numpy; torch and transformers are imported when a parser is built.
 """

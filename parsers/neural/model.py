@@ -1,7 +1,7 @@
 """The neural parser's heads in numpy: EDU segmenter, top-down split scorer, relation+nuclearity labeller.
 
 Inference is plain numpy over the frozen MiniLM word vectors (``parsers.neural.encoder``), so the heads
-need no torch and move to ONNX (issue 16) untouched. ``parsers.neural.training`` trains torch modules with
+need no torch and run unchanged beside the ONNX encoder. ``parsers.neural.training`` trains torch modules with
 the same parameter names and shapes and exports them here; a test checks both compute the same numbers.
 
 Architecture (all sizes in ``NeuralModel.config``):

@@ -11,12 +11,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from parsers.base import RSTParser, register_parser
+from parsers.base import DEFAULT_NEURAL_MODEL, RSTParser, register_parser
 from parsers.errors import ConfigError, InputError, ModelNotAvailableError
 from parsers.nlp_base import AnalyzedText, NLPBackend
 from parsers.tree import DiscourseTree
-
-DEFAULT_NEURAL_MODEL = "gum-neural-v2"
 
 
 def neural_model_dir(model: str | Path) -> Path:
@@ -103,9 +101,9 @@ class NeuralParser(RSTParser):
     def _tree(self, analyzed: AnalyzedText, words, edu_starts: list[int] | None) -> DiscourseTree:
         from dataclasses import replace
 
+        from parsers.edu_content import enrich_edus
         from parsers.neural.pipeline import parse_analyzed
-        from parsers.trained_parser import _enrich
 
         tree, views = parse_analyzed(self.model, analyzed, words, edu_starts=edu_starts, parser=self.name)
-        edus = tuple(_enrich(analyzed, views, list(tree.edus)))
+        edus = tuple(enrich_edus(analyzed, views, list(tree.edus)))
         return replace(tree, edus=edus, meta={"model": self.model_name})

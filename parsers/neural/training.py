@@ -1,4 +1,4 @@
-"""Train the neural parser's heads over cached frozen MiniLM features (stage 1 of issue 15).
+"""Train the neural parser's heads over cached frozen MiniLM features.
 
     python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2
 
@@ -77,7 +77,7 @@ class NeuralSettings:
 class NeuralDoc:
     """A prepared GUM document with its word vectors and gold tree inputs."""
 
-    prepared: Any  # parsers.train.PreparedDoc
+    prepared: Any  # parsers.gum_prepare.PreparedDoc
     words: np.ndarray
     flags: np.ndarray
     chunks: list[tuple[int, int]]
@@ -120,7 +120,7 @@ def gold_nodes(tree) -> list[tuple[int, int, int, str]]:
 def prepare_neural(gum_dir: Path, split: str, *, limit: int | None, cache_dir: Path | None,
                    encoder_factory) -> list[NeuralDoc]:
     """Return the permissive-genre documents of ``split`` with word vectors and gold tree inputs."""
-    from parsers.train import prepare
+    from parsers.gum_prepare import prepare
 
     prepared = prepare(gum_dir, split, limit=limit, cache_dir=cache_dir)
     vectors = _feature_cache(prepared, cache_dir, encoder_factory)

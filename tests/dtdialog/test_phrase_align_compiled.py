@@ -36,7 +36,7 @@ def test_real_phrase_pairs_align_the_same() -> None:
     corpus = load_builtin_corpus()[:40]
     texts = [d.question for d in corpus] + [t.text for d in corpus for _, t in d.answers()]
     try:
-        phrases = [p for ps in phrases_of_texts(texts, nlp=sg._default().nlp) for p in ps]
+        phrases = [p for ps in phrases_of_texts(texts, nlp=sg.default_generalizer().nlp) for p in ps]
     except ModelNotAvailableError as exc:
         pytest.skip(str(exc))
     pairs = [(p, q) for i, p in enumerate(phrases[:400]) for q in phrases[i + 1:]

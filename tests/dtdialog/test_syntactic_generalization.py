@@ -222,7 +222,7 @@ def test_a_question_with_markup_is_parsed_for_sg_as_the_parser_and_the_index_cle
     analyzed, _ = parser.analyze_and_parse(raw)
     cleaned = "Why doesn't my car's engine start after I replaced the battery & the starter?"
     assert analyzed.text == cleaned == sgm.sg_text(raw)
-    shared = sgm._default()
+    shared = sgm.default_generalizer()
     shared._cache.pop(cleaned, None)
     SignalExtractor(use_sg=True).seed_query(raw, analyzed, backend)  # the engine's hook
     assert cleaned in shared._cache and cleaned not in shared._pending

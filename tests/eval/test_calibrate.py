@@ -7,8 +7,8 @@ import random
 import pytest
 
 from dtdialog.confidence import Calibrator
-from eval.calibrate import cross_fit, ece, fit_calibrator, fold_of, plot_reliability, reliability
-from eval.selective import OpenPoolRow
+from eval.calibrator import cross_fit, ece, fit_calibrator, fold_of, plot_reliability, reliability
+from eval.open_pool import OpenPoolRow
 
 
 def _rows(n=400, seed=3):

@@ -32,7 +32,7 @@ def builtin_index(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("gc-bench") / "answers.sqlite"
     if not install_builtin(path, parser=get_parser("rules"), dialogues=load_builtin_corpus()):
-        pytest.skip("the shipped bundle does not match this code (python -m dtdialog.prebuilt)")
+        pytest.skip("the shipped bundle does not match this code (python -m dtdialog.make_prebuilt)")
     return path
 
 

@@ -77,7 +77,7 @@ def test_rule_scorer_bench_builds_the_index_only(tmp_path):
 
 def test_stage_split_adds_up_to_the_turns_and_counts_the_parse_inside_the_gate_once():
     from eval.hybrid_bench import _stage_split
-    from eval.turn_bench import TimedCall
+    from eval.latency import TimedCall
 
     stages = {name: TimedCall(print) for name in
               ("generation", "signals", "sg", "model", "parser", "scope", "scope_parse")}

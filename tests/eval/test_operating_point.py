@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from eval.open_pool import OpenPoolRow
 from eval.operating_point import (
     coverage_quantile,
     crossfit,
@@ -14,7 +15,6 @@ from eval.operating_point import (
     grouped_folds,
     transfer,
 )
-from eval.selective import OpenPoolRow
 
 
 def _rows(n_dialogues: int, *, seed: int, shift: float = 0.0, steps: int = 2) -> list[OpenPoolRow]:

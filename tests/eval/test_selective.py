@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from eval.selective import (
-    OpenPoolRow,
-    Operating,
-    aurc,
-    auroc,
-    coverage_threshold,
-    open_pool_coin,
-    paired_aurc_ci,
-    risk_coverage,
-)
+from eval.open_pool import OpenPoolRow, open_pool_coin
+from eval.selective import Operating, aurc, auroc, coverage_threshold, paired_aurc_ci, risk_coverage
 
 
 def test_coin_is_seeded_and_removes_about_half():

@@ -9,7 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dtdialog"))
 from engine_helpers import ANSWERS, make_index  # noqa: E402
 
-from eval.turn_bench import TimedCall, percentile, replicated_index, summarize  # noqa: E402
+from eval.latency import TimedCall, percentile, summarize  # noqa: E402
+from eval.turn_bench import replicated_index  # noqa: E402
 
 
 def test_percentile_and_summary():
