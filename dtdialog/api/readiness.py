@@ -11,13 +11,18 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from dtdialog.session_store import probe_store
 from index.sqlite_index import probe_file
 
-if TYPE_CHECKING:
-    from dtdialog.api.service import EngineService
+
+class EngineService(Protocol):
+    """What the probe reads of ``dtdialog.api.service.EngineService`` (named here, so the two do not import each other)."""
+
+    settings: Any
+
+    def runtime_if_loaded(self) -> Any: ...
 
 #: seconds one probe of the session store and the index may take in all
 READINESS_BOUND_S = 1.0
