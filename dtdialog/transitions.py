@@ -1,7 +1,7 @@
 """The session state machine as data: which handler answers an intent in a state.
 
-``DialogueManager`` looks a classified turn up here and calls the named handler (its method
-``_on_<name>``); the handlers hold only the guards that need the text itself. The table, as
+``TurnHandlers`` (``dtdialog.dialogue.handlers``) looks a classified turn up here and calls the named handler
+(its method ``on_<name>``); the handlers hold only the guards that need the text itself. The table, as
 rendered by ``render()`` (a test keeps this copy current)::
 
     any state         handoff        -> handoff            hand off to a person -> HANDED_OFF
@@ -60,7 +60,7 @@ OTHERWISE = "*"
 #: The label of the rows that apply in every state that does not list the intent itself.
 ANY_STATE = "any state"
 
-#: Every handler the table names (the manager's method ``_<name>``) and what it does.
+#: Every handler the table names (``TurnHandlers.on_<name>``) and what it does.
 HANDLERS: dict[str, str] = {
     "handoff": "hand off to a person -> HANDED_OFF",
     "reset": "drop the question, or start the one after the reset phrase",
