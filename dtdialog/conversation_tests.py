@@ -15,25 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dtdialog.manager import (
-    ABSTAIN,
-    ANSWER,
-    ASK_DETAIL,
-    CLARIFY,
-    CONCLUDED_KIND,
-    FALLBACK,
-    HANDOFF,
-    OUT_OF_SCOPE,
-    PROMPT,
-    RESET,
-    WAITING,
-)
+from dtdialog.dialogue.kinds import ReplyKind
 from dtdialog.session import STATES
 from parsers.errors import DTDialogError, InputError, StorageError
 
 #: Every reply kind the dialogue manager gives (``TurnResult.kind``).
-REPLY_KINDS = (ANSWER, CLARIFY, FALLBACK, ABSTAIN, ASK_DETAIL, HANDOFF, WAITING, OUT_OF_SCOPE, CONCLUDED_KIND, PROMPT,
-               RESET)
+REPLY_KINDS = tuple(ReplyKind)
 EXPECT_KEYS = ("kind", "answer_id", "answer_contains", "contains", "not_contains", "state", "min_confidence",
                "max_confidence")
 TEST_KEYS = ("name", "turns")

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from dtdialog.constraints import Constraint, extract_constraints
+from dtdialog.dialogue.kinds import IntentKind
 from index.vocabulary import entity_words, is_entity_word
 
 #: The engine's limit on one user turn, in characters: longer turns are answered with a prompt, never parsed.
@@ -22,19 +23,18 @@ from index.vocabulary import entity_words, is_entity_word
 #: parser's own ceiling (``parsers.text_input.MAX_CHARS``), the limit of every other text.
 MAX_TURN_CHARS = 4_000
 
-EMPTY = "empty"
-TOO_LONG = "too_long"
-CONCLUDE = "conclude"
-REJECT = "reject"
-RESET = "reset"
-HANDOFF = "handoff"
-CHOICE = "choice"
-NONE_OF_THESE = "none_of_these"
-CONSTRAINT = "constraint"
-FOLLOWUP = "followup"
-#: Not a classification: what the trace calls a turn that opens a question (no question was open), whatever
-#: ``classify`` made of its words - "followup" is only its default for text that is none of the above.
-NEW_QUESTION = "new_question"
+#: Each intent is also a name of this module (``intents.CONCLUDE``), the spelling the table and its tests read.
+EMPTY = IntentKind.EMPTY
+TOO_LONG = IntentKind.TOO_LONG
+CONCLUDE = IntentKind.CONCLUDE
+REJECT = IntentKind.REJECT
+RESET = IntentKind.RESET
+HANDOFF = IntentKind.HANDOFF
+CHOICE = IntentKind.CHOICE
+NONE_OF_THESE = IntentKind.NONE_OF_THESE
+CONSTRAINT = IntentKind.CONSTRAINT
+FOLLOWUP = IntentKind.FOLLOWUP
+NEW_QUESTION = IntentKind.NEW_QUESTION
 
 # lone surrogates too ("\ud800" in a JSON or YAML file, undecodable bytes read with surrogateescape): no encoder takes them
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff\ud800-\udfff]")
@@ -88,14 +88,14 @@ _FILLER_WORDS = frozenset("""hmm hm hmmm um umm uh uhm er erm huh eh ah oh okay 
 class Intent:
     """One classified user turn: its kind, cleaned text, choice number, constraints, and whether it adds content."""
 
-    kind: str
+    kind: IntentKind
     text: str
     number: int | None = None
     constraints: list[Constraint] = field(default_factory=list)
     has_content: bool = False
 
 
-def sanitize(text: str, *, max_chars: int) -> tuple[str, str | None]:
+def sanitize(text: str, *, max_chars: int) -> tuple[str, IntentKind | None]:
     """Return (clean text, problem): control characters become spaces, whitespace is collapsed.
 
     problem is ``"empty"``, ``"too_long"`` (more than ``max_chars`` characters; the text is then

@@ -1,6 +1,6 @@
 """The session state machine's data: plan, delivered answers, constraints, failures, transcript, traces.
 
-The states are ``STATES``; which handler answers which intent in each of them is the table in
+The states are ``State`` (``STATES``); which handler answers which intent in each of them is the table in
 ``dtdialog.transitions`` (``transitions.render()`` prints it).
 
 A ``SessionRecord`` is plain data (``to_dict``/``from_dict``) so ``SessionStore`` can persist it
@@ -14,15 +14,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from dtdialog.dialogue.kinds import State
 from parsers.errors import DTDialogError, InputError
 
-NEW = "NEW"
-AWAITING_FEEDBACK = "AWAITING_FEEDBACK"
-AWAITING_CHOICE = "AWAITING_CHOICE"
-AWAITING_DETAIL = "AWAITING_DETAIL"
-CONCLUDED = "CONCLUDED"
-HANDED_OFF = "HANDED_OFF"
-STATES = (NEW, AWAITING_FEEDBACK, AWAITING_CHOICE, AWAITING_DETAIL, CONCLUDED, HANDED_OFF)
+#: Each state is also a name of this module (``session.NEW``), the spelling the table and its tests read.
+NEW = State.NEW
+AWAITING_FEEDBACK = State.AWAITING_FEEDBACK
+AWAITING_CHOICE = State.AWAITING_CHOICE
+AWAITING_DETAIL = State.AWAITING_DETAIL
+CONCLUDED = State.CONCLUDED
+HANDED_OFF = State.HANDED_OFF
+STATES = tuple(State)
 SCHEMA = 1
 
 
@@ -43,7 +45,7 @@ class SessionRecord:
     """Everything a session knows; ``step`` is the dialogue step (0 = A1) of the answer last offered."""
 
     id: str
-    state: str = NEW
+    state: State = State.NEW
     question: str = ""
     plan: dict[str, Any] | None = None
     step: int = 0
@@ -74,8 +76,10 @@ class SessionRecord:
     updated: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
-        if self.state not in STATES:
-            raise InputError(f"unknown session state {self.state!r}")
+        try:
+            self.state = State(self.state)
+        except ValueError:
+            raise InputError(f"unknown session state {self.state!r}") from None
 
     @property
     def context_ids(self) -> list[str]:

@@ -1,7 +1,7 @@
 """The session state machine as data: which handler answers an intent in a state.
 
-``DialogueManager`` looks a classified turn up here and calls the named handler (its method
-``_on_<name>``); the handlers hold only the guards that need the text itself. The table, as
+``TurnHandlers`` (``dtdialog.dialogue.handlers``) looks a classified turn up here and calls the named handler
+(its method ``on_<name>``); the handlers hold only the guards that need the text itself. The table, as
 rendered by ``render()`` (a test keeps this copy current)::
 
     any state         handoff        -> handoff            hand off to a person -> HANDED_OFF
@@ -44,6 +44,7 @@ Turns that are empty or too long never reach the table (``intents.sanitize``): t
 from __future__ import annotations
 
 from dtdialog import intents
+from dtdialog.dialogue.kinds import IntentKind, State
 from dtdialog.session import (
     AWAITING_CHOICE,
     AWAITING_DETAIL,
@@ -59,7 +60,7 @@ OTHERWISE = "*"
 #: The label of the rows that apply in every state that does not list the intent itself.
 ANY_STATE = "any state"
 
-#: Every handler the table names (the manager's method ``_<name>``) and what it does.
+#: Every handler the table names (``TurnHandlers.on_<name>``) and what it does.
 HANDLERS: dict[str, str] = {
     "handoff": "hand off to a person -> HANDED_OFF",
     "reset": "drop the question, or start the one after the reset phrase",
@@ -82,7 +83,7 @@ HANDLERS: dict[str, str] = {
 }
 
 #: Intents that win in every state that does not list them itself: asking for a person, or for a new question.
-ANY_STATE_ROWS: dict[str, str] = {intents.HANDOFF: "handoff", intents.RESET: "reset"}
+ANY_STATE_ROWS: dict[IntentKind, str] = {intents.HANDOFF: "handoff", intents.RESET: "reset"}
 
 # With no question open, a bare "thanks"/"no"/"2" carries nothing to search with.
 _IDLE = {intents.CONCLUDE: "greet_or_start", intents.REJECT: "greet_or_start", intents.CHOICE: "greet_or_start",
@@ -91,7 +92,7 @@ _IDLE = {intents.CONCLUDE: "greet_or_start", intents.REJECT: "greet_or_start", i
 _AFTER_REPLY = {intents.CONCLUDE: "conclude", intents.CHOICE: "ask_again", intents.REJECT: "retry",
                 intents.NONE_OF_THESE: "retry"}
 
-TABLE: dict[str, dict[str, str]] = {
+TABLE: dict[State, dict[str, str]] = {
     NEW: _IDLE,
     # "none of these" after an answer: the next answer must be as strong and on topic as the one on screen
     AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.CONSTRAINT: "constrain_answer",
@@ -112,7 +113,7 @@ INTENTS = (intents.CONCLUDE, intents.REJECT, intents.RESET, intents.HANDOFF, int
            intents.CONSTRAINT, intents.FOLLOWUP)
 
 
-def handler_for(state: str, intent: str) -> str:
+def handler_for(state: State, intent: IntentKind | str) -> str:
     """Return the name of the handler for ``intent`` in ``state``: the state's row, else the any-state row, else
     the state's fallback row."""
     rows = TABLE[state]
@@ -121,7 +122,7 @@ def handler_for(state: str, intent: str) -> str:
     return ANY_STATE_ROWS.get(intent, rows[OTHERWISE])
 
 
-def opens_question(state: str, intent: intents.Intent) -> bool:
+def opens_question(state: State, intent: intents.Intent) -> bool:
     """Return True when ``intent`` starts a new question in ``state``: the start row, or a greet row with content."""
     handler = handler_for(state, intent.kind)
     return handler == "start" or (handler == "greet_or_start" and intent.has_content)

@@ -304,7 +304,7 @@ def _timed_stages(manager, generator, scorer, parser) -> dict[str, Any]:
     """Wrap the engine's stages in ``TimedCall``s (in place) and return them by name.
 
     ``scope_parse`` is the parse time spent inside the scope gate's check: a new question is parsed there, on the
-    turn's thread, while the gate's encoding of it runs on a worker (``DialogueManager._start``).
+    turn's thread, while the gate's encoding of it runs on a worker (``QuestionIntake.start``).
     """
     from types import SimpleNamespace
 
@@ -312,9 +312,10 @@ def _timed_stages(manager, generator, scorer, parser) -> dict[str, Any]:
 
     # the rules parser's ``parse`` calls its ``analyze_and_parse`` (the question's path): time that one only
     parse_name = "analyze_and_parse" if hasattr(parser, "analyze_and_parse") else "parse"
+    intake = manager.turns.intake
     stages = {"generation": TimedCall(generator.generate), "signals": TimedCall(scorer.extractor.signals),
               "sg": TimedCall(scorer.extractor._sg), "model": TimedCall(scorer.model.logits),
-              "parser": TimedCall(getattr(parser, parse_name)), "scope": TimedCall(manager._scope_verdict),
+              "parser": TimedCall(getattr(parser, parse_name)), "scope": TimedCall(intake.scope_verdict),
               "scope_parse": SimpleNamespace(seconds=0.0)}
     generator.generate = stages["generation"]
     scorer.extractor.signals = stages["signals"]
@@ -329,7 +330,7 @@ def _timed_stages(manager, generator, scorer, parser) -> dict[str, Any]:
         finally:
             stages["scope_parse"].seconds += stages["parser"].seconds - before
 
-    manager._scope_verdict = scope
+    intake.scope_verdict = scope
     return stages
 
 

@@ -1,4 +1,5 @@
-"""The dialogue policies, each a small unit the manager consults: clarify, abstain, reject and hand off.
+"""The dialogue: the units ``dtdialog.manager.DialogueManager`` runs a turn with, and the policies they consult.
 
-Each unit decides and returns its decision; ``dtdialog.manager.DialogueManager`` applies it to the session.
+The policies (``clarify``, ``abstain``, ``reject``, ``handoff``) decide and return their decision; the turn's units
+(``handlers``, ``opening``, ``steps``, ``choice``, ``none_fit``, ``outcomes``, ``memory``) apply it to the session.
 """

@@ -67,8 +67,8 @@ def test_every_handler_is_used_and_implemented(tmp_path):
     named = set(transitions.ANY_STATE_ROWS.values()) | {h for rows in transitions.TABLE.values() for h in rows.values()}
     assert named == set(transitions.HANDLERS)
     _, manager, _ = car_world(tmp_path)
-    assert set(manager._handlers) == set(transitions.HANDLERS)
-    assert all(callable(getattr(manager, f"_on_{name}")) for name in transitions.HANDLERS)
+    assert set(manager.turns.handlers) == set(transitions.HANDLERS)
+    assert all(callable(getattr(manager.turns, f"on_{name}")) for name in transitions.HANDLERS)
 
 
 def test_the_docstring_shows_the_current_table():
@@ -108,7 +108,7 @@ def test_every_row_is_reached_by_a_real_turn(tmp_path, state):
             return handler(*args)
         return run
 
-    manager._handlers = {name: spy(name, h) for name, h in manager._handlers.items()}
+    manager.turns.handlers = {name: spy(name, h) for name, h in manager.turns.handlers.items()}
     for intent, text in UTTERANCES.items():
         sid = _enter(manager, state)
         called.clear()

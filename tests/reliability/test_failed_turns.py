@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from dtdialog.api import routes_sessions
-from dtdialog.manager import DialogueManager
+from dtdialog.dialogue.outcomes import Outcomes
 
 FIRST = "My battery dies overnight although it is new."
 SECOND = "The battery is new but the car still will not start."
@@ -32,10 +32,10 @@ def test_a_failed_turn_leaves_the_session_as_it_was(make_client, monkeypatch, wh
     before = _stored(client, sid)
     with monkeypatch.context() as patch:
         if where == "engine after ranking":  # the selector has ranked; the answer is about to be delivered
-            patch.setattr(DialogueManager, "_deliver", _failing)
-            patch.setattr(DialogueManager, "_offer", _failing)
-            patch.setattr(DialogueManager, "_fallback", _failing)
-            patch.setattr(DialogueManager, "_abstain", _failing)
+            patch.setattr(Outcomes, "deliver", _failing)
+            patch.setattr(Outcomes, "offer", _failing)
+            patch.setattr(Outcomes, "fallback", _failing)
+            patch.setattr(Outcomes, "abstain", _failing)
         else:
             patch.setattr(routes_sessions, "turn_out", _failing)
         failed = client.post(f"/sessions/{sid}/messages", json={"text": SECOND})

@@ -1,0 +1,195 @@
+"""The turn handlers: one per handler the state machine names (``dtdialog.transitions.HANDLERS``).
+
+``TurnHandlers.dispatch`` classifies a turn, looks its intent up in the table for the session's state and runs
+the handler it names (``on_<name>``). The handlers hold only the guards that need the text itself; the work is
+done by the units they consult: question intake (``opening``), the step's ranking (``steps``), choosing among
+options (``choice``, ``none_fit``), session bookkeeping (``memory``) and how a turn ends (``outcomes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dtdialog import intents, transitions
+from dtdialog.clarification import match_reply
+from dtdialog.dialogue import memory
+from dtdialog.dialogue.choice import Choices
+from dtdialog.dialogue.context import DialogueContext
+from dtdialog.dialogue.handoff import HandoffReason
+from dtdialog.dialogue.kinds import IntentKind, ReplyKind, State
+from dtdialog.dialogue.none_fit import NoneFits
+from dtdialog.dialogue.opening import QuestionIntake, after_reset
+from dtdialog.dialogue.outcomes import Outcomes
+from dtdialog.dialogue.result import TurnResult
+from dtdialog.dialogue.steps import Steps
+from dtdialog.session import SessionRecord
+from dtdialog.trace import TurnTrace
+
+Handler = Callable[[SessionRecord, str, intents.Intent, TurnTrace], TurnResult]
+
+_IDLE_STATES = (State.NEW, State.CONCLUDED, State.HANDED_OFF)
+#: States with no question open: a longer message there opens one, whatever courtesy words it holds.
+_OPENING_STATES = (State.NEW, State.CONCLUDED)
+
+
+class TurnHandlers:
+    """Runs one turn through the state machine over the units of the dialogue."""
+
+    def __init__(self, ctx: DialogueContext) -> None:
+        self.ctx = ctx
+        self.outcomes = Outcomes(ctx)
+        self.steps = Steps(ctx, self.outcomes)
+        self.intake = QuestionIntake(ctx, self.steps)
+        self.none_fit = NoneFits(ctx, self.steps, self.outcomes)
+        self.choices = Choices(ctx, self.steps, self.outcomes, self.none_fit)
+        # every handler the table names must exist: a typo fails here, not on some rare turn
+        self.handlers: dict[str, Handler] = {name: getattr(self, f"on_{name}") for name in transitions.HANDLERS}
+
+    def dispatch(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
+        """Classify the cleaned ``text`` and run the handler the table names for it in the session's state."""
+        intent = intents.classify(text, opening=record.state in _OPENING_STATES)
+        handler = transitions.handler_for(record.state, intent.kind)
+        # with no question open, a turn with content starts one: the trace says so, not the classifier's default
+        opens = transitions.opens_question(record.state, intent)
+        trace.intent(IntentKind.NEW_QUESTION if opens else intent.kind,
+                     **({"constraints": [c.to_dict() for c in intent.constraints]} if intent.constraints else {}))
+        return self.handlers[handler](record, text, intent, trace)
+
+    def bad_input(self, record: SessionRecord, problem: IntentKind, trace: TurnTrace) -> TurnResult:
+        """Answer a turn ``intents.sanitize`` refused (empty or too long): say what the state expects."""
+        replies = self.ctx.replies
+        trace.intent(problem)
+        choosing = record.state == State.AWAITING_CHOICE
+        options = memory.pending_of(record).options if choosing and record.pending else []
+        if problem == IntentKind.TOO_LONG:
+            message = replies.too_long_text(self.ctx.config.max_input_chars)
+        elif choosing:
+            message = replies.options_text(memory.pending_of(record).options, again=True)
+        elif record.state == State.HANDED_OFF:
+            message = replies.handed_off_wait
+        else:
+            message = self.outcomes.idle_prompt(record) if record.state in _IDLE_STATES else replies.did_it_help
+        return self.outcomes.reply(record, trace, ReplyKind.PROMPT, message, state=record.state, options=options)
+
+    def unreadable(self, record: SessionRecord, error: Exception, trace: TurnTrace) -> TurnResult:
+        """Explain a turn the engine could not read (e.g. a question the parser cannot use); the session goes on."""
+        return self.outcomes.reply(record, trace, ReplyKind.PROMPT, self.ctx.replies.unreadable_text(error),
+                                   state=record.state)
+
+    # --- one handler per row of dtdialog.transitions.TABLE ---------------------
+    def on_handoff(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        return self.outcomes.hand_off(record, trace, HandoffReason.ASKED)
+
+    def on_await_person(self, record: SessionRecord, text: str, intent: intents.Intent,
+                        trace: TurnTrace) -> TurnResult:
+        trace.note("handed off: the message joins the transcript for the person")
+        return self.outcomes.reply(record, trace, ReplyKind.WAITING, self.ctx.replies.handed_off_wait,
+                                   state=State.HANDED_OFF)
+
+    def on_reset(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        record.held_text = ""
+        rest = after_reset(text)
+        if rest:
+            trace.note("reset with a new question in the same message")
+            return self.intake.start(record, rest, trace)
+        record.state = State.NEW
+        record.pending = None
+        return self.outcomes.reply(record, trace, ReplyKind.RESET, self.ctx.replies.reset, state=State.NEW)
+
+    def on_greet_or_start(self, record: SessionRecord, text: str, intent: intents.Intent,
+                          trace: TurnTrace) -> TurnResult:
+        if not intent.has_content:
+            return self.outcomes.reply(record, trace, ReplyKind.PROMPT, self.outcomes.idle_prompt(record),
+                                       state=record.state)
+        return self.intake.start(record, text, trace)
+
+    def on_start(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        return self.intake.start(record, text, trace)
+
+    def on_conclude(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        record.state = State.CONCLUDED
+        return self.outcomes.reply(record, trace, ReplyKind.CONCLUDED, self.ctx.replies.concluded,
+                                   state=State.CONCLUDED)
+
+    def on_ask_again(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        # "2" with no options on offer, or "hmm": nothing a search could use - ask instead of guessing
+        trace.note("reply has no content to search with and no options are pending")
+        replies = self.ctx.replies
+        prompt = replies.feedback_prompt if record.state == State.AWAITING_FEEDBACK else replies.detail_prompt
+        return self.outcomes.reply(record, trace, ReplyKind.PROMPT, prompt, state=record.state)
+
+    def on_retry(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        memory.add_constraints(record, intent.constraints, trace)
+        memory.remember_rejected(record, text, self.ctx.selector, trace)
+        return self.steps.retry(record, text if intent.has_content else None, trace, reason="the answer did not help")
+
+    def on_constrain_answer(self, record: SessionRecord, text: str, intent: intents.Intent,
+                            trace: TurnTrace) -> TurnResult:
+        memory.add_constraints(record, intent.constraints, trace)
+        if memory.last_violates(record, self.ctx.selector):
+            return self.steps.retry(record, text if intent.has_content else None, trace,
+                                    reason="the answer needs something you ruled out", rejected=False)
+        if not intent.has_content:
+            return self.steps.retry(record, None, trace, reason="new constraint", rejected=False)
+        return self.steps.next_step(record, text, trace)
+
+    def on_no_detail(self, record: SessionRecord, text: str, intent: intents.Intent,
+                     trace: TurnTrace) -> TurnResult:
+        if intent.has_content:
+            return self.on_add_detail(record, text, intent, trace)
+        # "no" to a request for detail: the customer has none, so the bot's confidence cannot grow
+        record.failures += 1
+        if record.failures >= self.ctx.config.max_failures:
+            return self.outcomes.hand_off(record, trace, HandoffReason.UNSURE)
+        return self.on_ask_again(record, text, intent, trace)
+
+    def on_followup(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        if not intent.has_content:
+            return self.on_ask_again(record, text, intent, trace)
+        otherwise = transitions.handler_for(record.state, transitions.OTHERWISE)
+        return self.handlers[otherwise](record, text, intent, trace)
+
+    def on_next_step(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        memory.add_constraints(record, intent.constraints, trace)
+        return self.steps.next_step(record, text, trace)
+
+    def on_add_detail(self, record: SessionRecord, text: str, intent: intents.Intent,
+                      trace: TurnTrace) -> TurnResult:
+        # the user adds detail to the step we could not answer: same step, more words
+        memory.add_constraints(record, intent.constraints, trace)
+        if record.pending and memory.pending_of(record).asked_detail:  # the detail asked after none fitted
+            return self.none_fit.detail_after_none(record, text, trace)
+        record.step_followups = record.step_followups + [text]
+        record.followups.append(text)
+        return self.steps.select(record, trace)
+
+    def on_conclude_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
+                           trace: TurnTrace) -> TurnResult:
+        record.state = State.CONCLUDED
+        record.pending = None
+        return self.outcomes.reply(record, trace, ReplyKind.CONCLUDED, self.ctx.replies.concluded_in_choice,
+                                   state=State.CONCLUDED)
+
+    def on_choose_none(self, record: SessionRecord, text: str, intent: intents.Intent,
+                       trace: TurnTrace) -> TurnResult:
+        pending = memory.pending_of(record)
+        if intent.constraints:
+            # "no, I can't remove the engine" rules some options out; it is no verdict on all of them
+            return self.choices.constrain(record, pending, text, intent.constraints, trace)
+        return self.none_fit.none_fits(record, pending, text if intent.has_content else None, trace)
+
+    def on_constrain_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
+                            trace: TurnTrace) -> TurnResult:
+        return self.choices.constrain(record, memory.pending_of(record), text, intent.constraints, trace)
+
+    def on_choose(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        pending = memory.pending_of(record)
+        if intent.constraints and intent.kind != IntentKind.CHOICE:
+            # "no, I can't remove the engine" states a limit, it does not pick the option that mentions the engine
+            return self.choices.constrain(record, pending, text, intent.constraints, trace)
+        option = match_reply(text, pending, normalizer=self.ctx.selector,
+                             number=intent.number if intent.kind == IntentKind.CHOICE else None)
+        return self.choices.settle(record, pending, text, intent, option, trace)
+
+    def on_none_fits(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        return self.none_fit.answer_on_screen(record, text if intent.has_content else None, trace)

@@ -1,0 +1,69 @@
+"""Session bookkeeping: what a session remembers across turns besides its question.
+
+The constraints the customer stated, the actions they reported done (``dtdialog.tried``), and the options on
+offer (``PendingChoice``), all kept on the ``SessionRecord`` as plain data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dtdialog.clarification import PendingChoice
+from dtdialog.constraints import Constraint
+from dtdialog.dialogue.context import SelectorPort
+from dtdialog.session import SessionRecord
+from dtdialog.trace import TurnTrace
+from dtdialog.tried import merge_tried, tried_from_dicts, tried_from_reply
+
+if TYPE_CHECKING:
+    from dtdialog.selector import RankOutcome
+
+
+def pending_of(record: SessionRecord) -> PendingChoice:
+    """Return the options on offer (none when the record holds no pending choice)."""
+    return PendingChoice.from_dict(record.pending or {})
+
+
+def constraints_of(record: SessionRecord) -> list[Constraint]:
+    """Return the constraints the customer stated in this question."""
+    return [Constraint.from_dict(c) for c in record.constraints]
+
+
+def add_constraints(record: SessionRecord, found: list[Constraint], trace: TurnTrace) -> None:
+    """Record the constraints of ``found`` the session does not hold yet."""
+    known = {tuple(c.get("words", ())) for c in record.constraints}
+    for c in found:
+        if c.words not in known:
+            record.constraints.append(c.to_dict())
+            known.add(c.words)
+            trace.note(f"constraint added: {c.kind} {' '.join(c.words)}")
+
+
+def tried_kwargs(record: SessionRecord) -> dict[str, Any]:
+    """Return ``{"tried": [...]}`` from the session's memory ({} when empty, for selectors without it)."""
+    remembered = tried_from_dicts(record.tried)
+    return {"tried": remembered} if remembered else {}
+
+
+def remember_tried(record: SessionRecord, outcome: RankOutcome) -> None:
+    """Keep what this step's question and reply reported done (the selector read it from their DTs)."""
+    record.tried = [a.to_dict() for a in merge_tried(tried_from_dicts(record.tried), outcome.tried)]
+
+
+def remember_rejected(record: SessionRecord, text: str, selector: SelectorPort, trace: TurnTrace) -> None:
+    """On "already tried that", remember the rejected answer's recommendation, so no other answer repeats it."""
+    doc = selector.document(record.delivered[-1]) if record.delivered else None
+    action = tried_from_reply(text, selector.answer_edus(doc), selector) if doc is not None else None
+    if action is not None:
+        record.tried = [a.to_dict() for a in merge_tried(tried_from_dicts(record.tried), [action])]
+        trace.note(f"remembered as already tried: {action.text}")
+
+
+def last_violates(record: SessionRecord, selector: SelectorPort) -> bool:
+    """Return True when the answer on screen needs something a recorded constraint rules out."""
+    if not record.delivered or not record.constraints:
+        return False
+    doc = selector.document(record.delivered[-1])
+    if doc is None:
+        return False
+    return selector.violates(doc, constraints_of(record))

@@ -1,0 +1,131 @@
+"""How a turn ends: an answer delivered, options offered, a fallback, an abstention, a hand-off or a plain reply.
+
+Each outcome sets the session's state and what stays pending, records the decision in the turn's trace, and
+returns the ``TurnResult``; the policies (``abstain``, ``clarify``, ``handoff``) decide which one a turn gets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dtdialog.clarification import ClarifyOption, build_options
+from dtdialog.dialogue.abstain import detail_to_ask
+from dtdialog.dialogue.context import DialogueContext
+from dtdialog.dialogue.handoff import HandoffReason
+from dtdialog.dialogue.kinds import ReplyKind, State
+from dtdialog.dialogue.result import TurnResult
+from dtdialog.session import SessionRecord
+from dtdialog.trace import TurnTrace
+from index.base import AnswerDocument
+
+if TYPE_CHECKING:
+    from dtdialog.selector import RankOutcome
+
+
+class Outcomes:
+    """The ways a turn ends, over the manager's wording, settings and confidence rule."""
+
+    def __init__(self, ctx: DialogueContext) -> None:
+        self.ctx = ctx
+
+    def reply(self, record: SessionRecord, trace: TurnTrace, kind: ReplyKind, text: str, *, state: State,
+              options: list[ClarifyOption] | None = None) -> TurnResult:
+        """Return a reply of ``kind`` that moves the session to ``state`` and changes nothing else."""
+        record.state = state
+        trace.decide(kind, state_after=state)
+        return TurnResult(session_id=record.id, reply=text, kind=kind, options=list(options or []), state=state)
+
+    def deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str, *,
+                confidence: float | None = None) -> TurnResult:
+        """Return the answer ``answer_id``: it is on screen, and the session waits for the customer's feedback."""
+        record.delivered.append(answer_id)
+        record.pending = None  # an answer on screen: no options, and no detail request, are pending any more
+        record.state = State.AWAITING_FEEDBACK
+        trace.decide(ReplyKind.ANSWER, state_after=State.AWAITING_FEEDBACK, answer_id=answer_id,
+                     **({"confidence": confidence} if confidence is not None else {}))
+        return TurnResult(session_id=record.id, reply=text, kind=ReplyKind.ANSWER, state=State.AWAITING_FEEDBACK,
+                          answer_id=answer_id, confidence=confidence)
+
+    def deliver_if_sure(self, record: SessionRecord, trace: TurnTrace, chosen: Any,
+                        outcome: RankOutcome) -> TurnResult:
+        """Deliver ``chosen`` when the confidence rule accepts it against its ranking, else ask for a detail."""
+        rule = self.ctx.rule
+        confidence = rule.confidence(chosen, outcome.candidates, followup_step=outcome.followup_tree is not None)
+        if rule.sure(confidence):
+            return self.deliver(record, trace, chosen.document.id, chosen.document.text, confidence=confidence)
+        return self.abstain(record, outcome, trace, confidence)
+
+    def offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
+              head: str = "") -> TurnResult:
+        """Return a clarification over ``docs`` (best first); ``head`` is said before the options."""
+        selector, config = self.ctx.selector, self.ctx.config
+        pending = build_options([(d.id, selector.answer_edus(d), selector.answer_tree(d)) for d in docs],
+                                normalizer=selector, max_options=config.max_options,
+                                ignore_terms=self.said_terms(record))
+        record.pending = pending.to_dict()
+        record.state = State.AWAITING_CHOICE
+        trace.decide(ReplyKind.CLARIFY, state_after=State.AWAITING_CHOICE,
+                     options=[o.to_dict() for o in pending.options])
+        return TurnResult(session_id=record.id, reply=head + self.ctx.replies.options_text(pending.options),
+                          kind=ReplyKind.CLARIFY, options=pending.options, state=State.AWAITING_CHOICE)
+
+    def said_terms(self, record: SessionRecord) -> frozenset[str]:
+        """Return the terms of the question and the step's replies (they cannot pick one option over another)."""
+        return self.ctx.selector.terms_of_text(" ".join([record.question, *record.step_followups]))
+
+    def fallback(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace) -> TurnResult:
+        """No answer for the step: ask for a detail; it counts as a failed step, so it ends in the hand-off."""
+        record.failures += 1
+        if record.failures >= self.ctx.config.max_failures:
+            return self.hand_off(record, trace, HandoffReason.NO_ANSWER)
+        missing = missing_text(outcome)
+        reply = self.ctx.replies.fallback_text(missing, found_on_topic=bool(outcome.rejected))
+        record.state = State.AWAITING_DETAIL
+        trace.decide(ReplyKind.FALLBACK, state_after=State.AWAITING_DETAIL, missing=missing)
+        return TurnResult(session_id=record.id, reply=reply, kind=ReplyKind.FALLBACK, state=State.AWAITING_DETAIL)
+
+    def abstain(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace, confidence: float) -> TurnResult:
+        """Ask for the missing detail instead of an answer the engine is unsure of; the second time, hand off.
+
+        Counts as a failed step like a fallback, so a step that stays unsure ends with the hand-off (and its
+        transcript) after ``max_failures``.
+        """
+        config = self.ctx.config
+        record.failures += 1
+        trace.note(f"confidence {confidence:.2f} is below {config.abstain_below:.2f}: not answering")
+        if record.failures >= config.max_failures:
+            return self.hand_off(record, trace, HandoffReason.UNSURE)
+        detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried))
+        record.state = State.AWAITING_DETAIL
+        trace.decide(ReplyKind.ABSTAIN, state_after=State.AWAITING_DETAIL, confidence=confidence,
+                     missing_detail=detail, best_id=outcome.candidates[0].document.id)
+        return TurnResult(session_id=record.id, reply=self.ctx.replies.abstain_text(detail), kind=ReplyKind.ABSTAIN,
+                          state=State.AWAITING_DETAIL, confidence=confidence)
+
+    def hand_off(self, record: SessionRecord, trace: TurnTrace, why: HandoffReason) -> TurnResult:
+        """Pass the session to a person, with the transcript and a true reason."""
+        record.state = State.HANDED_OFF
+        record.pending = None
+        transcript = [{"role": m["role"], "text": m["text"]} for m in record.transcript]
+        reason = why.text(self.ctx.replies, rejected=record.rejections)
+        trace.decide(ReplyKind.HANDOFF, state_after=State.HANDED_OFF, reason=reason, reason_kind=why.value,
+                     transcript=transcript, answers_shown=len(record.delivered), answers_rejected=record.rejections)
+        reply = self.ctx.replies.handoff_text(reason, len(transcript))
+        return TurnResult(session_id=record.id, reply=reply, kind=ReplyKind.HANDOFF, state=State.HANDED_OFF)
+
+    def idle_prompt(self, record: SessionRecord) -> str:
+        """Return the greeting before the session's first question, and an invitation to go on after it."""
+        replies = self.ctx.replies
+        return replies.greeting if record.state == State.NEW and not record.question else replies.anything_else
+
+
+def missing_text(outcome: RankOutcome) -> str:
+    """Return the user's own words for what no answer addressed (never relation labels)."""
+    if outcome.followup_tree is not None and outcome.part_index < len(outcome.plan.parts) - 1:
+        source = outcome.plan.parts[outcome.part_index].text
+    elif outcome.followup_tree is not None:
+        source = outcome.followup_tree.text
+    else:
+        source = outcome.plan.parts[outcome.part_index].text
+    words = source.split()
+    return '"' + " ".join(words[:18]) + ("..." if len(words) > 18 else "") + '"'

@@ -1,0 +1,120 @@
+"""A dialogue step: rank the session's current step and answer, clarify, abstain or fall back.
+
+A step is one part of the question (DT-Q) with the customer's replies to it. The ranking excludes the answers
+already shown and honours the session's constraints and tried actions (``memory``); the policies decide what the
+ranking is worth: close alternatives are offered (``clarify``), an answer the confidence rule doubts is not given
+(``abstain``), and after a rejection only fresh answers count, then the next part (``reject``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dtdialog.dialogue import memory
+from dtdialog.dialogue.clarify import close_alternatives
+from dtdialog.dialogue.context import DialogueContext
+from dtdialog.dialogue.handoff import HandoffReason
+from dtdialog.dialogue.outcomes import Outcomes
+from dtdialog.dialogue.reject import fresh_candidates, next_part
+from dtdialog.dialogue.result import TurnResult
+from dtdialog.session import SessionRecord
+from dtdialog.subtrees import QuestionPlan
+from dtdialog.trace import TurnTrace
+
+if TYPE_CHECKING:
+    from dtdialog.selector import RankOutcome
+
+
+class Steps:
+    """Ranks the session's current step and turns the ranking into the turn's outcome."""
+
+    def __init__(self, ctx: DialogueContext, outcomes: Outcomes) -> None:
+        self.ctx = ctx
+        self.outcomes = outcomes
+
+    def plan(self, record: SessionRecord) -> QuestionPlan:
+        """Return the session's question plan (stored with the session, else planned again)."""
+        return QuestionPlan.from_dict(record.plan) if record.plan else self.ctx.selector.plan(record.question)
+
+    def rank(self, record: SessionRecord, plan: QuestionPlan, followups: list[str],
+             keep: Sequence[str] = ()) -> RankOutcome:
+        """Return the ranking of the session's current step with ``followups`` as the step's replies.
+
+        ``keep``: answers ranked even though they were skipped (a yardstick, not a candidate to deliver).
+        """
+        outcome = self.ctx.selector.rank_outcome(
+            question=plan, step=record.step, followups=followups,
+            exclude_ids=[i for i in record.excluded_ids if i not in keep],
+            constraints=memory.constraints_of(record), size=self.ctx.config.candidates,
+            context_ids=record.context_ids, **memory.tried_kwargs(record))
+        memory.remember_tried(record, outcome)
+        return outcome
+
+    def select(self, record: SessionRecord, trace: TurnTrace, *, plan: QuestionPlan | None = None,
+               allow_clarify: bool = True, after_rejection: bool = False) -> TurnResult:
+        """Rank the current step and answer, clarify, abstain or fall back.
+
+        The step's context is the answer its follow-up replied to (``record.context_ids``), never the
+        answer just rejected: a retry ranks the same part again with the shown answers excluded, and keeps
+        only answers that repeat none shown. When none is left, or none the confidence rule accepts, the next
+        part of the question is tried before asking for a detail.
+        """
+        config, rule = self.ctx.config, self.ctx.rule
+        if plan is None:
+            plan = self.plan(record)
+            trace.plan(plan, full=True)
+        outcome = self.rank(record, plan, record.step_followups)
+        trace.step(outcome, step=record.step)
+        ranked = self.fresh(record, outcome.candidates)
+        close = close_alternatives(ranked, config)
+        if allow_clarify and len(close) >= 2:
+            return self.outcomes.offer(record, trace, [c.document for c in close[: config.max_options]])
+        followup_step = outcome.followup_tree is not None
+        confidence = rule.confidence(ranked[0], ranked, followup_step=followup_step) if ranked else None
+        if ranked and rule.sure(confidence):
+            return self.outcomes.deliver(record, trace, ranked[0].document.id, ranked[0].document.text,
+                                         confidence=confidence)
+        following = next_part(outcome.part_index, len(plan.parts)) if after_rejection else None
+        if following is not None and record.step == outcome.part_index:
+            trace.note(f"part {outcome.part_index + 1} of the question has no answer left; on to part {following + 1}")
+            record.step, record.step_followups = following, []
+            return self.select(record, trace, plan=plan, allow_clarify=allow_clarify, after_rejection=True)
+        if not ranked:
+            return self.outcomes.fallback(record, outcome, trace)
+        return self.outcomes.abstain(record, outcome, trace, confidence)
+
+    def fresh(self, record: SessionRecord, ranked: Sequence[Any]) -> list[Any]:
+        """Return the candidates that repeat no answer already shown."""
+        if not record.delivered:
+            return list(ranked)
+        selector = self.ctx.selector
+        shown = [selector.answer_terms(doc) for doc in map(selector.document, record.delivered) if doc is not None]
+        # the answer, its runner-up (the confidence's margin) and the options are all a turn reads
+        return fresh_candidates(ranked, shown, self.candidate_terms, limit=self.ctx.config.max_options + 2)
+
+    def candidate_terms(self, cand: Any) -> frozenset[str]:
+        """Return a candidate's answer terms (from its analysis when the ranking made one)."""
+        return cand.analysis.terms if cand.analysis is not None else self.ctx.selector.answer_terms(cand.document)
+
+    def next_step(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
+        """Take ``text`` as the follow-up to the answer on screen and rank the next dialogue step."""
+        record.followups.append(text)
+        record.step += 1
+        record.step_followups = [text]
+        # C_i replies to the answer on screen: it (and only it) lends the next step its referents
+        record.context_id = record.delivered[-1] if record.delivered else None
+        return self.select(record, trace)
+
+    def retry(self, record: SessionRecord, extra: str | None, trace: TurnTrace, *, reason: str,
+              rejected: bool = True) -> TurnResult:
+        """Offer the next answer for the same part; ``rejected``: the customer turned the answer on screen down."""
+        if rejected:
+            record.rejections += 1
+            if record.rejections >= self.ctx.config.max_rejections:
+                return self.outcomes.hand_off(record, trace, HandoffReason.REJECTED)
+        if extra:
+            record.step_followups = record.step_followups + [extra]
+            record.followups.append(extra)
+        trace.note(f"next candidate for the same step: {reason}")
+        return self.select(record, trace, after_rejection=rejected)
