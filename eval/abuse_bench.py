@@ -8,8 +8,9 @@
 
 One well-behaved customer (its own loopback address) sends turns ``--pause`` seconds apart, in sessions of
 five turns. The run alternates rounds *alone* and *with* ``--abusers`` other addresses that loop, without
-pausing and ignoring ``Retry-After``. Both conditions are measured in the same run, interleaved, so a change
-in the machine's load falls on both. The abuses (``--abuse``, each abuser takes the next in turn):
+pausing and ignoring ``Retry-After``, from a process of their own (the customer's client is not slowed by
+theirs). Both conditions are measured in the same run, interleaved, so a change in the machine's load falls on
+both. The abuses (``--abuse``, each abuser takes the next in turn):
 
 * ``bulk``: 4,000-character searches (the longest a customer message may be) and 100,000-character parses;
 * ``explain``: turns of brackets nested 2,000 deep with ``?explain=true``, several at once from one address;
@@ -160,40 +161,44 @@ async def _slow_connections(url: str, address: str, count: int, stop: asyncio.Ev
     await asyncio.gather(*(hold() for _ in range(count)))
 
 
-def _slow_process(url: str, shares: list[tuple[str, int]], stop: Any, results: Any) -> None:
-    """Run the slow connections of ``shares`` (address, count) until ``stop`` is set; put how they ended in
-    ``results``. A process of its own: in the customer's event loop, a thousand reconnecting sockets would delay
-    the customer's own turns and be measured as the server's."""
+def _abuse_process(url: str, options: dict[str, Any], stop: Any, results: Any) -> None:
+    """Run the abusers (``_start_abusers`` with ``options``) and ``slow_connections`` half-sent requests from their
+    addresses until ``stop`` is set; put how they were answered in ``results``. A process of its own: in the
+    customer's event loop, the abusers' hundreds of requests a second would delay the customer's own turns and be
+    measured as the server's."""
     async def run() -> None:
         answers: Counter = Counter()
         done = asyncio.Event()
-
-        async def watch() -> None:
-            while not stop.is_set():
-                await asyncio.sleep(0.2)
-            done.set()
-
-        await asyncio.gather(watch(), *(_slow_connections(url, a, n, done, answers) for a, n in shares if n))
+        tasks, clients, used = _start_abusers(url, abusers=options["abusers"], abuse=options["abuse"],
+                                              rotate=options["rotate"], stop=done, answers=answers)
+        total = options["slow_connections"]
+        shares = zip(used, [total // len(used) + (i < total % len(used)) for i in range(len(used))]) if used else ()
+        tasks += [asyncio.create_task(_slow_connections(url, a, n, done, answers)) for a, n in shares if n]
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        done.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for c in clients:
+            await c.aclose()
         results.put(dict(answers))
 
     asyncio.run(run())
 
 
-def _start_slow(url: str, total: int, addresses: list[str]) -> tuple[Any, Any, Any] | None:
-    if not total or not addresses:
+def _start_abuse(url: str, options: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    if not options["abusers"]:
         return None
     context = multiprocessing.get_context("spawn")
     stop, results = context.Event(), context.Queue()
-    shares = list(zip(addresses, [total // len(addresses) + (i < total % len(addresses)) for i in range(len(addresses))]))
-    process = context.Process(target=_slow_process, args=(url, shares, stop, results), name="abuse-bench-slow")
+    process = context.Process(target=_abuse_process, args=(url, options, stop, results), name="abuse-bench-abusers")
     process.start()
     return process, stop, results
 
 
-async def _stop_slow(slow: tuple[Any, Any, Any] | None, answers: Counter) -> None:
-    if slow is None:
+async def _stop_abuse(abuse: tuple[Any, Any, Any] | None, answers: Counter) -> None:
+    if abuse is None:
         return
-    process, stop, results = slow
+    process, stop, results = abuse
     stop.set()
     answers.update(await asyncio.to_thread(results.get))
     await asyncio.to_thread(process.join)
@@ -241,19 +246,13 @@ async def bench(url: str, *, abusers: int, turns: int, rounds: int, pause: float
         k = 0
         for _ in range(rounds):
             for condition in ("alone", "abused"):
-                stop = asyncio.Event()
-                tasks, clients, used = _start_abusers(url, abusers=abusers if condition == "abused" else 0,
-                                                      abuse=abuse, rotate=rotate, stop=stop, answers=answers)
-                slow = _start_slow(url, slow_connections, used)
-                if tasks:
-                    await asyncio.sleep(1.0)  # let the abusers fill the queue first
+                running = _start_abuse(url, {"abusers": abusers if condition == "abused" else 0, "abuse": abuse,
+                                             "rotate": rotate, "slow_connections": slow_connections})
+                if running:
+                    await asyncio.sleep(3.0)  # let the abusers start (a spawned process) and fill the queue first
                 lat, errs = await _customer(customer, turns=turns, pause=pause, start=k)
                 k += turns
-                stop.set()
-                await _stop_slow(slow, answers)
-                await asyncio.gather(*tasks, return_exceptions=True)
-                for c in clients:
-                    await c.aclose()
+                await _stop_abuse(running, answers)
                 samples[condition] += lat
                 errors += errs
                 await asyncio.sleep(1.0)
