@@ -9,7 +9,8 @@ and loaded as JSON stamped with a format version, so a run can say exactly which
 benchmark call it; the evaluation's needs are explicit keyword hooks (an already open pool index, a scorer
 wrapper, a dense-vector seed, an encoder), never flags that change what a spec means.
 
-With no index location the built-in corpus is used: its index is built once into
+Opening (or building) the index is one explicit step, ``ensure_index``; a saved spec records what this machine
+resolved (``dtdialog.spec_resolution``). With no index location the built-in corpus is used: its index is built once into
 ``dtdialog.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
 corpus or another parser gets a fresh index and an unchanged one is reused.
 
@@ -292,9 +293,7 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
         path = Path(index_path) if index_path is not None else None
         location, built = str(path) if path is not None else getattr(index, "backend", ""), False
     else:
-        from dtdialog.index_location import open_spec_index
-
-        index, path, location, built = open_spec_index(spec, rst, progress=progress)
+        index, path, location, built = ensure_index(spec, rst, progress=progress)
     hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors, warm=warm)
     try:
         profile = resolve_profile(path=spec.profile, info=index.info(),
@@ -310,6 +309,15 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     if warm:
         engine.warm_up()
     return engine
+
+
+def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tuple[AnswerIndex, Path | None, str, bool]:
+    """Return ``(index, SQLite path or None, location, built)``: the spec's index opened, built first when missing
+    or when the spec names a corpus (``dtdialog.index_location.open_spec_index``). Its dense vectors are the
+    learned ranker's, encoded before its ranking is made (``dtdialog.ranking.factory.dense_vectors``)."""
+    from dtdialog.index_location import open_spec_index
+
+    return open_spec_index(spec, parser, progress=progress)
 
 
 def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
@@ -331,7 +339,7 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
 
 def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
     """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
-    from dtdialog.ranking.factory import learned_ranking, learned_usable, load_model, resolve_ranker
+    from dtdialog.ranking.factory import dense_vectors, learned_ranking, learned_usable, load_model, resolve_ranker
 
     name = resolve_ranker(spec.ranker)
     model = None
@@ -346,17 +354,16 @@ def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, h
     if spec.ranker_version is not None and version != spec.ranker_version:
         raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
     spec.config.check_ranker("learned")
-    encoder = hooks.encoder
-    if encoder is None and spec.encoder_runtime is not None:
-        from index.dense import DenseEncoder
+    from index.dense import DenseEncoder
 
-        encoder = DenseEncoder(runtime=spec.encoder_runtime)
+    encoder = hooks.encoder or DenseEncoder(runtime=spec.encoder_runtime)
     if hooks.seed_vectors is not None and index_path is not None:
         hooks.seed_vectors(index, index_path)
+    store = dense_vectors(index, index_path, encoder=encoder, progress=progress)  # the one place vectors are encoded
     generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
                                         depth=spec.candidate_depth, encoder=encoder,
                                         require_agreement=spec.learned_require_agreement, progress=progress,
-                                        warm=hooks.warm)
+                                        warm=hooks.warm, store=store)
     if hooks.wrap_scorer is not None:
         scorer = hooks.wrap_scorer(scorer)
     return generator, scorer
