@@ -9,7 +9,8 @@ and loaded as JSON stamped with a format version, so a run can say exactly which
 benchmark call it; the evaluation's needs are explicit keyword hooks (an already open pool index, a scorer
 wrapper, a dense-vector seed, an encoder), never flags that change what a spec means.
 
-With no index location the built-in corpus is used: its index is built once into
+Opening (or building) the index is one explicit step, ``ensure_index``; a saved spec records what this machine
+resolved (``dtdialog.spec_resolution``). With no index location the built-in corpus is used: its index is built once into
 ``dtdialog.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
 corpus or another parser gets a fresh index and an unchanged one is reused.
 
@@ -39,6 +40,7 @@ from parsers.errors import ConfigError, DTDialogError, InputError
 SPEC_FORMAT = 1
 CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 RANKER_CHOICES = (None, "auto", "learned", "rules")
+ENCODER_RUNTIMES = (None, "auto", "onnxruntime", "openvino")
 _PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile")
 
 
@@ -67,6 +69,9 @@ class EngineSpec:
     ranker: ``auto``, ``learned`` or ``rules`` (None: ``$DTDIALOG_RANKER`` or ``auto``); ``auto`` is the learned
         hybrid ranker when the [dense] extra is installed, else the rules (see ``dtdialog.ranking.factory``).
     ranker_model: learned ranker only - the model file (None: the shipped ``ranker-v1.joblib``).
+    ranker_version: learned ranker only - the name in the model's manifest; another model is refused (None: any).
+    encoder_runtime: learned ranker only - the dense encoder's runtime, ``onnxruntime`` or ``openvino`` (None:
+        ``$DTDIALOG_ENCODER_RUNTIME`` or ``auto``).
     learned_require_agreement: learned ranker only - drop candidates whose agreement verdict is negative.
     candidate_depth: learned ranker only - each retriever's list depth (None: the model's training depth).
     sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager).
@@ -83,6 +88,8 @@ class EngineSpec:
     corpus_format: str = "builtin"
     ranker: str | None = None
     ranker_model: str | None = None
+    ranker_version: str | None = None
+    encoder_runtime: str | None = None
     learned_require_agreement: bool = False
     candidate_depth: int | None = None
     sessions_path: str | None = None
@@ -96,12 +103,13 @@ class EngineSpec:
                 setattr(self, name, str(value))
             elif value is not None and not isinstance(value, str):
                 raise ConfigError(f"engine spec: {name} must be a path or null, got {value!r}")
-        for name in ("parser", "index_url"):
+        for name in ("parser", "index_url", "ranker_version"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(f"engine spec: {name} must be a string or null")
         _check_choice("backend", self.backend, BACKENDS)
         _check_choice("corpus_format", self.corpus_format, CORPUS_FORMATS)
         _check_choice("ranker", self.ranker, RANKER_CHOICES)
+        _check_choice("encoder_runtime", self.encoder_runtime, ENCODER_RUNTIMES)
         if self.corpus is not None and self.corpus_format == "builtin":
             raise ConfigError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
         if not isinstance(self.learned_require_agreement, bool):
@@ -116,8 +124,9 @@ class EngineSpec:
 
     def learned_options(self) -> list[str]:
         """Return the learned-ranker-only options this spec sets (they have no effect under the rules)."""
-        return [name for name, unset in (("ranker_model", None), ("learned_require_agreement", False),
-                                         ("candidate_depth", None)) if getattr(self, name) != unset]
+        return [name for name, unset in (("ranker_model", None), ("ranker_version", None), ("encoder_runtime", None),
+                                         ("learned_require_agreement", False), ("candidate_depth", None))
+                if getattr(self, name) != unset]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the spec as a JSON-ready dict stamped with ``format``."""
@@ -141,12 +150,15 @@ class EngineSpec:
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:
-        """Write the spec as JSON to ``path`` (``parsers.files.atomic_write``); return the path."""
+        """Write the spec, resolved here (``dtdialog.spec_resolution.resolve_spec``), as JSON to ``path``
+        (``parsers.files.atomic_write``); return the path."""
+        from dtdialog.spec_resolution import resolve_spec
         from parsers.files import atomic_write_text
 
         path = Path(path)
+        data = resolve_spec(self).to_dict()
         try:
-            atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
+            atomic_write_text(path, json.dumps(data, indent=2) + "\n")
         except OSError as exc:
             raise ConfigError(f"cannot write engine spec {path}: {exc.strerror or exc}") from None
         except InputError as exc:  # a folder, device, FIFO or link there
@@ -155,14 +167,21 @@ class EngineSpec:
 
     @classmethod
     def load(cls, path: str | Path) -> EngineSpec:
-        """Return the spec saved at ``path``; an unreadable file raises ``ConfigError``."""
+        """Return the spec saved at ``path``; an unreadable file, or one this machine cannot build
+        (``dtdialog.spec_resolution.spec_problem``), raises ``ConfigError``."""
+        from dtdialog.spec_resolution import spec_problem
+
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read engine spec {path}: {exc}") from None
         except RecursionError:
             raise ConfigError(f"cannot read engine spec {path}: not valid JSON (nested too deeply)") from None
-        return cls.from_dict(data)
+        spec = cls.from_dict(data)
+        problem = spec_problem(spec)
+        if problem is not None:
+            raise ConfigError(f"engine spec {path} cannot be built here: {problem}")
+        return spec
 
 
 def _check_choice(name: str, value, choices: tuple) -> None:
@@ -274,9 +293,7 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
         path = Path(index_path) if index_path is not None else None
         location, built = str(path) if path is not None else getattr(index, "backend", ""), False
     else:
-        from dtdialog.index_location import open_spec_index
-
-        index, path, location, built = open_spec_index(spec, rst, progress=progress)
+        index, path, location, built = ensure_index(spec, rst, progress=progress)
     hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors, warm=warm)
     try:
         profile = resolve_profile(path=spec.profile, info=index.info(),
@@ -292,6 +309,15 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     if warm:
         engine.warm_up()
     return engine
+
+
+def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tuple[AnswerIndex, Path | None, str, bool]:
+    """Return ``(index, SQLite path or None, location, built)``: the spec's index opened, built first when missing
+    or when the spec names a corpus (``dtdialog.index_location.open_spec_index``). Its dense vectors are the
+    learned ranker's, encoded before its ranking is made (``dtdialog.ranking.factory.dense_vectors``)."""
+    from dtdialog.index_location import open_spec_index
+
+    return open_spec_index(spec, parser, progress=progress)
 
 
 def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
@@ -313,7 +339,7 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
 
 def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
     """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
-    from dtdialog.ranking.factory import learned_ranking, learned_usable, load_model, resolve_ranker
+    from dtdialog.ranking.factory import dense_vectors, learned_ranking, learned_usable, load_model, resolve_ranker
 
     name = resolve_ranker(spec.ranker)
     model = None
@@ -324,13 +350,20 @@ def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, h
             raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
                               "remove it or use --ranker learned")
         return None, None
+    version = str(model.manifest.get("name") or "")
+    if spec.ranker_version is not None and version != spec.ranker_version:
+        raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
     spec.config.check_ranker("learned")
+    from index.dense import DenseEncoder
+
+    encoder = hooks.encoder or DenseEncoder(runtime=spec.encoder_runtime)
     if hooks.seed_vectors is not None and index_path is not None:
         hooks.seed_vectors(index, index_path)
+    store = dense_vectors(index, index_path, encoder=encoder, progress=progress)  # the one place vectors are encoded
     generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
-                                        depth=spec.candidate_depth, encoder=hooks.encoder,
+                                        depth=spec.candidate_depth, encoder=encoder,
                                         require_agreement=spec.learned_require_agreement, progress=progress,
-                                        warm=hooks.warm)
+                                        warm=hooks.warm, store=store)
     if hooks.wrap_scorer is not None:
         scorer = hooks.wrap_scorer(scorer)
     return generator, scorer

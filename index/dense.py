@@ -69,19 +69,20 @@ def select_encoder(name: str) -> None:
 class DenseEncoder:
     """Encodes texts into L2-normalised float32 vectors with the int8 ONNX MiniLM; the model loads on first use.
 
-    ``batch_size`` must be positive. Every default encoder shares the process's one ONNX session
-    (``parsers.encoder.shared_encoder``); ``model_path`` is kept for old saved settings and must be None.
+    ``batch_size`` must be positive. Every default encoder shares the process's one ONNX session of its
+    ``runtime`` (``parsers.encoder.shared_encoder``; None: ``$DTDIALOG_ENCODER_RUNTIME``); ``model_path`` is kept
+    for old saved settings and must be None.
     After ``select_encoder("torch")`` it runs the fp32 ``TorchEncoder`` instead.
     """
 
-    def __init__(self, model_path: str | Path | None = None, batch_size: int = 64) -> None:
+    def __init__(self, model_path: str | Path | None = None, batch_size: int = 64, runtime: str | None = None) -> None:
         if batch_size < 1:
             raise ConfigError(f"batch_size must be positive, got {batch_size}")
         if model_path is not None:
             raise ConfigError("DenseEncoder runs the shipped ONNX MiniLM; use TorchEncoder for another model folder")
         self.model_path = None
         self.batch_size = batch_size
-        self._impl = TorchEncoder(batch_size=batch_size) if _backend == "torch" else shared_encoder()
+        self._impl = TorchEncoder(batch_size=batch_size) if _backend == "torch" else shared_encoder(runtime=runtime)
         self.model_id = self._impl.model_id
 
     @property

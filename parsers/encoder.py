@@ -86,6 +86,32 @@ def _default_runtime() -> str:
     return os.environ.get("DTDIALOG_ENCODER_RUNTIME", "auto")
 
 
+def resolved_runtime(runtime: str | None = None) -> str:
+    """Return the runtime ``runtime`` (default ``$DTDIALOG_ENCODER_RUNTIME``) picks here: ``auto`` is ``openvino``
+    on a CPU with bfloat16 units where OpenVINO is installed, else ``onnxruntime``."""
+    from parsers import encoder_openvino as ovr
+
+    runtime = runtime or _default_runtime()
+    if runtime != "auto":
+        return runtime
+    return "openvino" if ovr.available() and ovr.computes_bf16() else "onnxruntime"
+
+
+def runtime_problem(runtime: str) -> str | None:
+    """Return in one phrase why the encoder ``runtime`` cannot run here, or None when it can."""
+    from parsers import encoder_openvino as ovr
+
+    if runtime not in RUNTIMES:
+        return f"unknown encoder runtime {runtime!r} (expected one of {', '.join(RUNTIMES)})"
+    if runtime == "openvino" and not ovr.available():
+        return f"the openvino encoder runtime is not installed ({ovr.INSTALL_HINT})"
+    if runtime == "openvino" and not ovr.computes_bf16():
+        return "the openvino encoder runtime needs a CPU with bfloat16 units"
+    if runtime != "openvino" and not onnx_available():
+        return f"the onnxruntime encoder runtime or its MiniLM files are missing ({INSTALL_HINT})"
+    return None
+
+
 def int8_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA256) -> Path:
     """Return the shipped graph with its MatMuls computing in int8, derived once into ``data_home()/models``.
 
@@ -531,10 +557,10 @@ _shared: dict[tuple[str, str], OnnxMiniLM] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_encoder(arithmetic: str = "float") -> OnnxMiniLM:
-    """Return the process's one encoder of that arithmetic and ``DTDIALOG_ENCODER_RUNTIME`` (one session shared
-    by its users: ``float`` for dense retrieval, ``int8`` for the neural parser)."""
-    key = (arithmetic, _default_runtime())
+def shared_encoder(arithmetic: str = "float", runtime: str | None = None) -> OnnxMiniLM:
+    """Return the process's one encoder of that arithmetic and runtime (default ``DTDIALOG_ENCODER_RUNTIME``): one
+    session shared by its users (``float`` for dense retrieval, ``int8`` for the neural parser)."""
+    key = (arithmetic, runtime or _default_runtime())
     with _shared_lock:
         if key not in _shared:
             _shared[key] = OnnxMiniLM(arithmetic=arithmetic, runtime=key[1])

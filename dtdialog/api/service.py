@@ -312,7 +312,7 @@ class EngineService:
                         from dtdialog.assembly import engine_parser_name
                         from parsers.base import get_parser
 
-                        self._parser = get_parser(engine_parser_name(self.settings.parser))
+                        self._parser = get_parser(engine_parser_name(self.settings.engine.parser))
         return self._parser
 
     def tree_parser(self) -> Any:
@@ -321,8 +321,8 @@ class EngineService:
         from dtdialog.assembly import engine_parser_name
         from parsers.base import default_parser_name, get_parser
 
-        name = self.settings.parser or default_parser_name()
-        if name == engine_parser_name(self.settings.parser):
+        name = self.settings.engine.parser or default_parser_name()
+        if name == engine_parser_name(self.settings.engine.parser):
             return self.parser()
         if self._tree_parser is None:
             with self._load_lock:
@@ -331,16 +331,13 @@ class EngineService:
         return self._tree_parser
 
     def engine_spec(self, *, index_path=None):
-        """Return the ``EngineSpec`` of the settings (``index_path``: a freshly rebuilt index file to open instead)."""
-        from dtdialog.assembly import EngineSpec
+        """Return the settings' ``EngineSpec`` (``index_path``: a freshly rebuilt index file to open instead)."""
+        from dataclasses import replace
 
-        s = self.settings
-        if index_path is not None:
-            return EngineSpec(parser=s.parser, backend="sqlite", index_path=index_path, ranker=s.ranker,
-                              sessions_path=s.sessions_path, profile=s.profile)
-        return EngineSpec(parser=s.parser, backend=s.backend, index_path=s.index_path, index_url=s.index_url,
-                          corpus=s.corpus, corpus_format=s.corpus_format if s.corpus is not None else "builtin",
-                          ranker=s.ranker, sessions_path=s.sessions_path, profile=s.profile)
+        if index_path is None:
+            return self.settings.engine
+        return replace(self.settings.engine, backend="sqlite", index_path=str(index_path), index_url=None,
+                       corpus=None, corpus_format="builtin")
 
     def profile(self) -> Any:
         """Return the ``Profile`` the served bot speaks: the loaded engine's, else read without loading the engine
@@ -350,11 +347,11 @@ class EngineService:
             return runtime.profile
         from dtdialog.profile import resolve_profile
 
-        s = self.settings
+        spec, index = self.settings.engine, self.settings.index_path
         info: dict[str, Any] = {}
-        if s.backend == "sqlite" and s.index_path is not None and s.corpus is None and s.index_path.is_file():
-            info = _index_info(s.index_path)
-        return resolve_profile(path=s.profile, info=info, builtin=s.index_path is None and s.corpus is None)
+        if spec.backend == "sqlite" and index is not None and spec.corpus is None and index.is_file():
+            info = _index_info(index)
+        return resolve_profile(path=spec.profile, info=info, builtin=index is None and spec.corpus is None)
 
     def build_engine(self, *, index_path=None) -> Any:
         """Return a new ``Engine`` built from the settings (see ``engine_spec``), sharing the loaded parser."""

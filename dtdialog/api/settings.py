@@ -11,8 +11,6 @@ from dtdialog.api.ip_groups import IPV6_PREFIX
 from parsers.errors import ConfigError
 from parsers.text_input import MAX_CHARS
 
-#: Backends the service knows how to open; the index registry gives the final word.
-KNOWN_BACKENDS = ("sqlite", "elasticsearch")
 API_KEY_ENV = "DTDIALOG_API_KEY"
 #: Host headers always answered: this machine's own names (a DNS-rebinding page never sends these).
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -30,12 +28,23 @@ def _default_sessions_path() -> Path:
     return sessions_path()
 
 
-@dataclass
-class ApiSettings:
-    """Everything ``create_app`` needs.
+def _default_engine():
+    from dtdialog.assembly import EngineSpec
 
-    ``index_path`` None means "the engine's default index over the built-in corpus" (or over ``corpus``);
-    with both ``index_path`` and ``corpus`` the engine rebuilds ``index_path`` from ``corpus`` at start-up.
+    return EngineSpec()
+
+
+#: ``EngineSpec`` fields ``ApiSettings(...)`` also takes as keywords, a shorthand the tests and embedding code use:
+#: they make ``engine`` (``ApiSettings(index_path=p)`` is ``ApiSettings(engine=EngineSpec(index_path=p))``).
+ENGINE_KEYWORDS = ("index_path", "backend", "index_url", "corpus", "corpus_format", "parser", "ranker", "profile",
+                   "sessions_path")
+
+
+@dataclass
+class _ApiSettingsFields:
+    """Everything ``create_app`` needs: the engine it serves (``engine``) and the server's own settings.
+
+    ``engine.sessions_path`` None means the store ``dtdialog chat`` uses (``$DTDIALOG_HOME/sessions.sqlite``).
     ``api_key`` None means index writes (``POST /index/*``) and the answer history are refused (403
     ``index_writes_disabled``); ``GET /index`` stays open then.
     ``rebuild_roots`` lists the server-side folders ``POST /index/rebuild`` may read a corpus from.
@@ -43,15 +52,9 @@ class ApiSettings:
     a per-client budget of engine seconds and a bounded wait for the engine.
     """
 
-    index_path: Path | None = None
-    backend: str = "sqlite"
-    index_url: str | None = None
-    corpus: Path | None = None
-    corpus_format: str = "jsonl"
-    parser: str | None = None
-    #: answer ranking (``auto``/``learned``/``rules``); None: ``$DTDIALOG_RANKER`` or ``auto``
-    ranker: str | None = None
-    sessions_path: Path = field(default_factory=_default_sessions_path)
+    #: the ``EngineSpec`` of the served engine; with both an index path and a corpus the engine rebuilds the
+    #: index from the corpus at start-up
+    engine: Any = field(default_factory=_default_engine)
     api_key: str | None = None
     max_body_bytes: int = 1_000_000
     #: limit of a text that is not a dialogue turn (parse, search, indexed answers); turns have the engine's
@@ -102,25 +105,20 @@ class ApiSettings:
     body_timeout: float = 30.0
     max_connections_per_client: int = 32
     max_connections: int = 2048
-    #: a profile YAML file whose wording the bot speaks (None: the one stored in the index, else the built-in
-    #: corpus's, else the generic one; ``dtdialog.profile``)
-    profile: Path | None = None
 
     def __post_init__(self) -> None:
-        self.index_path = Path(self.index_path) if self.index_path is not None else None
-        self.profile = Path(self.profile) if self.profile is not None else None
-        self.corpus = Path(self.corpus) if self.corpus is not None else None
-        self.sessions_path = Path(self.sessions_path)
+        from dataclasses import replace
+
+        from dtdialog.assembly import EngineSpec
+
+        if isinstance(self.engine, dict):
+            self.engine = EngineSpec.from_dict(self.engine)
+        if not isinstance(self.engine, EngineSpec):
+            raise ConfigError("engine must be an engine spec")
+        if self.engine.sessions_path is None:
+            self.engine = replace(self.engine, sessions_path=str(_default_sessions_path()))
         self.shared_dir = Path(self.shared_dir) if self.shared_dir is not None else None
         self.rebuild_roots = tuple(Path(p).resolve() for p in self.rebuild_roots)
-        if not isinstance(self.backend, str) or not self.backend:
-            raise ConfigError("backend must be a non-empty name, e.g. 'sqlite'")
-        if self.backend not in KNOWN_BACKENDS:
-            raise ConfigError(f"unknown index backend {self.backend!r}; expected one of {', '.join(KNOWN_BACKENDS)}")
-        if self.ranker is not None:
-            from dtdialog.ranking.factory import resolve_ranker
-
-            self.ranker = resolve_ranker(self.ranker)  # an unknown name fails at start-up, not on the first chat
         if self.api_key is not None and len(self.api_key) < 8:
             raise ConfigError(f"the API key ({API_KEY_ENV}) must be at least 8 characters long")
         for name in ("max_body_bytes", "max_text_chars", "max_documents_per_request"):
@@ -194,6 +192,21 @@ class ApiSettings:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < float("inf"):
                 raise ConfigError(f"{name} must be a number of seconds of at least {low:g}, got {value!r}")
 
+    @property
+    def index_path(self) -> Path | None:
+        """The engine's SQLite index file (None: the built-in corpus's, or the one built from its corpus)."""
+        return Path(self.engine.index_path) if self.engine.index_path is not None else None
+
+    @property
+    def backend(self) -> str:
+        """The engine's index backend."""
+        return self.engine.backend
+
+    @property
+    def sessions_path(self) -> Path:
+        """The engine's session store."""
+        return Path(self.engine.sessions_path)
+
     @classmethod
     def from_env(cls, **overrides: Any) -> ApiSettings:
         """Return settings whose API key comes from ``DTDIALOG_API_KEY`` unless ``api_key`` is given; None values in ``overrides`` are ignored."""
@@ -213,7 +226,10 @@ class ApiSettings:
     @classmethod
     def from_worker_data(cls, data: dict[str, Any]) -> ApiSettings:
         """Return the settings ``to_worker_data`` gave (validated again)."""
+        from dtdialog.assembly import EngineSpec
+
         data = dict(data)
+        data["engine"] = EngineSpec.from_dict(data["engine"])
         data["rebuild_roots"] = tuple(data.get("rebuild_roots") or ())
         data["allowed_hosts"] = tuple(data.get("allowed_hosts") or ())
         return cls(**data)
@@ -221,6 +237,7 @@ class ApiSettings:
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as plain values, with the API key masked."""
         data = asdict(self)
+        data["engine"] = self.engine.to_dict()
         data["api_key"] = "***" if self.api_key else None
         for key, value in data.items():
             if isinstance(value, Path):
@@ -228,6 +245,21 @@ class ApiSettings:
         data["rebuild_roots"] = [str(p) for p in self.rebuild_roots]
         data["allowed_hosts"] = list(self.allowed_hosts)
         return data
+
+
+class ApiSettings(_ApiSettingsFields):
+    """The API's settings (``_ApiSettingsFields``); the ``ENGINE_KEYWORDS`` are accepted as a shorthand for
+    ``engine``, never beside it."""
+
+    def __init__(self, engine: Any = None, **values: Any) -> None:
+        given = {name: values.pop(name) for name in ENGINE_KEYWORDS if name in values}
+        if engine is None:
+            from dtdialog.assembly import EngineSpec
+
+            engine = EngineSpec(**given)
+        elif given:
+            raise ConfigError(f"give the engine spec or its fields ({', '.join(given)}), not both")
+        super().__init__(engine=engine, **values)
 
 
 def max_workers() -> int:

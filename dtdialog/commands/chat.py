@@ -13,41 +13,23 @@ import threading
 import traceback
 from pathlib import Path
 
+from dtdialog.commands.engine_args import add_engine_arguments, spec_from_args
 from parsers.errors import DTDialogError, InputError, StorageError
 from parsers.storage import storage_error
 
 NAME = "chat"
 HELP = ("chat with the support assistant (the project's index in a dtdialog.yaml folder, else the built-in "
         "car-repair corpus); --script replays user turns")
-CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 QUIT_WORDS = frozenset({"quit", "exit", "/quit", "/exit", "bye"})
 #: A script file larger than this is refused (it is a list of user turns, not a corpus).
 MAX_SCRIPT_BYTES = 5_000_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--corpus", type=Path, default=None, help="dialogue corpus to answer from (with --format)")
-    parser.add_argument("--format", dest="fmt", choices=CORPUS_FORMATS, default=None,
-                        help="corpus format (default: builtin, the shipped car-repair corpus)")
-    parser.add_argument("--profile", type=Path, default=None, metavar="FILE",
-                        help="domain profile YAML whose wording the bot speaks (default: the one stored in the index)")
-    parser.add_argument("--index", type=Path, default=None,
-                        help="SQLite index file to use; a missing one is an error unless --build or --corpus is given")
-    parser.add_argument("--build", action="store_true",
-                        help="build a missing --index from --corpus (default: the built-in corpus) first")
-    parser.add_argument("--backend", choices=("sqlite", "elasticsearch"), default="sqlite",
-                        help="index backend (default: sqlite)")
-    parser.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
-    parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the parser "
-                        "the shipped ranker was trained with, rules)")
-    parser.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
-                        help="answer ranking: auto (default, or $DTDIALOG_RANKER) = the learned hybrid ranker when "
-                             "the [dense] extra is installed, else the rule scorer; learned; rules (the paper's)")
+    add_engine_arguments(parser)
     parser.add_argument("--script", type=Path, default=None,
                         help="replay user turns from this file (one per line; blank lines and '#' lines skipped)")
     parser.add_argument("--session", default=None, metavar="ID", help="resume the session with this id")
-    parser.add_argument("--sessions", type=Path, default=None,
-                        help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")
     parser.add_argument("--explain", nargs="?", const="summary", default=None, choices=("summary", "details"),
                         help="print each turn's trace (DT-Q, queries, scores, chains) and why the reply was chosen, "
                              "in plain words; --explain=details adds the ranker's per-feature contributions")
@@ -71,9 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar while building the index")
     parser.add_argument("--no-why", dest="why", action="store_false",
                         help="do not print the short plain-language reason under each answer")
-    parser.add_argument("--engine", type=Path, default=None, metavar="SPEC.json",
-                        help="run the engine a saved spec describes (see --save-engine); not with the options above "
-                             "that choose an engine")
     parser.add_argument("--save-engine", type=Path, default=None, metavar="SPEC.json",
                         help="write the engine the other options describe as a JSON spec, then exit")
 
@@ -202,44 +181,22 @@ def run(args: argparse.Namespace) -> int:
             engine.close()
 
 
-#: The chat options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
-ENGINE_OPTIONS = {"corpus": None, "fmt": None, "index": None, "build": False, "profile": None, "backend": "sqlite",
-                  "es_url": None, "parser": None,
-                  "ranker": None, "agreement_table": None, "overlap_scope": "relation", "clarify_margin": None,
-                  "clarify_ratio": None}
+#: The chat options beside ``ENGINE_OPTIONS`` that shape the engine, with their defaults.
+CHAT_ENGINE_OPTIONS = {"agreement_table": None, "overlap_scope": "relation", "clarify_margin": None,
+                       "clarify_ratio": None}
 
 
 def engine_spec(args: argparse.Namespace):
     """Return the ``EngineSpec`` the chat options describe (or the saved one ``--engine`` names)."""
-    from dataclasses import replace
-
-    from dtdialog.assembly import EngineSpec
     from dtdialog.engine_config import EngineConfig
-    from dtdialog.paths import sessions_path
 
-    if args.engine is not None:
-        given = [name for name, default in ENGINE_OPTIONS.items() if getattr(args, name) != default]
-        if given:
-            names = ", ".join("--" + ("format" if n == "fmt" else n.replace("_", "-")) for n in given)
-            raise InputError(f"--engine {args.engine} describes the whole engine; drop {names} or edit the spec")
-        spec = EngineSpec.load(args.engine)
-        if args.sessions is not None or spec.sessions_path is None:
-            spec = replace(spec, sessions_path=str(args.sessions or sessions_path()))
-        return spec
-
-    from dtdialog.project import engine_target
-
-    target = engine_target(index=args.index, corpus=args.corpus, corpus_format=args.fmt, profile=args.profile,
-                           backend=args.backend, build=args.build)
     options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
     if args.clarify_margin is not None:
         options["clarify_margin"] = args.clarify_margin
     if args.clarify_ratio is not None:
         options["clarify_ratio"] = args.clarify_ratio
-    index, corpus, fmt, profile = target.index, target.corpus, target.corpus_format or "builtin", target.profile
-    return EngineSpec(parser=args.parser, backend=args.backend, index_path=index, index_url=args.es_url,
-                      corpus=corpus, corpus_format=fmt, ranker=args.ranker, profile=profile,
-                      sessions_path=args.sessions or sessions_path(), config=EngineConfig(**options))
+    return spec_from_args(args, extra_options=CHAT_ENGINE_OPTIONS,
+                          config=None if args.engine is not None else EngineConfig(**options))
 
 
 def _shown(line: str, limit: int = 300) -> str:

@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from dtdialog.commands.engine_args import add_engine_arguments, spec_from_args
 from parsers.errors import ConfigError
 
 NAME = "serve"
@@ -18,25 +19,7 @@ HELP = "Run the search API and the web chat page (FastAPI + uvicorn)."
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
-    parser.add_argument("--index", type=Path, default=None,
-                        help="SQLite answer index; a missing one is an error unless --build or --corpus is given (default: "
-                             "the project's, or the built-in corpus's index in $DTDIALOG_HOME, as dtdialog chat)")
-    parser.add_argument("--build", action="store_true",
-                        help="build a missing --index from --corpus (default: the built-in corpus) first")
-    parser.add_argument("--backend", default="sqlite", help="index backend: sqlite or elasticsearch")
-    parser.add_argument("--es-url", default=None, help="Elasticsearch URL for --backend elasticsearch")
-    parser.add_argument("--corpus", type=Path, default=None,
-                        help="dialogue corpus to index at start-up (default: the built-in corpus, indexed once)")
-    parser.add_argument("--format", dest="corpus_format", default=None,
-                        help="format of --corpus: jsonl (default), csv, mechanics, twitter or irc")
-    parser.add_argument("--profile", type=Path, default=None, metavar="FILE",
-                        help="domain profile YAML whose wording the bot and the page use (default: the one stored "
-                             "in the index)")
-    parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the built-in)")
-    parser.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
-                        help="answer ranking: auto (default, or $DTDIALOG_RANKER), learned or rules")
-    parser.add_argument("--sessions", type=Path, default=None,
-                        help="SQLite file holding the sessions (default: $DTDIALOG_HOME/sessions.sqlite, shared with `dtdialog chat`)")
+    add_engine_arguments(parser)
     parser.add_argument("--rebuild-root", type=Path, action="append", default=None, dest="rebuild_roots",
                         help="folder POST /index/rebuild may read a corpus from (repeatable; default: none)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="request body limit (default 1000000)")
@@ -155,26 +138,12 @@ def api_key(key_file: Path | None) -> str | None:
     return key
 
 
-def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; return 0. The API key comes from ``--api-key-file`` or ``DTDIALOG_API_KEY``, never argv."""
-    import uvicorn
+def settings_from_args(args: argparse.Namespace):
+    """Return the ``ApiSettings`` the options describe: the engine of ``spec_from_args`` and the server's options."""
+    from dtdialog.api import ApiSettings
 
-    from dtdialog.api import ApiSettings, create_app
-    from dtdialog.api.app import LOG_FORMAT
-
-    if not 0 < args.port < 65536:
-        raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
-    proxies = forwarded_allow_ips(args.forwarded_allow_ips)
-    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
-    from dtdialog.project import engine_target
-
-    target = engine_target(index=args.index, corpus=args.corpus, corpus_format=args.corpus_format,
-                           profile=args.profile, backend=args.backend, build=args.build)
-    index, corpus, corpus_format, profile = target.index, target.corpus, target.corpus_format, target.profile
-    settings = ApiSettings.from_env(
-        index_path=index, backend=args.backend, index_url=args.es_url, corpus=corpus, corpus_format=corpus_format,
-        parser=args.parser, ranker=args.ranker, profile=profile,
-        sessions_path=args.sessions, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
+    return ApiSettings.from_env(
+        engine=spec_from_args(args), max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
         rebuild_roots=tuple(args.rebuild_roots or ()), preload=args.preload,
         warm_up_in_background=not (args.preload or args.lazy), api_key=api_key(args.api_key_file),
         allowed_hosts=allowed_hosts(args.host, args.allowed_hosts), session_rate=args.session_rate,
@@ -185,6 +154,20 @@ def run(args: argparse.Namespace) -> int:
         header_timeout=args.header_timeout, body_timeout=args.body_timeout,
         max_connections_per_client=args.max_connections_per_client, max_connections=args.max_connections,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; return 0. The API key comes from ``--api-key-file`` or ``DTDIALOG_API_KEY``, never argv."""
+    import uvicorn
+
+    from dtdialog.api import create_app
+    from dtdialog.api.app import LOG_FORMAT
+
+    if not 0 < args.port < 65536:
+        raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
+    proxies = forwarded_allow_ips(args.forwarded_allow_ips)
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    settings = settings_from_args(args)
     if args.host.strip("[]") in ANY_INTERFACE and "*" not in settings.allowed_hosts:
         logging.getLogger("dtdialog.api").warning(
             "serving on every interface, but only requests whose Host header is one of %s are answered "
@@ -266,10 +249,10 @@ def _worker_app(settings, args: argparse.Namespace, proxies: list[str]) -> tuple
 
     settings = dataclasses.replace(settings, shared_dir=shared_quota_dir(args.port))
     prepare_engine(settings)
-    if settings.corpus is not None and settings.index_path is not None:
+    if settings.engine.corpus is not None and settings.index_path is not None:
         # --corpus with --index rebuilds the index at every load: built now, the workers open it (N rebuilds of
         # one file at once would find it locked)
-        settings = dataclasses.replace(settings, corpus=None)
+        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, corpus=None))
     os.environ[WORKER_SETTINGS_ENV] = json.dumps({"settings": settings.to_worker_data(), "log_level": args.log_level})
     return "dtdialog.api.app:worker_app", {
         "factory": True, "workers": settings.workers, "host": args.host, "port": args.port,

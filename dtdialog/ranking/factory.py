@@ -97,9 +97,17 @@ def load_model(name: str, path: str | Path | None, *, deferred: bool = False):
         return None
 
 
+def dense_vectors(index: AnswerIndex, index_path: str | Path | None, *, encoder, progress: bool):
+    """Return the dense store beside a SQLite index, encoding the answers it lacks first (None over
+    Elasticsearch, whose documents hold their vectors): the index build's dense step."""
+    if index_path is None:
+        return None
+    return _store_for(index, Path(index_path), encoder=encoder, progress=progress)
+
+
 def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model, config: EngineConfig,
                     depth: int | None = None, encoder=None, require_agreement: bool = False, progress: bool = True,
-                    warm: bool = True):
+                    warm: bool = True, store=None):
     """Return ``(generator, scorer)`` of the learned ranker over ``index`` (``learned_usable`` said it can run).
 
     ``depth`` is the candidate-list depth of each retriever; by default the one the model was trained on.
@@ -107,12 +115,14 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
     False: the model was trained with agreement as a feature, and on the built-in dialogues the hard filter on
     top of it cost 40 points of step-1 accuracy (docs/ranking.md).
     ``warm=False`` leaves the query encoder and spaCy to load on first use, or in ``warm_up_scorer``.
+    ``store``: the dense store ``dense_vectors`` returned (None: it is opened, or built, here).
     """
     from dtdialog.ranking.learned_scorer import LearnedScorer
     from dtdialog.ranking.signals import SignalExtractor
 
     depth = depth or int(model.manifest.get("k") or config.candidates)  # the list depth the model was trained on
-    generator, dense = _hybrid_generator(index, index_path, depth=depth, encoder=encoder, progress=progress)
+    generator, dense = _hybrid_generator(index, index_path, depth=depth, encoder=encoder, progress=progress,
+                                         store=store)
     sg_store = _sg_store(index, index_path, progress=progress) if model.uses_sg else None
     scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store),
                            config=config, require_agreement=require_agreement)
@@ -123,7 +133,8 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
     return generator, scorer
 
 
-def _hybrid_generator(index: AnswerIndex, index_path: str | Path | None, *, depth: int, encoder, progress: bool):
+def _hybrid_generator(index: AnswerIndex, index_path: str | Path | None, *, depth: int, encoder, progress: bool,
+                      store=None):
     """Return ``(generator, dense signals)``: vectors beside a SQLite file, or inside an Elasticsearch index."""
     from dtdialog.ranking.dense_signals import DenseSignals
     from dtdialog.ranking.hybrid_generator import HybridGenerator
@@ -135,7 +146,7 @@ def _hybrid_generator(index: AnswerIndex, index_path: str | Path | None, *, dept
         dense = es_dense_signals(index, encoder=encoder or DenseEncoder())
         return ElasticHybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth), dense
     encoder = encoder or DenseEncoder()
-    store = _store_for(index, Path(index_path), encoder=encoder, progress=progress)
+    store = store or _store_for(index, Path(index_path), encoder=encoder, progress=progress)
     dense = DenseSignals(store=store, encoder=encoder)
     return HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth), dense
 

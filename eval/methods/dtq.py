@@ -56,10 +56,11 @@ class DTQMethod(RankingMethod):
         from parsers.base import get_parser
 
         self.close()
-        parser = get_parser(engine_parser_name(self.parser_name))
+        parser_name = engine_parser_name(self.parser_name)
+        parser = get_parser(parser_name)
         path, self.build_report = pool_index(pool, parser=parser, progress=self.progress)
         config = EngineConfig() if self.candidates is None else EngineConfig(candidates=self.candidates)
-        spec = EngineSpec(ranker=self.ranker, ranker_model=self.ranker_model, config=config,
+        spec = EngineSpec(parser=parser_name, ranker=self.ranker, ranker_model=self.ranker_model, config=config,
                           learned_require_agreement=bool(self.require_agreement))
         # a question of the ranker's training pool is scored by the fold model that held it out
         engine = build_engine(spec, progress=self.progress, parser=parser,

@@ -9,6 +9,7 @@ import pytest
 from data.model import Dialogue, Turn
 from dtdialog.assembly import SPEC_FORMAT, EngineSpec, build_engine
 from dtdialog.engine_config import RULE_SCORER_ONLY, EngineConfig
+from dtdialog.spec_resolution import resolve_spec
 from parsers.errors import ConfigError, InputError
 
 
@@ -45,7 +46,8 @@ def test_spec_round_trips_through_json(tmp_path):
     data = json.loads(saved.read_text())
     assert data["format"] == SPEC_FORMAT and data["config"]["candidates"] == 7
     again = EngineSpec.load(saved)
-    assert again == spec and again.config.clarify_margin == 0.1
+    assert again == resolve_spec(spec) and again.config.clarify_margin == 0.1
+    assert (again.parser, again.ranker, again.candidate_depth) == ("rules", "learned", 40)
     assert EngineSpec.from_dict(EngineSpec().to_dict()) == EngineSpec()
 
 
