@@ -22,7 +22,6 @@ options (``ranker_model``, ``learned_require_agreement``, ``candidate_depth``) u
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 from dtdialog.engine_config import EngineConfig
 from dtdialog.profile import Profile, resolve_profile
 from dtdialog.selector import AnswerSelector
+from dtdialog.spec_resolution import engine_parser_name
 from index.base import AnswerIndex
 from index.registry import BACKENDS
 from parsers.base import RSTParser, get_parser
@@ -42,19 +42,6 @@ CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 RANKER_CHOICES = (None, "auto", "learned", "rules")
 ENCODER_RUNTIMES = (None, "auto", "onnxruntime", "openvino")
 _PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile")
-
-
-#: The parser the shipped ranker (``ranker-v1``) and its calibrator were trained with. The engine keeps it when
-#: none is named, although ``neural`` is the better parser on GUM: the ranker's DT features were fitted on these
-#: trees, with neural trees retrained they add nothing or cost P@1 (docs/eval_issue15/downstream.md), and they
-#: would cost the index build and every turn a MiniLM pass.
-ENGINE_PARSER = "rules"
-
-
-def engine_parser_name(name: str | None = None) -> str:
-    """Return the parser an engine or the index it reads uses: ``name``, else ``$DTDIALOG_PARSER``, else
-    ``ENGINE_PARSER``."""
-    return name or os.environ.get("DTDIALOG_PARSER") or ENGINE_PARSER
 
 
 @dataclass

@@ -13,6 +13,19 @@ from typing import Any
 
 from parsers.errors import ModelNotAvailableError
 
+#: The parser the shipped ranker (``ranker-v1``) and its calibrator were trained with. The engine keeps it when
+#: none is named, although ``neural`` is the better parser on GUM: the ranker's DT features were fitted on these
+#: trees, with neural trees retrained they add nothing or cost P@1 (docs/eval_issue15/downstream.md), and they
+#: would cost the index build and every turn a MiniLM pass.
+ENGINE_PARSER = "rules"
+
+
+def engine_parser_name(name: str | None = None) -> str:
+    """Return the parser an engine or the index it reads uses: ``name``, else ``$DTDIALOG_PARSER``, else
+    ``ENGINE_PARSER``."""
+    return name or os.environ.get("DTDIALOG_PARSER") or ENGINE_PARSER
+
+
 _PATHS = ("index_path", "corpus", "ranker_model", "profile", "sessions_path")
 
 
@@ -23,7 +36,6 @@ def resolve_spec(spec: Any) -> Any:
     vectors, so it stays ``auto``); under the learned ranker the model's version and the encoder runtime are
     recorded. A learned ranker whose model cannot be read raises ``ModelNotAvailableError``.
     """
-    from dtdialog.assembly import engine_parser_name
     from dtdialog.ranking.factory import resolve_ranker
     from parsers.encoder import resolved_runtime
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from dtdialog.assembly import ENGINE_PARSER, engine_parser_name
+from dtdialog.spec_resolution import ENGINE_PARSER, engine_parser_name
 from parsers import base
 from parsers.neural.encoder import encoder_id
 from parsers.neural.model import MANIFEST_FILE, WEIGHTS_FILE
