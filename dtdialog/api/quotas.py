@@ -53,6 +53,11 @@ LIGHT_USAGE_S = 2.0
 #: A turn with at most this many characters (and no pictures) is cheap: the call a light client may run on the
 #: slot kept for light clients. A 4,000-character turn takes the engine ten times as long as a 200-character one.
 CHEAP_TURN_CHARS = 500
+#: A client refused again within ``REFUSAL_MEMORY_S`` of its last refusal gets the next one after this many seconds:
+#: a script that ignores ``Retry-After`` and asks in a loop then asks once a second instead of hundreds of times,
+#: each of which costs the server as much as a turn costs the engine.
+REFUSAL_DELAY_S = 1.0
+REFUSAL_MEMORY_S = 10.0
 #: The key all clients' new sessions are counted under for ``global_session_rate``.
 ALL_CLIENTS = "all"
 _RATE_WHAT = {"session": "new sessions", "turn": "turns", "search": "searches and parses"}
@@ -288,6 +293,7 @@ class Quotas:
         # start times of the calls each client has running: their time counts against the budget as it passes
         self._in_flight: dict[str, dict[int, float]] = {}
         self._calls = itertools.count()
+        self._refused: dict[str, float] = {}  # when each client was last refused (``refuse``)
         # engine threads run session calls side by side: one purge at a time, and the live-session count and
         # the new session it admits are one step (two creations could otherwise both pass at the cap)
         self._sessions_lock = threading.Lock()
@@ -369,6 +375,17 @@ class Quotas:
         if cost > 0:
             self._budget.hit(self._budget_item, "engine", client, cost=cost)
 
+    async def refuse(self, client: str, error: ApiError) -> None:
+        """Raise ``error`` (a refusal), after ``REFUSAL_DELAY_S`` when ``client`` was refused moments ago too."""
+        now = time.monotonic()
+        last = self._refused.get(client)
+        self._refused[client] = now
+        if len(self._refused) > 10_000:  # forget the clients refused long ago
+            self._refused = {c: t for c, t in self._refused.items() if now - t < REFUSAL_MEMORY_S}
+        if last is not None and now - last < REFUSAL_MEMORY_S:
+            await asyncio.sleep(REFUSAL_DELAY_S)
+        raise error
+
     async def run(self, request: Request, fn: Callable[[], T], *, lane: str = BULK, cheap: bool = False) -> T:
         """Return ``fn()`` computed on an engine thread, within ``request``'s client's budget and fair turn.
 
@@ -378,7 +395,10 @@ class Quotas:
         """
         service = get_service(request)
         client = client_id(request, self.settings)
-        self.check_budget(client)
+        try:
+            self.check_budget(client)
+        except ApiError as refused:
+            await self.refuse(client, refused)
         spent = [0.0]
         call = next(self._calls)
 
@@ -469,9 +489,12 @@ def rate_limit(kind: str) -> Callable[[Request], Any]:
     async def check(request: Request) -> None:
         quotas = get_quotas(request)
         client = client_id(request, quotas.settings)
-        if kind == "session":
-            quotas.check_session_rate(client)
-        else:
-            quotas.check_rate(kind, client)
+        try:
+            if kind == "session":
+                quotas.check_session_rate(client)
+            else:
+                quotas.check_rate(kind, client)
+        except ApiError as refused:
+            await quotas.refuse(client, refused)
 
     return check

@@ -169,3 +169,32 @@ def test_webhook_senders_count_against_the_clients_session_rate(app_client):
     # a conversation already going on is not a new session
     again = client.post("/webhooks/rest/webhook", json={"sender": "sender-1", "message": "it is a 2012 Honda"})
     assert again.status_code == 200, again.text
+
+
+def test_a_client_asking_again_while_refused_waits_before_each_refusal(tmp_path, monkeypatch):
+    """The probe's scripts ignored Retry-After: hundreds of refusals a second cost the server's event loop (and,
+    through the GIL, the engine) as much as the turns they were refused."""
+    from dtdialog.api import ApiSettings
+    from dtdialog.api import quotas as quotas_module
+
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(quotas_module.asyncio, "sleep", fake_sleep)
+    quotas = Quotas(ApiSettings(sessions_path=tmp_path / "s.sqlite"))
+    refusal = ApiError(429, "rate_limited", "too many turns")
+
+    async def refuse(client: str) -> None:
+        with pytest.raises(ApiError):
+            await quotas.refuse(client, refusal)
+
+    async def scenario() -> None:
+        await refuse("addr:a")  # the first refusal is at once
+        assert waits == []
+        await refuse("addr:a")  # asked again at once: the refusal waits
+        await refuse("addr:b")  # another client's first refusal does not
+        assert waits == [quotas_module.REFUSAL_DELAY_S]
+
+    asyncio.run(scenario())
