@@ -516,7 +516,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a file of real questions to count refusals on too: a dialogue file with --format (its "
                              "opening questions), else .jsonl/.csv with title [+ body] or question, or one per line; "
                              "repeatable")
-    parser.add_argument("--format", default=None, choices=FILE_FORMATS, help="format of the --data dialogue files")
+    parser.add_argument("--format", default=None, help=f"format of the --data dialogue files: {', '.join(FILE_FORMATS)}")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     parser.add_argument("--seed", type=int, default=13, help="seed of the split and of the generated texts")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar while building the index")
@@ -536,6 +536,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format and not args.data:
         print("error: --format applies to --data FILE", file=sys.stderr)
         return 2
+    for path in args.data if args.format else ():
+        dialogue_questions(path, args.format)  # a bad format or file fails here, not after the engine is built
     report = evaluate(data_dir, seed=args.seed, progress=not args.no_progress, files=args.data, fmt=args.format)
     check_out_dir(args.out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "out_of_scope.json", json.dumps(report, indent=2, ensure_ascii=False))

@@ -49,9 +49,11 @@ def test_every_dialogue_evaluation_takes_data_format_and_pool(module, tmp_path):
     assert (args.data.name, args.format, args.pool) == ("f.jsonl", "irc", "dataset")
 
 
-def test_position_takes_a_file_and_a_pool(tmp_path, capsys):
-    from eval.position import main
+@pytest.mark.parametrize("module", ["eval.position", "eval.presupposition"])
+def test_position_and_presupposition_take_a_file_and_a_pool(module, tmp_path, capsys):
+    import importlib
 
+    main = importlib.import_module(module).main
     # parsed, then refused for the missing file in one line (not an argparse usage error)
     assert main(["--data", str(tmp_path / "absent.jsonl"), "--format", "jsonl", "--pool", "file"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -67,6 +69,7 @@ def test_out_of_scope_takes_a_dialogue_file_with_its_format(tmp_path, irc_data):
     args = parser.parse_args(["--data", str(test_file), "--format", "irc"])
     texts = real_texts(tmp_path / "no-shared-data", args.data, args.format)
     assert [t for _, t, _ in texts] == ["how do I mount drive a?", "how do I mount drive b?"]
+    assert parser.parse_args(["--data", "q.txt"]).format is None  # a plain question file, as before
 
 
 def test_a_file_of_a_known_dataset_warns_that_its_pool_is_smaller(irc_data, capsys):
