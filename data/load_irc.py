@@ -1,7 +1,8 @@
 """Ubuntu IRC support threads JSONL (Kummerfeld et al. disentanglement data, ``../shared/data/support_dialogues``).
 
 Asker turns become Q (the first) and C, helper turns become A; consecutive turns of one role are merged
-and a leading ``nick:`` addressee is removed. ``meta["split"]`` keeps train/dev.
+and a leading ``nick:`` addressee is removed. ``meta["split"]`` keeps the record's split: ``train`` or ``dev``, the
+held-out split the evaluation tests on (``test`` names it too).
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ from data.load_common import RecordErrors, iter_jsonl, normalize_space
 from data.model import ANSWER, CUSTOMER, QUESTION, Dialogue, Turn
 
 ROLE_OF = {"asker": "asker", "helper": "helper"}
+#: Split name -> stored split: the data ships train and dev, and dev is the held-out split (``test`` is its alias).
+SPLITS = {"train": "train", "dev": "dev", "test": "dev"}
+
+
+def irc_split(name: object) -> str:
+    """Return the stored split of a split name (none: ``train``); raises ``ValueError`` for another name."""
+    if name is None or name == "":
+        return "train"
+    if str(name).strip().lower() not in SPLITS:
+        raise ValueError(f"split {name!r}; expected one of {', '.join(SPLITS)}")
+    return SPLITS[str(name).strip().lower()]
 
 
 def load_irc(path: Path, errors: RecordErrors) -> list[Dialogue]:
@@ -53,7 +65,9 @@ def _dialogue(record: dict[str, Any]) -> Dialogue:
             turns.append(Turn(role, text))
     if not any(t.role == ANSWER for t in turns):
         raise ValueError("the thread has no helper reply")
-    meta = {"split": record.get("split"), "speakers": sorted(speakers)}
+    prefix = thread_id.split("/", 1)[0] if "/" in thread_id else ""
+    split = irc_split(record.get("split") or (prefix if prefix in SPLITS else None))
+    meta = {"split": split, "speakers": sorted(speakers)}
     return Dialogue(id=f"irc-{thread_id}", turns=tuple(turns), meta=meta)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from eval.calibrator import fit_calibrator
 from eval.metrics import bootstrap_ratio
 from eval.open_pool import EngineSystem, OpenPoolRow, open_pool_coin, system_rows
+from eval.provenance import provenance, provenance_lines
 from eval.report import save_figure
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
@@ -471,6 +472,7 @@ def markdown(result: dict, *, command: str) -> str:
     """Return the Markdown report of a cross-fit run."""
     cov, band = result["coverage"], BAND
     lines = ["# Operating point held out (open-pool protocol)", "", f"Command: `{command}`", "",
+             *(provenance_lines(result["provenance"]) if "provenance" in result else []), "",
              f"Target: {cov:.0%} of the questions with a right answer in the pool are answered; band ±{band:.0%}. "
              f"Every figure is measured on rows the calibrator and threshold were not fitted on ({result['folds']} "
              "seeded dialogue folds; mechanics: the ranker's 5 folds). The threshold is the coverage quantile of "
@@ -559,7 +561,7 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
     unseen_rows_of = {e.name: unseen_rows(e, unseen, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress)
                       for e in eval_sets if unseen and e.name in ("mechanics", "builtin")}
     result = {"coverage": coverage, "band": BAND, "folds": k, "seed": seed, "ranker": sets[0].ranker,
-              "command": command,
+              "command": command, "provenance": provenance(eval_sets, ranker=ranker),
               "sets": [{"name": s.name, "first": len(s.first), "later": len(s.later)} for s in sets],
               "first": [h.to_dict() for h in first_step_schemes(sets, **kw)],
               "later": [h.to_dict() for h in later_step_schemes(sets, **kw)],

@@ -35,8 +35,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from eval.datasets import default_data_dir
+from eval.datasets import FILE_FORMATS, default_data_dir
 from eval.entry import one_line_errors
+from eval.provenance import provenance, provenance_lines
 from parsers.files import atomic_write_text, check_out_dir
 
 VAGUE = "vague"  # dtdialog.scope.VAGUE, without importing the engine for a --help
@@ -227,13 +228,21 @@ def question_texts(path: Path, name: str) -> list[tuple[str, str, bool]]:
     return out
 
 
-def real_texts(data_dir: Path, files: list[Path]) -> list[tuple[str, str, bool]]:
-    """Return ``(source, text, asks)`` of every real car question: the mechanics questions, the Reddit posts, ``files``."""
+def dialogue_questions(path: Path, fmt: str) -> list[tuple[str, str, bool]]:
+    """Return ``(source, text, True)`` of each opening question of a dialogue file in format ``fmt``."""
+    from eval.datasets import load_file_set
+
+    return [(path.stem, d.question[:4000], True) for d in load_file_set(path, fmt).dialogues]
+
+
+def real_texts(data_dir: Path, files: list[Path], fmt: str | None = None) -> list[tuple[str, str, bool]]:
+    """Return ``(source, text, asks)`` of every real car question: the mechanics questions, the Reddit posts, ``files``
+    (dialogue files in format ``fmt`` when given, else question files)."""
     mechanics = data_dir / "mechanics_qa" / "mechanics_qa_dev.jsonl"
     out = question_texts(mechanics, "mechanics") if mechanics.is_file() else []
     out += [("reddit", text, asks) for _, text, asks in reddit_texts(data_dir)]
     for path in files:
-        out += question_texts(path, path.stem)
+        out += dialogue_questions(path, fmt) if fmt else question_texts(path, path.stem)
     return out
 
 
@@ -346,7 +355,7 @@ def _nearest_cosine(engine):
     return nearest
 
 
-def _score_sets(engine, data_dir: Path, *, seed: int, files: list[Path]):
+def _score_sets(engine, data_dir: Path, *, seed: int, files: list[Path], fmt: str | None = None):
     """Return ``(profile, oos, builtin, real)``: every message scored with the domain check off."""
     from dtdialog.scope import ScopeGate
 
@@ -365,7 +374,7 @@ def _score_sets(engine, data_dir: Path, *, seed: int, files: list[Path]):
         item.own_score, item.own_mass = own, own_mass
         if nearest is not None and item.reason is None:
             item.own_dense = nearest(question, tuple(own_answers.get(question, ())))
-    return profile, oos, builtin, score_all(gate, real_texts(data_dir, files), nearest)
+    return profile, oos, builtin, score_all(gate, real_texts(data_dir, files, fmt), nearest)
 
 
 def split_real(items: list[Scored], rng: random.Random) -> tuple[list[Scored], list[Scored]]:
@@ -409,7 +418,8 @@ def reply_shares(rule: Rule, items: list[Scored]) -> dict[str, float]:
     return {k: round(v / len(items), 4) for k, v in sorted(kinds.items())} if items else {}
 
 
-def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True, files: list[Path] | None = None) -> dict:
+def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True, files: list[Path] | None = None,
+             fmt: str | None = None) -> dict:
     """Return the report: the fitted settings, the fit-half and test-half rates, and the setup."""
     import tempfile
 
@@ -420,7 +430,7 @@ def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True, files: li
     with tempfile.TemporaryDirectory() as home:
         engine = build_engine(EngineSpec(sessions_path=str(Path(home) / "sessions.sqlite")), progress=progress)
         try:
-            profile, oos, builtin, real = _score_sets(engine, data_dir, seed=seed, files=list(files or ()))
+            profile, oos, builtin, real = _score_sets(engine, data_dir, seed=seed, files=list(files or ()), fmt=fmt)
             ranker = "learned" if _nearest_cosine(engine) is not None else "rules"
             end_to_end(engine.manager, oos)
         finally:
@@ -434,7 +444,10 @@ def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True, files: li
     dense_on = ranker == "learned"
     default_rule = Rule(profile.threshold(default.scope_quantile), default.scope_mass,
                         default.scope_dense_floor if dense_on else None, default.scope_dense_sure if dense_on else None)
-    return {"seed": seed, "data_dir": str(data_dir), "files": [str(f) for f in files or ()],
+    prov = {**provenance([], ranker=ranker), "data": [{"name": "out-of-scope sets", "data": str(data_dir),
+                                                       "files": [str(f) for f in files or ()], "format": fmt,
+                                                       "pool": {"kind": "builtin", "size": profile.n}}]}
+    return {"provenance": prov, "seed": seed, "data_dir": str(data_dir), "files": [str(f) for f in files or ()],
             "index_dialogues": profile.n, "ranker": ranker, "language_id": LANGUAGE_ID.missing or "py3langid",
             "sizes": {"oos": len(oos), "builtin": len(builtin), **rates(rule, [], [], real)["real_sizes"]},
             "reddit_not_asking": sum(1 for x in real if x.source == "reddit" and not x.asks),
@@ -466,7 +479,7 @@ def markdown(report: dict) -> str:
         return "| " + " | ".join([name, *(f(r) for _, f in columns)]) + " |"
 
     fitted = report["fitted"]
-    lines = ["# Out-of-scope gate", "",
+    lines = ["# Out-of-scope gate", "", *(provenance_lines(report["provenance"]) if "provenance" in report else []), "",
              f"Seed {report['seed']}; data {report['data_dir']} {' '.join(report['files'])}; index of "
              f"{report['index_dialogues']} dialogues; engine ranker {report['ranker']} (learned: the gate reads the "
              f"dense cosine too); language id: {report['language_id']}; sizes {report['sizes']}; Reddit posts that "
@@ -500,8 +513,10 @@ def markdown(report: dict) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=None, help="shared data folder (default $DTDIALOG_SHARED_DATA)")
     parser.add_argument("--data", type=Path, action="append", default=[], metavar="FILE",
-                        help="a file of real questions to count refusals on too (.jsonl/.csv with title [+ body] or "
-                             "question, or one per line); repeatable")
+                        help="a file of real questions to count refusals on too: a dialogue file with --format (its "
+                             "opening questions), else .jsonl/.csv with title [+ body] or question, or one per line; "
+                             "repeatable")
+    parser.add_argument("--format", default=None, help=f"format of the --data dialogue files: {', '.join(FILE_FORMATS)}")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     parser.add_argument("--seed", type=int, default=13, help="seed of the split and of the generated texts")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar while building the index")
@@ -518,7 +533,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {path} not found (--data)", file=sys.stderr)
             return 2
     check_out_dir(args.out)  # before the slow part
-    report = evaluate(data_dir, seed=args.seed, progress=not args.no_progress, files=args.data)
+    if args.format and not args.data:
+        print("error: --format applies to --data FILE", file=sys.stderr)
+        return 2
+    for path in args.data if args.format else ():
+        dialogue_questions(path, args.format)  # a bad format or file fails here, not after the engine is built
+    report = evaluate(data_dir, seed=args.seed, progress=not args.no_progress, files=args.data, fmt=args.format)
     check_out_dir(args.out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "out_of_scope.json", json.dumps(report, indent=2, ensure_ascii=False))
     atomic_write_text(args.out / "out_of_scope.md", markdown(report))

@@ -25,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from eval.datasets import FILE_FORMATS, DatasetUnavailable, EvalSet, PoolAnswer, load_eval_set, load_file_set
+from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
+from eval.datasets import DatasetUnavailable, EvalSet, PoolAnswer
 from eval.entry import one_line_errors
+from eval.provenance import provenance, provenance_lines
 from parsers.errors import ConfigError, InputError
 from parsers.files import atomic_write_text, check_out_dir
 
@@ -279,7 +281,9 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         check_out_dir(args.out)  # before the slow part
     parser = _engine_parser() if args.detector_only else None
     results: list = []
+    sets: list[EvalSet] = []
     for name, eval_set, skipped in _eval_sets(args, names):
+        sets += [eval_set] if eval_set is not None else []
         if skipped:
             results.append((DetectorOnly if parser else DatasetPosition)(dataset=name, skipped=skipped))
         elif parser is not None:
@@ -289,22 +293,25 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                                    margins=margins))
     if all(r.skipped for r in results):
         raise InputError(f"none of the datasets {', '.join(names)} is there: {results[0].skipped}")
+    prov = provenance(sets, parser=None, ranker=args.ranker)
     report = render_detector(results, command) if parser else render(results, command)
+    report = report.replace("\n\n", "\n\n" + "\n".join(provenance_lines(prov)) + "\n\n", 1)
     print(report)
     if args.out:
-        _write(Path(args.out), "detector" if parser else "position", report, results)
+        _write(Path(args.out), "detector" if parser else "position", report, results, prov)
     return 0
 
 
 def _eval_sets(args: argparse.Namespace, names: list[str]):
     """Yield ``(name, eval set or None, why it was skipped)``: the ``--data`` file, else each named dataset."""
+    check_data_arguments(args)
     if args.data:
-        eval_set = load_file_set(args.data, args.format)
+        eval_set = load_data_file(args)
         yield eval_set.name, eval_set.limited(args.limit), ""
         return
     for name in names:
         try:
-            yield name, load_eval_set(name, data_dir=args.data_dir).limited(args.limit), ""
+            yield name, load_dataset(name, args).limited(args.limit), ""
         except DatasetUnavailable as exc:
             if len(names) == 1:
                 raise  # the one dataset asked for is absent: an error, not a report of nothing
@@ -318,20 +325,19 @@ def _engine_parser():
     return get_parser(engine_parser_name())
 
 
-def _write(out: Path, stem: str, report: str, results: Sequence) -> None:
+def _write(out: Path, stem: str, report: str, results: Sequence, prov: dict) -> None:
     check_out_dir(out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / f"{stem}.md", report)
-    data = [asdict(r) | {"precision": r.detector.precision, "recall": r.detector.recall} for r in results]
+    data = [asdict(r) | {"precision": r.detector.precision, "recall": r.detector.recall, "provenance": prov}
+            for r in results]
     atomic_write_text(out / f"{stem}.json", json.dumps(data, indent=2))
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.position", command: str | None = None) -> int:
     """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="builtin,twitter,irc",
-                        help="comma-separated: builtin, twitter, irc, mechanics")
-    parser.add_argument("--data", default=None, help="a dialogue file of your own instead of --dataset (with --format)")
-    parser.add_argument("--format", default=None, choices=FILE_FORMATS, help="format of --data")
+    add_data_arguments(parser, dataset_default="builtin,twitter,irc",
+                       dataset_help="comma-separated: builtin, twitter, irc, mechanics")
     parser.add_argument("--detector-only", action="store_true",
                         help="only score the text-based follow-up detector (no ranking): precision, recall and the "
                              "first answers it reads as follow-ups")
@@ -339,7 +345,6 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.position"
     parser.add_argument("--margins", default=None,
                         help="comma-separated opening_margin values to compare (default: the engine's)")
     parser.add_argument("--ranker", default=None, help="auto (default), learned or rules")
-    parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
     parser.add_argument("--limit", type=int, default=None, help="only the first N test dialogues per dataset")
     parser.add_argument("--out", default=None, help="directory for position.md and position.json")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)

@@ -6,7 +6,7 @@ of ``dtdialog.presupposition`` (or a logged answer that itself took something fo
 answers are all first answers; the built-in corpus also has later ones.
 
 ``python -m eval.presupposition --dataset mechanics,builtin [--out DIR]`` prints the flag rate per dataset and kind
-and the flagged answers' phrases.
+and the flagged answers' phrases; ``--data FILE --format F`` reads a dialogue file of your own instead.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eval.datasets import DatasetUnavailable, EvalSet, load_eval_set
+from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
+from eval.datasets import DatasetUnavailable, EvalSet
 from eval.entry import one_line_errors
+from eval.provenance import provenance, provenance_lines
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
 
@@ -61,10 +63,10 @@ def measure(eval_set: EvalSet, *, examples: int = 12) -> FlagRate:
     return out
 
 
-def render(results: Sequence[FlagRate], command: str) -> str:
+def render(results: Sequence[FlagRate], command: str, header: Sequence[str] = ()) -> str:
     """Return the Markdown report."""
     lines = ["# Logged answers the presupposition rule flags against their own dialogue", "",
-             f"Command: `{command}`", "", "| dataset | answers | flagged | share | by kind |", "|---|---|---|---|---|"]
+             f"Command: `{command}`", "", *header, "", "| dataset | answers | flagged | share | by kind |", "|---|---|---|---|---|"]
     for r in results:
         if r.skipped:
             lines.append(f"| {r.dataset} | skipped: {r.skipped} | | | |")
@@ -81,29 +83,36 @@ def render(results: Sequence[FlagRate], command: str) -> str:
 def run(args: argparse.Namespace, *, command: str) -> int:
     if args.out:
         check_out_dir(args.out)  # before the slow part
-    results = []
-    for name in [n.strip() for n in args.dataset.split(",") if n.strip()]:
+    check_data_arguments(args)
+    results, sets = [], []
+    names = [n.strip() for n in args.dataset.split(",") if n.strip()] if args.data is None else []
+    if args.data is not None:
+        sets.append(load_data_file(args))
+        results.append(measure(sets[-1]))
+    for name in names:
         try:
-            results.append(measure(load_eval_set(name, data_dir=args.data_dir)))
+            sets.append(load_dataset(name, args))
+            results.append(measure(sets[-1]))
         except DatasetUnavailable as exc:
             results.append(FlagRate(dataset=name, skipped=str(exc)))
     if not results or all(r.skipped for r in results):
         raise InputError("none of the datasets is there" + (f": {results[0].skipped}" if results else ""))
-    report = render(results, command)
+    prov = provenance(sets)
+    report = render(results, command, provenance_lines(prov))
     print(report)
     if args.out:
         out = Path(args.out)
         check_out_dir(out).mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / "presupposition.md", report)
-        atomic_write_text(out / "presupposition.json", json.dumps([asdict(r) for r in results], indent=2))
+        atomic_write_text(out / "presupposition.json", json.dumps([asdict(r) | {"provenance": prov} for r in results],
+                                                                         indent=2))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run; return the exit code (2: a one-line error)."""
     parser = argparse.ArgumentParser(prog="python -m eval.presupposition", description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="mechanics,builtin", help="comma-separated: mechanics, builtin, ...")
-    parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
+    add_data_arguments(parser, dataset_default="mechanics,builtin", dataset_help="comma-separated: mechanics, builtin, ...")
     parser.add_argument("--out", default=None, help="directory for presupposition.md and presupposition.json")
     args = parser.parse_args(argv)
     command = "python -m eval.presupposition " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))

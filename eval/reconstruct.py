@@ -15,20 +15,23 @@ error (exit 2); only ``--dataset all`` skips the absent shared datasets.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.datasets import DATASETS, FILE_FORMATS, DatasetUnavailable, EvalSet, load_eval_set, load_file_set
+from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
+from eval.datasets import DATASETS, DatasetUnavailable, EvalSet
 from eval.entry import one_line_errors
 from eval.methods import available_methods, get_method
 from eval.methods.base import MethodUnavailable, RankingMethod
 from eval.metrics import DialogueResult, StepResult, compute_metrics
+from eval.provenance import provenance
 from eval.report import DatasetRun, MethodRun, plot_accuracy, write_csv, write_markdown
 from parsers.errors import ConfigError, InputError, ModelNotAvailableError
-from parsers.files import check_out_dir
+from parsers.files import atomic_write_text, check_out_dir
 
 DEFAULT_OUT = Path("runs") / "eval"
 
@@ -82,17 +85,18 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
 
 
 def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, limit: int | None, k: int, seed: int,
-                n_resamples: int, progress: bool, command: str = "", eval_set: EvalSet | None = None) -> DatasetRun:
-    """Evaluate ``methods`` on dataset ``name`` (or on ``eval_set`` when given); a dataset whose files are absent
-    comes back skipped."""
+                n_resamples: int, progress: bool, command: str = "", eval_set: EvalSet | None = None,
+                args: argparse.Namespace | None = None) -> DatasetRun:
+    """Evaluate ``methods`` on dataset ``name`` (or on ``eval_set`` when given; ``args``: its ``--pool``); a dataset
+    whose files are absent comes back skipped."""
     if eval_set is None:
         try:
-            eval_set = load_eval_set(name, data_dir=data_dir).limited(limit)
+            eval_set = load_dataset(name, args or argparse.Namespace(data_dir=data_dir)).limited(limit)
         except DatasetUnavailable as exc:
             return DatasetRun(dataset=name, skipped=str(exc), command=command)
     ds = DatasetRun(dataset=name, description=eval_set.description, own_data=eval_set.own_data,
                     n_dialogues=len(eval_set.dialogues), n_pool=len(eval_set.pool), command=command, seed=seed,
-                    n_resamples=n_resamples, k=k)
+                    n_resamples=n_resamples, k=k, provenance=provenance([eval_set]))
     for m in methods:
         run = evaluate_method(m, eval_set, k=k, seed=seed, n_resamples=n_resamples, progress=progress)
         if run.skipped:
@@ -102,10 +106,13 @@ def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, lim
 
 
 def write_outputs(out: Path, runs: Sequence[DatasetRun]) -> list[Path]:
-    """Write results.md, results.csv and accuracy.png (one chart per dataset when several); return the paths."""
-    written = [out / "results.md", out / "results.csv"]
+    """Write results.md, results.csv, provenance.json and accuracy.png (one chart per dataset when several); return
+    the paths."""
+    written = [out / "results.md", out / "results.csv", out / "provenance.json"]
     write_markdown(out / "results.md", runs)
     write_csv(out / "results.csv", runs)
+    atomic_write_text(out / "provenance.json", json.dumps({r.dataset: r.provenance for r in runs if not r.skipped},
+                                                          indent=2) + "\n")
     for run in runs:
         png = out / ("accuracy.png" if len(runs) == 1 else f"accuracy_{run.dataset}.png")
         if plot_accuracy(png, run):
@@ -133,17 +140,15 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
         raise ConfigError("--bootstrap must be at least 1 and --k at least 5")
     systems = _selective_systems(args.systems) if args.data is not None else []
     command = command or "python -m eval.reconstruct " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    check_data_arguments(args)
     if args.data is not None:
-        own = load_file_set(args.data, args.format).limited(args.limit)
+        own = load_data_file(args).limited(args.limit)
         datasets, given = [own.name], {own.name: own}
-    elif args.format is not None:
-        raise InputError("--format applies to --data FILE; a named --dataset knows its own format")
     elif args.dataset == "all":
         datasets, given = list(DATASETS), {}
     elif args.dataset in DATASETS:
         # named on purpose: absent files are the user's mistake to fix, not a row to skip
-        datasets, given = [args.dataset], {args.dataset: load_eval_set(args.dataset, data_dir=args.data_dir)
-                                           .limited(args.limit)}
+        datasets, given = [args.dataset], {args.dataset: load_dataset(args.dataset, args).limited(args.limit)}
     else:
         raise InputError(f"unknown dataset {args.dataset!r}; choose from {', '.join(DATASETS)} or all")
     out = args.out or (DEFAULT_OUT / datasets[0] if args.data is not None else DEFAULT_OUT / args.dataset)
@@ -152,7 +157,7 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
     for name in datasets:
         ds = run_dataset(name, methods, data_dir=args.data_dir, limit=args.limit, k=args.k, seed=args.seed,
                          n_resamples=args.bootstrap, progress=not args.no_progress, command=command,
-                         eval_set=given.get(name))
+                         eval_set=given.get(name), args=args)
         if ds.skipped:
             print(f"{name}: skipped: {ds.skipped}", file=sys.stderr)
         runs.append(ds)
@@ -185,7 +190,7 @@ def _selective_systems(text: str) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the evaluation's options (``python -m eval.reconstruct`` and ``dtdialog eval``)."""
-    parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
+    add_data_arguments(parser)
     parser.add_argument("--methods", default="keyword,syntactic,dtq,dense",
                         help="comma-separated: keyword, syntactic, dtq, dtq-rules, dtq-nocontext, dense, hybrid, hybrid+dt")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N test dialogues")
@@ -193,12 +198,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=13, help="bootstrap seed")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs")
     parser.add_argument("--k", type=int, default=100, help="ranking depth per step (R@5 and MRR@k use it)")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
-    parser.add_argument("--data", type=Path, default=None,
-                        help="a dialogue file of your own to evaluate instead of --dataset (with --format); runs the "
-                             "reconstruction and the selective-answering evaluation on it")
-    parser.add_argument("--format", default=None, choices=FILE_FORMATS, help="format of --data")
     parser.add_argument("--systems", default="dtq,dense,bm25",
                         help="with --data: the selective evaluation's systems (dtq, dense, bm25), or none to skip it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.metrics import DIALOGUE_TYPES, MetricReport, MetricValue
+from eval.provenance import provenance_lines
 from parsers.files import atomic_write
 
 # The paper's Table 1 (car repair, 2carpros.com, their own data): percent, ± as printed.
@@ -57,6 +58,8 @@ class DatasetRun:
     seed: int = 13
     n_resamples: int = 1000
     k: int = 100
+    #: how the figures were made (``eval.provenance.provenance``): data, pool, parser, encoder, ranker, commit
+    provenance: dict = field(default_factory=dict)
 
 
 def _pct(m: MetricValue | None, *, ci: bool = True) -> str:
@@ -81,6 +84,8 @@ def markdown(run: DatasetRun) -> str:
     if run.skipped:
         out.write(f"Skipped: {run.skipped}\n\n")
         return out.getvalue()
+    if run.provenance:
+        out.write("".join(f"{line}\n" for line in provenance_lines(run.provenance)) + "\n")
     out.write(f"{run.description}. {run.n_dialogues} test dialogues, {run.n_pool} candidate answers. "
               f"Percent, 95% bootstrap CI over dialogues ({run.n_resamples} resamples, seed {run.seed}).\n\n")
     done = [r for r in run.runs if r.report is not None]

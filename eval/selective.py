@@ -38,9 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.datasets import DATASETS, FILE_FORMATS, DatasetUnavailable, EvalSet, load_eval_set, load_file_set
+from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
+from eval.datasets import DATASETS, DatasetUnavailable, EvalSet
 from eval.entry import one_line_errors
 from eval.open_pool import OpenPoolRow, open_pool_coin, system_rows
+from eval.provenance import provenance, provenance_lines
 from eval.report import save_figure
 from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvailableError
 from parsers.files import atomic_write_text, check_out_dir
@@ -205,8 +207,8 @@ def plot_risk_coverage(path: Path, result: dict) -> Path | None:
     return path
 
 
-def markdown(results: Sequence[dict], *, command: str, seed: int, coverage: float) -> str:
-    lines = ["# Selective answering (open-pool protocol)", "", f"Command: `{command}`", "",
+def markdown(results: Sequence[dict], *, command: str, seed: int, coverage: float, header: Sequence[str] = ()) -> str:
+    lines = ["# Selective answering (open-pool protocol)", "", f"Command: `{command}`", "", *header, "",
              f"A seeded coin (seed {seed}) removes the gold first answer from the pool for about half of the "
              f"questions. Operating threshold: the highest at which >= {coverage:.0%} of the answerable questions "
              "are answered. AURC: area under the risk-coverage curve (lower is better); CI: paired bootstrap "
@@ -244,18 +246,19 @@ def load_sets(args: argparse.Namespace) -> list[EvalSet]:
     A named dataset or file that is not there is an ``InputError``; ``all`` skips the shared datasets that are
     absent, saying so, and is an error only when none is there.
     """
+    check_data_arguments(args)
     if args.data is not None:
-        return [load_file_set(args.data, args.format).limited(args.limit)]
+        return [load_data_file(args).limited(args.limit)]
     names = ["mechanics", "twitter", "irc"] if args.dataset == "all" else [n.strip() for n in args.dataset.split(",")]
     for name in names:
         if name not in DATASETS:
             raise InputError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or all")
     if args.dataset != "all":
-        return [load_eval_set(name, data_dir=args.data_dir).limited(args.limit) for name in dict.fromkeys(names)]
+        return [load_dataset(name, args).limited(args.limit) for name in dict.fromkeys(names)]
     sets, absent = [], []
     for name in names:
         try:
-            sets.append(load_eval_set(name, data_dir=args.data_dir).limited(args.limit))
+            sets.append(load_dataset(name, args).limited(args.limit))
         except DatasetUnavailable as exc:
             absent.append(f"{name}: skipped: {exc}")
     if sets:
@@ -317,8 +320,11 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
     results = [run_dataset(s, systems, seed=seed, coverage=coverage, n_resamples=n_resamples, progress=progress,
                            ranker=ranker, rows_dir=check_out_dir(out / "rows"), reuse=reuse) for s in sets]
     check_out_dir(out).mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "results.md", markdown(results, command=command, seed=seed, coverage=coverage))
-    summary = [{k: v for k, v in r.items() if k != "rows"} for r in results]
+    prov = provenance(sets, ranker=ranker)
+    atomic_write_text(out / "results.md", markdown(results, command=command, seed=seed, coverage=coverage,
+                                                   header=provenance_lines(prov)))
+    summary = [{**{k: v for k, v in r.items() if k != "rows"}, "provenance": {**prov, "data": [data]}}
+               for r, data in zip(results, prov["data"], strict=True)]
     atomic_write_text(out / "results.json", json.dumps(summary, indent=2) + "\n")
     written = [out / "results.md", out / "results.json"]
     for res in results:
@@ -329,10 +335,8 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="mechanics",
-                        help="mechanics, twitter, irc, builtin, a comma-separated list of them, or all (the shared three)")
-    parser.add_argument("--data", type=Path, default=None, help="one data file of your own (with --format)")
-    parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(FILE_FORMATS)}")
+    add_data_arguments(parser, dataset_help="mechanics, twitter, irc, builtin, a comma-separated list of them, or "
+                       "all (the shared three)")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: dtq, dense, bm25")
     parser.add_argument("--ranker", default=None, help="the engine's ranker for dtq: auto, learned or rules")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
@@ -341,8 +345,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=13, help="seed of the coin and the bootstrap")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the paired CI")
     parser.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT})")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
     parser.add_argument("--reuse-rows", action="store_true",
                         help="read each system's scored rows kept in --out/rows by an earlier run instead of ranking")
     parser.add_argument("--crossfit", action="store_true",

@@ -66,6 +66,11 @@ def select_encoder(name: str) -> None:
     _backend = name
 
 
+def current_encoder() -> str:
+    """Return what ``select_encoder`` chose for this process: ``onnx`` or ``torch`` (for reports)."""
+    return _backend
+
+
 class DenseEncoder:
     """Encodes texts into L2-normalised float32 vectors with the int8 ONNX MiniLM; the model loads on first use.
 

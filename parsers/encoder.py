@@ -81,7 +81,7 @@ def default_workers() -> int:
     return _positive_env("DTDIALOG_ENCODER_WORKERS", min(4, os.cpu_count() or 1))
 
 
-def _default_runtime() -> str:
+def default_runtime() -> str:
     """``DTDIALOG_ENCODER_RUNTIME`` (one of ``RUNTIMES``), ``auto`` when unset."""
     return os.environ.get("DTDIALOG_ENCODER_RUNTIME", "auto")
 
@@ -91,7 +91,7 @@ def resolved_runtime(runtime: str | None = None) -> str:
     on a CPU with bfloat16 units where OpenVINO is installed, else ``onnxruntime``."""
     from parsers import encoder_openvino as ovr
 
-    runtime = runtime or _default_runtime()
+    runtime = runtime or default_runtime()
     if runtime != "auto":
         return runtime
     return "openvino" if ovr.available() and ovr.computes_bf16() else "onnxruntime"
@@ -360,7 +360,7 @@ class OnnxMiniLM:
     batch_size: int = 4
     arithmetic: str = "float"
     workers: int = field(default_factory=default_workers)
-    runtime: str = field(default_factory=_default_runtime)
+    runtime: str = field(default_factory=default_runtime)
     _session: object = field(default=None, init=False, repr=False)
     _tokenizer: object = field(default=None, init=False, repr=False)
     _word_tokenizer: object = field(default=None, init=False, repr=False)
@@ -560,7 +560,7 @@ _shared_lock = threading.Lock()
 def shared_encoder(arithmetic: str = "float", runtime: str | None = None) -> OnnxMiniLM:
     """Return the process's one encoder of that arithmetic and runtime (default ``DTDIALOG_ENCODER_RUNTIME``): one
     session shared by its users (``float`` for dense retrieval, ``int8`` for the neural parser)."""
-    key = (arithmetic, runtime or _default_runtime())
+    key = (arithmetic, runtime or default_runtime())
     with _shared_lock:
         if key not in _shared:
             _shared[key] = OnnxMiniLM(arithmetic=arithmetic, runtime=key[1])

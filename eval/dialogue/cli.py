@@ -11,16 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.datasets import FILE_FORMATS, REPO_ROOT, EvalSet
+from eval.data_args import add_data_arguments
+from eval.datasets import EvalSet
 from eval.dialogue.bots import BOTS
 from eval.dialogue.report import markdown, plot_success, write_transcripts
 from eval.dialogue.run import run_set, summary, transcript_sample
 from eval.entry import one_line_errors
+from eval.provenance import provenance
 from eval.selective import load_sets
 from parsers.errors import ConfigError, InputError
 from parsers.files import atomic_write_text, check_out_dir
@@ -29,9 +30,7 @@ DEFAULT_OUT = Path("runs") / "dialogue"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="mechanics", help="mechanics, twitter, irc, builtin, or all")
-    parser.add_argument("--data", type=Path, default=None, help="one data file of your own (with --format)")
-    parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(FILE_FORMATS)}")
+    add_data_arguments(parser)
     parser.add_argument("--bots", default=",".join(BOTS), help="comma-separated: dtq, dense, bm25")
     parser.add_argument("--ranker", default=None, help="the engine's ranker: auto, learned or rules")
     parser.add_argument("--limit", type=int, default=None, help="only the first N dialogues of each set")
@@ -41,8 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample-transcripts", type=int, default=20,
                         help="dialogues per set and pool whose sessions are written out (default 20)")
     parser.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT})")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
@@ -54,22 +51,9 @@ def _bots(text: str) -> list[str]:
     return bots
 
 
-def _commit() -> str:
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=10, check=False)
-    except OSError:
-        return ""
-    return done.stdout.strip()
-
-
 def _setup(args: argparse.Namespace, sets: Sequence[EvalSet]) -> dict:
-    import index.dense as dense
-    from dtdialog.assembly import engine_parser_name
-
-    return {"commit": _commit(), "parser": engine_parser_name(None), "seed": args.seed, "bootstrap": args.bootstrap,
-            "encoder_runtime": getattr(dense, "_backend", ""), "limit": args.limit,
-            "data": [{"name": s.name, "description": s.description} for s in sets]}
+    return {**provenance(sets, ranker=args.ranker), "seed": args.seed, "bootstrap": args.bootstrap,
+            "limit": args.limit}
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from eval.dialogue.customer import BUDGET, Session
 from eval.dialogue.metrics import KS
+from eval.provenance import provenance_lines
 from eval.report import save_figure
 from parsers.files import atomic_write_text
 
@@ -66,8 +67,8 @@ def paired_lines(pool: dict) -> list[str]:
 
 def markdown(results: Sequence[dict], *, command: str, setup: dict) -> str:
     lines = ["# Simulated-customer dialogue evaluation", "", f"Command: `{command}`", "",
-             f"Commit {setup.get('commit', '?')}, parser {setup.get('parser', '?')}, seed {setup.get('seed')}. "
-             "Values: share or mean with a 95% bootstrap CI over sessions. success@k of step i: the step's gold "
+             *(provenance_lines(setup) if "data" in setup else []), "",
+             f"Seed {setup.get('seed')}. Values: share or mean with a 95% bootstrap CI over sessions. success@k of step i: the step's gold "
              "answer shown within k bot turns of that step (over dialogues with a step i; a step never reached "
              "fails). Open pool: the gold answers of a seeded half of the dialogues are removed.", "",
              "The customer (`eval/dialogue/customer.py`): opens with the mechanics title, else the first logged "

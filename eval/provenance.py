@@ -1,0 +1,74 @@
+"""What an evaluation report records about how its figures were made: data, pool, parser, encoder, ranker, commit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval.datasets import REPO_ROOT, EvalSet
+
+
+def git_commit() -> str:
+    """Return the short sha of the checkout the code runs from, or ``unknown`` outside a git checkout."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+
+
+def encoder_runtime() -> str:
+    """Return who encodes: ``torch`` (the fp32 reference) or ``onnx/<DTDIALOG_ENCODER_RUNTIME>``, without loading it."""
+    import index.dense as dense
+    from parsers.encoder import default_runtime
+
+    backend = dense.current_encoder()
+    return backend if backend == "torch" else f"{backend}/{default_runtime()}"
+
+
+def ranker_model(ranker: str | None = None, model_path: str | None = None) -> dict:
+    """Return the ranker's name (as resolved from ``ranker`` and ``$DTDIALOG_RANKER``), its model file and version."""
+    from dtdialog.ranking.factory import resolve_ranker
+    from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+
+    name = resolve_ranker(ranker)
+    if name == "rules":
+        return {"name": name, "model": "", "version": ""}
+    path = Path(model_path) if model_path else DEFAULT_MODEL
+    try:
+        version = str(json.loads(path.with_suffix(".json").read_text(encoding="utf-8")).get("name", ""))
+    except (OSError, ValueError, AttributeError):
+        version = ""
+    return {"name": name, "model": str(path), "version": version}
+
+
+def data_record(eval_set: EvalSet) -> dict:
+    """Return what ``eval_set`` is: its name, source (dataset or file), dialogue count and pool (kind, size)."""
+    pool = dict(eval_set.meta.get("pool") or {"kind": "dataset", "source": eval_set.name})
+    return {"name": eval_set.name, "data": eval_set.meta.get("data", eval_set.name),
+            "dialogues": len(eval_set.dialogues), "pool": {**pool, "size": len(eval_set.pool)}}
+
+
+def provenance(sets: Sequence[EvalSet], *, parser: str | None = None, ranker: str | None = None,
+               model_path: str | None = None) -> dict:
+    """Return the provenance every report records: data and pool per set, parser, encoder runtime, ranker, commit."""
+    from dtdialog.assembly import engine_parser_name
+
+    return {"data": [data_record(s) for s in sets], "parser": engine_parser_name(parser),
+            "encoder_runtime": encoder_runtime(), "ranker": ranker_model(ranker, model_path), "commit": git_commit()}
+
+
+def provenance_lines(prov: dict) -> list[str]:
+    """Return the report's text header: one line per set, then one line for the engine and the commit."""
+    lines = [f"Data: {d['name']} ({d['data']})" + (f", {d['dialogues']} dialogues" if "dialogues" in d else "") +
+             f"; pool: {d['pool']['kind']}, "
+             f"{d['pool']['size']} answers" + (f" ({d['pool']['source']})" if d["pool"].get("source") else "")
+             for d in prov["data"]]
+    ranker = prov["ranker"]
+    model = f" {ranker['version'] or ranker['model']}" if ranker["model"] else ""
+    lines.append(f"Parser {prov['parser']}; encoder {prov['encoder_runtime']}; ranker {ranker['name']}{model}; "
+                 f"commit {prov['commit']}.")
+    return lines
