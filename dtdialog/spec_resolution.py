@@ -15,7 +15,7 @@ from parsers.errors import ModelNotAvailableError
 
 #: The parser the shipped ranker (``ranker-v1``) and its calibrator were trained with. The engine keeps it when
 #: none is named, although ``neural`` is the better parser on GUM: the ranker's DT features were fitted on these
-#: trees, with neural trees retrained they add nothing or cost P@1 (docs/eval_issue15/downstream.md), and they
+#: trees; with neural trees retrained they add nothing or cost P@1 (docs/parsers.md), and they
 #: would cost the index build and every turn a MiniLM pass.
 ENGINE_PARSER = "rules"
 

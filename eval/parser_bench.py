@@ -1,4 +1,4 @@
-"""Benchmark an RST parser on GUM: segmentation, RST-Parseval, non-default detection, speed.
+"""Benchmark an RST parser on GUM (or a corpus in GUM's layout): segmentation, RST-Parseval, speed.
 
     python -m eval.parser_bench --gum ../shared/data/gum_rst --split test [--parser rules] [--limit N] [--json OUT]
 
@@ -11,6 +11,9 @@ relations. Speed: documents per second over the whole split, and the median /
 95th-percentile latency of parsing one 5-sentence customer answer (car-repair
 answers written for this benchmark plus 5-sentence windows of the split's
 texts), one text at a time on one core, after the parser is loaded.
+
+The report names the corpus it ran on (the documents' name prefix, e.g. GUM or GENTLE) and prints the
+published rows and issue 15's targets only where they compare like with like: GUM test, end to end.
 """
 
 from __future__ import annotations
@@ -133,6 +136,18 @@ def throughput(parser, texts: list[str], *, repeats: int = 2) -> float:
     return len(texts) * repeats / elapsed if elapsed else float("inf")
 
 
+def corpus_name(docs: list[GumDocument], gum_dir: Path | str) -> str:
+    """Return the corpus the documents come from: their shared name prefix (``GUM_academic_art`` -> GUM),
+    else the folder's name."""
+    prefixes = {d.name.split("_", 1)[0] for d in docs}
+    return prefixes.pop() if len(prefixes) == 1 else Path(gum_dir).name
+
+
+def comparable_to_published(result: dict[str, Any]) -> bool:
+    """Whether the published rows (GUM test, end to end) compare like with like with ``result``."""
+    return result.get("corpus") == "GUM" and result.get("split") == "test" and not result.get("gold_edus")
+
+
 def _parse_docs(parser, docs: list[GumDocument], *, gold_edus: bool, n_process: int) -> list[DiscourseTree]:
     texts = [d.tree.text for d in docs]
     if not gold_edus:
@@ -154,7 +169,8 @@ def run(gum_dir: Path | str, *, split: str = "test", parser_name: str = "rules",
     if not docs:
         raise InputError(f"no GUM documents for split {split!r} in {gum_dir}")
     parser = get_parser(parser_name)
-    base = {"parser": parser_name, "split": split, "documents": len(docs), "gold_edus": gold_edus}
+    base = {"parser": parser_name, "corpus": corpus_name(docs, gum_dir), "split": split, "documents": len(docs),
+            "gold_edus": gold_edus}
     if gold_edus and not hasattr(parser, "parse_segmented"):
         return {**base, "supported": False, "reason": f"parser {parser_name!r} cannot parse pre-segmented text"}
     _single_core(parser)
@@ -190,6 +206,8 @@ def _cell(result: dict[str, Any], key: str) -> str:
     if not result.get("supported", True):
         return "not supported"
     s = result["scores"]
+    if key == "seg" and result.get("gold_edus"):
+        return "gold"  # the parser was given GUM's EDUs: segmentation was not predicted
     if key == "seg":
         return f"{100 * s['seg_f1']:.1f} ({100 * s['seg_p']:.1f} / {100 * s['seg_r']:.1f})"
     if key in ("nondefault", "nondefault_rel"):
@@ -205,35 +223,40 @@ def _cell(result: dict[str, Any], key: str) -> str:
 
 ROWS = (("EDU segmentation F1 (P / R)", "seg"), ("Span F1", "span"), ("Nuclearity F1", "nuc"),
         ("Relation F1", "rel"), ("Full F1", "full"), ("Non-default detection P / R (span)", "nondefault"),
-        ("Non-default P / R (span + relation)", "nondefault_rel"), ("Throughput (GUM documents/s)", "docs_s"),
+        ("Non-default P / R (span + relation)", "nondefault_rel"), ("Throughput (documents/s)", "docs_s"),
         ("5-sentence answers/s, one core, batched", "five_s"), ("5-sentence answer, median / p95 ms", "lat"))
 
 
+def _title(result: dict[str, Any]) -> str:
+    mode = "gold EDUs" if result.get("gold_edus") else "predicted segmentation"
+    return f"{result.get('corpus', 'unknown corpus')} {result['split']}, {result['documents']} documents, {mode}"
+
+
 def markdown(result: dict[str, Any] | list[dict[str, Any]]) -> str:
-    """Return the results (one parser or several) as a Markdown table beside the published rows, plus a
-    per-genre table. The published figures are end to end; in gold-EDU mode they are shown for reference only."""
+    """Return the results (one parser or several) as a Markdown table, beside the published rows when they
+    compare like with like (GUM test, end to end), plus a per-genre table."""
     results = result if isinstance(result, list) else [result]
     first = results[0]
-    mode = "gold EDUs" if first.get("gold_edus") else "predicted segmentation"
-    names = [r["parser"] for r in results]
-    head = (f"GUM {first['split']}, {first['documents']} documents, {mode}\n\n"
-            f"| metric | {' | '.join(names)} | {' | '.join(p['label'] for p in PUBLISHED.values())} |\n"
-            f"|---|{'---|' * (len(names) + len(PUBLISHED))}")
-    lines = [head]
+    published = list(PUBLISHED.values()) if comparable_to_published(first) else []
+    names = [r["parser"] for r in results] + [p["label"] for p in published]
+    lines = [f"{_title(first)}\n\n| metric | {' | '.join(names)} |\n|---|{'---|' * len(names)}"]
     for label, key in ROWS:
-        pub = [f"{p['scores'][key + '_f1']:.1f}" if key + "_f1" in p["scores"] else "–" for p in PUBLISHED.values()]
-        lines.append(f"| {label} | {' | '.join(_cell(r, key) for r in results)} | {' | '.join(pub)} |")
-    lines.append("")
-    lines.extend(f"- {p['label']}: {p['note']}" for p in PUBLISHED.values())
+        pub = [f"{p['scores'][key + '_f1']:.1f}" if key + "_f1" in p["scores"] else "–" for p in published]
+        lines.append(f"| {label} | {' | '.join([_cell(r, key) for r in results] + pub)} |")
+    if published:
+        lines.append("")
+        lines.extend(f"- {p['label']}: {p['note']}" for p in published)
     genres = sorted({g for r in results for g in r.get("genres", {})})
+    metrics = ("span", "nuc", "rel", "full") if first.get("gold_edus") else ("seg", "span", "nuc", "rel", "full")
     if genres:
-        lines += ["", "Per genre (F1 x 100: Seg / Span / Nuc / Rel / Full):", "",
+        header = " / ".join(k.capitalize() for k in metrics)
+        lines += ["", f"Per genre (F1 x 100: {header}):", "",
                   f"| genre | docs | {' | '.join(names)} |", f"|---|---|{'---|' * len(names)}"]
         for g in genres:
             cells = []
             for r in results:
                 s = r.get("genres", {}).get(g)
-                cells.append(" / ".join(f"{100 * s[k + '_f1']:.1f}" for k in ("seg", "span", "nuc", "rel", "full"))
+                cells.append(" / ".join(f"{100 * s[k + '_f1']:.1f}" for k in metrics)
                              if s else "–")
             docs = next(int(r["genres"][g]["documents"]) for r in results if g in r.get("genres", {}))
             lines.append(f"| {g} | {docs} | {' | '.join(cells)} |")
@@ -241,16 +264,19 @@ def markdown(result: dict[str, Any] | list[dict[str, Any]]) -> str:
 
 
 def plot(result: dict[str, Any] | list[dict[str, Any]], path: str | Path) -> Path:
-    """Draw the parsers' F1 scores beside the published rows as a grouped bar chart PNG; return the path."""
+    """Draw the parsers' F1 scores (beside the published rows when comparable) as a bar chart PNG; return it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     results = [r for r in (result if isinstance(result, list) else [result]) if r.get("supported", True)]
-    keys = ["seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1"]
+    first = results[0] if results else {"split": "?", "documents": 0}
+    keys = ["span_f1", "nuc_f1", "rel_f1", "full_f1"] if first.get("gold_edus") else \
+        ["seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1"]
     series = [(f"{r['parser']} (measured)", [100 * r["scores"][k] for k in keys]) for r in results]
-    series += [(f"{p['label']} (published)", [p["scores"].get(k, 0.0) for k in keys]) for p in PUBLISHED.values()]
+    if results and comparable_to_published(first):
+        series += [(f"{p['label']} (published)", [p["scores"].get(k, 0.0) for k in keys]) for p in PUBLISHED.values()]
     colours = ["#d9480f", "#1c7ed6", "#2b8a3e", "#862e9c", "#adb5bd", "#868e96"]
     fig, ax = plt.subplots(figsize=(7.6, 3.8), dpi=110)
     width = 0.8 / len(series)
@@ -260,12 +286,10 @@ def plot(result: dict[str, Any] | list[dict[str, Any]], path: str | Path) -> Pat
         for x, v in zip(xs, values):
             if v:
                 ax.text(x, v + 1, f"{v:.0f}", ha="center", fontsize=6)
-    ax.set_xticks(list(range(len(keys))), ["Seg", "Span", "Nuc", "Rel", "Full"])
+    ax.set_xticks(list(range(len(keys))), [k.removesuffix("_f1").capitalize() for k in keys])
     ax.set_ylabel("F1 (%)")
     ax.set_ylim(0, 100)
-    mode = "gold EDUs" if results and results[0].get("gold_edus") else "end to end"
-    first = results[0] if results else {"split": "?", "documents": 0}
-    ax.set_title(f"RST parsing on GUM {first['split']} ({first['documents']} documents, {mode})", fontsize=10)
+    ax.set_title(f"RST parsing, {_title(first)}" if results else "RST parsing", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
     out = save_figure(fig, path)
@@ -310,9 +334,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(markdown(results))
-    print("\ntargets (issue 15):")
-    for r in results:
-        print("  " + targets_line(r))
+    if results[0]["corpus"] == "GUM" and args.split == "test":
+        print("\ntargets (issue 15, GUM test):")
+        for r in results:
+            print("  " + targets_line(r))
     if args.json_out:
         atomic_write_text(args.json_out, json.dumps(results[0] if len(results) == 1 else results, indent=2))
     if args.plot:

@@ -6,7 +6,17 @@ import json
 
 import pytest
 
-from eval.parser_bench import CAR_ANSWERS, five_sentence_windows, main, markdown, percentile, run, targets_line
+from eval.parser_bench import (
+    CAR_ANSWERS,
+    corpus_name,
+    five_sentence_windows,
+    main,
+    markdown,
+    percentile,
+    run,
+    targets_line,
+)
+from parsers.gum import GumDocument
 from parsers.tree import EDU, DiscourseTree, Node
 
 
@@ -30,19 +40,51 @@ def test_five_sentence_windows():
     assert five_sentence_windows([tree]) == ["S0. S1. S2. S3. S4."]
 
 
+SCORES = {f"{k}_{m}": 0.5 for k in ("seg", "span", "nuc", "rel", "full", "nondefault", "nondefault_rel")
+          for m in ("p", "r", "f1")}
+
+
+def _result(**extra):
+    return {"scores": SCORES, "corpus": "GUM", "split": "test", "documents": 3, "parser": "rules",
+            "texts_per_s": 1.0, "median_ms_5_sentences": 10.0, "p95_ms_5_sentences": 20.0,
+            "genres": {"news": {"documents": 2, **SCORES}}, **extra}
+
+
 def test_markdown_has_published_column():
-    scores = {f"{k}_{m}": 0.5 for k in ("seg", "span", "nuc", "rel", "full", "nondefault", "nondefault_rel")
-              for m in ("p", "r", "f1")}
-    result = {"scores": scores, "split": "test", "documents": 3, "parser": "rules", "texts_per_s": 1.0,
-              "median_ms_5_sentences": 10.0, "p95_ms_5_sentences": 20.0,
-              "genres": {"news": {"documents": 2, **scores}}}
+    result = _result()
     text = markdown(result)
+    assert text.startswith("GUM test, 3 documents, predicted segmentation")
     assert "| Relation F1 | 50.0 | 49.6 | 34.2 |" in text  # isanlp-rst, then DMRST
     assert "| EDU segmentation F1 (P / R) | 50.0 (50.0 / 50.0) | 95.5 | – |" in text
     assert "GUM 9.1" in text and "version is unknown" in text
     assert "| news | 2 | 50.0 / 50.0 / 50.0 / 50.0 / 50.0 |" in text
-    both = markdown([result, {"parser": "trained", "split": "test", "documents": 3, "supported": False}])
+    both = markdown([result, {"parser": "trained", "corpus": "GUM", "split": "test", "documents": 3,
+                              "supported": False}])
     assert "| Span F1 | 50.0 | not supported | 67.4 | 58.0 |" in both
+
+
+def test_another_corpus_is_named_and_not_set_beside_gums_published_rows():
+    text = markdown(_result(corpus="GENTLE"))
+    assert text.startswith("GENTLE test, 3 documents")
+    assert "GUM" not in text and "isanlp" not in text and "DMRST" not in text
+    assert "| Relation F1 | 50.0 |" in text
+    assert "isanlp" not in markdown(_result(split="dev"))
+
+
+def test_gold_edus_print_segmentation_as_gold_and_no_end_to_end_rows():
+    text = markdown(_result(gold_edus=True, scores={**SCORES, "seg_f1": 1.0}))
+    assert "| EDU segmentation F1 (P / R) | gold |" in text and "100.0" not in text
+    assert "isanlp" not in text and "gold EDUs" in text
+    assert "Per genre (F1 x 100: Span / Nuc / Rel / Full)" in text and "| news | 2 | 50.0 / 50.0 / 50.0 / 50.0 |" in text
+
+
+def test_corpus_name_comes_from_the_document_names(tmp_path):
+    tree = DiscourseTree(text="a", edus=(EDU(index=0, text="a", start=0, end=1, sentence=0),), root=Node.leaf(0))
+    def doc(name):
+        return GumDocument(name=name, genre="news", split="test", tree=tree)
+    assert corpus_name([doc("GUM_news_a"), doc("GUM_news_b")], tmp_path) == "GUM"
+    assert corpus_name([doc("GENTLE_dictionary_a")], tmp_path / "gum_rst") == "GENTLE"
+    assert corpus_name([doc("GUM_news_a"), doc("GENTLE_news_b")], tmp_path / "mixed") == "mixed"
 
 
 def test_targets_line_says_met_or_missed():
@@ -71,8 +113,10 @@ def test_small_real_run(gum_dir, tmp_path, capsys):
     assert main(["--gum", str(gum_dir), "--split", "dev", "--limit", "1", "--latency-repeats", "1",
                  "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "isanlp-rst v3 gumrrg" in printed and "Relation F1" in printed
+    assert printed.startswith("GUM dev, 1 documents") and "Relation F1" in printed
+    assert "isanlp" not in printed and "targets" not in printed  # published rows and targets are GUM test only
     result = json.loads(out.read_text())
+    assert result["corpus"] == "GUM"
     assert result["documents"] == 1 and result["skipped_text_mismatch"] == 0
     assert 0.5 < result["scores"]["seg_f1"] <= 1.0
     assert result["median_ms_5_sentences"] > 0 and result["five_sentence_texts_per_s"] > 0
