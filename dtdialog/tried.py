@@ -209,18 +209,19 @@ def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: froz
                   relation: str | None) -> tuple[list[TriedAction], frozenset[str]]:
     """Return the EDU's reported actions, and its object terms (lent to a subject-less "and is good")."""
     tokens = words_of(edu.text)
+    pieces = _piece_starts(edu.text)
     if not tokens or (edu.text.rstrip().endswith("?") and tokens[0] in _QUESTION_OPENERS):
         return [], frozenset()
     phrases = normalizer.terms_of_edu(edu)
     actions: list[TriedAction] = []
     for i, token in enumerate(tokens):
         verb_class = _verb_class(token)
-        if verb_class is not None and _is_done(token) and not _blocked(tokens, i):
+        if verb_class is not None and _is_done(token) and not _blocked(tokens, i, pieces):
             action = _done_action(tokens, i, verb_class, normalizer, phrases, relation)
             if action is not None:
                 actions.append(action)
     actions.extend(_ruled_out(tokens, normalizer, phrases, previous_objects, relation))
-    actions.extend(_new_parts(tokens, normalizer, phrases, relation))
+    actions.extend(_new_parts(tokens, normalizer, phrases, relation, pieces))
     return actions, _objects(tokens, normalizer, phrases)
 
 
@@ -228,9 +229,24 @@ def _is_done(token: str) -> bool:
     return token.endswith("ed") or token in _IRREGULAR_DONE
 
 
-def _blocked(tokens: Sequence[str], i: int) -> bool:
-    """Return True when a negation or a modal before the verb (in its clause) makes it not a report."""
-    for token in reversed(tokens[_clause_start(tokens, i):i]):
+def _piece_starts(text: str) -> frozenset[int]:
+    """Return the positions (in ``words_of(text)``) of the words that begin a comma-, semicolon- or colon-separated
+    piece of ``text``: "my car will not start, I replaced the battery" is two clauses, and its "not" is not the
+    second one's."""
+    starts: set[int] = set()
+    count = 0
+    for piece in re.split(r"[,;:]", text):
+        if count:
+            starts.add(count)
+        count += len(words_of(piece))
+    return frozenset(starts)
+
+
+def _blocked(tokens: Sequence[str], i: int, pieces: frozenset[int] = frozenset()) -> bool:
+    """Return True when a negation or a modal before the verb (in its clause, which a comma also ends) makes it not
+    a report."""
+    start = max([_clause_start(tokens, i), *(p for p in pieces if p <= i)])
+    for token in reversed(tokens[start:i]):
         if token in _NEGATIONS or token.endswith("n't") or token in _MODALS:
             return True
     return False
@@ -336,11 +352,11 @@ def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
 
 
 def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: frozenset[str],
-               relation: str | None) -> list[TriedAction]:
+               relation: str | None, pieces: frozenset[int] = frozenset()) -> list[TriedAction]:
     """Return "new battery" reported as fitted ("put in a new battery", "with a new alternator")."""
     out = []
     for i, token in enumerate(tokens[:-1]):
-        if token != "new" or _blocked(tokens, i) or (i > 0 and tokens[i - 1] in _BE):
+        if token != "new" or _blocked(tokens, i, pieces) or (i > 0 and tokens[i - 1] in _BE):
             continue
         if _verb_class(tokens[max(i - 2, 0)]) or _verb_class(tokens[max(i - 1, 0)]):
             continue  # "replaced it with a new one" is the verb's own report

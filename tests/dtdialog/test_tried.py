@@ -53,6 +53,9 @@ def test_concession_satellite_of_the_paper_question_lists_every_action():
     (("Condition", "SN", ["Even after I put in a new battery,", "it still clicks."]), REPLACED, "battery"),
     ("My battery tested good at the parts store.", RULED_OUT, "battery"),
     ("I had the alternator tested last week.", CHECKED, "alternator"),
+    # the demo's first message: the "not" of the clause before the comma is not this report's
+    ("My car will not start, I replaced the battery but it still clicks.", REPLACED, "battery"),
+    ("It won't crank; I put in a new battery yesterday.", REPLACED, "battery"),
 ])
 def test_reports_of_done_or_ruled_out(spec, verb_class, word):
     assert _has(_tried(spec), verb_class, word)
@@ -70,6 +73,7 @@ def test_a_condition_satellite_keeps_its_relation():
     "If I replace the starter, will it start?",
     "I need a new battery.",
     "I never tested the alternator.",
+    "The car starts fine, I did not replace the battery.",
     "I want to clean the throttle body.",
 ])
 def test_what_the_customer_did_not_do_is_not_extracted(text):
