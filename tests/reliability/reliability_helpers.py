@@ -8,6 +8,8 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,19 @@ def readonly_setup(folder: Path) -> str:
 def small_tmpfs_setup(folder: Path, size_kb: int) -> str:
     """Return the shell lines that mount a tmpfs of ``size_kb`` KiB on ``folder`` (a disk that fills up)."""
     return f"mount -t tmpfs -o size={size_kb}k tmpfs '{folder}'"
+
+
+@contextmanager
+def sqlite_lock_held_elsewhere(path: Path, mode: str = "IMMEDIATE") -> Iterator[None]:
+    """Hold ``BEGIN <mode>`` (IMMEDIATE: the write lock; EXCLUSIVE: readers too, outside WAL) on the SQLite file
+    ``path`` from another process while the block runs."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         f"conn = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+         f"conn.execute('BEGIN {mode}')\nprint('locked', flush=True)\nsys.stdin.readline()\nconn.execute('ROLLBACK')"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.communicate("release\n")

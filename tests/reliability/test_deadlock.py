@@ -8,13 +8,8 @@ Now the wait is bounded (``parsers.storage.BUSY_TIMEOUT_S``, shortened here), th
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-
 import pytest
+from reliability_helpers import sqlite_lock_held_elsewhere
 
 from index.history import StoredVersion
 from index.sqlite_index import SqliteIndex, encode_doc
@@ -31,27 +26,12 @@ def _short_busy_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storage, "BUSY_TIMEOUT_S", SHORT_WAIT)
 
 
-@contextmanager
-def write_lock_held_elsewhere(path: Path) -> Iterator[None]:
-    """Hold ``BEGIN IMMEDIATE`` on the SQLite file ``path`` from another process until the block ends."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sqlite3, sys\n"
-         f"conn = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
-         "conn.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\nsys.stdin.readline()\nconn.execute('ROLLBACK')"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        yield
-    finally:
-        holder.communicate("release\n")
-
-
 @pytest.mark.timeout(120)
 def test_a_write_lock_held_by_another_process_is_a_503_and_nothing_hangs(make_client, index_copy):
     client = make_client(index_path=index_copy, health_stall_seconds=30.0)
     before = client.get("/index").json()["documents"]
     sid = client.post("/sessions").json()["session_id"]
-    with write_lock_held_elsewhere(index_copy):
+    with sqlite_lock_held_elsewhere(index_copy):
         busy = client.post("/index/documents", json={"answers": [NEW_ANSWER]})
         assert busy.status_code == 503, busy.text
         assert busy.json()["error"]["code"] == "storage_busy"
@@ -75,7 +55,7 @@ def test_opening_a_writer_on_a_locked_new_file_fails_instead_of_deadlocking(tmp_
     # the exact path of the deadlock: the schema cannot be written, the failed open must close itself
     path = tmp_path / "new.sqlite"
     path.write_bytes(b"")  # an empty file is an empty database: opening it for writing creates the schema
-    with write_lock_held_elsewhere(path), pytest.raises(StorageBusyError, match="locked by another process"):
+    with sqlite_lock_held_elsewhere(path), pytest.raises(StorageBusyError, match="locked by another process"):
         SqliteIndex(path, readonly=False)
     with SqliteIndex(path, readonly=False) as index:  # released: the same open works
         assert index.count() == 0
@@ -83,7 +63,7 @@ def test_opening_a_writer_on_a_locked_new_file_fails_instead_of_deadlocking(tmp_
 
 @pytest.mark.timeout(60)
 def test_a_locked_index_can_still_be_opened_and_read(index_copy):
-    with write_lock_held_elsewhere(index_copy):
+    with sqlite_lock_held_elsewhere(index_copy):
         with SqliteIndex(index_copy, readonly=False) as writer:  # an existing index: opening writes nothing
             assert writer.count() > 0
             with pytest.raises(StorageBusyError):
@@ -96,7 +76,7 @@ def test_a_locked_index_can_still_be_opened_and_read(index_copy):
 def test_history_writes_on_a_locked_index_are_a_storage_error(index_copy):
     with SqliteIndex(index_copy, readonly=False) as writer:
         answer = writer.get(writer.ids()[0])
-        with write_lock_held_elsewhere(index_copy):
+        with sqlite_lock_held_elsewhere(index_copy):
             with pytest.raises(StorageBusyError, match="locked by another process"):
                 writer.keep_version(answer)
             assert writer.export_history() == []  # reading the history is not blocked (WAL)
@@ -113,7 +93,7 @@ def test_counting_and_purging_a_locked_session_store_is_a_storage_error(tmp_path
     path = tmp_path / "sessions.sqlite"
     with SessionStore(path) as store:
         store.save(SessionRecord(id="idle-1"))
-        with write_lock_held_elsewhere(path):
+        with sqlite_lock_held_elsewhere(path):
             assert store.count() == 1  # reading is not blocked by another process's write lock (WAL)
             with pytest.raises(StorageBusyError, match="session store"):
                 store.purge(updated_before=float("inf"))  # the quotas' purge: a 503, never a raw sqlite3 error

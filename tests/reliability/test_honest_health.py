@@ -9,15 +9,11 @@ and names what fails; ``/healthz`` stays a process check, 200 through all of it 
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from protection_helpers import assert_error
+from reliability_helpers import sqlite_lock_held_elsewhere
 
 from dtdialog.api import service as service_module
 from dtdialog.session_store import SessionStore
@@ -31,20 +27,6 @@ def _wait_until(condition) -> None:
         time.sleep(0.1)
 
 
-@contextmanager
-def exclusive_lock(path: Path) -> Iterator[None]:
-    """Hold ``BEGIN EXCLUSIVE`` on the SQLite file ``path`` from another process while the block runs."""
-    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys\n"
-                               f"c = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
-                               "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.readline()"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        yield
-    finally:
-        holder.communicate("release\n")
-
-
 def _ready_again(client) -> dict:
     """Poll ``/readyz`` until it answers 200 (the last answer is reused for a second); return its body."""
     _wait_until(lambda: client.get("/readyz").status_code == 200)
@@ -55,7 +37,7 @@ def _ready_again(client) -> dict:
 def test_a_session_store_locked_by_another_process_is_not_ready_and_recovers(make_client, tmp_path):
     client = make_client()
     sid = client.post("/sessions").json()["session_id"]  # loads the engine
-    with exclusive_lock(tmp_path / "sessions.sqlite"):
+    with sqlite_lock_held_elsewhere(tmp_path / "sessions.sqlite", "EXCLUSIVE"):
         error = assert_error(client.get("/readyz"), 503, "not_ready")
         assert "session store" in error["message"] and "locked" in error["message"], error
         live = client.get("/healthz")
@@ -71,7 +53,7 @@ def test_before_the_first_load_the_session_store_is_tried_too(make_client, tmp_p
     sessions = tmp_path / "sessions.sqlite"
     SessionStore(sessions).close()
     client = make_client()  # lazy: nothing loaded yet
-    with exclusive_lock(sessions):
+    with sqlite_lock_held_elsewhere(sessions, "EXCLUSIVE"):
         error = assert_error(client.get("/readyz"), 503, "not_ready")
         assert "session store" in error["message"]
     assert _ready_again(client)["engine_loaded"] is False  # the probe never loads the engine
@@ -85,7 +67,7 @@ def test_a_locked_index_is_not_ready(make_client, index_copy):
         assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
     client = make_client(index_path=index_copy)
     client.post("/sessions")
-    with exclusive_lock(index_copy):
+    with sqlite_lock_held_elsewhere(index_copy, "EXCLUSIVE"):
         error = assert_error(client.get("/readyz"), 503, "not_ready")
         assert "answer index" in error["message"] and "locked" in error["message"], error
         assert client.get("/healthz").status_code == 200
