@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Path, Request
 
 from dtdialog.api.deps import check_text, get_service, guard_index, require_index_admin
 from dtdialog.api.errors import ApiError
+from dtdialog.api.fair_gate import EXCLUSIVE
 from dtdialog.api.models import (
     AddDocumentsRequest,
     AddDocumentsResponse,
@@ -30,7 +31,7 @@ from dtdialog.api.models import (
     RestoreRequest,
     RestoreResponse,
 )
-from dtdialog.api.quotas import EXCLUSIVE, get_quotas
+from dtdialog.api.quotas import get_quotas
 from index.base import ID_REGEX, check_id
 from parsers.text_input import plain_text
 

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from dtdialog.api.deps import check_text, get_service, message_limit
 from dtdialog.api.errors import ApiError
 from dtdialog.api.explain_turn import explain_turn
+from dtdialog.api.fair_gate import TURN
 from dtdialog.api.jsonable import jsonable
 from dtdialog.api.models import (
     ErrorResponse,
@@ -21,7 +22,7 @@ from dtdialog.api.models import (
     TurnOption,
     TurnResponse,
 )
-from dtdialog.api.quotas import TURN, Quotas, get_quotas, is_cheap_turn, rate_limit
+from dtdialog.api.quotas import Quotas, get_quotas, is_cheap_turn, rate_limit
 from dtdialog.api.session_access import SessionToken, new_token, require_session_access, token_digest
 from dtdialog.customer_why import customer_why, needs_history, transcript_whys
 from dtdialog.session import new_session_id

@@ -18,9 +18,11 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 
+from dtdialog.api.clients import client_id
 from dtdialog.api.deps import check_text, get_service, message_limit
+from dtdialog.api.fair_gate import TURN
 from dtdialog.api.models import ErrorResponse, RestButton, RestMessage, RestWebhookRequest
-from dtdialog.api.quotas import TURN, client_id, get_quotas, is_cheap_turn, rate_limit
+from dtdialog.api.quotas import get_quotas, is_cheap_turn, rate_limit
 from dtdialog.api.webhook_secret import load_or_create, secret_path
 from dtdialog.customer_why import customer_why, needs_history
 from dtdialog.session import SessionNotFoundError

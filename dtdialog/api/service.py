@@ -1,7 +1,7 @@
 """The engine behind the API: one ``dtdialog.assembly`` engine per app (parser, index, selector, manager), loaded on first use.
 
 Engine calls run on ``ApiSettings.engine_threads`` daemon worker threads (``EnginePool``), so a customer's turn
-need not wait for another client's search in flight (``quotas.FairGate`` keeps one of them for turns). The
+need not wait for another client's search in flight (``fair_gate.FairGate`` keeps one of them for turns). The
 runtime is shared by all of them under a ``RuntimeLock``: ordinary calls hold it shared; what replaces or
 mutates the runtime (index writes, restore, rebuild, ``refresh_selector``, ``replace_runtime``, reloading an
 index file a build swapped in) holds it alone. Why each engine part is safe to share is in docs/api.md

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from protection_helpers import NO_QUOTAS
 
-from dtdialog.api.quotas import BULK, EXCLUSIVE, TURN, FairGate
+from dtdialog.api.fair_gate import BULK, EXCLUSIVE, TURN, FairGate
 from dtdialog.api.routes_search import run_search
 from dtdialog.api.service import EngineService, RuntimeLock
 from dtdialog.api.settings import ApiSettings

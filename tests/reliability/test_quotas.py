@@ -20,7 +20,7 @@ from protection_helpers import (  # noqa: F401  (the fixtures are used by name)
 )
 
 from dtdialog.api.errors import ApiError
-from dtdialog.api.quotas import FairGate
+from dtdialog.api.fair_gate import FairGate
 
 QUESTION = "My car will not start although I replaced the battery and the spark plugs."
 

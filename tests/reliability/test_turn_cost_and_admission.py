@@ -12,7 +12,8 @@ from protection_helpers import app_client_fixture, assert_error, index_file_fixt
 from starlette.requests import Request
 
 from dtdialog.api.errors import ApiError
-from dtdialog.api.quotas import TURN, FairGate, Quotas
+from dtdialog.api.fair_gate import TURN, FairGate
+from dtdialog.api.quotas import Quotas
 from parsers.parse_cost import MAX_NESTING, MAX_REPEAT, MAX_RUN, nesting_depth
 from parsers.text_input import clean_text
 
