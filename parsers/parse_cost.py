@@ -65,6 +65,7 @@ def bound_parse_cost(text: str) -> str:
     whitespace-free runs cut; text within the bounds comes back unchanged (the same object)."""
     if _REPEATS.search(text):
         text = _REPEATS.sub(lambda m: m.group(1) * MAX_REPEAT, text)
-    if nesting_depth(text) > MAX_NESTING:
+    # counting opening brackets is C-speed; the character walk runs only on text that could nest too deep
+    if sum(text.count(c) for c in _OPEN) > MAX_NESTING and nesting_depth(text) > MAX_NESTING:
         text = _flatten(text, MAX_NESTING)
     return _LONG_RUN.sub(_cut, text) if _LONG_RUN.search(text) else text
