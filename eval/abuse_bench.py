@@ -88,20 +88,25 @@ async def _abuser(client: httpx.AsyncClient, stop: asyncio.Event, answers: Count
                 answers[f"{path} {type(exc).__name__}"] += 1
 
 
+async def _first_turn(client: httpx.AsyncClient, label: str, text: str, answers: Counter, **params: str) -> None:
+    """Start a session and send its first turn, counting how each was answered under ``label``."""
+    try:
+        r = await client.post("/sessions")
+        if r.status_code != 201:
+            answers[f"{label}: POST /sessions {r.status_code}"] += 1
+            return
+        session = r.json()
+        r = await client.post(f"/sessions/{session['session_id']}/messages", params=params, json={"text": text},
+                              headers={"X-Session-Token": session["token"]})
+        answers[f"{label} turn {r.status_code}"] += 1
+    except httpx.HTTPError as exc:
+        answers[f"{label} {type(exc).__name__}"] += 1
+
+
 async def _explain_abuser(client: httpx.AsyncClient, stop: asyncio.Event, answers: Counter) -> None:
     async def one() -> None:
         while not stop.is_set():
-            try:
-                r = await client.post("/sessions")
-                if r.status_code != 201:
-                    answers[f"explain: POST /sessions {r.status_code}"] += 1
-                    continue
-                session = r.json()
-                r = await client.post(f"/sessions/{session['session_id']}/messages", params={"explain": "true"},
-                                      json={"text": BRACKET_BOMB}, headers={"X-Session-Token": session["token"]})
-                answers[f"explain turn {r.status_code}"] += 1
-            except httpx.HTTPError as exc:
-                answers[f"explain {type(exc).__name__}"] += 1
+            await _first_turn(client, "explain", BRACKET_BOMB, answers, explain="true")
 
     await asyncio.gather(*(one() for _ in range(EXPLAIN_AT_ONCE)))
 
@@ -111,19 +116,8 @@ async def _rotating_abuser(url: str, addresses: list[str], stop: asyncio.Event, 
     try:
         k = 0
         while not stop.is_set():
-            client = clients[k % len(clients)]
+            await _first_turn(clients[k % len(clients)], "rotating", LONG_SEARCH, answers)
             k += 1
-            try:
-                r = await client.post("/sessions")
-                if r.status_code != 201:
-                    answers[f"rotating: POST /sessions {r.status_code}"] += 1
-                    continue
-                session = r.json()
-                r = await client.post(f"/sessions/{session['session_id']}/messages", json={"text": LONG_SEARCH},
-                                      headers={"X-Session-Token": session["token"]})
-                answers[f"rotating turn {r.status_code}"] += 1
-            except httpx.HTTPError as exc:
-                answers[f"rotating {type(exc).__name__}"] += 1
     finally:
         for c in clients:
             await c.aclose()

@@ -54,14 +54,21 @@ def replace_refusal(path: str | Path, info: os.stat_result, *, wanted: str | Non
     return f"{path} is {what}{f', not {wanted}' if wanted else ''}; refusing to replace it"
 
 
-def check_replaceable(path: str | Path, *, wanted: str | None = None) -> os.stat_result | None:
-    """Return ``path``'s ``lstat`` (None when missing); raise ``InputError`` unless it is a regular file."""
+def _lstat(path: str | Path, what: str) -> os.stat_result | None:
+    """Return ``path``'s ``lstat``, None when it is missing; a one-line ``InputError`` naming ``what`` otherwise."""
     try:
-        info = os.lstat(path)
+        return os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise InputError(f"cannot check the output path {path}: {exc.strerror}") from None
+        raise InputError(f"cannot check the {what} {path}: {exc.strerror}") from None
+
+
+def check_replaceable(path: str | Path, *, wanted: str | None = None) -> os.stat_result | None:
+    """Return ``path``'s ``lstat`` (None when missing); raise ``InputError`` unless it is a regular file."""
+    info = _lstat(path, "output path")
+    if info is None:
+        return None
     refusal = replace_refusal(path, info, wanted=wanted)
     if refusal:
         raise InputError(refusal)
@@ -137,12 +144,9 @@ def check_out_dir(path: str | Path) -> Path:
     A symbolic link, a file or a device there is refused: the files written inside would land somewhere else.
     """
     path = Path(path)
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+    info = _lstat(path, "output folder")
+    if info is None:
         return path
-    except OSError as exc:
-        raise InputError(f"cannot check the output folder {path}: {exc.strerror}") from None
     if not stat.S_ISDIR(info.st_mode):
         raise InputError(f"{path} is {file_kind(info.st_mode)}, not a folder; give an output folder")
     return path
