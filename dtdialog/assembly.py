@@ -14,6 +14,10 @@ resolved (``dtdialog.spec_resolution``). With no index location the built-in cor
 ``dtdialog.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
 corpus or another parser gets a fresh index and an unchanged one is reused.
 
+``use_tree=False`` builds the same engine without the discourse tree (the ablation of ``--no-dt``): the stages of
+``dtdialog.stages.stage_set.FLAT_STAGES``, the learned ranker's model without tree features
+(``ranker-v1-hybrid``) and the rule scorer's agreement weight 0.
+
 A setting that has no effect under the ranker the spec resolves to is refused with ``ConfigError``: the
 rule scorer's options under the learned ranker (``EngineConfig.check_ranker``), and the learned ranker's
 options (``ranker_model``, ``learned_require_agreement``, ``candidate_depth``) under the rules.
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ from dtdialog.engine_config import EngineConfig
 from dtdialog.profile import Profile, resolve_profile
 from dtdialog.selector import AnswerSelector
 from dtdialog.spec_resolution import engine_parser_name
+from dtdialog.stages.stage_set import stage_set
 from index.base import AnswerIndex
 from index.registry import BACKENDS
 from parsers.base import RSTParser, get_parser
@@ -65,6 +70,8 @@ class EngineSpec:
     config: the ``EngineConfig``.
     profile: a profile YAML file (``dtdialog.profile``) whose wording the engine speaks (None: the profile stored
         in the index, else the built-in corpus's, else the generic one); stored in an index the spec builds.
+    use_tree: False runs the engine without the discourse tree (see the module docstring); the learned ranker's
+        model must then have no tree features (None ``ranker_model``: the shipped ``ranker-v1-hybrid.joblib``).
     """
 
     parser: str | None = None
@@ -82,6 +89,7 @@ class EngineSpec:
     sessions_path: str | None = None
     config: EngineConfig = field(default_factory=EngineConfig)
     profile: str | None = None
+    use_tree: bool = True
 
     def __post_init__(self) -> None:
         for name in _PATH_FIELDS:  # paths are kept as strings: the spec is JSON data
@@ -99,8 +107,9 @@ class EngineSpec:
         _check_choice("encoder_runtime", self.encoder_runtime, ENCODER_RUNTIMES)
         if self.corpus is not None and self.corpus_format == "builtin":
             raise ConfigError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
-        if not isinstance(self.learned_require_agreement, bool):
-            raise ConfigError("engine spec: learned_require_agreement must be true or false")
+        for name in ("learned_require_agreement", "use_tree"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"engine spec: {name} must be true or false, got {getattr(self, name)!r}")
         depth = self.candidate_depth
         if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
             raise ConfigError(f"engine spec: candidate_depth must be an integer >= 1 or null, got {depth!r}")
@@ -114,6 +123,15 @@ class EngineSpec:
         return [name for name, unset in (("ranker_model", None), ("ranker_version", None), ("encoder_runtime", None),
                                          ("learned_require_agreement", False), ("candidate_depth", None))
                 if getattr(self, name) != unset]
+
+    def model_path(self) -> str | None:
+        """Return the learned ranker's model file: ``ranker_model``, else the shipped model without tree features when
+        ``use_tree`` is False, else None (the shipped ``ranker-v1.joblib``)."""
+        if self.ranker_model is not None or self.use_tree:
+            return self.ranker_model
+        from dtdialog.ranking.learned_scorer import TREELESS_MODEL
+
+        return str(TREELESS_MODEL)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the spec as a JSON-ready dict stamped with ``format``."""
@@ -316,8 +334,12 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     generator, scorer = _ranking(spec, index=index, index_path=index_path, hooks=hooks, progress=progress)
     ranker = "rules" if scorer is None else "learned"
     normalizer = EntityNormalizer(synonyms=profile.synonyms) if profile.synonyms is not None else None
-    selector = AnswerSelector(index=index, parser=parser, config=spec.config, generator=generator, scorer=scorer,
-                              normalizer=normalizer, calibrator=engine_calibrator(spec, scorer))
+    config = spec.config
+    if scorer is None and not spec.use_tree:  # no agreement was checked: the rule scorer must not weigh it
+        config = replace(config, agreement_weight=0.0, first_step_agreement_weight=0.0)
+    selector = AnswerSelector(index=index, parser=parser, config=config, generator=generator, scorer=scorer,
+                              normalizer=normalizer, calibrator=engine_calibrator(spec, scorer),
+                              stages=stage_set(spec.use_tree))
     seed = getattr(getattr(scorer, "extractor", None), "seed_query", None)
     if seed is not None:  # the SG feature takes the question's phrases from the RST parser's spaCy parse
         selector.question_analyzed = (seed,)
@@ -327,17 +349,22 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
 def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
     """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
     from dtdialog.ranking.factory import dense_vectors, learned_ranking, learned_usable, load_model, resolve_ranker
+    from dtdialog.ranking.features import DT_FEATURES
 
     name = resolve_ranker(spec.ranker)
     model = None
     if name != "rules" and learned_usable(name, index=index, index_path=index_path):
-        model = load_model(name, spec.ranker_model, deferred=not hooks.warm)
+        model = load_model(name, spec.model_path(), deferred=not hooks.warm)
     if model is None:
         if spec.learned_options():
             raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
                               "remove it or use --ranker learned")
         return None, None
     version = str(model.manifest.get("name") or "")
+    tree_features = [n for n in model.feature_names if n in DT_FEATURES]
+    if not spec.use_tree and tree_features:
+        raise ConfigError(f"engine spec: the ranker model {version!r} reads discourse-tree features "
+                          f"({', '.join(tree_features[:3])}, ...); without the tree use a 'hybrid' feature-set model")
     if spec.ranker_version is not None and version != spec.ranker_version:
         raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
     spec.config.check_ranker("learned")
@@ -405,7 +432,7 @@ def engine_calibrator(spec: EngineSpec, scorer):
     model = getattr(scorer, "model", None)
     if model is None:
         return load_calibrator("rules")
-    return load_calibrator("learned", model_name=str(model.manifest.get("name", "")), model_path=spec.ranker_model)
+    return load_calibrator("learned", model_name=str(model.manifest.get("name", "")), model_path=spec.model_path())
 
 
 def _warm_parser(parser: RSTParser) -> None:

@@ -21,8 +21,7 @@ from dtdialog.constraints import Constraint, extract_constraints
 from dtdialog.engine_config import EngineConfig
 from dtdialog.entities import EntityNormalizer
 from dtdialog.scoring import CandidateScorer, RankedCandidate, RuleScorer
-from dtdialog.stages.agreement_stage import check_agreement
-from dtdialog.stages.already_tried import demote_tried, known_tried
+from dtdialog.stages.already_tried import demote_tried
 from dtdialog.stages.candidates import KEYWORDS_PER_SEARCH, CandidateGenerator, LexicalGenerator, gather_candidates
 from dtdialog.stages.choose import TOPIC_RATIO, choose
 from dtdialog.stages.condition_clash import demote_clashes
@@ -33,6 +32,7 @@ from dtdialog.stages.presupposition_stage import demote_presuppositions
 from dtdialog.stages.query import form_query
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_candidates
+from dtdialog.stages.stage_set import TREE_STAGES, StageSet
 from dtdialog.stages.tools import StageTools
 from dtdialog.subtrees import MAX_QUESTION_EDUS, QuestionPlan, split_question
 from dtdialog.tried import TriedAction
@@ -80,8 +80,11 @@ class AnswerSelector:
 
     def __init__(self, *, index: AnswerIndex, parser: RSTParser, config: EngineConfig | None = None,
                  generator: CandidateGenerator | None = None, scorer: CandidateScorer | None = None,
-                 normalizer: EntityNormalizer | None = None, calibrator: Calibrator | None = None) -> None:
+                 normalizer: EntityNormalizer | None = None, calibrator: Calibrator | None = None,
+                 stages: StageSet = TREE_STAGES) -> None:
         self.index = index
+        #: the tree-reading stages: the engine's, or the ablation's without the tree (``EngineSpec.use_tree``)
+        self.stages = stages
         #: P(right) of a ranking's top answer (``dtdialog.confidence``); the position stage asks whether an
         #: opening would be confident, the manager whether to abstain. None: no confidence, never abstain.
         self.calibrator = calibrator
@@ -104,6 +107,11 @@ class AnswerSelector:
         self._cache_lock = threading.Lock()
         self._analyses: OrderedDict[str, AnswerAnalysis] = OrderedDict()
 
+    @property
+    def remembers_tried(self) -> bool:
+        """Return False when the engine runs without the tree: what the customer tried is neither read nor kept."""
+        return self.stages.uses_tree
+
     # --- planning -----------------------------------------------------------
     def parse(self, text: str) -> DiscourseTree:
         """Return the DT of ``text`` (safe to call from several threads at once)."""
@@ -118,7 +126,7 @@ class AnswerSelector:
         if len(tree.edus) > MAX_QUESTION_EDUS:  # bounded work per turn: plan from the question's first EDUs
             question = tree.text[:tree.edus[MAX_QUESTION_EDUS - 1].end]
             tree = self._parse_question(question)
-        return split_question(tree, question=question)
+        return split_question(self.stages.shape(tree), question=question)
 
     def _parse_question(self, question: str) -> DiscourseTree:
         """Return the DT of ``question``; with ``question_analyzed`` hooks and a parser that hands out its analysis
@@ -174,10 +182,10 @@ class AnswerSelector:
                            record=record)
         pool = gather_candidates(step_plan, query, generator=self.generator, followups=followups,
                                  exclude_ids=exclude_ids, size=depth, tools=tools, record=record)
-        agreed = check_agreement(step_plan, pool, agreement=self.agreement, record=record)
+        agreed = self.stages.agreement(step_plan, pool, agreement=self.agreement, record=record)
         candidates = describe_candidates(step_plan, agreed, tools=tools)
         scored = score_candidates(step_plan, candidates, scorer=self.scorer, followups=followups, record=record)
-        done = known_tried(step_plan, tried, tools=tools, record=record)
+        done = self.stages.tried(step_plan, tried, tools=tools, record=record)
         scored = demote_tried(scored, done, penalty=self.config.already_tried_penalty, tools=tools, record=record)
         scored = demote_clashes(scored, [plan.question, *followups], penalty=self.config.condition_clash_penalty,
                                 record=record)
@@ -201,8 +209,12 @@ class AnswerSelector:
 
     def _tools(self) -> StageTools:
         # built per call from the current attributes, so a replaced normaliser or agreement is used at once
-        return StageTools(normalizer=self.normalizer, agreement=self.agreement, parse=self.parse,
+        return StageTools(normalizer=self.normalizer, agreement=self.agreement, parse=self._parse_reply,
                           analyze=self._analysis, document=self._document)
+
+    def _parse_reply(self, text: str) -> DiscourseTree:
+        """Return the DT of a customer's reply, shaped as the question's is (``StageSet.shape``)."""
+        return self.stages.shape(self.parse(text))
 
     # --- the narrow interface the dialogue manager uses (it never reaches the index or normaliser) ---
     def document(self, doc_id: str) -> AnswerDocument | None:

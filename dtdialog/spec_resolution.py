@@ -41,10 +41,10 @@ def resolve_spec(spec: Any) -> Any:
 
     ranker = resolve_ranker(spec.ranker)
     if ranker == "auto" and spec.backend == "sqlite":
-        ranker = "learned" if _learned_here(spec.ranker_model) else "rules"
+        ranker = "learned" if _learned_here(spec.model_path()) else "rules"
     version, runtime = spec.ranker_version, spec.encoder_runtime
     if ranker == "learned":
-        version = version or model_version(spec.ranker_model)
+        version = version or model_version(spec.model_path())
         runtime = resolved_runtime(runtime)
     paths = {name: os.path.abspath(getattr(spec, name)) for name in _PATHS if getattr(spec, name) is not None}
     return replace(spec, parser=engine_parser_name(spec.parser), ranker=ranker, ranker_version=version,
@@ -67,7 +67,7 @@ def spec_problem(spec: Any) -> str | None:
         if not dense_available():
             return f"the learned ranker needs the [dense] extra ({INSTALL_HINT})"
         try:
-            version = model_version(spec.ranker_model)
+            version = model_version(spec.model_path())
         except ModelNotAvailableError as exc:
             return str(exc)
         if spec.ranker_version is not None and version != spec.ranker_version:

@@ -14,7 +14,7 @@ from parsers.errors import InputError
 
 #: The options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
 ENGINE_OPTIONS = {"corpus": None, "corpus_format": None, "index": None, "build": False, "profile": None,
-                  "backend": "sqlite", "es_url": None, "parser": None, "ranker": None}
+                  "backend": "sqlite", "es_url": None, "parser": None, "ranker": None, "no_dt": False}
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +40,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
                        help="answer ranking: auto (default, or $DTDIALOG_RANKER) = the learned hybrid ranker when "
                             "the [dense] extra is installed, else the rule scorer; learned; rules (the paper's)")
+    group.add_argument("--no-dt", action="store_true",
+                       help="run the same engine without the discourse tree (the ablation): one flat query part, "
+                            "no agreement, no tree features in the ranker, no memory of what was tried")
     group.add_argument("--sessions", type=Path, default=None,
                        help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")
     group.add_argument("--engine", type=Path, default=None, metavar="SPEC.json",
@@ -78,4 +81,4 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
     return EngineSpec(parser=args.parser, backend=args.backend, index_path=target.index, index_url=args.es_url,
                       corpus=target.corpus, corpus_format=target.corpus_format or "builtin", ranker=args.ranker,
                       profile=target.profile, sessions_path=args.sessions or sessions_path(),
-                      config=config if config is not None else EngineConfig())
+                      config=config if config is not None else EngineConfig(), use_tree=not args.no_dt)

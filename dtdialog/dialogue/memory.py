@@ -52,6 +52,8 @@ def remember_tried(record: SessionRecord, outcome: RankOutcome) -> None:
 
 def remember_rejected(record: SessionRecord, text: str, selector: SelectorPort, trace: TurnTrace) -> None:
     """On "already tried that", remember the rejected answer's recommendation, so no other answer repeats it."""
+    if not getattr(selector, "remembers_tried", True):  # the engine without the tree keeps no memory of it
+        return
     doc = selector.document(record.delivered[-1]) if record.delivered else None
     action = tried_from_reply(text, selector.answer_edus(doc), selector) if doc is not None else None
     if action is not None:

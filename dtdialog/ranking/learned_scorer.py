@@ -39,6 +39,8 @@ from parsers.errors import ConfigError, ModelNotAvailableError
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "ranker-v1.joblib"
+#: The shipped model without discourse-tree features (``hybrid``): the engine's ranker when it runs without the tree.
+TREELESS_MODEL = MODELS_DIR / "ranker-v1-hybrid.joblib"
 #: The version stamped into saved model files; ``RankerModel.load`` refuses a newer one.
 MODEL_FORMAT = 2
 
