@@ -93,8 +93,9 @@ class FoldModels:
 
 
 def folds_for(model: RankerModel, model_path: str | Path | None) -> FoldModels | None:
-    """Return the fold models cross-validated for ``model`` (loaded from ``model_path``), or None."""
-    path = folds_path(model_path or MODELS_DIR / "ranker-v1.joblib")
+    """Return the fold models cross-validated for ``model`` (loaded from ``model_path``; None: the shipped model file
+    named as the model is, e.g. ``ranker-v1-hybrid`` for the engine without the tree), or None."""
+    path = folds_path(model_path or MODELS_DIR / f"{model.manifest.get('name') or 'ranker-v1'}.joblib")
     if not path.is_file():
         return None
     folds = FoldModels.load(path)

@@ -99,3 +99,13 @@ def test_shipped_models_have_their_fold_models_in_eval():
         folds = folds_for(RankerModel.load(path), path)
         assert folds is not None and folds_path(path).parent == FOLDS_DIR
         assert len(folds.fold_estimators) == 5 and len(folds.held_out) > 400
+
+
+def test_a_shipped_model_loaded_without_its_path_finds_its_own_folds():
+    """The engine without the tree loads ``ranker-v1-hybrid`` by itself: its questions must still be out-of-fold."""
+    from dtdialog.ranking.learned_scorer import TREELESS_MODEL
+
+    if not TREELESS_MODEL.is_file():
+        pytest.skip("no shipped hybrid ranker model")
+    folds = folds_for(RankerModel.load(TREELESS_MODEL), None)
+    assert folds is not None and folds.model_name == "ranker-v1-hybrid"
