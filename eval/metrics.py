@@ -119,42 +119,62 @@ def _metric(name: str, num: Sequence[float], den: Sequence[float], *, n_steps: S
     return MetricValue(name=name, value=value, low=low, high=high, n=n, n_steps=steps)
 
 
-def compute_metrics(results: Sequence[DialogueResult], *, recall_k: int = 5, n_resamples: int = 1000,
-                    seed: int = 13) -> MetricReport:
-    """Return the Table-1 columns, per-step accuracy, P@1, R@``recall_k`` and MRR of ``results``.
+def metric_units(results: Sequence[DialogueResult], *, recall_k: int = 5) -> dict[str, tuple[list[float], list[float]]]:
+    """Return every metric of ``compute_metrics`` as its per-dialogue ``(numerators, denominators)``, by name.
 
     Table-1 columns (each a share of dialogues):
       * ``Q-A``: step 1 correct, over all dialogues;
       * ``Q-A1-C1``: step 1 correct, over dialogues that have a follow-up C1;
       * ``Q-A1-C1-A2``: steps 1 and 2 correct, over dialogues with at least 2 answers;
       * ``Q-A1-C1-A2-C2-A3``: steps 1-3 correct, over dialogues with at least 3 answers.
-    ``primary``: a dialogue is correct when every one of its (at most 3) answers is the actual one.
+    ``dialogue correct``: every one of a dialogue's (at most 3) answers is the actual one.
     P@1, R@k and MRR pool all steps of all dialogues (MRR counts 0 when the answer was not returned).
     """
-    boot = {"n_resamples": n_resamples, "seed": seed}
-    table1 = {
-        "Q-A": _metric("Q-A", [float(r.all_correct(1)) for r in results],
-                       [1.0 if r.n_answers >= 1 else 0.0 for r in results], **boot),
-        "Q-A1-C1": _metric("Q-A1-C1", [float(r.all_correct(1)) for r in results],
-                           [1.0 if r.has_followup and r.n_answers >= 1 else 0.0 for r in results], **boot),
-        "Q-A1-C1-A2": _metric("Q-A1-C1-A2", [float(r.all_correct(2)) for r in results],
-                              [1.0 if r.n_answers >= 2 else 0.0 for r in results], **boot),
-        "Q-A1-C1-A2-C2-A3": _metric("Q-A1-C1-A2-C2-A3", [float(r.all_correct(3)) for r in results],
-                                    [1.0 if r.n_answers >= 3 else 0.0 for r in results], **boot),
-    }
-    primary = _metric("dialogue correct", [float(r.all_correct(r.n_answers)) for r in results],
-                      [1.0 if r.n_answers else 0.0 for r in results],
-                      n_steps=[float(r.n_answers) for r in results], **boot)
-    per_step = {}
-    for i in range(MAX_STEPS):
-        per_step[i + 1] = _metric(f"step {i + 1} accuracy",
-                                  [float(r.steps[i].correct) if r.n_answers > i else 0.0 for r in results],
-                                  [1.0 if r.n_answers > i else 0.0 for r in results], **boot)
     n_steps = [float(r.n_answers) for r in results]
-    p1 = _metric("P@1", [float(sum(s.correct for s in r.steps)) for r in results], n_steps, **boot)
-    rec = _metric(f"R@{recall_k}",
-                  [float(sum(1 for s in r.steps if s.rank is not None and s.rank <= recall_k)) for r in results],
-                  n_steps, **boot)
-    mrr = _metric("MRR", [float(sum(1.0 / s.rank for s in r.steps if s.rank is not None)) for r in results],
-                  n_steps, **boot)
-    return MetricReport(table1=table1, primary=primary, per_step=per_step, p_at_1=p1, recall=rec, mrr=mrr)
+    units = {
+        "Q-A": ([float(r.all_correct(1)) for r in results], [1.0 if r.n_answers >= 1 else 0.0 for r in results]),
+        "Q-A1-C1": ([float(r.all_correct(1)) for r in results],
+                    [1.0 if r.has_followup and r.n_answers >= 1 else 0.0 for r in results]),
+        "Q-A1-C1-A2": ([float(r.all_correct(2)) for r in results], [1.0 if r.n_answers >= 2 else 0.0 for r in results]),
+        "Q-A1-C1-A2-C2-A3": ([float(r.all_correct(3)) for r in results],
+                             [1.0 if r.n_answers >= 3 else 0.0 for r in results]),
+        "dialogue correct": ([float(r.all_correct(r.n_answers)) for r in results],
+                             [1.0 if r.n_answers else 0.0 for r in results]),
+    }
+    for i in range(MAX_STEPS):
+        units[f"step {i + 1} accuracy"] = ([float(r.steps[i].correct) if r.n_answers > i else 0.0 for r in results],
+                                           [1.0 if r.n_answers > i else 0.0 for r in results])
+    units["P@1"] = ([float(sum(s.correct for s in r.steps)) for r in results], n_steps)
+    units[f"R@{recall_k}"] = ([float(sum(1 for s in r.steps if s.rank is not None and s.rank <= recall_k))
+                               for r in results], n_steps)
+    units["MRR"] = ([float(sum(1.0 / s.rank for s in r.steps if s.rank is not None)) for r in results], n_steps)
+    return units
+
+
+def compute_metrics(results: Sequence[DialogueResult], *, recall_k: int = 5, n_resamples: int = 1000,
+                    seed: int = 13) -> MetricReport:
+    """Return the Table-1 columns, per-step accuracy, P@1, R@``recall_k`` and MRR of ``results`` (``metric_units``)."""
+    boot = {"n_resamples": n_resamples, "seed": seed}
+    units = metric_units(results, recall_k=recall_k)
+    metric = {name: _metric(name, num, den, **boot) for name, (num, den) in units.items()}
+    primary = _metric("dialogue correct", *units["dialogue correct"], n_steps=[float(r.n_answers) for r in results],
+                      **boot)
+    return MetricReport(table1={name: metric[name] for name in DIALOGUE_TYPES}, primary=primary,
+                        per_step={i + 1: metric[f"step {i + 1} accuracy"] for i in range(MAX_STEPS)},
+                        p_at_1=metric["P@1"], recall=metric[f"R@{recall_k}"], mrr=metric["MRR"])
+
+
+def paired_metrics(a: Sequence[DialogueResult], b: Sequence[DialogueResult], *, recall_k: int = 5,
+                   n_resamples: int = 1000, seed: int = 13) -> dict[str, MetricValue]:
+    """Return every metric of ``a`` minus the same metric of ``b`` over the dialogues both reconstructed, by name.
+
+    Both runs share each dialogue's denominator (its steps), so the difference of two ratios is the ratio of the
+    per-dialogue differences, and its 95% interval is the same cluster bootstrap: a paired bootstrap over dialogues.
+    """
+    by_id = {r.dialogue_id: r for r in b}
+    pairs = [(r, by_id[r.dialogue_id]) for r in a if r.dialogue_id in by_id]
+    units_a = metric_units([x for x, _ in pairs], recall_k=recall_k)
+    units_b = metric_units([y for _, y in pairs], recall_k=recall_k)
+    return {name: _metric(f"{name} difference", [x - y for x, y in zip(num, units_b[name][0])], den,
+                          n_resamples=n_resamples, seed=seed)
+            for name, (num, den) in units_a.items()}

@@ -30,19 +30,21 @@ def encoder_runtime() -> str:
 
 
 def ranker_model(ranker: str | None = None, model_path: str | None = None) -> dict:
-    """Return the ranker's name (as resolved from ``ranker`` and ``$DTDIALOG_RANKER``), its model file and version."""
+    """Return the ranker's name (as resolved from ``ranker`` and ``$DTDIALOG_RANKER``), its model file, the model's
+    version and feature set (``hybrid+dt``, or ``hybrid`` without discourse-tree features)."""
     from dtdialog.ranking.factory import resolve_ranker
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
 
     name = resolve_ranker(ranker)
     if name == "rules":
-        return {"name": name, "model": "", "version": ""}
+        return {"name": name, "model": "", "version": "", "feature_set": ""}
     path = Path(model_path) if model_path else DEFAULT_MODEL
     try:
-        version = str(json.loads(path.with_suffix(".json").read_text(encoding="utf-8")).get("name", ""))
+        manifest = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        version, feature_set = str(manifest.get("name", "")), str(manifest.get("feature_set", ""))
     except (OSError, ValueError, AttributeError):
-        version = ""
-    return {"name": name, "model": str(path), "version": version}
+        version, feature_set = "", ""
+    return {"name": name, "model": str(path), "version": version, "feature_set": feature_set}
 
 
 def data_record(eval_set: EvalSet) -> dict:
@@ -53,12 +55,16 @@ def data_record(eval_set: EvalSet) -> dict:
 
 
 def provenance(sets: Sequence[EvalSet], *, parser: str | None = None, ranker: str | None = None,
-               model_path: str | None = None) -> dict:
-    """Return the provenance every report records: data and pool per set, parser, encoder runtime, ranker, commit."""
-    from dtdialog.assembly import engine_parser_name
+               model_path: str | None = None, tree_ablation: bool = False) -> dict:
+    """Return the provenance every report records: data and pool per set, parser, encoder runtime, ranker, commit;
+    with ``tree_ablation`` also the ranker of the engine without the tree (``ranker_without_tree``)."""
+    from dtdialog.assembly import EngineSpec, engine_parser_name
 
-    return {"data": [data_record(s) for s in sets], "parser": engine_parser_name(parser),
-            "encoder_runtime": encoder_runtime(), "ranker": ranker_model(ranker, model_path), "commit": git_commit()}
+    out = {"data": [data_record(s) for s in sets], "parser": engine_parser_name(parser),
+           "encoder_runtime": encoder_runtime(), "ranker": ranker_model(ranker, model_path), "commit": git_commit()}
+    if tree_ablation:
+        out["ranker_without_tree"] = ranker_model(ranker, EngineSpec(ranker_model=model_path, use_tree=False).model_path())
+    return out
 
 
 def provenance_lines(prov: dict) -> list[str]:
@@ -67,8 +73,15 @@ def provenance_lines(prov: dict) -> list[str]:
              f"; pool: {d['pool']['kind']}, "
              f"{d['pool']['size']} answers" + (f" ({d['pool']['source']})" if d["pool"].get("source") else "")
              for d in prov["data"]]
-    ranker = prov["ranker"]
-    model = f" {ranker['version'] or ranker['model']}" if ranker["model"] else ""
-    lines.append(f"Parser {prov['parser']}; encoder {prov['encoder_runtime']}; ranker {ranker['name']}{model}; "
-                 f"commit {prov['commit']}.")
+    without = f"; without the tree: {_ranker_words(prov['ranker_without_tree'])}" if "ranker_without_tree" in prov else ""
+    lines.append(f"Parser {prov['parser']}; encoder {prov['encoder_runtime']}; ranker {_ranker_words(prov['ranker'])}"
+                 f"{without}; commit {prov['commit']}.")
     return lines
+
+
+def _ranker_words(ranker: dict) -> str:
+    """Return "learned ranker-v1 (hybrid+dt features)" or "rules"."""
+    if not ranker["model"]:
+        return ranker["name"]
+    features = f" ({ranker['feature_set']} features)" if ranker.get("feature_set") else ""
+    return f"{ranker['name']} {ranker['version'] or ranker['model']}{features}"

@@ -27,7 +27,7 @@ from eval.datasets import DATASETS, DatasetUnavailable, EvalSet
 from eval.entry import one_line_errors
 from eval.methods import available_methods, get_method
 from eval.methods.base import MethodUnavailable, RankingMethod
-from eval.metrics import DialogueResult, StepResult, compute_metrics
+from eval.metrics import DialogueResult, StepResult, compute_metrics, paired_metrics
 from eval.provenance import provenance
 from eval.report import DatasetRun, MethodRun, plot_accuracy, write_csv, write_markdown
 from parsers.errors import ConfigError, InputError, ModelNotAvailableError
@@ -81,14 +81,37 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
     finally:
         method.close()
     run.report = compute_metrics(results, n_resamples=n_resamples, seed=seed)
+    run.results = results
     return run
+
+
+#: the engine's methods and their twins without the discourse tree (``--tree-ablation``)
+TREE_TWINS = {"dtq": "dtq-no-dt", "dtq-rules": "dtq-rules-no-dt"}
+
+
+def with_tree_twins(methods: Sequence[str]) -> list[str]:
+    """Return ``methods`` with each engine method followed by its twin without the tree (``dtq`` added if none)."""
+    if not any(m in TREE_TWINS for m in methods):
+        methods = [*methods, "dtq"]
+    out: list[str] = []
+    for m in methods:
+        out += [m, TREE_TWINS[m]] if m in TREE_TWINS else [m]
+    return list(dict.fromkeys(out))
+
+
+def tree_pairs(runs: Sequence[MethodRun], *, seed: int, n_resamples: int) -> dict:
+    """Return "method - twin" -> the paired difference of every metric, for each engine method run with its twin."""
+    done = {r.method: r for r in runs if r.report is not None}
+    return {f"{m} - {twin}": paired_metrics(done[m].results, done[twin].results, n_resamples=n_resamples, seed=seed)
+            for m, twin in TREE_TWINS.items() if m in done and twin in done}
 
 
 def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, limit: int | None, k: int, seed: int,
                 n_resamples: int, progress: bool, command: str = "", eval_set: EvalSet | None = None,
                 args: argparse.Namespace | None = None) -> DatasetRun:
     """Evaluate ``methods`` on dataset ``name`` (or on ``eval_set`` when given; ``args``: its ``--pool``); a dataset
-    whose files are absent comes back skipped."""
+    whose files are absent comes back skipped. An engine method run beside its twin without the tree
+    (``TREE_TWINS``) gets the paired differences."""
     if eval_set is None:
         try:
             eval_set = load_dataset(name, args or argparse.Namespace(data_dir=data_dir)).limited(limit)
@@ -96,12 +119,14 @@ def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, lim
             return DatasetRun(dataset=name, skipped=str(exc), command=command)
     ds = DatasetRun(dataset=name, description=eval_set.description, own_data=eval_set.own_data,
                     n_dialogues=len(eval_set.dialogues), n_pool=len(eval_set.pool), command=command, seed=seed,
-                    n_resamples=n_resamples, k=k, provenance=provenance([eval_set]))
+                    n_resamples=n_resamples, k=k,
+                    provenance=provenance([eval_set], tree_ablation=any(m in TREE_TWINS.values() for m in methods)))
     for m in methods:
         run = evaluate_method(m, eval_set, k=k, seed=seed, n_resamples=n_resamples, progress=progress)
         if run.skipped:
             print(f"{name}/{m}: skipped: {run.skipped}", file=sys.stderr)
         ds.runs.append(run)
+    ds.paired = tree_pairs(ds.runs, seed=seed, n_resamples=n_resamples)
     return ds
 
 
@@ -134,6 +159,8 @@ def parse_methods(text: str) -> list[str]:
 def run(args: argparse.Namespace, *, command: str | None = None) -> int:
     """Run the evaluation described by ``args``; return 0, or 1 when every dataset was skipped."""
     methods = parse_methods(args.methods)
+    if args.tree_ablation:
+        methods = with_tree_twins(methods)
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be at least 1, got {args.limit}")
     if args.bootstrap < 1 or args.k < 5:
@@ -192,7 +219,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the evaluation's options (``python -m eval.reconstruct`` and ``dtdialog eval``)."""
     add_data_arguments(parser)
     parser.add_argument("--methods", default="keyword,syntactic,dtq,dense",
-                        help="comma-separated: keyword, syntactic, dtq, dtq-rules, dtq-nocontext, dense, hybrid, hybrid+dt")
+                        help="comma-separated: keyword, syntactic, dtq, dtq-rules, dtq-nocontext, dtq-no-dt, "
+                             "dtq-rules-no-dt, dense, hybrid, hybrid+dt")
+    parser.add_argument("--tree-ablation", action="store_true",
+                        help="also run each engine method (dtq, dtq-rules) without the discourse tree on the same "
+                             "dialogues and report with - without as paired bootstrap CIs")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N test dialogues")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default runs/eval/<dataset>/)")
     parser.add_argument("--seed", type=int, default=13, help="bootstrap seed")

@@ -41,6 +41,8 @@ class MethodRun:
     skipped: str | None = None
     fit_seconds: float = 0.0
     rank_seconds: float = 0.0
+    #: every dialogue's reconstruction, kept so a paired difference can be taken against another method's
+    results: list = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -60,6 +62,8 @@ class DatasetRun:
     k: int = 100
     #: how the figures were made (``eval.provenance.provenance``): data, pool, parser, encoder, ranker, commit
     provenance: dict = field(default_factory=dict)
+    #: "method - its twin without the tree" -> metric name -> paired difference (``eval.metrics.paired_metrics``)
+    paired: dict[str, dict[str, MetricValue]] = field(default_factory=dict)
 
 
 def _pct(m: MetricValue | None, *, ci: bool = True) -> str:
@@ -106,12 +110,39 @@ def markdown(run: DatasetRun) -> str:
             out.write(f"| {r.label} | {_pct(rep.primary)} | {steps} | {_pct(rep.p_at_1)} | {_pct(rep.recall)} | "
                       f"{_num(rep.mrr)} | {rep.p_at_1.n_steps} | {r.fit_seconds:.1f} | {r.rank_seconds:.1f} |\n")
         out.write("\n")
+    out.write(paired_markdown(run))
     for r in run.runs:
         if r.skipped:
             out.write(f"- {r.label}: skipped — {r.skipped}\n")
     if any(r.skipped for r in run.runs):
         out.write("\n")
     return out.getvalue()
+
+
+#: the paired columns shown: Table 1, the dialogue, P@1 and MRR (the CSV has every metric)
+_PAIRED_COLUMNS = (*DIALOGUE_TYPES, "dialogue correct", "P@1", "MRR")
+
+
+def paired_markdown(run: DatasetRun) -> str:
+    """Return the table of "with the tree - without" paired differences (points, 95% paired bootstrap CI), or ""."""
+    if not run.paired:
+        return ""
+    out = io.StringIO()
+    out.write("With the tree minus without it, same dialogues (percentage points; MRR as a fraction), "
+              "95% paired bootstrap CI over dialogues:\n\n")
+    out.write("| Pair | " + " | ".join(_PAIRED_COLUMNS) + " |\n")
+    out.write("|---|" + "---|" * len(_PAIRED_COLUMNS) + "\n")
+    for pair, diffs in run.paired.items():
+        cells = [_points(diffs[c], scale=1 if c == "MRR" else 100) for c in _PAIRED_COLUMNS]
+        out.write(f"| {pair} | " + " | ".join(cells) + " |\n")
+    return out.getvalue() + "\n"
+
+
+def _points(m: MetricValue, *, scale: int = 100) -> str:
+    if math.isnan(m.value):
+        return "—"
+    digits = 1 if scale == 100 else 3
+    return f"{scale * m.value:+.{digits}f} [{scale * m.low:+.{digits}f}, {scale * m.high:+.{digits}f}]"
 
 
 def paper_markdown() -> str:
@@ -139,6 +170,11 @@ def csv_rows(run: DatasetRun) -> list[dict]:
                          "ci_low": "" if math.isnan(m.low) else f"{m.low:.4f}",
                          "ci_high": "" if math.isnan(m.high) else f"{m.high:.4f}",
                          "n": m.n, "n_steps": m.n_steps, "note": ""})
+    for pair, diffs in run.paired.items():
+        rows += [{"dataset": run.dataset, "method": pair, "metric": m.name,
+                  **{key: "" if math.isnan(v) else f"{v:.4f}" for key, v in (("value", m.value), ("ci_low", m.low),
+                                                                              ("ci_high", m.high))},
+                  "n": m.n, "n_steps": m.n_steps, "note": "paired bootstrap"} for m in diffs.values()]
     return rows
 
 

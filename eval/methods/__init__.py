@@ -20,6 +20,8 @@ _REGISTRY: dict[str, str | Callable[..., RankingMethod]] = {
     "dense": "eval.methods.dense:DenseMethod",
     "dtq-rules": "eval.methods.dtq:dtq_rules",
     "dtq-nocontext": "eval.methods.dtq:dtq_without_context",
+    "dtq-no-dt": "eval.methods.dtq:dtq_without_tree",
+    "dtq-rules-no-dt": "eval.methods.dtq:dtq_rules_without_tree",
     "hybrid": "eval.methods.hybrid:hybrid_method",
     "hybrid+dt": "eval.methods.hybrid:hybrid_dt_method",
 }

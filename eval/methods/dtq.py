@@ -22,14 +22,15 @@ class DTQMethod(RankingMethod):
     continuation hint, as in a live session); ``parser``: the RST parser name (default: the project's);
     ``candidates``: retrieval depth per step (default: the engine's); ``ranker``: ``auto`` (default: the
     learned hybrid ranker when the [dense] extra is installed, else the rules), ``learned`` or ``rules``
-    (see ``dtdialog.ranking.factory``).
+    (see ``dtdialog.ranking.factory``); ``use_tree=False``: the same engine without the discourse tree
+    (``EngineSpec.use_tree``), named ``<name>-no-dt``.
     """
 
     name = "dtq"
     label = "DT-Q dialogue formation (engine)"
 
     def __init__(self, *, parser: str | None = None, use_context: bool = True, candidates: int | None = None,
-                 progress: bool = False, ranker: str | None = None) -> None:
+                 progress: bool = False, ranker: str | None = None, use_tree: bool = True) -> None:
         if candidates is not None and candidates < 1:
             raise ConfigError(f"candidates must be at least 1, got {candidates}")
         self.parser_name = parser
@@ -37,6 +38,7 @@ class DTQMethod(RankingMethod):
         self.candidates = candidates
         self.progress = progress
         self.ranker = ranker
+        self.use_tree = use_tree
         self.ranker_model: str | None = None  # a model file for the learned ranker (default: the shipped one)
         self.require_agreement: bool | None = None  # learned ranker: True adds the hard agreement filter
         self.build_report = None
@@ -46,6 +48,8 @@ class DTQMethod(RankingMethod):
         if not use_context:
             self.name = "dtq-nocontext"
             self.label = "DT-Q without continuation context"
+        if not use_tree:
+            self.name += "-no-dt"
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
         from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
@@ -61,17 +65,17 @@ class DTQMethod(RankingMethod):
         path, self.build_report = pool_index(pool, parser=parser, progress=self.progress)
         config = EngineConfig() if self.candidates is None else EngineConfig(candidates=self.candidates)
         spec = EngineSpec(parser=parser_name, ranker=self.ranker, ranker_model=self.ranker_model, config=config,
-                          learned_require_agreement=bool(self.require_agreement))
+                          learned_require_agreement=bool(self.require_agreement), use_tree=self.use_tree)
         # a question of the ranker's training pool is scored by the fold model that held it out
         engine = build_engine(spec, progress=self.progress, parser=parser,
                               index=open_index(backend="sqlite", path=path), index_path=path,
                               seed_vectors=lambda index, p: seed_dense_store(index, p, progress=self.progress),
-                              wrap_scorer=out_of_fold(self.ranker_model))
+                              wrap_scorer=out_of_fold(spec.model_path()))
         self._index, self._selector = engine.index, engine.selector
         # Reports must say which ranker the engine resolved to (rules, or the learned hybrid ranker).
         self.resolved_ranker = engine.ranker
         base = "DT-Q" if self.use_context else "DT-Q without continuation context"
-        self.label = f"{base} (engine, {self.resolved_ranker} ranker)"
+        self.label = f"{base} (engine{'' if self.use_tree else ' without the tree'}, {self.resolved_ranker} ranker)"
         if engine.ranker == "learned":
             self.label += training_pool_note(engine.scorer.model, pool, folds_for(engine.scorer.model,
                                                                                   self.ranker_model))
@@ -113,4 +117,16 @@ def dtq_rules(**options) -> DTQMethod:
     options.setdefault("ranker", "rules")
     method = DTQMethod(**options)
     method.name = "dtq-rules"
+    return method
+
+
+def dtq_without_tree(**options) -> DTQMethod:
+    """Return DT-Q without the discourse tree: the ablation paired with ``dtq`` (``--tree-ablation``)."""
+    return DTQMethod(use_tree=False, **options)
+
+
+def dtq_rules_without_tree(**options) -> DTQMethod:
+    """Return ``dtq-rules`` without the discourse tree (the rule scorer, agreement weight 0)."""
+    method = dtq_rules(use_tree=False, **options)
+    method.name = "dtq-rules-no-dt"
     return method
