@@ -62,15 +62,19 @@ def open_pool_rows(system, eval_set: EvalSet, *, removed: frozenset[str], progre
     return rows
 
 
+#: the systems that are the engine: with the discourse tree, and without it (``EngineSpec.use_tree``)
+ENGINE_SYSTEMS = ("dtq", "dtq-no-dt")
+
+
 class EngineSystem:
-    """``dtq``: the engine's top answer and the step numbers its calibrator reads (``step_features``)."""
+    """``dtq`` (``dtq-no-dt`` without the tree): the engine's top answer and the step numbers its calibrator reads
+    (``step_features``)."""
 
-    name = "dtq"
-
-    def __init__(self, *, ranker: str | None = None, progress: bool = False) -> None:
+    def __init__(self, *, ranker: str | None = None, progress: bool = False, use_tree: bool = True) -> None:
         from eval.methods.dtq import DTQMethod
 
-        self.method = DTQMethod(ranker=ranker, progress=progress)
+        self.method = DTQMethod(ranker=ranker, progress=progress, use_tree=use_tree)
+        self.name = self.method.name
         self.ranker = "rules"
         self.folds = None
 
@@ -158,24 +162,25 @@ def system_rows(name: str, eval_set: EvalSet, *, removed: frozenset[str], progre
     if reuse and cache is not None and cache.is_file():
         data = json.loads(cache.read_text(encoding="utf-8"))
         rows = [OpenPoolRow(**r) for r in data["rows"]]
-        if name != "dtq":
+        if name not in ENGINE_SYSTEMS:
             return rows, "top score"
         info = data["engine"]
         return rows, calibrate_rows(EngineInfo(**info), rows, dataset=eval_set.name)
-    system = EngineSystem(ranker=ranker, progress=progress) if name == "dtq" else RankerSystem(name, progress=progress)
+    system = (EngineSystem(ranker=ranker, progress=progress, use_tree=name == "dtq") if name in ENGINE_SYSTEMS
+              else RankerSystem(name, progress=progress))
     try:
         system.fit(eval_set)
         rows = open_pool_rows(system, eval_set, removed=removed, progress=progress)
     finally:
         system.close()
     info = {}
-    if name == "dtq":
+    if name in ENGINE_SYSTEMS:
         info = {"ranker": system.ranker, "model_name": system.model_name,
                 "has_folds": system.folds is not None, "folds": [fold_of_row(r, system.folds) for r in rows]}
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(cache, json.dumps({"engine": info, "rows": [asdict(r) for r in rows]}) + "\n")
-    if name != "dtq":
+    if name not in ENGINE_SYSTEMS:
         return rows, "top score"
     return rows, calibrate_rows(EngineInfo(**info), rows, dataset=eval_set.name)
 

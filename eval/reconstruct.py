@@ -166,6 +166,8 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
     if args.bootstrap < 1 or args.k < 5:
         raise ConfigError("--bootstrap must be at least 1 and --k at least 5")
     systems = _selective_systems(args.systems) if args.data is not None else []
+    if args.tree_ablation and systems:
+        systems = list(dict.fromkeys([*systems, "dtq", "dtq-no-dt"]))
     command = command or "python -m eval.reconstruct " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     check_data_arguments(args)
     if args.data is not None:

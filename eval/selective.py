@@ -48,8 +48,9 @@ from parsers.errors import ConfigError, DTDialogError, InputError, ModelNotAvail
 from parsers.files import atomic_write_text, check_out_dir
 
 DEFAULT_OUT = Path("runs") / "selective"
-SYSTEMS = ("dtq", "dense", "bm25")
-ANCHORS = ("dense", "bm25")
+SYSTEMS = ("dtq", "dense", "bm25", "dtq-no-dt")
+#: what dtq is compared with, paired on the same questions: the search anchors, and the engine without the tree
+ANCHORS = ("dense", "bm25", "dtq-no-dt")
 
 
 # --- the measures -----------------------------------------------------------------------------------------
@@ -170,6 +171,17 @@ def summarise(rows: Sequence[OpenPoolRow], *, coverage: float, how: str) -> dict
             "operating": asdict(op)}
 
 
+def paired_accuracy_ci(a: Sequence[OpenPoolRow], b: Sequence[OpenPoolRow], *, n_resamples: int,
+                       seed: int) -> tuple[float, float, float]:
+    """Return ``(accuracy(a) - accuracy(b), lo, hi)`` on the answerable questions: a paired bootstrap over questions."""
+    from eval.metrics import bootstrap_ratio
+
+    other = {r.dialogue_id: r for r in b}
+    pairs = [(r, other[r.dialogue_id]) for r in a if r.answerable and r.dialogue_id in other]
+    return bootstrap_ratio([float(x.correct) - float(y.correct) for x, y in pairs], [1.0] * len(pairs),
+                           n_resamples=n_resamples, seed=seed)
+
+
 def _compare(out: dict, *, n_resamples: int, seed: int) -> None:
     rows = out["rows"]
     if "dtq" not in rows:
@@ -178,7 +190,10 @@ def _compare(out: dict, *, n_resamples: int, seed: int) -> None:
         if anchor in rows:
             diff, lo, hi = paired_aurc_ci(rows["dtq"], rows[anchor], n_resamples=n_resamples, seed=seed)
             ratio = out["systems"]["dtq"]["aurc"] / max(1e-12, out["systems"][anchor]["aurc"])
-            out["systems"]["dtq"][f"vs_{anchor}"] = {"diff": diff, "lo": lo, "hi": hi, "ratio": ratio}
+            acc, acc_lo, acc_hi = paired_accuracy_ci(rows["dtq"], rows[anchor], n_resamples=n_resamples, seed=seed)
+            out["systems"]["dtq"][f"vs_{anchor}"] = {"diff": diff, "lo": lo, "hi": hi, "ratio": ratio,
+                                                     "accuracy_diff": acc, "accuracy_lo": acc_lo,
+                                                     "accuracy_hi": acc_hi}
 
 
 def plot_risk_coverage(path: Path, result: dict) -> Path | None:
@@ -212,7 +227,7 @@ def markdown(results: Sequence[dict], *, command: str, seed: int, coverage: floa
              f"A seeded coin (seed {seed}) removes the gold first answer from the pool for about half of the "
              f"questions. Operating threshold: the highest at which >= {coverage:.0%} of the answerable questions "
              "are answered. AURC: area under the risk-coverage curve (lower is better); CI: paired bootstrap "
-             "of dtq - anchor.", ""]
+             "of dtq - anchor over the same questions (dtq-no-dt: the same engine without the discourse tree).", ""]
     for res in results:
         if res.get("skipped"):
             lines += [f"## {res['dataset']}", "", f"skipped: {res['skipped']}", ""]
@@ -235,7 +250,8 @@ def markdown(results: Sequence[dict], *, command: str, seed: int, coverage: floa
             cmp_ = res["systems"].get("dtq", {}).get(f"vs_{anchor}")
             if cmp_:
                 lines.append(f"\nAURC dtq - {anchor}: {cmp_['diff']:+.3f} [{cmp_['lo']:+.3f}, {cmp_['hi']:+.3f}], "
-                             f"ratio {cmp_['ratio']:.2f}")
+                             f"ratio {cmp_['ratio']:.2f}; accuracy on the answerable questions dtq - {anchor}: "
+                             f"{cmp_['accuracy_diff']:+.1%} [{cmp_['accuracy_lo']:+.1%}, {cmp_['accuracy_hi']:+.1%}]")
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -272,6 +288,8 @@ def load_sets(args: argparse.Namespace) -> list[EvalSet]:
 
 def run(args: argparse.Namespace, *, command: str) -> int:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if args.tree_ablation:
+        systems = list(dict.fromkeys([*systems, "dtq", "dtq-no-dt"]))
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown or not systems:
         raise InputError(f"unknown system(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(SYSTEMS)}")
@@ -320,7 +338,7 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
     results = [run_dataset(s, systems, seed=seed, coverage=coverage, n_resamples=n_resamples, progress=progress,
                            ranker=ranker, rows_dir=check_out_dir(out / "rows"), reuse=reuse) for s in sets]
     check_out_dir(out).mkdir(parents=True, exist_ok=True)
-    prov = provenance(sets, ranker=ranker)
+    prov = provenance(sets, ranker=ranker, tree_ablation="dtq-no-dt" in systems)
     atomic_write_text(out / "results.md", markdown(results, command=command, seed=seed, coverage=coverage,
                                                    header=provenance_lines(prov)))
     summary = [{**{k: v for k, v in r.items() if k != "rows"}, "provenance": {**prov, "data": [data]}}
@@ -337,7 +355,11 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser, dataset_help="mechanics, twitter, irc, builtin, a comma-separated list of them, or "
                        "all (the shared three)")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: dtq, dense, bm25")
+    parser.add_argument("--systems", default="dtq,dense,bm25",
+                        help="comma-separated: dtq, dense, bm25, dtq-no-dt (the engine without the discourse tree)")
+    parser.add_argument("--tree-ablation", action="store_true",
+                        help="add dtq-no-dt (and dtq): the same engine without the tree, paired with dtq on the same "
+                             "questions")
     parser.add_argument("--ranker", default=None, help="the engine's ranker for dtq: auto, learned or rules")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--coverage", type=float, default=0.8,

@@ -57,3 +57,35 @@ def test_reconstruct_with_tree_ablation_reports_the_paired_columns_and_the_set_u
     paired = [r for r in rows if r["method"] == "dtq - dtq-no-dt"]
     assert {"Q-A difference", "P@1 difference", "MRR difference"} <= {r["metric"] for r in paired}
     assert {r["method"] for r in rows} >= {"dtq", "dtq-no-dt"}
+
+
+def test_selective_paired_accuracy_counts_only_answerable_questions_both_systems_saw():
+    from eval.open_pool import OpenPoolRow
+    from eval.selective import paired_accuracy_ci
+
+    def row(i: int, correct: bool, answerable: bool = True) -> OpenPoolRow:
+        return OpenPoolRow(dialogue_id=f"q{i}", question="", answerable=answerable, correct=correct, top_id="a",
+                           score=0.0)
+
+    with_tree = [row(i, i < 15) for i in range(20)] + [row(99, False, answerable=False)]
+    without = [row(i, i < 5) for i in range(20)] + [row(99, False, answerable=False)]
+    diff, lo, hi = paired_accuracy_ci(with_tree, without, n_resamples=300, seed=2)
+    assert diff == pytest.approx(0.5) and 0 < lo <= diff <= hi
+
+
+@pytest.mark.slow
+def test_selective_with_tree_ablation_pairs_dtq_with_the_engine_without_the_tree(tmp_path, monkeypatch):
+    import json
+
+    from eval.selective import main
+
+    monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+    out = tmp_path / "sel"
+    assert main(["--dataset", "builtin", "--systems", "bm25", "--tree-ablation", "--limit", "6", "--bootstrap", "50",
+                 "--out", str(out), "--no-progress"]) == 0
+    result = json.loads((out / "results.json").read_text())[0]
+    assert set(result["systems"]) == {"bm25", "dtq", "dtq-no-dt"}
+    paired = result["systems"]["dtq"]["vs_dtq-no-dt"]
+    assert paired["lo"] <= paired["diff"] <= paired["hi"] and "accuracy_diff" in paired
+    assert "ranker_without_tree" in result["provenance"]
+    assert "AURC dtq - dtq-no-dt" in (out / "results.md").read_text()
