@@ -18,7 +18,11 @@ from pathlib import Path
 from eval.datasets import EvalDialogue, PoolAnswer
 from eval.dialogue.customer import FIXED_PHRASES, BotTurn, Option
 
-BOTS = ("dtq", "dense", "bm25")
+BOTS = ("dtq", "dense", "bm25", "dtq-no-dt")
+#: the bots a run talks to unless told otherwise
+DEFAULT_BOTS = ("dtq", "dense", "bm25")
+#: the bots that are the engine: with the discourse tree, and the same engine without it (``EngineSpec.use_tree``)
+ENGINE_BOTS = ("dtq", "dtq-no-dt")
 
 
 def open_pool(pool: Sequence[PoolAnswer], hidden: frozenset[str]) -> tuple[PoolAnswer, ...]:
@@ -27,14 +31,14 @@ def open_pool(pool: Sequence[PoolAnswer], hidden: frozenset[str]) -> tuple[PoolA
 
 
 class EngineBot:
-    """``dtq``: the dialogue manager of an engine built over ``pool``."""
+    """``dtq``: the dialogue manager of an engine built over ``pool``; ``dtq-no-dt`` the same without the tree."""
 
-    name = "dtq"
-
-    def __init__(self, pool: Sequence[PoolAnswer], *, ranker: str | None = None, progress: bool = False) -> None:
+    def __init__(self, pool: Sequence[PoolAnswer], *, ranker: str | None = None, progress: bool = False,
+                 use_tree: bool = True) -> None:
+        self.name = "dtq" if use_tree else "dtq-no-dt"
         self._tmp = tempfile.TemporaryDirectory(prefix="dtdialog-dialogue-eval-")
         self.engine = build_pool_engine(pool, sessions_path=Path(self._tmp.name) / "sessions.sqlite",
-                                        ranker=ranker, progress=progress)
+                                        ranker=ranker, progress=progress, use_tree=use_tree)
         self.manager = self.engine.manager
         replies = self.manager.replies
         # a greeting is recognised by its first words: the profile's wording may add to the end
@@ -44,6 +48,15 @@ class EngineBot:
     @property
     def ranker(self) -> str:
         return self.engine.ranker
+
+    def parts(self, question: str) -> int:
+        """Return how many parts the engine plans ``question`` in (DT-Q's non-default issues; 1 when unplannable)."""
+        from parsers.errors import InputError
+
+        try:
+            return len(self.engine.selector.plan(question).parts)
+        except InputError:
+            return 1
 
     def start(self, dialogue: EvalDialogue) -> None:
         self._session = self.manager.start_session()
@@ -60,7 +73,7 @@ class EngineBot:
 
 
 def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker: str | None = None,
-                      progress: bool = False):
+                      progress: bool = False, use_tree: bool = True):
     """Return the engine ``dtdialog chat`` builds, over a temporary index of ``pool``, with a session store."""
     from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
     from eval.methods.pool_index import pool_index, seed_dense_store
@@ -70,10 +83,10 @@ def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker
 
     parser = get_parser(engine_parser_name(None))
     path, _ = pool_index(pool, parser=parser, progress=progress)
-    spec = EngineSpec(ranker=ranker, sessions_path=str(sessions_path))
+    spec = EngineSpec(ranker=ranker, sessions_path=str(sessions_path), use_tree=use_tree)
     return build_engine(spec, progress=progress, parser=parser, index=open_index(backend="sqlite", path=path),
                         index_path=path, seed_vectors=lambda index, p: seed_dense_store(index, p, progress=progress),
-                        wrap_scorer=out_of_fold(None))
+                        wrap_scorer=out_of_fold(spec.model_path()))
 
 
 class NextResultBot:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from eval.data_args import add_data_arguments
 from eval.datasets import EvalSet
-from eval.dialogue.bots import BOTS
+from eval.dialogue.bots import BOTS, DEFAULT_BOTS
 from eval.dialogue.report import markdown, plot_success, write_transcripts
 from eval.dialogue.run import run_set, summary, transcript_sample
 from eval.entry import one_line_errors
@@ -31,7 +31,11 @@ DEFAULT_OUT = Path("runs") / "dialogue"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("--bots", default=",".join(BOTS), help="comma-separated: dtq, dense, bm25")
+    parser.add_argument("--bots", default=",".join(DEFAULT_BOTS),
+                        help="comma-separated: dtq, dense, bm25, dtq-no-dt (the engine without the discourse tree)")
+    parser.add_argument("--tree-ablation", action="store_true",
+                        help="add dtq-no-dt (and dtq): the same engine without the tree plays the same dialogues; "
+                             "reports dtq - dtq-no-dt paired, and the multi-part questions apart")
     parser.add_argument("--ranker", default=None, help="the engine's ranker: auto, learned or rules")
     parser.add_argument("--limit", type=int, default=None, help="only the first N dialogues of each set")
     parser.add_argument("--seed", type=int, default=13, help="seed of the customer, the open-pool coin, the sample "
@@ -51,18 +55,20 @@ def _bots(text: str) -> list[str]:
     return bots
 
 
-def _setup(args: argparse.Namespace, sets: Sequence[EvalSet]) -> dict:
-    return {**provenance(sets, ranker=args.ranker), "seed": args.seed, "bootstrap": args.bootstrap,
-            "limit": args.limit}
+def _setup(args: argparse.Namespace, sets: Sequence[EvalSet], bots: Sequence[str]) -> dict:
+    return {**provenance(sets, ranker=args.ranker, tree_ablation="dtq-no-dt" in bots), "seed": args.seed,
+            "bootstrap": args.bootstrap, "limit": args.limit}
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
     bots = _bots(args.bots)
+    if args.tree_ablation:
+        bots = list(dict.fromkeys([*bots, "dtq", "dtq-no-dt"]))
     if args.bootstrap < 1 or (args.limit is not None and args.limit < 1) or args.sample_transcripts < 0:
         raise ConfigError("--bootstrap and --limit must be at least 1, --sample-transcripts at least 0")
     out = check_out_dir(args.out or DEFAULT_OUT)  # before the slow part
     sets = load_sets(args)
-    setup = _setup(args, sets)
+    setup = _setup(args, sets, bots)
     results = []
     for eval_set in sets:
         set_run = run_set(eval_set, bots, seed=args.seed, ranker=args.ranker, progress=not args.no_progress)

@@ -55,7 +55,7 @@ def pool_table(pool: dict) -> list[str]:
 
 def paired_lines(pool: dict) -> list[str]:
     out = []
-    for anchor in ("dense", "bm25"):
+    for anchor in ("dense", "bm25", "dtq-no-dt"):
         diffs = pool.get("dtq", {}).get(f"vs_{anchor}")
         if not diffs:
             continue
@@ -88,7 +88,23 @@ def markdown(results: Sequence[dict], *, command: str, setup: dict) -> str:
             if not pool:
                 continue
             lines += [f"### {pool_name} pool", "", *pool_table(pool), "", *paired_lines(pool), ""]
+        for pool_name, multi in (res.get("multi_part") or {}).items():
+            lines += multi_part_lines(pool_name, multi)
     return "\n".join(lines) + "\n"
+
+
+def multi_part_lines(pool_name: str, multi: dict) -> list[str]:
+    """Return the multi-part questions' table: the engine with and without the tree, and their paired difference."""
+    rows = (("step1_success@3", "step 1 success@3", True), ("session_success", "every step succeeded", True),
+            ("wrong_per_session", "wrong answers / session", False))
+    lines = [f"### {pool_name} pool, multi-part questions (DT-Q plans them in 2 or more parts): {multi['n']} sessions",
+             "", "| measure | dtq | dtq-no-dt |", "|---|---|---|"]
+    lines += [f"| {label} | {_ci(multi['dtq'][key], percent=pct)} | {_ci(multi['dtq-no-dt'][key], percent=pct)} |"
+              for key, label, pct in rows]
+    diffs = multi["dtq_minus_no_dt"]
+    parts = [f"{name} {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" for name, d in diffs.items()
+             if d["value"] == d["value"]]
+    return [*lines, "", "- dtq - dtq-no-dt on them (paired bootstrap over sessions): " + ("; ".join(parts) or "-"), ""]
 
 
 def plot_success(path: Path, results: Sequence[dict]) -> Path | None:

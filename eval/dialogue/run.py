@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from eval.datasets import EvalSet
-from eval.dialogue.bots import EngineBot, NextResultBot, open_pool
+from eval.dialogue.bots import ENGINE_BOTS, EngineBot, NextResultBot, open_pool
 from eval.dialogue.customer import Bot, Session, play
 from eval.dialogue.metrics import (
     paired_difference,
     per_step_paired,
+    ratio,
     success_at,
     summarise,
     zero_count_examples,
@@ -39,6 +40,8 @@ class SetRun:
     skipped: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     ranker: str = ""
+    #: dialogue id -> the parts the engine with the tree plans its question in (DT-Q), when ``dtq`` ran
+    parts: dict[str, int] = field(default_factory=dict)
 
 
 def hidden_golds(eval_set: EvalSet, removed: frozenset[str]) -> frozenset[str]:
@@ -49,8 +52,8 @@ def hidden_golds(eval_set: EvalSet, removed: frozenset[str]) -> frozenset[str]:
 def make_bot(name: str, eval_set: EvalSet, *, hidden: frozenset[str], ranker: str | None,
              progress: bool) -> EngineBot | NextResultBot:
     """Return bot ``name`` over the set's pool without ``hidden``."""
-    if name == "dtq":
-        return EngineBot(open_pool(eval_set.pool, hidden), ranker=ranker, progress=progress)
+    if name in ENGINE_BOTS:
+        return EngineBot(open_pool(eval_set.pool, hidden), ranker=ranker, progress=progress, use_tree=name == "dtq")
     bot = NextResultBot(name, eval_set.pool, progress=progress)
     bot.hidden = hidden  # the same pool minus the hidden answers, without encoding it again
     return bot
@@ -91,6 +94,7 @@ def run_set(eval_set: EvalSet, bots: Sequence[str], *, seed: int, ranker: str | 
             try:
                 if name == "dtq":
                     run.ranker = bot.ranker
+                    run.parts = run.parts or {d.id: bot.parts(d.question) for d in eval_set.dialogues}
                 run.sessions[pool][name] = play_all(bot, eval_set, removed=removed, pool=pool, seed=seed,
                                                     progress=progress)
             finally:
@@ -114,11 +118,30 @@ def summary(run: SetRun, *, n_resamples: int, seed: int) -> dict:
             _against_closed(pool_out, by_bot, run.sessions.get("closed", {}), n_resamples=n_resamples, seed=seed)
         if "dtq" not in by_bot:
             continue
-        for anchor in ("dense", "bm25"):
+        for anchor in ("dense", "bm25", "dtq-no-dt"):
             if anchor in by_bot:
                 pool_out["dtq"][f"vs_{anchor}"] = {
                     **paired_difference(by_bot["dtq"], by_bot[anchor], n_resamples=n_resamples, seed=seed),
                     **per_step_paired(by_bot["dtq"], by_bot[anchor], n_resamples=n_resamples, seed=seed)}
+        if "dtq-no-dt" in by_bot and run.parts:
+            out.setdefault("multi_part", {})[pool] = multi_part(by_bot, run.parts, n_resamples=n_resamples, seed=seed)
+    return out
+
+
+def multi_part(by_bot: dict[str, list[Session]], parts: dict[str, int], *, n_resamples: int, seed: int) -> dict:
+    """Return, on the sessions whose question DT-Q plans in 2 or more parts, step-1 success@3 and wrong answers per
+    session of the engine with and without the tree, and their paired differences."""
+    ids = {did for did, n in parts.items() if n >= 2}
+    subset = {name: [s for s in by_bot[name] if s.dialogue_id in ids] for name in ENGINE_BOTS}
+    out: dict = {"n": len(subset["dtq"])}
+    for name, sessions in subset.items():
+        ones = [1.0] * len(sessions)
+        out[name] = {"step1_success@3": success_at(sessions, step=0, k=3, n_resamples=n_resamples, seed=seed).to_dict(),
+                     "session_success": ratio("every step succeeded", [float(s.succeeded) for s in sessions], ones,
+                                              n_resamples=n_resamples, seed=seed).to_dict(),
+                     "wrong_per_session": ratio("wrong answers per session", [s.wrong_answers for s in sessions],
+                                                ones, n_resamples=n_resamples, seed=seed).to_dict()}
+    out["dtq_minus_no_dt"] = paired_difference(subset["dtq"], subset["dtq-no-dt"], n_resamples=n_resamples, seed=seed)
     return out
 
 

@@ -89,3 +89,45 @@ def test_selective_with_tree_ablation_pairs_dtq_with_the_engine_without_the_tree
     assert paired["lo"] <= paired["diff"] <= paired["hi"] and "accuracy_diff" in paired
     assert "ranker_without_tree" in result["provenance"]
     assert "AURC dtq - dtq-no-dt" in (out / "results.md").read_text()
+
+
+def _session(did: str, turns, *, wrong: int = 0, bot: str = "dtq"):
+    from eval.dialogue.customer import Session
+
+    return Session(dialogue_id=did, bot=bot, n_steps=len(turns), gold_present=True, step_turns=list(turns),
+                   wrong_answers=wrong)
+
+
+def test_multi_part_sessions_are_summarised_apart_with_and_without_the_tree():
+    from eval.dialogue.run import multi_part
+
+    parts = {"one": 1, "two": 2, "three": 3}
+    by_bot = {"dtq": [_session("one", [None], wrong=4), _session("two", [1, 2]), _session("three", [2, None], wrong=1)],
+              "dtq-no-dt": [_session("one", [1]), _session("two", [None, None], wrong=4),
+                            _session("three", [None, None], wrong=4)]}
+    out = multi_part(by_bot, parts, n_resamples=200, seed=1)
+    assert out["n"] == 2  # the one-part question is left out, whatever happened to it
+    assert out["dtq"]["step1_success@3"]["value"] == 1.0 and out["dtq-no-dt"]["step1_success@3"]["value"] == 0.0
+    assert out["dtq_minus_no_dt"]["step1_success@3"]["value"] == pytest.approx(1.0)
+    assert out["dtq_minus_no_dt"]["wrong_per_session"]["value"] == pytest.approx((0 - 4 + 1 - 4) / 2)
+
+
+@pytest.mark.slow
+def test_dialogue_with_tree_ablation_pairs_the_engines_and_reports_multi_part_sessions(tmp_path, monkeypatch):
+    import json
+
+    from eval.dialogue.cli import main
+
+    monkeypatch.setenv("DTDIALOG_RANKER", "rules")
+    out = tmp_path / "run"
+    assert main(["--dataset", "builtin", "--limit", "3", "--bots", "bm25", "--tree-ablation", "--out", str(out),
+                 "--no-progress", "--sample-transcripts", "0", "--bootstrap", "50"]) == 0
+    data = json.loads((out / "results.json").read_text())
+    res = data["results"][0]
+    assert set(res["pools"]["closed"]) == {"bm25", "dtq", "dtq-no-dt"}
+    paired = res["pools"]["closed"]["dtq"]["vs_dtq-no-dt"]
+    assert {"step1_success@3", "wrong_per_session"} <= set(paired)
+    assert set(res["multi_part"]) == {"closed", "open"}
+    assert data["setup"]["ranker_without_tree"]["name"] == "rules"
+    text = (out / "results.md").read_text()
+    assert "dtq - dtq-no-dt (paired bootstrap over sessions)" in text and "multi-part questions" in text
