@@ -8,7 +8,8 @@ answers and on later ones (after a follow-up, the earlier answers excluded), in 
 answer is not in the pool" is in the data, and one calibrator serves every answer of a dialogue. The
 abstention threshold it was fitted for (``eval.operating_point.fit_operating``) goes into its manifest.
 
-Writes ``calibrator-v1.json`` (learned ranker ``ranker-v1``) and ``calibrator-v1-rules.json`` (rule scorer)
+Writes ``calibrator-v1.json`` (learned ranker ``ranker-v1``), ``calibrator-v1-hybrid.json`` with ``--no-dt`` (the
+engine without the discourse tree, ranker ``ranker-v1-hybrid``) and ``calibrator-v1-rules.json`` (rule scorer)
 to ``dtdialog/ranking/models/`` (or ``--models-dir``), and to ``--out`` the reliability diagrams
 (``reliability_<ranker>.png``) and ECE of a 5-fold cross-fit: each question's confidence comes from a
 calibrator fitted on the other folds, so the diagram shows held-out calibration.
@@ -35,16 +36,21 @@ DEFAULT_OUT = Path("runs") / "calibration"
 
 
 def calibrate_ranker(ranker: str, eval_sets: Sequence, *, seed: int, out: Path, models_dir: Path, progress: bool,
-                     command: str, from_rows: bool = False, coverage: float = 0.8) -> dict:
+                     command: str, from_rows: bool = False, coverage: float = 0.8, use_tree: bool = True) -> dict:
     """Run the open pool with the engine under ``ranker`` on every step of ``eval_sets``; write its calibrator
     (with the abstention threshold it was fitted for in its manifest) and reliability diagram.
 
-    The scored rows are kept in ``out/rows/<ranker>/``; ``from_rows`` refits from them.
+    The scored rows are kept in ``out/rows/<ranker>/`` (``<ranker>-no-dt`` without the tree); ``from_rows`` refits
+    from them. ``use_tree=False`` (learned only) fits the calibrator of the engine without the discourse tree,
+    ``calibrator-v1-hybrid.json`` beside its ``ranker-v1-hybrid`` model.
     """
     from eval.operating_point import Table, fit_operating, set_rows
 
-    sets = [set_rows(e, k=N_FOLDS, seed=seed, ranker=ranker, rows_dir=out / "rows" / ranker, reuse=from_rows,
-                     progress=progress) for e in eval_sets]
+    if not use_tree and ranker != "learned":
+        raise InputError("--no-dt fits the learned ranker's calibrator only (--rankers learned)")
+    label = ranker if use_tree else f"{ranker}-no-dt"
+    sets = [set_rows(e, k=N_FOLDS, seed=seed, ranker=ranker, rows_dir=out / "rows" / label, reuse=from_rows,
+                     progress=progress, use_tree=use_tree) for e in eval_sets]
     if any(s.ranker != ranker for s in sets):
         raise InputError(f"the engine resolved to another ranker than {ranker} (is [dense] installed?)")
     table = Table.of(sets, later=True)
@@ -53,8 +59,8 @@ def calibrate_ranker(ranker: str, eval_sets: Sequence, *, seed: int, out: Path, 
     correct = [r.correct for r in rows]
     held_out_ece = ece(probs, correct)
     names = "+".join(s.name for s in sets)
-    png = plot_reliability(out / f"reliability_{ranker}.png", probs, correct,
-                           title=f"{ranker} ranker, {names} open pool, every step, {N_FOLDS}-fold held out")
+    png = plot_reliability(out / f"reliability_{label}.png", probs, correct,
+                           title=f"{label} ranker, {names} open pool, every step, {N_FOLDS}-fold held out")
     threshold = fit_operating(rows, folds, ranker=ranker, coverage=coverage).threshold
     manifest = {"fitted_on": f"{names} open pool (seed {seed}), first and later answers "
                              f"({', '.join(f'{s.name} {len(s.first)}+{len(s.later)}' for s in sets)}); mechanics "
@@ -63,8 +69,13 @@ def calibrate_ranker(ranker: str, eval_sets: Sequence, *, seed: int, out: Path, 
                 "abstain_below": round(threshold, 3), "abstain_coverage": coverage}
     calibrator = fit_calibrator(rows, ranker=ranker, model_name=sets[0].model_name, manifest=manifest)
     name = "calibrator-v1.json" if ranker == "learned" else "calibrator-v1-rules.json"
+    if not use_tree:
+        from dtdialog.confidence import calibrator_path
+        from dtdialog.ranking.learned_scorer import TREELESS_MODEL
+
+        name = calibrator_path("learned", TREELESS_MODEL).name
     path = calibrator.save(models_dir / name)
-    return {"ranker": ranker, "calibrator": str(path), "ece_held_out": held_out_ece, "abstain_below": threshold,
+    return {"ranker": label, "calibrator": str(path), "ece_held_out": held_out_ece, "abstain_below": threshold,
             "reliability": reliability(probs, correct), "png": str(png) if png else None, "n": len(rows),
             "accuracy": float(np.mean(correct))}
 
@@ -73,6 +84,9 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
     """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--rankers", default="learned,rules", help="comma-separated: learned, rules")
+    parser.add_argument("--no-dt", action="store_true",
+                        help="fit the calibrator of the engine without the discourse tree (--rankers learned: "
+                             "calibrator-v1-hybrid.json, for the ranker-v1-hybrid model)")
     parser.add_argument("--sets", default="mechanics,builtin",
                         help="comma-separated sets whose first and later answers the calibrators are fitted on "
                              "(default: the car-repair ones, mechanics and the built-in corpus)")
@@ -99,7 +113,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     check_out_dir(args.out)  # before the slow part
     eval_sets = [load_eval_set(n, data_dir=args.data_dir).limited(args.limit) for n in names]
     report = [calibrate_ranker(r.strip(), eval_sets, seed=args.seed, out=args.out, models_dir=args.models_dir,
-                               progress=not args.no_progress, command=command, from_rows=args.from_rows)
+                               progress=not args.no_progress, command=command, from_rows=args.from_rows,
+                               use_tree=not args.no_dt)
               for r in args.rankers.split(",") if r.strip()]
     check_out_dir(args.out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "calibration.json", json.dumps(report, indent=2) + "\n")

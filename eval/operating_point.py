@@ -261,17 +261,19 @@ class SetRows:
     later_folds: list[int] = field(default_factory=list)
 
 
-def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse: bool, progress: bool) -> SetRows:
+def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse: bool, progress: bool,
+             use_tree: bool = True) -> SetRows:
     """Return a set's scored rows (ranked now, or read from ``rows_dir`` with ``reuse``) and their folds.
 
     On mechanics, the learned ranker's training pool, the folds are the ranker's own; elsewhere ``k`` seeded
-    folds of the dialogues.
+    folds of the dialogues. ``use_tree=False``: the engine without the discourse tree ranks.
     """
     import json
 
     removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
-    cache = rows_dir / f"rows_{eval_set.name}_dtq.json"
-    first, _ = system_rows("dtq", eval_set, removed=removed, progress=progress, ranker=ranker, cache=cache,
+    system = "dtq" if use_tree else "dtq-no-dt"
+    cache = rows_dir / f"rows_{eval_set.name}_{system}.json"
+    first, _ = system_rows(system, eval_set, removed=removed, progress=progress, ranker=ranker, cache=cache,
                            reuse=reuse)
     info = json.loads(cache.read_text(encoding="utf-8"))["engine"]
     if eval_set.name == "mechanics" and info["has_folds"]:  # the ranker's training pool: keep its folds
@@ -282,19 +284,19 @@ def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse
                   first_folds=folds)
     if not any(len(d.answer_ids) > 1 and d.followups for d in eval_set.dialogues):
         return out
-    later_cache = rows_dir / f"rows_{eval_set.name}_dtq_later.json"
+    later_cache = rows_dir / f"rows_{eval_set.name}_{system}_later.json"
     if reuse and later_cache.is_file():
         out.later = [OpenPoolRow(**r) for r in json.loads(later_cache.read_text(encoding="utf-8"))["rows"]]
     else:
-        out.later = _rank_later(eval_set, ranker=ranker, seed=seed, progress=progress)
+        out.later = _rank_later(eval_set, ranker=ranker, seed=seed, progress=progress, use_tree=use_tree)
         atomic_write_text(later_cache, json.dumps({"rows": [r.__dict__ for r in out.later]}) + "\n")
     fold_of = dict(zip((r.dialogue_id for r in first), folds))
     out.later_folds = [fold_of[r.dialogue_id] for r in out.later]
     return out
 
 
-def _rank_later(eval_set, *, ranker: str | None, seed: int, progress: bool) -> list:
-    system = EngineSystem(ranker=ranker, progress=progress)
+def _rank_later(eval_set, *, ranker: str | None, seed: int, progress: bool, use_tree: bool = True) -> list:
+    system = EngineSystem(ranker=ranker, progress=progress, use_tree=use_tree)
     try:
         system.fit(eval_set)
         return later_step_rows(system, eval_set, seed=seed, progress=progress)

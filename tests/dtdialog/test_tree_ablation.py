@@ -134,6 +134,8 @@ def test_the_learned_ranker_without_the_tree_uses_the_hybrid_model(builtin_learn
         assert flat.scorer.model.manifest["feature_set"] == "hybrid"
         assert not set(flat.scorer.model.feature_names) & set(DT_FEATURES)
         assert engines[True].scorer.model.manifest["feature_set"] == "hybrid+dt"
+        # its confidence is calibrated for its own model, so it abstains as the engine with the tree does
+        assert flat.selector.calibrator is not None and flat.selector.calibrator.model_name == "ranker-v1-hybrid"
         outcome = flat.selector.rank_outcome(question=PAPER_Q, size=5)
         assert len(outcome.plan.parts) == 1 and outcome.tried == [] and outcome.to_dict()["agreeing"] == 0
         top = outcome.candidates[0].features
