@@ -207,7 +207,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 #: argument (``dtdialog eval selective --help``): name -> module with a ``main(argv, prog=, command=)``.
 SUBCOMMANDS = {"selective": "eval.selective", "out-of-scope": "eval.out_of_scope", "position": "eval.position",
                "calibrate": "eval.calibrate", "dialogue": "eval.dialogue.cli",
-               "already-tried": "eval.already_tried.cli"}
+               "already-tried": "eval.already_tried.cli", "coverage": "eval.coverage.cli"}
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstruct", command: str | None = None) -> int:
