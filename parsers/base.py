@@ -61,7 +61,7 @@ def _load_builtin_parsers() -> None:
     # parsers.base never pulls spaCy in.
     import importlib
 
-    for module in ("parsers.rule_parser", "parsers.isanlp_adapter", "parsers.trained_parser", "parsers.neural.parser"):
+    for module in ("parsers.rule_parser", "parsers.isanlp_adapter", "parsers.neural.parser"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

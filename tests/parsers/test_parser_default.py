@@ -87,3 +87,17 @@ def test_the_default_parser_builds_the_papers_tree_after_the_complaint(monkeypat
     assert len(concessions) == 1, tree.to_compact()
     _check_paper_concession(tree, concessions[0])
     assert "My car will not start." not in " ".join(_texts(tree, concessions[0]))
+
+
+def test_trained_is_gone_with_one_line_naming_the_parsers(capsys):
+    from parsers.errors import ConfigError
+    from parsers.train import main as train_main
+
+    assert "trained" not in base.available_parsers()
+    with pytest.raises(ConfigError, match=r"^unknown parser 'trained'; available: .*neural, rules$"):
+        get_parser("trained")
+    assert main(["parse", "--parser", "trained", "The car stalls."]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unknown parser 'trained'" in err and "rules" in err
+    with pytest.raises(SystemExit):
+        train_main(["--parser", "trained", "--out", "unused"])
