@@ -65,7 +65,7 @@ class RankerModel:
 
     @property
     def uses_dense(self) -> bool:
-        return any(n.startswith("dense") for n in self.feature_names)
+        return any("dense" in n for n in self.feature_names)  # nucleus_dense and satellite_dense too
 
     @property
     def uses_sg(self) -> bool:
