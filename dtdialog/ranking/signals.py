@@ -33,15 +33,17 @@ class SignalExtractor:
 
     ``dense``: the dense store and query encoder (None: no dense signals); ``use_sg``: compute the
     syntactic-generalization score; ``sg_store``: the answers' phrases parsed at index time
-    (``index.sg_store``), so only the query is parsed per turn (an answer it lacks is parsed, cached).
+    (``index.sg_store``), so only the query is parsed per turn (an answer it lacks is parsed, cached);
+    ``use_sides``: compute the nucleus / satellite signals (off for a model that does not read them).
     """
 
     def __init__(self, *, dense: DenseSignals | None = None, table: AgreementTable | None = None,
-                 use_sg: bool = True, sg_store=None) -> None:
+                 use_sg: bool = True, sg_store=None, use_sides: bool = True) -> None:
         self.dense = dense
         self.table = table or AgreementTable.load()
         self.use_sg = use_sg
         self.sg_store = sg_store
+        self.use_sides = use_sides
 
     def signals(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
                 candidates: Sequence[RankedCandidate]) -> list[CandidateSignals]:
@@ -62,7 +64,7 @@ class SignalExtractor:
         texts = [c.document.text for c in candidates]
         bm25 = terms.bm25(query, texts) if terms is not None else None
         sg = self._sg(query, candidates) if self.use_sg else None
-        sides = self._sides(part, ids, texts, terms) if q_relations else {}
+        sides = self._sides(part, ids, texts, terms) if q_relations and self.use_sides else {}
         out = []
         for i, cand in enumerate(candidates):
             doc = cand.document

@@ -127,3 +127,22 @@ def test_without_a_relation_nothing_more_is_encoded_and_the_gated_features_are_z
 def test_the_new_features_are_tree_features():
     assert set(SIDE_FEATURES) | {"has_relation"} <= set(DT_FEATURES)
     assert not set(DT_FEATURES) & set(FEATURE_SETS["hybrid"])  # the no-tree ablation never sees them
+
+
+def test_a_model_without_the_side_features_encodes_nothing_more(extractor):
+    from sklearn.linear_model import LogisticRegression
+
+    from dtdialog.ranking.learned_scorer import RankerModel
+    from eval.ranker_rows import RecordingScorer
+
+    fit = LogisticRegression().fit(np.array([[0.0], [1.0]]), [0, 1])
+    assert not RankerModel(estimator=fit, feature_names=("agreement_score",)).uses_sides
+    assert RankerModel(estimator=fit, feature_names=("nucleus_dense_gap",)).uses_sides
+    scorer, encoder = extractor
+    scorer.use_sides = False  # what the factory sets for such a model
+    rows = list_features(scorer.signals(plan=split_question(build_tree(CONCESSION_Q)), part_index=0, followups=[],
+                                        candidates=candidates()))
+    assert len(encoder.batches) == 1 and all(row[name] == 0.0 for row in rows for name in SIDE_FEATURES)
+    assert rows[0]["has_relation"] == 1.0
+    # training records every feature, whichever ones the shipped model reads
+    assert RecordingScorer(extractor=scorer).extractor.use_sides
