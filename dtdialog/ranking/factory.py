@@ -124,8 +124,8 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
     generator, dense = _hybrid_generator(index, index_path, depth=depth, encoder=encoder, progress=progress,
                                          store=store)
     sg_store = _sg_store(index, index_path, progress=progress) if model.uses_sg else None
-    scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store),
-                           config=config, require_agreement=require_agreement)
+    extractor = SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store, use_sides=model.uses_sides)
+    scorer = LearnedScorer(model=model, extractor=extractor, config=config, require_agreement=require_agreement)
     if index_path is not None:  # HybridGenerator: the query's SG parse overlaps the searches and agreement checks
         generator.prefetch = (scorer.extractor.prefetch,)
     if warm:
