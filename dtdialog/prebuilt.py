@@ -9,7 +9,8 @@ a ``manifest.json`` that records a **stamp**:
 * ``corpus``: sha256 of every built-in dialogue;
 * ``parser``: the parser's configuration with its files (cue lexicon, model manifest) replaced by their
   digests, and the spaCy pipeline package it tokenises with;
-* ``encoder``: the dense encoder's ``MODEL_ID``;
+* ``encoder``: the dense encoder's model file (``MODEL_ID``); the runtime that made the vectors is checked by the
+  dense store itself (a bundle of another runtime's vectors gets them re-encoded, ``index.dense_store``);
 * ``formats``: the document, SQLite schema, SG phrase file and bundle versions.
 
 On a first start ``install_builtin`` compares the shipped stamp with the one computed for this corpus,

@@ -13,17 +13,13 @@ from typing import Any
 
 from parsers.errors import ModelNotAvailableError
 
-#: The parser the shipped ranker (``ranker-v1``) and its calibrator were trained with. The engine keeps it when
-#: none is named, although ``neural`` is the better parser on GUM: the ranker's DT features were fitted on these
-#: trees; with neural trees retrained they add nothing or cost P@1 (docs/parsers.md), and they
-#: would cost the index build and every turn a MiniLM pass.
-ENGINE_PARSER = "rules"
-
 
 def engine_parser_name(name: str | None = None) -> str:
-    """Return the parser an engine or the index it reads uses: ``name``, else ``$DTDIALOG_PARSER``, else
-    ``ENGINE_PARSER``."""
-    return name or os.environ.get("DTDIALOG_PARSER") or ENGINE_PARSER
+    """Return the parser an engine or the index it reads uses: ``parsers.base.default_parser_name``, the same
+    rule as ``dtdialog parse``."""
+    from parsers.base import default_parser_name
+
+    return default_parser_name(name)
 
 
 _PATHS = ("index_path", "corpus", "ranker_model", "profile", "sessions_path")

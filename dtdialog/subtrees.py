@@ -13,7 +13,9 @@ Algorithm ("top-level issues"):
 3. Parts are ordered by their first EDU: the order the customer raised the issues.
 4. A question with no non-default relation is one *factual* part: the whole tree.
 
-Every part keeps its nodes, its EDUs and its non-default ``RelationInstance``s.
+Every part keeps its nodes, its EDUs and its non-default ``RelationInstance``s. ``part_sides`` splits a part's EDUs
+into the satellites of its non-default relations (the backstory: what was tried, the conditions) and the rest (the
+problem itself), so a ranker can compare an answer with each apart.
 """
 
 from __future__ import annotations
@@ -82,6 +84,33 @@ class QuestionPlan:
     def from_dict(cls, data: dict[str, Any]) -> QuestionPlan:
         """Return the plan in ``data`` (re-split from the stored tree, which is deterministic)."""
         return split_question(DiscourseTree.from_dict(data["tree"]), question=str(data.get("question", "")))
+
+
+@dataclass(frozen=True)
+class PartSides:
+    """A part's EDUs on either side of its non-default relations (both in text order)."""
+
+    nuclei: tuple[EDU, ...]
+    satellites: tuple[EDU, ...]
+
+    @property
+    def nuclei_text(self) -> str:
+        return " ".join(e.text for e in self.nuclei)
+
+    @property
+    def satellites_text(self) -> str:
+        return " ".join(e.text for e in self.satellites)
+
+
+def part_sides(part: QuestionPart) -> PartSides:
+    """Return the part's EDUs split into satellites of any of its non-default relations and the rest.
+
+    A nested relation's nucleus inside an outer satellite stays a satellite: the outer relation says the whole span
+    is background to the problem. A factual part has no satellites.
+    """
+    satellite = {e.index for r in part.relations for e in r.satellite_edus}
+    return PartSides(nuclei=tuple(e for e in part.edus if e.index not in satellite),
+                     satellites=tuple(e for e in part.edus if e.index in satellite))
 
 
 #: Parts a question is split into at most: each is a dialogue step, and no customer raises more issues at once.

@@ -53,6 +53,7 @@ class RecordingScorer:
 
     def __init__(self, *, extractor) -> None:
         self.extractor = extractor
+        extractor.use_sides = True  # every feature is recorded, whichever ones the shipped model reads
         self.last: list[dict[str, float]] = []
         self.last_ids: list[str] = []
 

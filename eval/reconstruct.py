@@ -239,7 +239,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 #: The other evaluations of the issue-13 work, reached through this entry point by their name as the first
 #: argument (``dtdialog eval selective --help``): name -> module with a ``main(argv, prog=, command=)``.
 SUBCOMMANDS = {"selective": "eval.selective", "out-of-scope": "eval.out_of_scope", "position": "eval.position",
-               "calibrate": "eval.calibrate", "dialogue": "eval.dialogue.cli"}
+               "calibrate": "eval.calibrate", "dialogue": "eval.dialogue.cli",
+               "already-tried": "eval.already_tried.cli", "coverage": "eval.coverage.cli"}
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.reconstruct", command: str | None = None) -> int:

@@ -8,10 +8,13 @@
 3. 5-fold cross-validation, folds by question (each question's candidates are all in one fold):
    P@1, R@5 and MRR with 95% bootstrap CIs for each feature set, next to the plain dense and the
    engine's lexical ranking of the same candidates. A question whose answer was not generated
-   counts as a miss.
+   counts as a miss. The same figures, and the paired ``hybrid+dt`` - ``hybrid`` difference, on two
+   subsets: questions whose DT-Q has a non-default relation (where agreement has something to agree
+   with) and questions of ``LONG_WORDS`` words or more (where a backstory can swamp the problem).
 4. The model of each feature set is fitted on all folds and written to
    ``dtdialog/ranking/models/ranker-v1.joblib`` (``hybrid+dt``) and ``ranker-v1-hybrid.joblib``
-   (``hybrid``), each with a JSON manifest holding the CV figures.
+   (``hybrid``), each with a JSON manifest holding the CV figures, unless the model it would replace
+   has a higher CV P@1 on as many questions (``--force`` writes it anyway).
 
 No figure is trained and tested on the same question; BM25 statistics and the answer hubness are
 computed over the candidate pool, which is what the engine sees at test time.
@@ -40,6 +43,8 @@ from parsers.home import data_home
 DEFAULT_CACHE = data_home() / "train_ranker"
 MODEL_FILES = {"hybrid+dt": "ranker-v1.joblib", "hybrid": "ranker-v1-hybrid.joblib"}
 DEFAULT_K = 40
+#: A question this many words long or longer is reported apart (issue 32: a long story around the problem).
+LONG_WORDS = 80
 
 
 # --- data -----------------------------------------------------------------------------------------------
@@ -179,6 +184,38 @@ def full_pool_dense_ranks(*, data_dir: Path, cache: Path, limit: int | None) -> 
     return (sims > gold[:, None]).sum(axis=1)
 
 
+def subsets_of(queries: Sequence[QueryRows], questions: Sequence[str]) -> dict[str, np.ndarray]:
+    """Return {subset name: boolean mask over the questions}: DT-Q with a non-default relation, and long questions."""
+    return {"has_relation": np.array([bool(q.rows) and q.rows[0].get("has_relation", 0.0) > 0 for q in queries]),
+            f"words>={LONG_WORDS}": np.array([len(text.split()) >= LONG_WORDS for text in questions])}
+
+
+def subset_report(masks: dict[str, np.ndarray], ranks: dict[str, np.ndarray]) -> dict[str, dict]:
+    """Return, per subset, the figures of every method in ``ranks`` and the paired ``hybrid+dt`` - ``hybrid``."""
+    out: dict[str, dict] = {}
+    for subset, mask in masks.items():
+        if not mask.any():
+            continue
+        entry = out[subset] = {"n": int(mask.sum()), "results": {name: summarize(r[mask]) for name, r in ranks.items()}}
+        if {"hybrid", "hybrid+dt"} <= set(ranks):
+            entry["dt_minus_hybrid"] = paired_difference(ranks["hybrid+dt"][mask], ranks["hybrid"][mask])
+    return out
+
+
+def worse_than_shipped(cv: dict[str, float], path: Path) -> float | None:
+    """Return the CV P@1 in the manifest of the model at ``path`` when it is above ``cv``'s (else None: write it).
+
+    A retrained model replaces a shipped one only if it holds its figure on the same questions.
+    """
+    try:
+        shipped = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))["cv"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(shipped, dict) or shipped.get("n") != cv["n"] or not isinstance(shipped.get("p1"), float):
+        return None
+    return shipped["p1"] if shipped["p1"] > cv["p1"] else None
+
+
 # --- CLI --------------------------------------------------------------------------------------------------
 def _line(name: str, s: dict[str, float]) -> str:
     return (f"{name:<22} P@1 {s['p1']:.3f} [{s['p1_lo']:.3f}, {s['p1_hi']:.3f}]  "
@@ -224,6 +261,7 @@ def run(args: argparse.Namespace) -> dict:
     results["dense csls"] = summarize(single_feature_ranks(queries, "dense_csls"))
     report["vs_dense"] = {}
     sets = list(FEATURE_SETS) if args.feature_set == "all" else [args.feature_set]
+    t1 = time.perf_counter()
     fold_models: dict[str, list] = {}
     set_ranks: dict[str, np.ndarray] = {}
     for name in sets:
@@ -232,21 +270,37 @@ def run(args: argparse.Namespace) -> dict:
                                extra_weight=args.extra_weight)
         results[name] = summarize(ranks)
         report["vs_dense"][name] = paired_difference(ranks, dense_ranks)
+    report["cv_seconds"] = round(time.perf_counter() - t1, 1)
     for name, s in results.items():
         print(_line(name, s))
+    print(f"features collected in {seconds_collect:.0f} s, cross-validated in {report['cv_seconds']:.0f} s")
     for name, d in report["vs_dense"].items():
         print(f"{name} - dense: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
     if {"hybrid", "hybrid+dt"} <= set(set_ranks):
         # what the discourse-tree features add, question by question on the same folds
         d = report["dt_minus_hybrid"] = paired_difference(set_ranks["hybrid+dt"], set_ranks["hybrid"])
         print(f"hybrid+dt - hybrid: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
+    questions = [d.question for d in load_mechanics(data_dir).limited(args.limit).dialogues]
+    report["subsets"] = subset_report(subsets_of(queries, questions), {"dense (full pool)": dense_ranks, **set_ranks})
+    for subset, entry in report["subsets"].items():
+        print(f"-- {subset} ({entry['n']} questions)")
+        for name, s in entry["results"].items():
+            print("   " + _line(name, s))
+        if "dt_minus_hybrid" in entry:
+            d = entry["dt_minus_hybrid"]
+            print(f"   hybrid+dt - hybrid: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
     if not args.no_save:
         usable = [q for q in queries if q.rows]
         # which fold held out each question, by question text: evaluations on this pool stay out-of-fold
-        questions = [d.question for d in load_mechanics(data_dir).limited(args.limit).dialogues]
         held_out = {question_key(questions[i]): f
                     for f, test in enumerate(folds_of(len(queries), folds=args.folds, seed=args.seed)) for i in test}
         for name in sets:
+            target = Path(args.out_dir or MODELS_DIR) / MODEL_FILES[name]
+            kept = None if args.force else worse_than_shipped(results[name], target)
+            if kept is not None:
+                print(f"kept {target}: its CV P@1 {kept:.3f} is above this run's {results[name]['p1']:.3f} "
+                      "(--force writes it anyway)")
+                continue
             names = FEATURE_SETS[name]
             estimator = fit(usable, names, kind=args.model, c=args.c, extra=extra, extra_weight=args.extra_weight)
             X = np.vstack([feature_matrix(q.rows, names) for q in usable])
@@ -263,8 +317,7 @@ def run(args: argparse.Namespace) -> dict:
                         "cv": results[name], "cv_dense": results["dense (full pool)"],
                         "cv_minus_dense": report["vs_dense"][name],
                         "feature_means": [round(float(v), 6) for v in X.mean(axis=0)]}
-            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(
-                Path(args.out_dir or MODELS_DIR) / MODEL_FILES[name])
+            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(target)
             print(f"wrote {path}")
             # the CV models serve only the evaluation's out-of-fold scoring: they stay out of the shipped file
             folds = FoldModels(model_name=manifest["name"], feature_names=tuple(names),
@@ -317,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", default=str(DEFAULT_CACHE), help="where the pool index and features are kept")
     parser.add_argument("--out-dir", help="write the models here instead of dtdialog/ranking/models")
     parser.add_argument("--no-save", action="store_true", help="cross-validate only")
+    parser.add_argument("--force", action="store_true",
+                        help="write each model even when its CV P@1 is below the one it replaces")
     parser.add_argument("--json", help="write the report as JSON")
     parser.add_argument("--plot", help="write a P@1 bar chart (PNG) here")
     parser.add_argument("--no-progress", action="store_true")

@@ -88,7 +88,11 @@ class DenseEncoder:
         self.model_path = None
         self.batch_size = batch_size
         self._impl = TorchEncoder(batch_size=batch_size) if _backend == "torch" else shared_encoder(runtime=runtime)
-        self.model_id = self._impl.model_id
+
+    @property
+    def model_id(self) -> str:
+        """The id of the vectors this encoder makes (model file, runtime and precision); loads the model."""
+        return self._impl.model_id
 
     @property
     def dimension(self) -> int:

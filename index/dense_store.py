@@ -482,8 +482,40 @@ class BackgroundEncoding:
 
 
 def encoder_id(encoder) -> str:
-    """Return the label of the vectors ``encoder`` makes (an encoder without ``model_id``: the fp32 MiniLM's)."""
+    """Return the id of the vectors ``encoder`` makes (an encoder without ``model_id``: the fp32 MiniLM's)."""
     return str(getattr(encoder, "model_id", None) or "all-MiniLM-L6-v2")
+
+
+#: Largest element difference between stored vectors and the same texts encoded again that still counts as one
+#: encoder: a runtime gives its own vectors back exactly, ONNX Runtime fp32 and OpenVINO bf16 differ by ~1e-3.
+SAME_VECTORS_TOLERANCE = 1e-5
+#: Answers re-encoded to learn which runtime made a store labelled before ids named it.
+PROBE_ANSWERS = 8
+
+
+def unsettled_label(store: DenseStore, encoder) -> bool:
+    """Return True when ``store`` was labelled before ids named the runtime, with ``encoder``'s model file: the
+    vectors may be this encoder's or another runtime's (``adopt_unsettled``)."""
+    made_by = encoder_id(encoder)
+    return "/" not in store.model and "/" in made_by and made_by.split("/", 1)[0] == store.model
+
+
+def adopt_unsettled(store: DenseStore, *, ids: Sequence[str], texts: Sequence[str], encoder) -> DenseStore:
+    """Return ``store`` under ``encoder``'s id when its label is unsettled and a few of its unchanged answers
+    encoded again give its vectors back (``SAME_VECTORS_TOLERANCE``), else ``store`` as it is."""
+    if not unsettled_label(store, encoder) or store.digests is None:
+        return store
+    row_of = {doc_id: (row, digest) for row, (doc_id, digest) in enumerate(zip(store.ids, store.digests))}
+    probe = [(row_of[doc_id][0], text) for doc_id, text in zip(ids, texts)
+             if doc_id in row_of and row_of[doc_id][1] == text_digest(text)][:PROBE_ANSWERS]
+    if not probe:
+        return store
+    again = np.asarray(encoder.encode([text for _, text in probe]), dtype=np.float32)
+    stored = np.asarray(store.vectors[[row for row, _ in probe]], dtype=np.float32)
+    if again.shape != stored.shape or float(np.abs(again - stored).max()) > SAME_VECTORS_TOLERANCE:
+        return store
+    return DenseStore(ids=store.ids, vectors=store.vectors, hub=store.hub, model=encoder_id(encoder),
+                      terms=store.terms, digests=store.digests, generation=store.generation)
 
 
 def refresh_dense_store(store: DenseStore, *, ids: Sequence[str], texts: Sequence[str], encoder=None,
@@ -493,7 +525,9 @@ def refresh_dense_store(store: DenseStore, *, ids: Sequence[str], texts: Sequenc
     An answer keeps its old vector when its id and text digest are unchanged; new and edited answers
     are encoded; answers no longer in ``ids`` are dropped. Hubness and term statistics depend on all
     answers, so they are recomputed (cheap next to encoding). A store without digests, or made by another
-    encoder than ``encoder`` (its ``model`` label differs), is rebuilt whole: vectors of two encoders never mix.
+    encoder than ``encoder`` (its ``model`` id differs), is rebuilt whole: vectors of two encoders never mix. A
+    store labelled before ids named the runtime keeps its vectors when they prove to be ``encoder``'s
+    (``adopt_unsettled``).
     """
     if len(ids) != len(texts):
         raise InputError(f"{len(ids)} ids for {len(texts)} texts")
@@ -501,6 +535,7 @@ def refresh_dense_store(store: DenseStore, *, ids: Sequence[str], texts: Sequenc
         from index.dense import DenseEncoder
 
         encoder = DenseEncoder()
+    store = adopt_unsettled(store, ids=ids, texts=texts, encoder=encoder)
     if store.digests is None or store.model != encoder_id(encoder):
         return build_dense_store(ids=ids, texts=texts, encoder=encoder, progress=progress), len(ids)
     old = {doc_id: (row, digest) for row, (doc_id, digest) in enumerate(zip(store.ids, store.digests))}

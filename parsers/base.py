@@ -17,13 +17,13 @@ from parsers.errors import ConfigError
 from parsers.tree import DiscourseTree
 
 _FACTORIES: dict[str, Callable[..., RSTParser]] = {}
-#: The parser used when none is named and the neural one is not ready; ``DTDIALOG_PARSER`` overrides it.
+#: The parser of ``dtdialog parse``, ``POST /parse``, the engine and its indexes when none is named;
+#: ``$DTDIALOG_PARSER`` overrides it for all of them. ``rules``, although ``neural`` scores higher on GUM: the
+#: shipped ranker (``ranker-v1``) was fitted on rules trees, with neural trees retrained its DT features add
+#: nothing or cost P@1 (docs/parsers.md), and a neural parse costs the index build and every turn a MiniLM pass.
 DEFAULT_PARSER = "rules"
-#: The parser that is the default whenever it is installed and its manifest shows it beat the rules on GUM.
-#: The answer engine does not follow this default: it reads the trees of the parser its ranker was trained
-#: with (``dtdialog.assembly.engine_parser_name``).
+#: The neural parser's registry name and its shipped model folder under ``parsers/models``.
 NEURAL_PARSER = "neural"
-#: The neural parser's shipped model folder under ``parsers/models``.
 DEFAULT_NEURAL_MODEL = "gum-neural-v2"
 
 
@@ -61,7 +61,7 @@ def _load_builtin_parsers() -> None:
     # parsers.base never pulls spaCy in.
     import importlib
 
-    for module in ("parsers.rule_parser", "parsers.isanlp_adapter", "parsers.trained_parser", "parsers.neural.parser"):
+    for module in ("parsers.rule_parser", "parsers.isanlp_adapter", "parsers.neural.parser"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -75,13 +75,9 @@ def available_parsers() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def neural_default_ready(model_dir: Path | None = None) -> bool:
-    """Return True when the neural parser can run (onnxruntime, tokenizers, the shipped int8 MiniLM, its model
-    files, heads trained on that encoder) and its manifest records GUM test scores above the rules parser's on
-    every figure the manifest holds.
-
-    Reads one small JSON file and imports nothing heavy (``find_spec`` only).
-    """
+def neural_ready(model_dir: Path | None = None) -> bool:
+    """Return True when the neural parser can run here: onnxruntime, tokenizers, the shipped int8 MiniLM, its
+    model files, and heads trained on that encoder. Reads one small JSON file and imports nothing heavy."""
     from parsers.neural.encoder import encoder_available, encoder_id
     from parsers.neural.model import MANIFEST_FILE, WEIGHTS_FILE
 
@@ -90,21 +86,14 @@ def neural_default_ready(model_dir: Path | None = None) -> bool:
         return False
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-        if manifest["encoder"]["id"] != encoder_id():
-            return False  # heads of another encoder: NeuralParser refuses them
-        test, rules = manifest["scores"]["test"], manifest["rules_gum_test"]
-        keys = [k for k in ("seg_f1", "span_f1", "nuc_f1", "rel_f1", "full_f1") if k in rules]
-        return bool(keys) and all(float(test[k]) > float(rules[k]) for k in keys)
+        return manifest["encoder"]["id"] == encoder_id()  # heads of another encoder: NeuralParser refuses them
     except (OSError, ValueError, KeyError, TypeError):
-        return False  # a damaged manifest is no evidence: keep the rules
+        return False
 
 
-def default_parser_name() -> str:
-    """Return the parser name to use when none is given: ``DTDIALOG_PARSER``, else ``neural`` when
-    ``neural_default_ready()``, else ``rules``."""
-    if "DTDIALOG_PARSER" in os.environ:
-        return os.environ["DTDIALOG_PARSER"]
-    return NEURAL_PARSER if neural_default_ready() else DEFAULT_PARSER
+def default_parser_name(name: str | None = None) -> str:
+    """Return ``name``, else ``$DTDIALOG_PARSER``, else ``DEFAULT_PARSER``: the one rule for every caller."""
+    return name or os.environ.get("DTDIALOG_PARSER") or DEFAULT_PARSER
 
 
 def get_parser(name: str | None = None, **config: Any) -> RSTParser:
@@ -113,7 +102,7 @@ def get_parser(name: str | None = None, **config: Any) -> RSTParser:
     Raises ``ConfigError`` for an unknown name.
     """
     _load_builtin_parsers()
-    key = name or default_parser_name()
+    key = default_parser_name(name)
     if key not in _FACTORIES:
         raise ConfigError(f"unknown parser {key!r}; available: {', '.join(sorted(_FACTORIES)) or 'none'}")
     return _FACTORIES[key](**config)

@@ -37,12 +37,21 @@ from parsers.minilm_file import (  # noqa: F401  (check_pin, file_sha256: public
 )
 
 
-#: What vectors made by this encoder are labelled with; vectors of different labels are never mixed.
 def model_label(sha256: str = MODEL_SHA256, arithmetic: str = "float") -> str:
-    """Return the label of what an encoder of that file and arithmetic makes (vectors of two labels never mix)."""
+    """Return the label of the model file and arithmetic (what the neural parser's heads record they read)."""
     return "all-MiniLM-L6-v2-onnx-int8-" + sha256[:12] + ("-dynamic" if arithmetic == "int8" else "")
 
 
+def vectors_label(sha256: str = MODEL_SHA256, arithmetic: str = "float", runtime: str = "onnxruntime") -> str:
+    """Return the id of the vectors an encoder of that file, arithmetic and runtime makes: the file's label, then
+    who ran it at what precision (``.../onnxruntime-fp32``, ``.../openvino-bf16``, ``.../onnxruntime-int8``).
+    Vectors of two ids never share a cache entry or an index."""
+    if arithmetic == "int8":
+        return f"{model_label(sha256)}/onnxruntime-int8"
+    return f"{model_label(sha256)}/{runtime}-{'bf16' if runtime == 'openvino' else 'fp32'}"
+
+
+#: The shipped model file's label: what a prebuilt index's trees and phrases were made beside.
 MODEL_ID = model_label()
 DIMENSION = 384
 #: The longest subword sequence ``subword_states`` takes: 256 positions less [CLS] and [SEP].
@@ -148,7 +157,7 @@ def float_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA25
     rebuilds them at every run), and each layer's self-attention (about 80 small nodes of the export's
     scaled-dot-product attention and mask arithmetic, which ONNX Runtime's BERT optimizer does not recognise)
     becomes one ``com.microsoft.MultiHeadAttention`` node. Vectors are checked against the shipped graph's
-    before the file is kept (``_check_same_vectors``), so vectors of both mix under one ``model_label``.
+    before the file is kept (``_check_same_vectors``), so vectors of both share one ``vectors_label``.
     """
     def build(model, out: Path) -> None:
         import onnx
@@ -383,7 +392,9 @@ class OnnxMiniLM:
 
     @property
     def model_id(self) -> str:
-        return model_label(self.sha256, self.arithmetic)
+        """The id of the vectors this encoder makes (``vectors_label``); loads it to learn which runtime runs it."""
+        runtime = "onnxruntime" if self.arithmetic == "int8" else self.runtime_in_use
+        return vectors_label(self.sha256, self.arithmetic, runtime)
 
     @property
     def runtime_in_use(self) -> str:

@@ -1,4 +1,5 @@
-"""Feature extraction shared by training (``parsers.train``) and inference (``parsers.trained_parser``).
+"""EDU token ranges (``EduView``, ``edus_from_labels``: the neural parser and GUM preparation) and the linear
+feature families of the retired scikit-learn parser (kept for parser research, not run by any registered parser).
 
 Two feature families, both plain ``dict[str, float]`` for a ``DictVectorizer``:
 
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from parsers.nlp_base import AnalyzedText, Token
+from parsers.tree import EDU
 from parsers.tree_builder import Span
 
 #: Connectives and cue phrases (first words) that signal relations or EDU starts.
@@ -507,3 +509,18 @@ def pair_features(ctx: DocContext, left: Span, right: Span, *, level: str) -> di
     f.update(_attachment_features(ctx, attach))
     f.update(_cue_features(ctx, left, right, attach, level=level))
     return f
+
+
+def edus_to_tree_edus(analyzed: AnalyzedText, views: Sequence[EduView]) -> list[EDU]:
+    """Return ``EDU`` objects (text, character span, sentence number) for token-range ``views``.
+
+    ``lemmas`` and ``entities`` are left empty (``parsers.edu_content.enrich_edus`` fills them).
+    """
+    toks = analyzed.tokens
+    out = []
+    for k, v in enumerate(views):
+        words = [t for t in toks[v.start: v.end] if not t.text.isspace()] or list(toks[v.start: v.end])
+        start = words[0].idx
+        end = words[-1].end
+        out.append(EDU(index=k, text=analyzed.text[start:end], start=start, end=end, sentence=v.sentence))
+    return out

@@ -38,7 +38,7 @@ async def parse(body: ParseRequest, request: Request, svg: bool = Query(False, d
                       field="text" if limit is None else "text (longer texts need the API key)")
 
     def work() -> ParseResponse:
-        parser = service.tree_parser()
+        parser = service.parser()
         return parse_response(parser.parse(text), parser_name=getattr(parser, "name", "?"), svg=svg)
 
     return await get_quotas(request).run(request, work)

@@ -170,7 +170,6 @@ class EngineService:
         # the first load (or parser) is made once even when two engine threads ask for it at the same time
         self._load_lock = threading.RLock()
         self._parser: Any = None
-        self._tree_parser: Any = None
         self._runtime: Any = None
         self._retry_reload_at = 0.0
         # the index generation the selector's caches were made from (see ``_refresh_if_written``)
@@ -302,7 +301,8 @@ class EngineService:
         return self._runtime is not None
 
     def parser(self) -> Any:
-        """Return the engine's RST parser, the one its index and ranker read (loads spaCy on first use)."""
+        """Return the engine's RST parser, the one its index and ranker read and ``POST /parse`` runs (loads spaCy on
+        first use)."""
         if self._parser is None:
             with self._load_lock:
                 if self._parser is None:
@@ -314,21 +314,6 @@ class EngineService:
 
                         self._parser = get_parser(engine_parser_name(self.settings.engine.parser))
         return self._parser
-
-    def tree_parser(self) -> Any:
-        """Return the parser of ``POST /parse``: the named one, else the default parser (``neural`` when it is
-        installed), which need not be the engine's; the engine's is reused when they are the same."""
-        from dtdialog.assembly import engine_parser_name
-        from parsers.base import default_parser_name, get_parser
-
-        name = self.settings.engine.parser or default_parser_name()
-        if name == engine_parser_name(self.settings.engine.parser):
-            return self.parser()
-        if self._tree_parser is None:
-            with self._load_lock:
-                if self._tree_parser is None:
-                    self._tree_parser = get_parser(name)
-        return self._tree_parser
 
     def engine_spec(self, *, index_path=None):
         """Return the settings' ``EngineSpec`` (``index_path``: a freshly rebuilt index file to open instead)."""

@@ -15,8 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", help='the text to parse, or "-" to read it from stdin (UTF-8)')
     parser.add_argument("--json", action="store_true", help="print the tree as JSON instead")
     parser.add_argument("--image", metavar="OUT", default=None, help="also draw the tree into OUT (.svg or .png)")
-    parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER, else 'neural' when "
-                        "installed, else 'rules')")
+    parser.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER, else "
+                        "the engine's parser, 'rules')")
 
 
 def read_input(text: str) -> str | bytes:

@@ -154,7 +154,10 @@ class DenseSignals:
             self._forget(text)
 
     def prime(self, texts: Sequence[str]) -> None:
-        """Encode many query texts in one batch (evaluation runs), filling the cache."""
+        """Encode many query texts in one batch (evaluation runs, a turn's nuclei and satellites), filling the cache.
+
+        It does not trim the cache: the next single encoding does (``_encode_and_cache``), so a batch is kept whole.
+        """
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if todo:
             vectors = np.asarray(self.encoder.encode(todo), dtype=np.float32)

@@ -124,8 +124,8 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
     generator, dense = _hybrid_generator(index, index_path, depth=depth, encoder=encoder, progress=progress,
                                          store=store)
     sg_store = _sg_store(index, index_path, progress=progress) if model.uses_sg else None
-    scorer = LearnedScorer(model=model, extractor=SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store),
-                           config=config, require_agreement=require_agreement)
+    extractor = SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store, use_sides=model.uses_sides)
+    scorer = LearnedScorer(model=model, extractor=extractor, config=config, require_agreement=require_agreement)
     if index_path is not None:  # HybridGenerator: the query's SG parse overlaps the searches and agreement checks
         generator.prefetch = (scorer.extractor.prefetch,)
     if warm:
@@ -197,10 +197,11 @@ def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
     The store is looked up by the generation of the index as opened (``index.index_files``), so a file
     rebuilt in between is never paired with the other's vectors. "Out of step" means the index was written
     since (its ``generation`` differs) or, for an index without generations, that the answer counts differ;
-    a store made by another encoder (the fp32 torch model before the int8 ONNX one) is re-encoded whole. A refresh re-encodes only new or edited answers (``refresh_dense_store``), starting from the newest store
+    a store made by another encoder (another runtime or precision: its id differs) is re-encoded whole, one labelled
+    before ids named the runtime only when a probe shows another runtime made it. A refresh re-encodes only new or edited answers (``refresh_dense_store``), starting from the newest store
     of any generation; a damaged store is derived data and is rebuilt.
     """
-    from index.dense_store import DenseStore, build_dense_store, encoder_id, refresh_dense_store
+    from index.dense_store import DenseStore, build_dense_store, encoder_id, refresh_dense_store, unsettled_label
     from index.index_files import prune_side_files
 
     generation = index.generation()
@@ -214,7 +215,7 @@ def _store_for(index: AnswerIndex, path: Path, *, encoder, progress: bool):
     if store is not None and len(store) == index.count() and (not generation or store.generation == generation) \
             and store.model == encoder_id(encoder):
         return store
-    if store is not None and store.model != encoder_id(encoder):
+    if store is not None and store.model != encoder_id(encoder) and not unsettled_label(store, encoder):
         log.warning("re-encoding the answers beside %s: their vectors were made by %s, queries by %s", path,
                     store.model, encoder_id(encoder))
     doc_ids, texts = index.answer_texts()

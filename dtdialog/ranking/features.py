@@ -32,7 +32,19 @@ Two feature sets (``FEATURE_SETS``):
     (the agreement check's overlap), capped at 5;
   * ``compat_any`` / ``compat_all``: whether some / every question relation has a compatible
     answer relation in the agreement table, regardless of entities (relation-compatibility flags);
-  * ``sg``: the syntactic-generalization score of the paper's Baseline 2 (``dtdialog.syntactic_generalization``).
+  * ``sg``: the syntactic-generalization score of the paper's Baseline 2 (``dtdialog.syntactic_generalization``);
+  * ``has_relation``: 1 when the step's DT-Q part has a non-default relation, else 0;
+  * ``nucleus_dense``, ``nucleus_dense_gap``, ``nucleus_bm25`` and the same three ``satellite_*``: the answer
+    against the part's nuclei text and against its satellites text apart (``subtrees.part_sides``): cosine, its
+    gap to the best of the list, and BM25 as a share of the best, so a long backstory does not swamp the problem;
+  * ``agreement_verdict_if_relation``, ``agreement_score_if_relation``, ``entity_overlap_if_relation``: the
+    same three signals times ``has_relation``.
+
+Relation gating: every feature of ``RELATION_GATED`` is 0 when ``has_relation`` is 0, so a linear model learns its
+weight only from questions where there is a relation to agree with. On a factual question the agreement verdict,
+score and entity overlap are a plain term overlap with the question (``RhetoricalAgreement.check``); their gated
+copies are the tree's signal alone. The ungated ones stay as they were, so a model fitted before the gated
+features existed is fed what it was fitted on; the other DT features are already 0 (or constant) without a relation.
 
 Missing signals are 0 (e.g. no dense extra: the dense features are all 0 and a model trained
 with them must not be used; ``LearnedScorer`` checks that).
@@ -50,9 +62,17 @@ HYBRID_FEATURES: tuple[str, ...] = (
     "lexical", "lexical_rr", "bm25", "bm25_rr", "dense", "dense_gap", "dense_z", "dense_rr", "dense_csls", "dense_csls_gap",
     "dense_csls_rr", "term_overlap", "log_answer_words", "length_ratio",
 )
+SIDE_FEATURES: tuple[str, ...] = (
+    "nucleus_dense", "nucleus_dense_gap", "nucleus_bm25", "satellite_dense", "satellite_dense_gap", "satellite_bm25",
+)
+#: Signals that are a plain term overlap on a factual question, and their copies gated by ``has_relation``.
+GATED_COPIES: dict[str, str] = {name: f"{name}_if_relation"
+                                for name in ("agreement_verdict", "agreement_score", "entity_overlap")}
+#: The features that are 0 when the question has no non-default relation.
+RELATION_GATED: tuple[str, ...] = (*GATED_COPIES.values(), *SIDE_FEATURES)
 DT_FEATURES: tuple[str, ...] = (
     "agreement_verdict", "agreement_score", "addressed", "required", "addressed_share", "rr_edu_matches",
-    "entity_overlap", "compat_any", "compat_all", "sg",
+    "entity_overlap", "compat_any", "compat_all", "sg", "has_relation", *RELATION_GATED,
 )
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "hybrid": HYBRID_FEATURES,
@@ -84,6 +104,16 @@ FEATURE_LABELS: dict[str, str] = {
     "compat_any": "some question relation has a matching answer relation",
     "compat_all": "every question relation has a matching answer relation",
     "sg": "shared phrase structure",
+    "has_relation": "the question has a relation to answer",
+    "agreement_verdict_if_relation": "answers every relation of the question (questions with one)",
+    "agreement_score_if_relation": "rhetorical agreement score (questions with a relation)",
+    "entity_overlap_if_relation": "shared things in related phrases (questions with a relation)",
+    "nucleus_dense": "similar meaning to the problem itself",
+    "nucleus_dense_gap": "how close in meaning to the problem itself, next to the best match",
+    "nucleus_bm25": "shared wording with the problem itself (share of the best)",
+    "satellite_dense": "similar meaning to the story around the problem",
+    "satellite_dense_gap": "how close in meaning to the story around the problem, next to the best match",
+    "satellite_bm25": "shared wording with the story around the problem (share of the best)",
     # the rule scorer's terms and the engine's bonuses
     "retrieval": "keyword search score (share of the best)",
     "agreement": "rhetorical agreement score",
@@ -104,6 +134,8 @@ FEATURE_GROUPS: tuple[tuple[str, str], ...] = (
     ("required", "how its discourse answers the question's"), ("compat", "how its discourse answers the question's"),
     ("rr_edu", "how its discourse answers the question's"), ("entity_overlap", "how its discourse answers the question's"),
     ("sg", "its phrases built like the question's"),
+    ("nucleus", "its closeness to the problem itself"), ("satellite", "its closeness to the story around the problem"),
+    ("has_relation", "how its discourse answers the question's"),
     ("log_answer_words", "its length"), ("length_ratio", "its length"),
 )
 
@@ -148,6 +180,11 @@ class CandidateSignals:
     compat_any: bool = False
     compat_all: bool = False
     sg: float | None = None
+    has_relation: bool = False
+    nucleus_dense: float | None = None
+    nucleus_bm25: float | None = None
+    satellite_dense: float | None = None
+    satellite_bm25: float | None = None
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -191,6 +228,7 @@ def list_features(signals: Sequence[CandidateSignals]) -> list[dict[str, float]]
     dense_rr = _reciprocal_ranks(dense, dense_present)
     csls_rr = _reciprocal_ranks(csls, dense_present)
     dense_gap, csls_gap = gap(dense), gap(csls)
+    sides = {side: _side_features(signals, side) for side in ("nucleus", "satellite")}
     out = []
     for i, s in enumerate(signals):
         answer_words = max(s.answer_words, 0)
@@ -211,10 +249,28 @@ def list_features(signals: Sequence[CandidateSignals]) -> list[dict[str, float]]
             "entity_overlap": float(min(s.entity_overlap, MAX_ENTITY_OVERLAP)),
             "compat_any": 1.0 if s.compat_any else 0.0, "compat_all": 1.0 if s.compat_all else 0.0,
             "sg": float(s.sg) if s.sg is not None else 0.0,
+            "has_relation": 1.0 if s.has_relation else 0.0,
         }
+        for side in sides.values():
+            row.update({name: values[i] for name, values in side.items()})
+        row.update({gated: row[name] for name, gated in GATED_COPIES.items()})
+        if not s.has_relation:
+            row.update(dict.fromkeys(RELATION_GATED, 0.0))
         row.update(s.extra)
         out.append({k: float(v) for k, v in row.items()})
     return out
+
+
+def _side_features(signals: Sequence[CandidateSignals], side: str) -> dict[str, np.ndarray]:
+    """Return ``<side>_dense``, ``<side>_dense_gap`` and ``<side>_bm25`` (share of the best) of every candidate."""
+    raw = [getattr(s, f"{side}_dense") for s in signals]
+    present = np.array([v is not None and not math.isnan(v) for v in raw])
+    dense = np.array([v if p else 0.0 for v, p in zip(raw, present)], dtype=float)
+    gap = np.where(present, dense - dense[present].max(), 0.0) if present.any() else np.zeros(len(raw))
+    bm25 = np.array([getattr(s, f"{side}_bm25") or 0.0 for s in signals], dtype=float)
+    best = bm25.max()
+    return {f"{side}_dense": dense, f"{side}_dense_gap": gap,
+            f"{side}_bm25": bm25 / best if best > 0 else np.zeros(len(raw))}
 
 
 def feature_matrix(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np.ndarray:

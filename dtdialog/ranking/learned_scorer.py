@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dtdialog.engine_config import EngineConfig
-from dtdialog.ranking.features import FEATURE_SETS, feature_matrix, list_features
+from dtdialog.ranking.features import FEATURE_SETS, SIDE_FEATURES, feature_matrix, list_features
 from dtdialog.ranking.signals import SignalExtractor
 from dtdialog.scoring import RankedCandidate
 from dtdialog.subtrees import QuestionPlan
@@ -67,7 +67,12 @@ class RankerModel:
 
     @property
     def uses_dense(self) -> bool:
-        return any(n.startswith("dense") for n in self.feature_names)
+        return any("dense" in n for n in self.feature_names)  # nucleus_dense and satellite_dense too
+
+    @property
+    def uses_sides(self) -> bool:
+        """Whether the model reads the nucleus / satellite features (each turn with a relation encodes two more texts)."""
+        return any(n in SIDE_FEATURES for n in self.feature_names)
 
     @property
     def uses_sg(self) -> bool:

@@ -3,8 +3,9 @@
 The selector gives a scorer the question plan, the step's part, the follow-ups and candidates with
 their retrieval score and rhetorical-agreement result. ``SignalExtractor`` adds the dense cosine
 (through ``DenseSignals``), ``rr_edu`` matches, relation-compatibility flags, entity overlap, term
-overlap, lengths and, optionally, the syntactic-generalization score. The same extractor runs at
-training time (``eval.train_ranker``) and in the engine, so the model sees identical features.
+overlap, lengths, the answer's closeness to the part's nuclei and to its satellites apart (only when the part has
+a non-default relation: two short texts, encoded in one batch) and, optionally, the syntactic-generalization
+score. The same extractor runs at training time (``eval.train_ranker``) and in the engine, so the model sees identical features.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dtdialog.query_builder import rr_term
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
 from dtdialog.ranking.features import CandidateSignals
 from dtdialog.scoring import RankedCandidate
-from dtdialog.subtrees import QuestionPlan
+from dtdialog.subtrees import QuestionPart, QuestionPlan, part_sides
 from index.base import RRTerm
 from index.vocabulary import entity_words, is_entity_word
 from parsers.relations import is_default
@@ -32,15 +33,17 @@ class SignalExtractor:
 
     ``dense``: the dense store and query encoder (None: no dense signals); ``use_sg``: compute the
     syntactic-generalization score; ``sg_store``: the answers' phrases parsed at index time
-    (``index.sg_store``), so only the query is parsed per turn (an answer it lacks is parsed, cached).
+    (``index.sg_store``), so only the query is parsed per turn (an answer it lacks is parsed, cached);
+    ``use_sides``: compute the nucleus / satellite signals (off for a model that does not read them).
     """
 
     def __init__(self, *, dense: DenseSignals | None = None, table: AgreementTable | None = None,
-                 use_sg: bool = True, sg_store=None) -> None:
+                 use_sg: bool = True, sg_store=None, use_sides: bool = True) -> None:
         self.dense = dense
         self.table = table or AgreementTable.load()
         self.use_sg = use_sg
         self.sg_store = sg_store
+        self.use_sides = use_sides
 
     def signals(self, *, plan: QuestionPlan, part_index: int, followups: Sequence[str],
                 candidates: Sequence[RankedCandidate]) -> list[CandidateSignals]:
@@ -58,8 +61,10 @@ class SignalExtractor:
         cosines = self.dense.cosines(query, ids) if self.dense is not None else None
         hubs = self.dense.store.hub_of(ids) if self.dense is not None else None
         terms = self.dense.store.terms if self.dense is not None else None
-        bm25 = terms.bm25(query, [c.document.text for c in candidates]) if terms is not None else None
+        texts = [c.document.text for c in candidates]
+        bm25 = terms.bm25(query, texts) if terms is not None else None
         sg = self._sg(query, candidates) if self.use_sg else None
+        sides = self._sides(part, ids, texts, terms) if q_relations and self.use_sides else {}
         out = []
         for i, cand in enumerate(candidates):
             doc = cand.document
@@ -80,8 +85,26 @@ class SignalExtractor:
                 addressed=int(cand.agreement.addressed), required=int(cand.agreement.required),
                 rr_edu_matches=rr_matches, entity_overlap=len(cand.agreement.overlap),
                 compat_any=any(compat), compat_all=bool(compat) and all(compat),
-                sg=sg[i] if sg is not None else None,
+                sg=sg[i] if sg is not None else None, has_relation=bool(q_relations),
+                **{name: values[i] for name, values in sides.items()},
             ))
+        return out
+
+    def _sides(self, part: QuestionPart, ids: list[str], texts: list[str], terms) -> dict[str, list]:
+        """Return ``{nucleus_dense, nucleus_bm25, satellite_dense, satellite_bm25: one value or None per candidate}``
+        (a side without EDUs, or a signal without its store, is left out: its features are 0)."""
+        sides = part_sides(part)
+        side_texts = {"nucleus": sides.nuclei_text.strip(), "satellite": sides.satellites_text.strip()}
+        out: dict[str, list] = {}
+        if self.dense is not None:
+            self.dense.prime([t for t in side_texts.values() if t])  # both sides in one encoder call
+        for side, text in side_texts.items():
+            if not text:
+                continue
+            if self.dense is not None:
+                out[f"{side}_dense"] = [None if c != c else float(c) for c in self.dense.cosines(text, ids)]
+            if terms is not None:
+                out[f"{side}_bm25"] = [float(v) for v in terms.bm25(text, texts)]
         return out
 
     def prefetch(self, query: str) -> None:

@@ -33,8 +33,8 @@ def encode_cached(texts: Sequence[str], *, encoder, model: str | None = None, pa
                   progress: bool = False) -> np.ndarray:
     """Return the ``(len(texts), dim)`` float32 unit embeddings of ``texts``, encoding only uncached ones.
 
-    ``model`` (default: the encoder's ``model_id``) keys the cache: the fp32 and int8 encoders' vectors
-    are kept apart."""
+    ``model`` (default: the encoder's id, which names its runtime and precision) keys the cache: vectors of
+    two encoders, such as ONNX Runtime fp32 and OpenVINO bf16, are kept apart."""
     from index.dense_store import encoder_id
 
     model = model or encoder_id(encoder)

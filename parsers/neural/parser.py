@@ -18,10 +18,21 @@ from parsers.tree import DiscourseTree
 
 
 def neural_model_dir(model: str | Path) -> Path:
-    """Return the folder of ``model``: a shipped model name under ``parsers/models`` or a path."""
-    from parsers.trained_parser import resolve_model_dir
+    """Return the folder of ``model``: a model name under ``parsers/models`` or ``data_home()/models``, or a path.
 
-    return resolve_model_dir(model)
+    Raises ``ConfigError`` for a name that exists nowhere.
+    """
+    from parsers.home import data_home
+    from parsers.minilm_file import MODELS_DIR
+
+    homes = (MODELS_DIR, data_home() / "models")
+    for home in homes:
+        if (home / str(model)).is_dir():
+            return home / str(model)
+    if Path(model).is_dir():
+        return Path(model)
+    known = sorted({p.name for home in homes if home.is_dir() for p in home.iterdir() if p.is_dir()})
+    raise ConfigError(f"unknown neural parser model {str(model)!r}; known: {', '.join(known) or 'none'}")
 
 
 @register_parser("neural")

@@ -10,10 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parsers.features import EduView, boundary_labels, edus_from_labels, label_spans
+from parsers.features import EduView, boundary_labels, edus_from_labels, edus_to_tree_edus, label_spans
 from parsers.neural.model import NeuralModel, edu_raw, sentence_chunks, word_flags
 from parsers.nlp_base import AnalyzedText
-from parsers.trained_parser import edus_to_tree_edus
 from parsers.tree import DiscourseTree
 
 

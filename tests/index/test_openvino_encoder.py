@@ -55,7 +55,8 @@ def test_auto_runs_openvino_within_cosine_0_9999_of_onnxruntime_and_remembers_th
     reference = OnnxMiniLM(runtime="onnxruntime").encode(texts)
     cos = np.sum(vectors * reference, axis=1)
     assert cos.min() >= 0.9999, f"min {cos.min():.6f}"
-    assert auto.model_id == pe.MODEL_ID  # vectors of both runtimes mix under one label
+    assert auto.model_id == pe.vectors_label(runtime="openvino") == pe.MODEL_ID + "/openvino-bf16"
+    assert OnnxMiniLM(runtime="onnxruntime").model_id == pe.MODEL_ID + "/onnxruntime-fp32"  # never one cache
     [marker] = (own_home / "models").glob("*openvino*.verified")
     assert not list((own_home / "models").glob(".verify-*"))
     stamp = marker.stat().st_mtime_ns

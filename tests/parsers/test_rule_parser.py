@@ -22,12 +22,9 @@ def parser() -> RuleParser:
     return RuleParser()
 
 
-def test_registered_and_the_default_without_the_neural_parser(parser, monkeypatch):
-    from parsers import base
-
+def test_registered_and_the_default(parser, monkeypatch):
     assert isinstance(get_parser("rules"), RuleParser)
     monkeypatch.delenv("DTDIALOG_PARSER", raising=False)
-    monkeypatch.setattr(base, "neural_default_ready", lambda model_dir=None: False)  # an install without [dense]
     assert get_parser().name == "rules"
 
 

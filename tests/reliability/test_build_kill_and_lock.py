@@ -25,7 +25,6 @@ import pytest
 
 from index.index_files import lock_path
 from index.sqlite_index import SqliteIndex
-from parsers.encoder import MODEL_ID
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -114,9 +113,13 @@ def test_second_build_fails_clearly_and_a_waiting_one_runs_after_the_first(corpo
 class _Refuse:
     """An encoder / spaCy pipeline that fails when used: serving must not need to redo anything.
 
-    It names itself the shipped encoder, so vectors the build made with that one count as its own."""
+    It names itself the default encoder, so vectors the build made with that one count as its own."""
 
-    model_id = MODEL_ID
+    @property
+    def model_id(self) -> str:
+        from index.dense import DenseEncoder
+
+        return DenseEncoder().model_id
 
     def __getattr__(self, name: str):
         raise AssertionError(f"the index was served with out-of-step derived data (asked for {name!r})")

@@ -121,9 +121,9 @@ def test_a_session_saved_with_a_nested_deep_tree_is_readable(make_client, probe_
 @pytest.mark.parametrize("parser_name", ["rules", "neural"])
 def test_two_thousand_sentences_within_the_limits(parser_name):
     """The longest texts the limits let through: every walk over the tree is a loop (no RecursionError)."""
-    from parsers.base import neural_default_ready
+    from parsers.base import neural_ready
 
-    if parser_name == "neural" and not neural_default_ready():
+    if parser_name == "neural" and not neural_ready():
         pytest.skip("the neural parser cannot run here (the [dense] extra)")
     from dtdialog.subtrees import QuestionPlan, split_question
     from index.documents import build_document

@@ -72,7 +72,7 @@ def test_unexpected_errors_become_a_generic_500_with_an_error_id(client, caplog)
     def broken() -> None:
         raise RuntimeError("secret detail at /srv/dtdialog/secret.py line 42")
 
-    service.parser = service.tree_parser = broken
+    service.parser = broken
     with caplog.at_level("ERROR", logger="dtdialog.api"):
         r = client.post("/parse", json={"text": "hello there"})
     err = assert_error(r, 500, "internal_error")

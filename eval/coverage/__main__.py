@@ -1,0 +1,5 @@
+import sys
+
+from eval.coverage.cli import main
+
+sys.exit(main())

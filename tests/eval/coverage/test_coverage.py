@@ -1,0 +1,72 @@
+"""``eval.coverage``: question files, the held-out split, outcomes of real first messages, judged verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval.coverage import cli
+from eval.coverage.questions import file_questions, read_marks
+from eval.coverage.split import held_out
+from parsers.errors import InputError
+
+
+def test_the_split_is_fixed_and_about_half():
+    ids = [f"reddit:Cartalk:{i:x}" for i in range(2000)]
+    held = [held_out(i) for i in ids]
+    assert 900 < sum(held) < 1100 and held == [held_out(i) for i in ids]
+
+
+def test_question_files_of_each_kind(tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "title": "Brakes squeal", "body": "Only when cold."}\n'
+                                      '{"question": "AC blows warm"}\n', encoding="utf-8")
+    (tmp_path / "q.csv").write_text("title,selftext\nNo start,It clicks\n", encoding="utf-8")
+    (tmp_path / "q.txt").write_text("my car pulls left\n\n", encoding="utf-8")
+    assert [(q.id, q.text) for q in file_questions(tmp_path / "q.jsonl")] == [("a", "Brakes squeal\nOnly when cold."),
+                                                                             ("2", "AC blows warm")]
+    assert [q.text for q in file_questions(tmp_path / "q.csv")] == ["No start\nIt clicks"]
+    assert [q.text for q in file_questions(tmp_path / "q.txt")] == ["my car pulls left"]
+    (tmp_path / "bad.jsonl").write_text("{oops\n", encoding="utf-8")
+    with pytest.raises(InputError, match="bad.jsonl:1: not JSON"):
+        file_questions(tmp_path / "bad.jsonl")
+
+
+def test_marks_need_a_boolean_for_each_post(tmp_path):
+    path = tmp_path / "marks.jsonl"
+    path.write_text('{"id": "x", "asks_help": true}\n{"id": "y", "asks_help": "yes"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="marks.jsonl:2"):
+        read_marks(path)
+
+
+def test_a_verdict_counts_only_while_the_bot_still_gives_that_answer(tmp_path, monkeypatch):
+    verdicts = tmp_path / "judged.jsonl"
+    verdicts.write_text('{"id": "p1", "answer_id": "brakes-001#1", "verdict": "right"}\n'
+                        '{"id": "p2", "answer_id": "brakes-002#1", "verdict": "wrong"}\n'
+                        '{"id": "p3", "answer_id": "hvac-001#1", "verdict": "right"}\n', encoding="utf-8")
+    monkeypatch.setattr(cli, "JUDGED_ANSWERS", verdicts)
+    monkeypatch.setattr(cli, "JUDGED_ABSTENTIONS", tmp_path / "none.jsonl")
+    rows = [{"id": "p1", "answer_id": "brakes-001#1"}, {"id": "p2", "answer_id": "brakes-002#1"},
+            {"id": "p3", "answer_id": "hvac-009#1"}]  # p3's answer changed since it was judged
+    figures = cli.judged_figures(rows)["figures"]["answers"]
+    assert (figures["judged"], figures["current"], figures["right"]["value"]) == (3, 2, 0.5)
+
+
+@pytest.mark.slow
+def test_the_command_runs_the_chat_engine_on_each_first_message(tmp_path, capsys):
+    questions = tmp_path / "q.txt"
+    questions.write_text("What is the capital of France and who painted the Mona Lisa?\n"
+                         "My brakes squeal when I stop and the pedal feels soft. The pads are two years old.\n",
+                         encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["--data", str(questions), "--no-progress", "--out", str(out)]) == 0
+    report = json.loads((out / "coverage.json").read_text(encoding="utf-8"))
+    outcomes = [r["outcome"] for r in report["outcomes"]]
+    assert outcomes[0] == "refused" and outcomes[1] in ("answered", "clarified")
+    assert report["questions"] == 2 and "| refused | 1 |" in capsys.readouterr().out
+
+
+def test_a_missing_question_file_is_one_line(tmp_path, capsys):
+    assert cli.main(["--data", str(tmp_path / "none.txt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "none.txt: no such file" in err and len(err.splitlines()) == 1
