@@ -1,7 +1,7 @@
 """Build hook for the one compiled module, ``dtdialog._phrase_align`` (the SG feature's phrase alignment).
 
 Everything else about the package is in ``pyproject.toml``. The extension is optional: where no C compiler is
-found the build goes on without it, and ``dtdialog.syntactic_generalization`` runs the same alignment in Python.
+found the build goes on without it, and ``dtdialog.selection.syntactic_generalization`` runs the same alignment in Python.
 """
 
 from Cython.Build import cythonize

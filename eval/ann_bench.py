@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from dtdialog.paths import data_home
+    from dtdialog.runtime.paths import data_home
     from eval.datasets import default_data_dir
 
     for name in ("vectors", "queries", "real"):

@@ -1,6 +1,6 @@
 """Fit the engine's confidence calibrators: ``python -m eval.calibrate``.
 
-The calibrator (``dtdialog.confidence.Calibrator``) maps the deciding step's numbers to P(the chosen answer
+The calibrator (``dtdialog.selection.confidence.Calibrator``) maps the deciding step's numbers to P(the chosen answer
 is right). It is fitted on the car-repair sets (``--sets``: mechanics, the learned ranker's training pool,
 scored out-of-fold, each question by the fold model that never saw it, and the built-in corpus), on first
 answers and on later ones (after a follow-up, the earlier answers excluded), in the open-pool protocol of
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dtdialog.confidence import MODELS_DIR
+from dtdialog.selection.confidence import MODELS_DIR
 from eval.calibrator import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliability, reliability
 from eval.entry import one_line_errors
 from parsers.errors import InputError
@@ -70,8 +70,8 @@ def calibrate_ranker(ranker: str, eval_sets: Sequence, *, seed: int, out: Path, 
     calibrator = fit_calibrator(rows, ranker=ranker, model_name=sets[0].model_name, manifest=manifest)
     name = "calibrator-v1.json" if ranker == "learned" else "calibrator-v1-rules.json"
     if not use_tree:
-        from dtdialog.confidence import calibrator_path
         from dtdialog.ranking.learned_scorer import TREELESS_MODEL
+        from dtdialog.selection.confidence import calibrator_path
 
         name = calibrator_path("learned", TREELESS_MODEL).name
     path = calibrator.save(models_dir / name)

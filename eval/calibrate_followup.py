@@ -49,7 +49,7 @@ def followup_rows(system: EngineSystem, eval_set, *, seed: int, progress: bool) 
     """Return one row per later step (A2, A3, ...) of every dialogue that has the customer's reply before it."""
     from tqdm import tqdm
 
-    from dtdialog.confidence import step_features
+    from dtdialog.selection.confidence import step_features
 
     rows = []
     selector = system.method._selector
@@ -114,7 +114,7 @@ def calibrate(ranker: str, sets: Sequence, *, seed: int, out: Path, models_dir: 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate_followup",
          command: str | None = None) -> int:
     """Parse ``argv`` and run; return the exit code (2: a one-line error, 130: interrupted)."""
-    from dtdialog.confidence import MODELS_DIR
+    from dtdialog.selection.confidence import MODELS_DIR
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--rankers", default="rules", help="comma-separated: rules, learned")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dtdialog.confidence import LEARNED_FEATURES, RULES_FEATURES, Calibrator
+from dtdialog.selection.confidence import LEARNED_FEATURES, RULES_FEATURES, Calibrator
 from eval.report import save_figure
 from parsers.errors import InputError
 
@@ -36,7 +36,7 @@ def fit_calibrator(rows: Sequence, *, ranker: str, model_name: str = "", manifes
                    C: float = 1.0) -> Calibrator:
     """Return a ``Calibrator`` fitted (Platt: logistic regression on standardised numbers) to ``rows``.
 
-    ``rows`` carry ``values`` (``dtdialog.confidence.step_features``) and ``correct``; a row without values
+    ``rows`` carry ``values`` (``dtdialog.selection.confidence.step_features``) and ``correct``; a row without values
     (the system had no candidate) is left out: it never answers.
     """
     from sklearn.linear_model import LogisticRegression

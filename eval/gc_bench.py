@@ -9,7 +9,7 @@ stored answers picked at random (what hours of traffic leave in the answer-analy
 ``--questions`` opening turns (the real mechanics and Reddit questions of the shared data; the built-in corpus's
 without it). Each mode runs in a fresh process:
 
-* ``survivors``: what serving processes do (``dtdialog.gc_tuning.freeze_loaded``): the engine frozen at load and
+* ``survivors``: what serving processes do (``dtdialog.runtime.gc_tuning.freeze_loaded``): the engine frozen at load and
   the survivors of every full collection frozen after it;
 * ``load-only``: the engine frozen once at load, and nothing after (sessions 8-11).
 
@@ -88,7 +88,7 @@ def fill_cache(selector, count: int, *, progress: bool) -> int:
 def run_mode(mode: str, *, index: Path, fill: int, questions: int, model: str, parser_name: str,
              data_dir: Path | None, progress: bool) -> dict[str, Any]:
     """Time the turns of one mode in this process (which it leaves with its collector settings changed)."""
-    from dtdialog.gc_tuning import freeze_loaded, freeze_survivors
+    from dtdialog.runtime.gc_tuning import freeze_loaded, freeze_survivors
     from eval.latency import summarize
     from eval.scale_bench import open_engine, rss_mb
 

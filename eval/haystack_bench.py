@@ -6,7 +6,7 @@ Both systems index the same pool of ``mechanics_qa_dev`` (``eval.datasets.load_m
 multi-sentence car-repair questions, each with its accepted answer among the pool) in the same process:
 
 - **dtdialog**: ``index.builder.build_index(..., dense=True)`` into a fresh temporary SQLite file (the engine's
-  parser, ``dtdialog.assembly.engine_parser_name()``; MiniLM vectors and SG phrases beside it, as
+  parser, ``dtdialog.setup.assembly.engine_parser_name()``; MiniLM vectors and SG phrases beside it, as
   ``dtdialog index build --dense`` does, no cross-run vector cache), timed as answers/s. The ranking is
   the engine's ``AnswerSelector`` with the learned ``hybrid+dt`` ranker (what ``dtdialog chat`` uses), each
   question scored by the cross-validation model that held it out (``eval.out_of_fold``), so P@1 is
@@ -186,9 +186,9 @@ def markdown_table(result: dict[str, Any]) -> str:
 def build_dtdialog(eval_set, *, tmp: Path, progress: bool) -> tuple[Any, float, Any]:
     """Return (engine over a fresh index of the pool, indexing answers/s, its encoder); the parser and encoder load
     untimed."""
-    from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
-    from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
+    from dtdialog.runtime.gc_tuning import freeze_loaded
+    from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from eval.methods.pool_index import pool_dialogues
     from eval.out_of_fold import out_of_fold
     from index.builder import build_index
@@ -323,7 +323,7 @@ def _encoder_runtime() -> str:
 def _settings(torch_threads: int | None) -> dict[str, Any]:
     import torch
 
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from eval.latency import sg_alignment
     from parsers.encoder import default_threads, default_workers
 

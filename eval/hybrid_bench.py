@@ -138,7 +138,7 @@ def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
     The manifest records the build's timings (parse, encode, SG) from the run that built it.
     ``dense=False`` (the rule-scorer bench) builds only the index.
     """
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from eval.methods.pool_index import pool_dialogues
     from index.builder import build_index
     from index.dense_store import DenseStore
@@ -217,9 +217,9 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         cache: Path = DEFAULT_CACHE, encode_sample: int = 256, seed: int = 0, progress: bool = True) -> dict[str, Any]:
     """Return the corpus, throughput and per-turn latency summaries (milliseconds) and the stage split."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
-    from dtdialog.gc_tuning import freeze_loaded
     from dtdialog.ranking.learned_scorer import MODELS_DIR
+    from dtdialog.runtime.gc_tuning import freeze_loaded
+    from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from eval.latency import sg_alignment, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex

@@ -27,8 +27,8 @@ def summarize(values: list[float]) -> dict[str, float]:
 
 def sg_alignment() -> str:
     """Return how this process aligns the SG feature's phrases, "compiled" or "python": a report's turn times
-    depend on it (``dtdialog.syntactic_generalization.ALIGNMENT``)."""
-    from dtdialog.syntactic_generalization import ALIGNMENT
+    depend on it (``dtdialog.selection.syntactic_generalization.ALIGNMENT``)."""
+    from dtdialog.selection.syntactic_generalization import ALIGNMENT
 
     return ALIGNMENT
 

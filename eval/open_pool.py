@@ -96,7 +96,7 @@ class EngineSystem:
         return self.method._selector.rank(question=plan, step=0, followups=[], exclude_ids=list(exclude), size=100)
 
     def top(self, question: str, exclude: Sequence[str]) -> tuple[str | None, float, dict[str, float]]:
-        from dtdialog.confidence import step_features
+        from dtdialog.selection.confidence import step_features
 
         ranked = self.candidates(question, exclude)
         values = step_features(ranked, self.ranker)
@@ -141,7 +141,7 @@ def calibrate_rows(system: EngineInfo, rows: list[OpenPoolRow], *, dataset: str)
     On the ranker's training pool the calibrator was fitted on these very questions, so each fold's
     confidence comes from a calibrator fitted on the other folds (``eval.calibrator.cross_fit``).
     """
-    from dtdialog.confidence import load_calibrator
+    from dtdialog.selection.confidence import load_calibrator
 
     if dataset == "mechanics":  # the ranker's training pool: its calibrator saw these questions
         probs = cross_fit(rows, system.folds, ranker=system.ranker)

@@ -222,7 +222,7 @@ def later_step_rows(system, eval_set, *, seed: int, progress: bool = False) -> l
     """
     from tqdm import tqdm
 
-    from dtdialog.confidence import step_features
+    from dtdialog.selection.confidence import step_features
 
     keys = [(d, i) for d in eval_set.dialogues for i in range(1, min(len(d.answer_ids), len(d.followups) + 1))]
     removed = open_pool_coin([f"{d.id}#{i}" for d, i in keys], seed=seed)
@@ -329,7 +329,7 @@ def unseen_rows(eval_set, questions: Sequence[str], *, ranker: str | None, rows_
 
 def unseen_figures(sets: Sequence[SetRows], unseen: dict[str, list], *, threshold: float) -> list[dict]:
     """Return the share of unseen car questions the shipped calibrator and threshold answer, per pool."""
-    from dtdialog.confidence import load_calibrator
+    from dtdialog.selection.confidence import load_calibrator
 
     calibrator = load_calibrator(sets[0].ranker, model_name=sets[0].model_name)
     if calibrator is None:
@@ -428,7 +428,7 @@ def shipped_figures(sets: Sequence[SetRows], *, threshold: float, coverage: floa
                     seed: int) -> list[HeldOut]:
     """Return what the shipped calibrator and threshold do on each set (on mechanics the calibrator was fitted
     on these very rows, so that one is in-sample)."""
-    from dtdialog.confidence import load_calibrator
+    from dtdialog.selection.confidence import load_calibrator
 
     calibrator = load_calibrator(sets[0].ranker, model_name=sets[0].model_name)
     if calibrator is None:
@@ -551,7 +551,7 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
     set's pool (mechanics, builtin) to see how many the shipped operating point answers."""
     import json
 
-    from dtdialog.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig
 
     rows_dir = check_out_dir(check_out_dir(out) / "rows")
     rows_dir.mkdir(parents=True, exist_ok=True)

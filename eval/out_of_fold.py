@@ -4,7 +4,7 @@
 per cross-validation fold. The fold models and which fold held out each question live in an eval-owned
 file beside this package (``eval/models/<model name>-folds.joblib``, ``FoldModels``). An evaluation on that
 pool scores each question with the fold model that never saw it (``OutOfFoldScorer``, given to
-``dtdialog.assembly.build_engine`` as its ``wrap_scorer``), so the mechanics figures are out-of-fold;
+``dtdialog.setup.assembly.build_engine`` as its ``wrap_scorer``), so the mechanics figures are out-of-fold;
 any other question is scored by the shipped model.
 
 ``python -m eval.out_of_fold --split`` moved the fold models out of the model files that once carried

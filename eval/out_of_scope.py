@@ -1,6 +1,6 @@
 """How often the car bot answers what it should not: ``python -m eval.out_of_scope [--data-dir DIR]``.
 
-Issue 13, item 3. The out-of-scope gate (``dtdialog.scope``) of the built-in engine is run over:
+Issue 13, item 3. The out-of-scope gate (``dtdialog.understanding.scope``) of the built-in engine is run over:
 
 * an **out-of-scope set** of text that is not car repair: Twitter customer-care openings, the Fidelity FAQ
   questions, GUM sentences (all from ``--data-dir``), plus generated keyboard mash, greetings and small talk,
@@ -40,7 +40,7 @@ from eval.entry import one_line_errors
 from eval.provenance import provenance, provenance_lines
 from parsers.files import atomic_write_text, check_out_dir
 
-VAGUE = "vague"  # dtdialog.scope.VAGUE, without importing the engine for a --help
+VAGUE = "vague"  # dtdialog.understanding.scope.VAGUE, without importing the engine for a --help
 
 DEFAULT_OUT = Path("runs") / "eval" / "out_of_scope"
 QUANTILES = (0.0, 0.01, 0.03, 0.05, 0.1, 0.15, 0.2)
@@ -330,7 +330,7 @@ def fit(profile, oos: list[Scored], builtin: list[Scored], real: list[Scored], *
 def builtin_openings(profile) -> list[tuple[str, float, float]]:
     """Return each built-in dialogue's opening question with its leave-one-dialogue-out domain score."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.scope import message_stems
+    from dtdialog.understanding.scope import message_stems
 
     out = []
     for d in load_builtin_corpus():
@@ -357,7 +357,7 @@ def _nearest_cosine(engine):
 
 def _score_sets(engine, data_dir: Path, *, seed: int, files: list[Path], fmt: str | None = None):
     """Return ``(profile, oos, builtin, real)``: every message scored with the domain check off."""
-    from dtdialog.scope import ScopeGate
+    from dtdialog.understanding.scope import ScopeGate
 
     gate = ScopeGate(engine.index, threshold=0.0)  # the domain check off: the rules are applied here
     profile = gate.profile()
@@ -423,9 +423,9 @@ def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True, files: li
     """Return the report: the fitted settings, the fit-half and test-half rates, and the setup."""
     import tempfile
 
-    from dtdialog.assembly import EngineSpec, build_engine
-    from dtdialog.engine_config import EngineConfig
-    from dtdialog.scope import LANGUAGE_ID
+    from dtdialog.setup.assembly import EngineSpec, build_engine
+    from dtdialog.setup.engine_config import EngineConfig
+    from dtdialog.understanding.scope import LANGUAGE_ID
 
     with tempfile.TemporaryDirectory() as home:
         engine = build_engine(EngineSpec(sessions_path=str(Path(home) / "sessions.sqlite")), progress=progress)

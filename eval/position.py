@@ -319,7 +319,7 @@ def _eval_sets(args: argparse.Namespace, names: list[str]):
 
 
 def _engine_parser():
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from parsers.base import get_parser
 
     return get_parser(engine_parser_name())

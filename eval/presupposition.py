@@ -2,7 +2,7 @@
 
 Each logged answer is read against what its own dialogue had said before it (the question, the customer's replies
 and the earlier answers): a logged answer was written for that conversation, so every flag here is a false positive
-of ``dtdialog.presupposition`` (or a logged answer that itself took something for granted). Mechanics' accepted
+of ``dtdialog.understanding.presupposition`` (or a logged answer that itself took something for granted). Mechanics' accepted
 answers are all first answers; the built-in corpus also has later ones.
 
 ``python -m eval.presupposition --dataset mechanics,builtin [--out DIR]`` prints the flag rate per dataset and kind
@@ -42,8 +42,8 @@ class FlagRate:
 
 def measure(eval_set: EvalSet, *, examples: int = 12) -> FlagRate:
     """Return how many logged answers of ``eval_set``'s test dialogues the rule flags against their own context."""
-    from dtdialog.entities import EntityNormalizer
-    from dtdialog.presupposition import common_ground, find_presupposition, opening_sentence
+    from dtdialog.understanding.entities import EntityNormalizer
+    from dtdialog.understanding.presupposition import common_ground, find_presupposition, opening_sentence
 
     normalizer, pool = EntityNormalizer(), eval_set.pool_by_id()
     out, kinds = FlagRate(dataset=eval_set.name), Counter()

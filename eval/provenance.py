@@ -58,7 +58,7 @@ def provenance(sets: Sequence[EvalSet], *, parser: str | None = None, ranker: st
                model_path: str | None = None, tree_ablation: bool = False) -> dict:
     """Return the provenance every report records: data and pool per set, parser, encoder runtime, ranker, commit;
     with ``tree_ablation`` also the ranker of the engine without the tree (``ranker_without_tree``)."""
-    from dtdialog.assembly import EngineSpec, engine_parser_name
+    from dtdialog.setup.assembly import EngineSpec, engine_parser_name
 
     out = {"data": [data_record(s) for s in sets], "parser": engine_parser_name(parser),
            "encoder_runtime": encoder_runtime(), "ranker": ranker_model(ranker, model_path), "commit": git_commit()}

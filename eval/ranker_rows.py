@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from dtdialog.assembly import engine_parser_name
 from dtdialog.ranking.features import list_features
+from dtdialog.setup.assembly import engine_parser_name
 from parsers.errors import InputError
 from parsers.files import atomic_write_text
 
@@ -96,9 +96,9 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
     """
     from tqdm import tqdm
 
-    from dtdialog.assembly import EngineSpec, build_engine
-    from dtdialog.engine_config import EngineConfig
     from dtdialog.ranking.dense_signals import dense_query_text
+    from dtdialog.setup.assembly import EngineSpec, build_engine
+    from dtdialog.setup.engine_config import EngineConfig
     from index.registry import open_index
 
     dialogues = list(eval_set.dialogues[:limit] if limit else eval_set.dialogues)

@@ -110,8 +110,8 @@ def rss_mb() -> dict[str, float]:
 def open_engine(index_path: Path, *, model: str, parser_name: str, sessions_dir: Path):
     """Return the learned-ranker engine over ``index_path`` as a serving process builds it (sessions in
     ``sessions_dir``): the engine every timing process of the scale benchmarks loads."""
-    from dtdialog.assembly import EngineSpec, build_engine
     from dtdialog.ranking.learned_scorer import MODELS_DIR
+    from dtdialog.setup.assembly import EngineSpec, build_engine
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
@@ -124,7 +124,7 @@ def open_engine(index_path: Path, *, model: str, parser_name: str, sessions_dir:
 
 def measure(index_path: Path, *, questions: int, data_dir: Path, model: str, parser_name: str) -> dict[str, Any]:
     """Load the learned-ranker engine over ``index_path`` and time one opening turn per real question."""
-    from dtdialog.gc_tuning import freeze_loaded
+    from dtdialog.runtime.gc_tuning import freeze_loaded
     from eval.ann_bench import real_texts
     from eval.latency import sg_alignment, summarize
 

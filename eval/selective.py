@@ -11,7 +11,7 @@ answers only when the confidence reaches a threshold. Reported per dataset and s
 * the risk-coverage curve (``risk_coverage.png``) and its area (AURC; lower is better), with a paired
   bootstrap CI of the difference to each anchor; AUROC of the confidence for answerable vs not.
 
-Systems: ``dtq`` (the engine with its calibrated confidence, ``dtdialog.confidence``; on mechanics, the
+Systems: ``dtq`` (the engine with its calibrated confidence, ``dtdialog.selection.confidence``; on mechanics, the
 ranker's training pool, scores are out-of-fold and the calibrator is cross-fitted over the same folds),
 and the anchors in the same run: ``dense`` (MiniLM cosine of the top answer as its score) and ``bm25``
 (the top BM25 score), their thresholds fitted the same way. Only the first answer of each dialogue is

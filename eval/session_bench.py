@@ -49,8 +49,8 @@ def synthetic_trace(turn: int, *, kb: int) -> dict[str, Any]:
 
 def run(*, turns: int, trace_kb: int, max_traces: int = 50, folder: Path | None = None) -> dict[str, Any]:
     """Return per-mode latency summaries (ms per turn) for early, middle and late turn windows."""
-    from dtdialog.session import SessionRecord
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session import SessionRecord
+    from dtdialog.dialogue.session_store import SessionStore
 
     if turns < 3:
         raise DTDialogError(f"--turns must be at least 3, got {turns}")

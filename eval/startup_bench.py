@@ -119,11 +119,11 @@ def phases() -> dict[str, float]:
         times[name] = round(now - clock, 3)
         clock = now
 
-    from dtdialog.assembly import EngineSpec, build_engine
     from dtdialog.cli import build_parser
-    from dtdialog.gc_tuning import freeze_loaded
-    from dtdialog.index_location import open_spec_index
-    from dtdialog.paths import sessions_path
+    from dtdialog.runtime.gc_tuning import freeze_loaded
+    from dtdialog.runtime.paths import sessions_path
+    from dtdialog.setup.assembly import EngineSpec, build_engine
+    from dtdialog.setup.index_location import open_spec_index
     from parsers.base import get_parser
     build_parser()  # what ``dtdialog`` does first: import every command module and make the argument parser
     lap("imports")

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dtdialog.assembly import engine_parser_name
 from dtdialog.ranking.features import FEATURE_SETS, feature_matrix
+from dtdialog.setup.assembly import engine_parser_name
 from eval.out_of_fold import FoldModels, folds_path, question_key
 from eval.ranker_rows import QueryRows, build_pool_index, collect_dialogue_rows
 from eval.report import save_figure

@@ -67,8 +67,8 @@ def run(*, answers: int, questions: int, parser_name: str | None, seed: int = 0,
         data_dir: Path | None = None) -> dict[str, Any]:
     """Return the benchmark result (environment, sizes and per-kind latency summaries)."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import EngineSpec, build_engine
-    from dtdialog.gc_tuning import freeze_loaded
+    from dtdialog.runtime.gc_tuning import freeze_loaded
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     t0 = time.perf_counter()
     runtime = build_engine(EngineSpec(parser=parser_name, ranker="rules"), progress=True)

@@ -6,7 +6,7 @@ Two jobs read words, and each has a named role here:
   digits), ``RETRIEVAL_STOP_WORDS``, ``is_content_word`` / ``content_words``, ``search_tokens``; the
   index stems with its engine's own Porter stemmer (``FtsStemmer`` mirrors SQLite FTS5's, so query
   pruning and highlights see exactly the terms the index stored);
-* **agreement** (``dtdialog.entities`` and the dialogue modules that compare entities) -
+* **agreement** (``dtdialog.understanding.entities`` and the dialogue modules that compare entities) -
   ``entity_words`` (ASCII letters and digits), ``ENTITY_STOP_WORDS`` + ``LIGHT_VERBS``,
   ``is_entity_word``, and the NLTK Porter ``stem``.
 

@@ -1,7 +1,7 @@
 """Where dtdialog keeps the files it makes: ``$DTDIALOG_HOME`` or ``~/.cache/dtdialog``.
 
 In the lowest layer so that parsers (a derived encoder graph) and everything above share one answer;
-``dtdialog.paths`` builds the engine's own paths on it.
+``dtdialog.runtime.paths`` builds the engine's own paths on it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 phrases (a verb with its auxiliaries, negation, particles, objects and complements) and
 prepositional phrases (a preposition with its object's subtree). It lives in the parser layer so
 the index can store every answer's phrases at build time (``index.sg_store``) while the scoring
-stays in ``dtdialog.syntactic_generalization``, which re-exports these names.
+stays in ``dtdialog.selection.syntactic_generalization``, which re-exports these names.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def gum_dir(shared_data: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _collector_settings_left_as_found():
     """Code under test (a chat's warm-up, the API service) installs the serving collector settings
-    (``dtdialog.gc_tuning``): process-wide, so they are undone after each test rather than left to the next."""
+    (``dtdialog.runtime.gc_tuning``): process-wide, so they are undone after each test rather than left to the next."""
     callbacks, threshold = list(gc.callbacks), gc.get_threshold()
     yield
     if gc.callbacks != callbacks:

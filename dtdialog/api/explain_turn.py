@@ -1,5 +1,5 @@
 """Build the explain panel of one turn: the question's DT, the chosen answer's DT and the matched chains, as pictures,
-and the plain-language summary of why the reply was chosen (``dtdialog.explanation``)."""
+and the plain-language summary of why the reply was chosen (``dtdialog.dialogue.explanation``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from dtdialog.api.explain import chains_to_svg
 from dtdialog.api.models import Explanation
-from dtdialog.explanation import deciding_step, feature_lines, summarize
+from dtdialog.dialogue.explanation import deciding_step, feature_lines, summarize
 
 
 def explain_turn(service: Any, *, result: Any, user_text: str, session_question: str = "",

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from dtdialog.intents import MAX_TURN_CHARS
+from dtdialog.understanding.intents import MAX_TURN_CHARS
 from index.base import ID_REGEX
 from parsers.text_input import MAX_CHARS, VISIBLE_TEXT_PATTERN
 

@@ -67,7 +67,7 @@ def bulk_text_limit(request: Request, settings: ApiSettings) -> int | None:
     anonymous client may make it do in one request is bounded to a turn's worth (a 100,000-character parse
     holds a thread for seconds).
     """
-    from dtdialog.intents import MAX_TURN_CHARS
+    from dtdialog.understanding.intents import MAX_TURN_CHARS
 
     return None if is_operator(client_id(request, settings)) else min(settings.max_text_chars, MAX_TURN_CHARS)
 

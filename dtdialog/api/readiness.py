@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from dtdialog.session_store import probe_store
+from dtdialog.dialogue.session_store import probe_store
 from index.sqlite_index import probe_file
 
 

@@ -213,7 +213,7 @@ async def rebuild(body: RebuildRequest, request: Request) -> RebuildResponse:
     source = _source_path(body, settings.rebuild_roots)
 
     def work() -> RebuildResponse:
-        from dtdialog.profile import PROFILE_INFO_KEY
+        from dtdialog.setup.profile import PROFILE_INFO_KEY
         from index.builder import build_index
 
         start = time.perf_counter()

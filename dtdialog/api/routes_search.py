@@ -17,7 +17,7 @@ from dtdialog.api.models import (
     SearchResponse,
 )
 from dtdialog.api.quotas import get_quotas, rate_limit
-from dtdialog.intents import MAX_TURN_CHARS
+from dtdialog.understanding.intents import MAX_TURN_CHARS
 
 router = APIRouter(tags=["search"])
 _ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse} for c in (400, 413, 422, 429, 503)}

@@ -24,8 +24,8 @@ from dtdialog.api.models import (
 )
 from dtdialog.api.quotas import Quotas, get_quotas, is_cheap_turn, rate_limit
 from dtdialog.api.session_access import SessionToken, new_token, require_session_access, token_digest
-from dtdialog.customer_why import customer_why, needs_history, transcript_whys
-from dtdialog.session import new_session_id
+from dtdialog.dialogue.customer_why import customer_why, needs_history, transcript_whys
+from dtdialog.dialogue.session import new_session_id
 
 router = APIRouter(tags=["sessions"])
 SessionId = Path(min_length=1, max_length=128, description="The id returned by POST /sessions.")

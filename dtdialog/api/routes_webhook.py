@@ -24,8 +24,8 @@ from dtdialog.api.fair_gate import TURN
 from dtdialog.api.models import ErrorResponse, RestButton, RestMessage, RestWebhookRequest
 from dtdialog.api.quotas import get_quotas, is_cheap_turn, rate_limit
 from dtdialog.api.webhook_secret import load_or_create, secret_path
-from dtdialog.customer_why import customer_why, needs_history
-from dtdialog.session import SessionNotFoundError
+from dtdialog.dialogue.customer_why import customer_why, needs_history
+from dtdialog.dialogue.session import SessionNotFoundError
 
 router = APIRouter(tags=["webhooks"])
 WEBHOOK_PATH = "/webhooks/rest/webhook"

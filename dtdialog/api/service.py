@@ -1,4 +1,4 @@
-"""The engine behind the API: one ``dtdialog.assembly`` engine per app (parser, index, selector, manager), loaded on first use.
+"""The engine behind the API: one ``dtdialog.setup.assembly`` engine per app (parser, index, selector, manager), loaded on first use.
 
 Engine calls run on ``ApiSettings.engine_threads`` daemon worker threads (``EnginePool``), so a customer's turn
 need not wait for another client's search in flight (``fair_gate.FairGate`` keeps one of them for turns). The
@@ -309,7 +309,7 @@ class EngineService:
                     if self._runtime is not None:
                         self._parser = self._runtime.parser
                     else:
-                        from dtdialog.assembly import engine_parser_name
+                        from dtdialog.setup.assembly import engine_parser_name
                         from parsers.base import get_parser
 
                         self._parser = get_parser(engine_parser_name(self.settings.engine.parser))
@@ -330,7 +330,7 @@ class EngineService:
         runtime = self._runtime
         if runtime is not None:
             return runtime.profile
-        from dtdialog.profile import resolve_profile
+        from dtdialog.setup.profile import resolve_profile
 
         spec, index = self.settings.engine, self.settings.index_path
         info: dict[str, Any] = {}
@@ -340,8 +340,8 @@ class EngineService:
 
     def build_engine(self, *, index_path=None) -> Any:
         """Return a new ``Engine`` built from the settings (see ``engine_spec``), sharing the loaded parser."""
-        from dtdialog.assembly import build_engine
-        from dtdialog.gc_tuning import freeze_loaded
+        from dtdialog.runtime.gc_tuning import freeze_loaded
+        from dtdialog.setup.assembly import build_engine
 
         engine = build_engine(self.engine_spec(index_path=index_path), progress=False, parser=self.parser())
         freeze_loaded()

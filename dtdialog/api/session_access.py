@@ -14,7 +14,7 @@ import secrets
 from fastapi import Header, Request
 
 from dtdialog.api.deps import get_settings, key_matches
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session_store import SessionStore
 
 TOKEN_HEADER = "X-Session-Token"
 #: stands in for a session without a token, so its check costs the same compare as one with a token

@@ -23,13 +23,13 @@ MAX_ENGINE_THREADS = 16
 
 def _default_sessions_path() -> Path:
     # The same store as `dtdialog chat`, so a session can be continued from either.
-    from dtdialog.paths import sessions_path
+    from dtdialog.runtime.paths import sessions_path
 
     return sessions_path()
 
 
 def _default_engine():
-    from dtdialog.assembly import EngineSpec
+    from dtdialog.setup.assembly import EngineSpec
 
     return EngineSpec()
 
@@ -109,7 +109,7 @@ class _ApiSettingsFields:
     def __post_init__(self) -> None:
         from dataclasses import replace
 
-        from dtdialog.assembly import EngineSpec
+        from dtdialog.setup.assembly import EngineSpec
 
         if isinstance(self.engine, dict):
             self.engine = EngineSpec.from_dict(self.engine)
@@ -166,7 +166,7 @@ class _ApiSettingsFields:
                 raise ConfigError(f"{name} must be a rate such as '30/minute' or '5/second;100/hour', "
                                   f"or 'off', got {value!r}") from None
             setattr(self, name, str(value).strip())
-        from dtdialog.durations import parse_duration
+        from dtdialog.runtime.durations import parse_duration
 
         self.session_ttl = parse_duration(self.session_ttl, what="session_ttl")
         for name in ("max_sessions", "max_pending"):
@@ -226,7 +226,7 @@ class _ApiSettingsFields:
     @classmethod
     def from_worker_data(cls, data: dict[str, Any]) -> ApiSettings:
         """Return the settings ``to_worker_data`` gave (validated again)."""
-        from dtdialog.assembly import EngineSpec
+        from dtdialog.setup.assembly import EngineSpec
 
         data = dict(data)
         data["engine"] = EngineSpec.from_dict(data["engine"])
@@ -254,7 +254,7 @@ class ApiSettings(_ApiSettingsFields):
     def __init__(self, engine: Any = None, **values: Any) -> None:
         given = {name: values.pop(name) for name in ENGINE_KEYWORDS if name in values}
         if engine is None:
-            from dtdialog.assembly import EngineSpec
+            from dtdialog.setup.assembly import EngineSpec
 
             engine = EngineSpec(**given)
         elif given:

@@ -96,7 +96,7 @@ class SharedRates:
 
 def admission_lock(folder: Path, timeout: float) -> AbstractContextManager[None]:
     """Return the lock that makes counting the live sessions and creating one a single step across processes."""
-    from dtdialog.process_lock import file_lock
+    from dtdialog.runtime.process_lock import file_lock
 
     return file_lock(Path(folder) / ADMISSION_FILE, timeout=timeout, what="the session admission")
 

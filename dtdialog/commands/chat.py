@@ -13,7 +13,7 @@ import threading
 import traceback
 from pathlib import Path
 
-from dtdialog.commands.engine_args import add_engine_arguments, spec_from_args
+from dtdialog.setup.engine_args import add_engine_arguments, spec_from_args
 from parsers.errors import DTDialogError, InputError, StorageError
 from parsers.storage import storage_error
 
@@ -83,7 +83,7 @@ def _open_trace(path: Path):
 
 
 def _print_result(result, *, explain: str | None, out, history: list[dict] | None = None, why: bool = True) -> None:
-    from dtdialog.customer_why import customer_why
+    from dtdialog.dialogue.customer_why import customer_why
 
     lines = result.reply.splitlines() or [""]
     print(f"bot> {lines[0]}", file=out)
@@ -93,7 +93,7 @@ def _print_result(result, *, explain: str | None, out, history: list[dict] | Non
     if reason:
         print(f"     (why: {reason[:1].lower()}{reason[1:].rstrip('.')})", file=out)
     if explain:
-        from dtdialog.trace import format_trace
+        from dtdialog.dialogue.trace import format_trace
 
         print(format_trace(result.trace, details=explain == "details", history=history), file=out)
     out.flush()
@@ -112,7 +112,7 @@ class _WarmUp:
         self._thread.start()
 
     def _run(self, engine) -> None:
-        from dtdialog.gc_tuning import freeze_loaded
+        from dtdialog.runtime.gc_tuning import freeze_loaded
 
         try:
             engine.warm_up()
@@ -133,7 +133,7 @@ class _WarmUp:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtdialog.assembly import build_engine
+    from dtdialog.setup.assembly import build_engine
 
     spec = engine_spec(args)
     if args.save_engine is not None:
@@ -188,7 +188,7 @@ CHAT_ENGINE_OPTIONS = {"agreement_table": None, "overlap_scope": "relation", "cl
 
 def engine_spec(args: argparse.Namespace):
     """Return the ``EngineSpec`` the chat options describe (or the saved one ``--engine`` names)."""
-    from dtdialog.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig
 
     options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
     if args.clarify_margin is not None:
@@ -207,7 +207,7 @@ def _shown(line: str, limit: int = 300) -> str:
 def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
     import json
 
-    from dtdialog.customer_why import needs_history
+    from dtdialog.dialogue.customer_why import needs_history
 
     try:
         result = manager.handle(session_id=session_id, text=text)
@@ -236,7 +236,7 @@ def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
 
 def _turn_json(result, history: list[dict] | None = None) -> dict:
     """Return what ``--json`` prints for one bot turn (``why``: the customer's plain reason for an answer)."""
-    from dtdialog.customer_why import customer_why
+    from dtdialog.dialogue.customer_why import customer_why
 
     return {"kind": result.kind, "reply": result.reply, "confidence": result.confidence, "state": result.state,
             "answer_id": result.answer_id, "options": [o.to_dict() for o in result.options],

@@ -130,7 +130,7 @@ def project_defaults(args: argparse.Namespace) -> None:
     if args.fmt is not None or args.corpus is not None:
         args.fmt = args.fmt or "builtin"
         return
-    from dtdialog.project import find_project
+    from dtdialog.setup.project import find_project
 
     project = find_project()
     if project is None:
@@ -145,7 +145,7 @@ def project_defaults(args: argparse.Namespace) -> None:
 
 def build_profile(args: argparse.Namespace):
     """Return the profile the build stores: ``--profile``, else the built-in corpus's, else the generic one."""
-    from dtdialog.profile import builtin_profile, generic_profile, load_profile
+    from dtdialog.setup.profile import builtin_profile, generic_profile, load_profile
 
     if args.profile is not None:
         return load_profile(args.profile)
@@ -155,8 +155,8 @@ def build_profile(args: argparse.Namespace):
 def run_build(args: argparse.Namespace) -> int:
     import logging
 
-    from dtdialog.assembly import engine_parser_name
-    from dtdialog.profile import PROFILE_INFO_KEY
+    from dtdialog.setup.assembly import engine_parser_name
+    from dtdialog.setup.profile import PROFILE_INFO_KEY
     from index.builder import build_index
     from parsers.base import get_parser
 
@@ -198,7 +198,7 @@ def run_search(args: argparse.Namespace) -> int:
 
     query = parse_query_string(args.query, size=args.size, relations=tuple(args.relation))
     if args.index is None and args.backend == "sqlite":
-        from dtdialog.project import find_project
+        from dtdialog.setup.project import find_project
 
         project = find_project()
         args.index = project.index if project is not None else None

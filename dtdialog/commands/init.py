@@ -1,4 +1,4 @@
-"""``dtdialog init DIR``: create a working project for a support team (``dtdialog.project``).
+"""``dtdialog init DIR``: create a working project for a support team (``dtdialog.setup.project``).
 
 The project holds a profile in ``dtdialog.yaml``, a small sample of FAQ data in the ``csv`` format, conversation
 tests that pass on that sample, and a README. Then, run inside DIR, ``dtdialog index build``, ``dtdialog chat``

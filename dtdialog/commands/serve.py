@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from dtdialog.commands.engine_args import add_engine_arguments, spec_from_args
+from dtdialog.setup.engine_args import add_engine_arguments, spec_from_args
 from parsers.errors import ConfigError
 
 NAME = "serve"
@@ -268,7 +268,7 @@ def shared_quota_dir(port: int) -> Path:
     """Return the folder of the quota state the workers of the server on ``port`` share, emptied of an earlier
     start's counters (one server at a time can listen on a port)."""
     from dtdialog.api.shared_quotas import RATES_FILE
-    from dtdialog.paths import data_home
+    from dtdialog.runtime.paths import data_home
 
     folder = data_home() / "workers" / f"port-{port}"
     try:

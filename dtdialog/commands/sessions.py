@@ -30,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Purge (or count) the idle sessions and print one line; return 0."""
-    from dtdialog.durations import parse_duration
-    from dtdialog.paths import sessions_path
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session_store import SessionStore
+    from dtdialog.runtime.durations import parse_duration
+    from dtdialog.runtime.paths import sessions_path
 
     idle = parse_duration(args.older_than, what="--older-than")
     path = args.sessions if args.sessions is not None else sessions_path()

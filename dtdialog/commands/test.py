@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dtdialog.commands.engine_args import add_engine_arguments, spec_from_args
+from dtdialog.setup.engine_args import add_engine_arguments, spec_from_args
 from parsers.errors import InputError
 from parsers.files import check_replaceable
 
@@ -41,7 +41,7 @@ def tests_file(args: argparse.Namespace, spec) -> Path:
         from data.builtin import builtin_tests_path
 
         return builtin_tests_path()
-    from dtdialog.project import find_project
+    from dtdialog.setup.project import find_project
 
     project = find_project()
     if project is not None and spec.index_path is not None and Path(spec.index_path) == Path(project.index):
@@ -52,8 +52,8 @@ def tests_file(args: argparse.Namespace, spec) -> Path:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from dtdialog.assembly import build_engine
-    from dtdialog.conversation_tests import load_tests, report_lines, run_tests, summary, write_junit
+    from dtdialog.dialogue.conversation_tests import load_tests, report_lines, run_tests, summary, write_junit
+    from dtdialog.setup.assembly import build_engine
 
     spec = spec_from_args(args)
     tests = load_tests(tests_file(args, spec))  # a bad file fails before the engine loads

@@ -1,7 +1,7 @@
 """Abstain: one confidence rule for every answer the bot gives, and which detail to ask for instead.
 
 First answers, follow-up answers, answers after a clarification and after a rejection all pass the same
-rule: the calibrated probability that the answer is right (``dtdialog.confidence.Calibrator``) must reach
+rule: the calibrated probability that the answer is right (``dtdialog.selection.confidence.Calibrator``) must reach
 ``EngineConfig.abstain_below``. The learned ranker's calibrator reads every step (it is fitted on first and
 later answers); the rule scorer's reads first answers, and its follow-up steps (ranked from the customer's
 reply) have a calibrator of their own, fitted on later steps of real dialogues (``python -m
@@ -19,7 +19,7 @@ from typing import Any
 
 def followup_calibrator_path(ranker: str) -> Path:
     """Return where the follow-up calibrator of ``ranker`` (``learned`` or ``rules``) ships."""
-    from dtdialog.confidence import MODELS_DIR
+    from dtdialog.selection.confidence import MODELS_DIR
 
     return MODELS_DIR / ("calibrator-v1-followup.json" if ranker == "learned" else "calibrator-v1-rules-followup.json")
 
@@ -29,7 +29,7 @@ def load_followup_calibrator(first: Any | None) -> Any | None:
 
     It must be fitted for the same ranker and, for the learned ranker, the same model.
     """
-    from dtdialog.confidence import Calibrator
+    from dtdialog.selection.confidence import Calibrator
     from parsers.errors import ModelNotAvailableError
 
     if first is None:
@@ -69,11 +69,11 @@ WHEN = "when"
 
 
 def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool) -> str:
-    """Return which detail the question lacks (``dtdialog.abstention``), against the top answers' terms.
+    """Return which detail the question lacks (``dtdialog.selection.abstention``), against the top answers' terms.
 
     ``tried_known``: the customer already said what they did, so the context question asks only when it happens.
     """
-    from dtdialog.abstention import CONTEXT, missing_detail
+    from dtdialog.selection.abstention import CONTEXT, missing_detail
 
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:

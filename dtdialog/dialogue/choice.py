@@ -7,9 +7,6 @@ replies that match nothing, the options are dropped and the reply is read as "no
 
 from __future__ import annotations
 
-from dtdialog import intents
-from dtdialog.clarification import ClarifyOption, PendingChoice
-from dtdialog.constraints import Constraint
 from dtdialog.dialogue import memory
 from dtdialog.dialogue.clarify import competes
 from dtdialog.dialogue.context import DialogueContext
@@ -17,9 +14,12 @@ from dtdialog.dialogue.kinds import ReplyKind, State
 from dtdialog.dialogue.none_fit import NoneFits
 from dtdialog.dialogue.outcomes import Outcomes
 from dtdialog.dialogue.result import TurnResult
+from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.steps import Steps
-from dtdialog.session import SessionRecord
-from dtdialog.trace import TurnTrace
+from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.selection.clarification import ClarifyOption, PendingChoice
+from dtdialog.understanding import intents
+from dtdialog.understanding.constraints import Constraint
 from index.base import AnswerDocument
 
 #: After this many replies that match no option, the options are dropped: the reply is read as "none of these"

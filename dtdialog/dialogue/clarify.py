@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dtdialog.engine_config import EngineConfig
+from dtdialog.setup.engine_config import EngineConfig
 
 
 def competes(cand: Any, best: Any, config: EngineConfig) -> bool:

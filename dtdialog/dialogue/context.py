@@ -9,18 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from dtdialog.constraints import Constraint
 from dtdialog.dialogue.abstain import ConfidenceRule
-from dtdialog.engine_config import EngineConfig
-from dtdialog.replies import Replies
-from dtdialog.subtrees import QuestionPlan
-from dtdialog.tried import TriedAction
+from dtdialog.dialogue.replies import Replies
+from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.understanding.constraints import Constraint
+from dtdialog.understanding.subtrees import QuestionPlan
+from dtdialog.understanding.tried import TriedAction
 from index.base import AnswerDocument
 from parsers.tree import EDU, DiscourseTree
 
 if TYPE_CHECKING:
-    from dtdialog.scope import ScopeGate
-    from dtdialog.selector import RankOutcome
+    from dtdialog.selection.selector import RankOutcome
+    from dtdialog.understanding.scope import ScopeGate
 
 
 @runtime_checkable

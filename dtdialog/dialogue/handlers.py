@@ -1,4 +1,4 @@
-"""The turn handlers: one per handler the state machine names (``dtdialog.transitions.HANDLERS``).
+"""The turn handlers: one per handler the state machine names (``dtdialog.dialogue.transitions.HANDLERS``).
 
 ``TurnHandlers.dispatch`` classifies a turn, looks its intent up in the table for the session's state and runs
 the handler it names (``on_<name>``). The handlers hold only the guards that need the text itself; the work is
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dtdialog import intents, transitions
-from dtdialog.clarification import match_reply
-from dtdialog.dialogue import memory
+from dtdialog.dialogue import memory, transitions
 from dtdialog.dialogue.choice import Choices
 from dtdialog.dialogue.context import DialogueContext
 from dtdialog.dialogue.handoff import HandoffReason
@@ -21,9 +19,11 @@ from dtdialog.dialogue.none_fit import NoneFits
 from dtdialog.dialogue.opening import QuestionIntake, after_reset
 from dtdialog.dialogue.outcomes import Outcomes
 from dtdialog.dialogue.result import TurnResult
+from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.steps import Steps
-from dtdialog.session import SessionRecord
-from dtdialog.trace import TurnTrace
+from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.selection.clarification import match_reply
+from dtdialog.understanding import intents
 
 Handler = Callable[[SessionRecord, str, intents.Intent, TurnTrace], TurnResult]
 
@@ -76,7 +76,7 @@ class TurnHandlers:
         return self.outcomes.reply(record, trace, ReplyKind.PROMPT, self.ctx.replies.unreadable_text(error),
                                    state=record.state)
 
-    # --- one handler per row of dtdialog.transitions.TABLE ---------------------
+    # --- one handler per row of dtdialog.dialogue.transitions.TABLE ---------------------
     def on_handoff(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         return self.outcomes.hand_off(record, trace, HandoffReason.ASKED)
 

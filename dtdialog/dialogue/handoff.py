@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from dtdialog.replies import Replies
+from dtdialog.dialogue.replies import Replies
 
 
 class HandoffReason(str, Enum):

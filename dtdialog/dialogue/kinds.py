@@ -17,7 +17,7 @@ class _Value(str, Enum):
 
 
 class State(_Value):
-    """Where a session stands; ``dtdialog.transitions.TABLE`` says which handler answers each intent in it."""
+    """Where a session stands; ``dtdialog.dialogue.transitions.TABLE`` says which handler answers each intent in it."""
 
     NEW = "NEW"
     AWAITING_FEEDBACK = "AWAITING_FEEDBACK"
@@ -28,7 +28,7 @@ class State(_Value):
 
 
 class IntentKind(_Value):
-    """What a user turn means (``dtdialog.intents.classify``), or why it was not classified."""
+    """What a user turn means (``dtdialog.understanding.intents.classify``), or why it was not classified."""
 
     #: decided before classification (``intents.sanitize``): the turn gets a prompt
     EMPTY = "empty"

@@ -1,6 +1,6 @@
 """Session bookkeeping: what a session remembers across turns besides its question.
 
-The constraints the customer stated, the actions they reported done (``dtdialog.tried``), and the options on
+The constraints the customer stated, the actions they reported done (``dtdialog.understanding.tried``), and the options on
 offer (``PendingChoice``), all kept on the ``SessionRecord`` as plain data.
 """
 
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dtdialog.clarification import PendingChoice
-from dtdialog.constraints import Constraint
 from dtdialog.dialogue.context import SelectorPort
-from dtdialog.session import SessionRecord
-from dtdialog.trace import TurnTrace
-from dtdialog.tried import merge_tried, tried_from_dicts, tried_from_reply
+from dtdialog.dialogue.session import SessionRecord
+from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.selection.clarification import PendingChoice
+from dtdialog.understanding.constraints import Constraint
+from dtdialog.understanding.tried import merge_tried, tried_from_dicts, tried_from_reply
 
 if TYPE_CHECKING:
-    from dtdialog.selector import RankOutcome
+    from dtdialog.selection.selector import RankOutcome
 
 
 def pending_of(record: SessionRecord) -> PendingChoice:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dtdialog.clarification import ClarifyOption, PendingChoice
 from dtdialog.dialogue import memory
 from dtdialog.dialogue.clarify import strong_others
 from dtdialog.dialogue.context import DialogueContext
@@ -18,12 +17,13 @@ from dtdialog.dialogue.handoff import HandoffReason
 from dtdialog.dialogue.kinds import ReplyKind, State
 from dtdialog.dialogue.outcomes import Outcomes
 from dtdialog.dialogue.result import TurnResult
+from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.steps import Steps
-from dtdialog.session import SessionRecord
-from dtdialog.trace import TurnTrace
+from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.selection.clarification import ClarifyOption, PendingChoice
 
 if TYPE_CHECKING:
-    from dtdialog.selector import RankOutcome
+    from dtdialog.selection.selector import RankOutcome
 
 
 class NoneFits:

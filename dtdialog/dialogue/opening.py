@@ -9,22 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from dtdialog import intents
-from dtdialog.constraints import extract_constraints
 from dtdialog.dialogue import memory
 from dtdialog.dialogue.context import DialogueContext
+from dtdialog.dialogue.explanation import describe_signals
 from dtdialog.dialogue.kinds import ReplyKind
 from dtdialog.dialogue.result import TurnResult
+from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.steps import Steps
-from dtdialog.explanation import describe_signals
-from dtdialog.scope import VAGUE
-from dtdialog.session import SessionRecord
-from dtdialog.subtrees import QuestionPlan
-from dtdialog.trace import TurnTrace
+from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.understanding import intents
+from dtdialog.understanding.constraints import extract_constraints
+from dtdialog.understanding.scope import VAGUE
+from dtdialog.understanding.subtrees import QuestionPlan
 from index.vocabulary import words_of
 
 if TYPE_CHECKING:
-    from dtdialog.scope import ScopeVerdict
+    from dtdialog.understanding.scope import ScopeVerdict
 
 #: a new question shorter than this (in words) right after an off-domain refusal completes the refused message
 #: ("it's my car's headlight"); a longer one is a question of its own

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dtdialog.clarification import ClarifyOption, build_options
 from dtdialog.dialogue.abstain import detail_to_ask
 from dtdialog.dialogue.context import DialogueContext
 from dtdialog.dialogue.handoff import HandoffReason
 from dtdialog.dialogue.kinds import ReplyKind, State
 from dtdialog.dialogue.result import TurnResult
-from dtdialog.session import SessionRecord
-from dtdialog.trace import TurnTrace
+from dtdialog.dialogue.session import SessionRecord
+from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.selection.clarification import ClarifyOption, build_options
 from index.base import AnswerDocument
 
 if TYPE_CHECKING:
-    from dtdialog.selector import RankOutcome
+    from dtdialog.selection.selector import RankOutcome
 
 
 class Outcomes:

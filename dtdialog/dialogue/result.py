@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dtdialog.clarification import ClarifyOption
 from dtdialog.dialogue.kinds import ReplyKind, State
+from dtdialog.selection.clarification import ClarifyOption
 
 
 @dataclass

@@ -18,12 +18,12 @@ from dtdialog.dialogue.handoff import HandoffReason
 from dtdialog.dialogue.outcomes import Outcomes
 from dtdialog.dialogue.reject import fresh_candidates, next_part
 from dtdialog.dialogue.result import TurnResult
-from dtdialog.session import SessionRecord
-from dtdialog.subtrees import QuestionPlan
-from dtdialog.trace import TurnTrace
+from dtdialog.dialogue.session import SessionRecord
+from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.understanding.subtrees import QuestionPlan
 
 if TYPE_CHECKING:
-    from dtdialog.selector import RankOutcome
+    from dtdialog.selection.selector import RankOutcome
 
 
 class Steps:

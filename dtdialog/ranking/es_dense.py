@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
-from dtdialog.subtrees import QuestionPlan
+from dtdialog.understanding.subtrees import QuestionPlan
 from index.base import SearchHit, SearchQuery
 from index.es_knn import MODES, DenseHit, unit
 from parsers.errors import ConfigError, InputError, ModelNotAvailableError

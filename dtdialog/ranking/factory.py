@@ -1,6 +1,6 @@
 """The learned ranking parts of the engine: which ranker ``auto`` means here, and the hybrid generator + scorer.
 
-``dtdialog.assembly.build_engine`` is the only caller that joins these into an engine:
+``dtdialog.setup.assembly.build_engine`` is the only caller that joins these into an engine:
 
 * ``resolve_ranker`` names the ranker (``auto``, ``learned``, ``rules``; default ``$DTDIALOG_RANKER`` or ``auto``);
 * ``learned_usable`` says whether the learned ranker can run over this index: without the ``[dense]`` extra, or
@@ -20,7 +20,7 @@ import logging
 import os
 from pathlib import Path
 
-from dtdialog.engine_config import EngineConfig
+from dtdialog.setup.engine_config import EngineConfig
 from index.base import AnswerIndex
 from parsers.errors import ConfigError, ModelNotAvailableError
 
@@ -167,7 +167,7 @@ def _sg_store(index: AnswerIndex, index_path: str | Path | None, *, progress: bo
 def warm_up_scorer(scorer) -> None:
     """Load the lazily loaded query encoder and spaCy pipeline of a ``LearnedScorer`` now, not in the first turn.
 
-    A process serving turns then freezes what is loaded (``dtdialog.gc_tuning.freeze_loaded``,
+    A process serving turns then freezes what is loaded (``dtdialog.runtime.gc_tuning.freeze_loaded``,
     called by the serving commands and the benchmarks: a process-wide setting is the caller's choice).
     """
     from dtdialog.ranking.learned_scorer import DeferredEstimator
@@ -179,7 +179,7 @@ def warm_up_scorer(scorer) -> None:
         if dense is not None:
             dense.query_vector("warm up")
         if use_sg:
-            from dtdialog.syntactic_generalization import default_generalizer
+            from dtdialog.selection.syntactic_generalization import default_generalizer
 
             default_generalizer().nlp  # noqa: B018 - loads the shared spaCy pipeline (the RST parser's too)
     except Exception as exc:  # noqa: BLE001 - warming is an optimisation; a real problem surfaces on the first turn

@@ -23,7 +23,7 @@ Two feature sets (``FEATURE_SETS``):
   * ``log_answer_words``: log(1 + answer words); ``length_ratio``: log answer words - log query words.
 
 ``hybrid+dt`` - plus the discourse-tree signals:
-  * ``agreement_verdict`` (0/1) and ``agreement_score`` of rhetorical agreement (``dtdialog.agreement``);
+  * ``agreement_verdict`` (0/1) and ``agreement_score`` of rhetorical agreement (``dtdialog.selection.agreement``);
   * ``addressed`` and ``required``: Q relations addressed / to address; ``addressed_share``
     (1 when the part has no non-default relation);
   * ``rr_edu_matches``: query ``Relation [words]`` terms that match an answer ``rr_edu`` term
@@ -32,7 +32,7 @@ Two feature sets (``FEATURE_SETS``):
     (the agreement check's overlap), capped at 5;
   * ``compat_any`` / ``compat_all``: whether some / every question relation has a compatible
     answer relation in the agreement table, regardless of entities (relation-compatibility flags);
-  * ``sg``: the syntactic-generalization score of the paper's Baseline 2 (``dtdialog.syntactic_generalization``);
+  * ``sg``: the syntactic-generalization score of the paper's Baseline 2 (``dtdialog.selection.syntactic_generalization``);
   * ``has_relation``: 1 when the step's DT-Q part has a non-default relation, else 0;
   * ``nucleus_dense``, ``nucleus_dense_gap``, ``nucleus_bm25`` and the same three ``satellite_*``: the answer
     against the part's nuclei text and against its satellites text apart (``subtrees.part_sides``): cosine, its

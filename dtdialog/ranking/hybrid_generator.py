@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
-from dtdialog.subtrees import QuestionPlan
+from dtdialog.understanding.subtrees import QuestionPlan
 from index.base import AnswerIndex, SearchHit, SearchQuery
 from parsers.errors import ConfigError
 

@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from dtdialog.engine_config import EngineConfig
 from dtdialog.ranking.features import FEATURE_SETS, SIDE_FEATURES, feature_matrix, list_features
 from dtdialog.ranking.signals import SignalExtractor
-from dtdialog.scoring import RankedCandidate
-from dtdialog.subtrees import QuestionPlan
+from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.understanding.subtrees import QuestionPlan
 from parsers.errors import ConfigError, ModelNotAvailableError
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -96,7 +96,7 @@ class RankerModel:
 
         Why not ``decision_function``: a scikit-learn ``Pipeline`` builds a new class on every call (its metadata
         routing), cyclic garbage that a turn would leave for the collector, and a freeze of the heap while a turn
-        runs (``dtdialog.gc_tuning``) could keep for good.
+        runs (``dtdialog.runtime.gc_tuning``) could keep for good.
         """
         estimator, cached = self.estimator, self._linear_cache
         if cached is None or cached[0] is not estimator:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.agreement import AgreementTable
-from dtdialog.query_builder import rr_term
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
 from dtdialog.ranking.features import CandidateSignals
-from dtdialog.scoring import RankedCandidate
-from dtdialog.subtrees import QuestionPart, QuestionPlan, part_sides
+from dtdialog.selection.agreement import AgreementTable
+from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.understanding.query_builder import rr_term
+from dtdialog.understanding.subtrees import QuestionPart, QuestionPlan, part_sides
 from index.base import RRTerm
 from index.vocabulary import entity_words, is_entity_word
 from parsers.relations import is_default
@@ -110,7 +110,7 @@ class SignalExtractor:
     def prefetch(self, query: str) -> None:
         """Start the SG parse of a step's query text in the background (no-op without the SG feature)."""
         if self.use_sg:
-            from dtdialog.syntactic_generalization import prefetch
+            from dtdialog.selection.syntactic_generalization import prefetch
 
             prefetch(query)
 
@@ -119,13 +119,13 @@ class SignalExtractor:
         so the step's SG query parse (``prefetch``) finds it done (no-op without the SG feature). The parse is of
         the cleaned question, which is what the SG feature parses (``syntactic_generalization.sg_text``)."""
         if self.use_sg:
-            from dtdialog.syntactic_generalization import seed
+            from dtdialog.selection.syntactic_generalization import seed
 
             seed(text, analyzed, nlp=backend.nlp, disabled=getattr(backend, "disable", ()))
 
     def _sg(self, query: str, candidates: Sequence[RankedCandidate]) -> list[float]:
         """Return the SG score of each candidate: from its stored phrases when the store has them, else parsed."""
-        from dtdialog.syntactic_generalization import sg_score, sg_score_keys, sg_score_phrases
+        from dtdialog.selection.syntactic_generalization import sg_score, sg_score_keys, sg_score_phrases
 
         store = self.sg_store
         if store is None:

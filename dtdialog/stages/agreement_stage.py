@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dtdialog.agreement import AgreementResult, RhetoricalAgreement
+from dtdialog.selection.agreement import AgreementResult, RhetoricalAgreement
 from dtdialog.stages.candidates import Candidate, CandidatePool
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord

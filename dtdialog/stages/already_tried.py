@@ -1,7 +1,7 @@
 """Stage 5c: demote an answer whose main recommendation repeats what the customer already tried.
 
 Runs after scoring and before choose, so the learned ranker's features are untouched: it is a post-scoring
-score factor. The actions the customer reported come from DT-Q (``dtdialog.tried.extract_tried``), from the
+score factor. The actions the customer reported come from DT-Q (``dtdialog.understanding.tried.extract_tried``), from the
 step's reply C_i, and from the session's memory of earlier replies (``tried=`` of ``rank_outcome``). An
 answer is demoted only when the first recommendation of its nucleus EDUs repeats one of them: an answer that
 addresses what still fails and mentions the tried part in passing (in a satellite) keeps its score.
@@ -13,12 +13,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import Scored, demote
 from dtdialog.stages.tools import StageTools
-from dtdialog.tried import (
+from dtdialog.understanding.tried import (
     Recommendation,
     TriedAction,
     extract_tried,

@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from dtdialog.agreement import AnswerAnalysis
+from dtdialog.selection.agreement import AnswerAnalysis
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.tools import StageTools
-from dtdialog.subtrees import QuestionPlan
+from dtdialog.understanding.subtrees import QuestionPlan
 from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
 from parsers.errors import InputError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import Scored
 

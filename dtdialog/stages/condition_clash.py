@@ -2,17 +2,17 @@
 
 Runs beside the already-tried stage, after scoring and before choose: a post-scoring score factor
 (``EngineConfig.condition_clash_penalty``), so the learned ranker's features are untouched. The customer's
-words are the question and every reply so far; the answer's are its text (``dtdialog.symptom_conditions``).
+words are the question and every reply so far; the answer's are its text (``dtdialog.understanding.symptom_conditions``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import Scored, demote
-from dtdialog.symptom_conditions import clash_with, customer_situations
+from dtdialog.understanding.symptom_conditions import clash_with, customer_situations
 
 
 def demote_clashes(scored: Scored, customer_texts: Sequence[str], *, penalty: float, record: StepRecord) -> Scored:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages.agreement_stage import AgreedCandidate
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.tools import StageTools

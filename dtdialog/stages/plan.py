@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dtdialog.agreement import Requirement
-from dtdialog.constraints import Constraint
+from dtdialog.selection.agreement import Requirement
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.tools import StageTools
-from dtdialog.subtrees import QuestionPart, QuestionPlan
+from dtdialog.understanding.constraints import Constraint
+from dtdialog.understanding.subtrees import QuestionPart, QuestionPlan
 from index.base import AnswerDocument
 from parsers.tree import DiscourseTree
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages.choose import Choice
 from dtdialog.stages.record import StepRecord
 from index.position import OPENING, position_of

@@ -3,18 +3,24 @@
 Runs beside the already-tried and condition-clash stages, after scoring and before choose: a post-scoring score
 factor (``EngineConfig.presupposition_penalty``), so the learned ranker's features are untouched. What was stated
 is the customer's question and every reply so far, and the answers already given (the bot's own words are common
-ground too); the answer's facts are read from its opening sentence (``dtdialog.presupposition``).
+ground too); the answer's facts are read from its opening sentence (``dtdialog.understanding.presupposition``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.presupposition import CommonGround, Presupposition, common_ground, find_presupposition, opening_sentence
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.scoring_stage import Scored, demote
 from dtdialog.stages.tools import StageTools
+from dtdialog.understanding.presupposition import (
+    CommonGround,
+    Presupposition,
+    common_ground,
+    find_presupposition,
+    opening_sentence,
+)
 
 
 def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.query_builder import build_query
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord
+from dtdialog.understanding.query_builder import build_query
 from index.base import SearchQuery
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.scoring import RankedCandidate
 
 
 @dataclass

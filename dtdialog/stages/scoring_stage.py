@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from dtdialog.scoring import CandidateScorer, RankedCandidate
+from dtdialog.selection.scoring import CandidateScorer, RankedCandidate
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord
 

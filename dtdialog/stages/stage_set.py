@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dtdialog.agreement import AgreementResult
+from dtdialog.selection.agreement import AgreementResult
 from dtdialog.stages.agreement_stage import AgreedCandidate, check_agreement
 from dtdialog.stages.already_tried import known_tried
 from dtdialog.stages.candidates import CandidatePool
 from dtdialog.stages.plan import StepPlan
 from dtdialog.stages.record import StepRecord
 from dtdialog.stages.tools import StageTools
-from dtdialog.tried import TriedAction
+from dtdialog.understanding.tried import TriedAction
 from parsers.tree import DiscourseTree, Node
 
 #: what a candidate carries when agreement is not checked: it passes every filter and adds nothing to a score

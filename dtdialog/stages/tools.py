@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dtdialog.agreement import AnswerAnalysis, RhetoricalAgreement
-from dtdialog.entities import EntityNormalizer
+from dtdialog.selection.agreement import AnswerAnalysis, RhetoricalAgreement
+from dtdialog.understanding.entities import EntityNormalizer
 from index.base import AnswerDocument
 from parsers.tree import DiscourseTree
 

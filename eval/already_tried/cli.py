@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                 None if base is None else subset(questions, base, keep))))
     extraction = None
     if not args.no_extraction:
-        from dtdialog.assembly import engine_parser_name
+        from dtdialog.setup.assembly import engine_parser_name
         from eval.already_tried.extraction import score_extraction
         from parsers.base import get_parser
 
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
 
 
 def engine_parser_name_safe() -> str:
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
 
     return engine_parser_name(None)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dtdialog.entities import EntityNormalizer
-from dtdialog.tried import extract_tried, head_terms
+from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.tried import extract_tried, head_terms
 from eval.already_tried.gold import TriedQuestion
 
 

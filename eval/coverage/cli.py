@@ -43,8 +43,8 @@ def outcome(kind: str) -> str:
 def run(args: argparse.Namespace, *, command: str) -> int:
     from tqdm import tqdm
 
-    from dtdialog.assembly import build_engine
-    from dtdialog.commands.engine_args import spec_from_args
+    from dtdialog.setup.assembly import build_engine
+    from dtdialog.setup.engine_args import spec_from_args
     from eval.datasets import default_data_dir
     from eval.provenance import git_commit
 
@@ -153,7 +153,7 @@ def _pct(s: dict) -> str:
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.coverage", command: str | None = None) -> int:
     """Parse ``argv`` and run; return the exit code (2: a one-line error)."""
-    from dtdialog.commands.engine_args import add_engine_arguments
+    from dtdialog.setup.engine_args import add_engine_arguments
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=None,

@@ -1,6 +1,6 @@
 """The bots the simulated customer talks to: the real ``DialogueManager`` and the next-result baselines.
 
-``EngineBot`` drives the engine ``dtdialog chat`` builds (``dtdialog.assembly.build_engine``) over a temporary
+``EngineBot`` drives the engine ``dtdialog chat`` builds (``dtdialog.setup.assembly.build_engine``) over a temporary
 index of the pool, with a session store, through the manager's public API only. On the ranker's training pool
 (mechanics) each question is scored by the fold model that did not train on it (``eval.out_of_fold``).
 
@@ -75,7 +75,7 @@ class EngineBot:
 def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker: str | None = None,
                       progress: bool = False, use_tree: bool = True):
     """Return the engine ``dtdialog chat`` builds, over a temporary index of ``pool``, with a session store."""
-    from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
+    from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from eval.methods.pool_index import pool_index, seed_dense_store
     from eval.out_of_fold import out_of_fold
     from index.registry import open_index

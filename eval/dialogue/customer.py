@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from dtdialog.intents import content_words
+from dtdialog.understanding.intents import content_words
 from eval.datasets import EvalDialogue
 
 REJECTIONS = ("no, that didn't help", "still the same", "I already did that", "that's not it", "nope")

@@ -52,8 +52,8 @@ class DTQMethod(RankingMethod):
             self.name += "-no-dt"
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
-        from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
-        from dtdialog.engine_config import EngineConfig
+        from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
+        from dtdialog.setup.engine_config import EngineConfig
         from eval.methods.pool_index import pool_index, seed_dense_store, training_pool_note
         from eval.out_of_fold import folds_for, out_of_fold
         from index.registry import open_index

@@ -2,7 +2,7 @@
 
 BM25 retrieves the ``depth`` best candidates; each is re-scored by
 ``bm25 / best bm25 + sg_weight * sg_score(query, answer)``, where ``sg_score`` is the normalised
-weight of the maximal common sub-phrases of the two parses (``dtdialog.syntactic_generalization``).
+weight of the maximal common sub-phrases of the two parses (``dtdialog.selection.syntactic_generalization``).
 Re-ranking a retrieved list is how the SG relevance was used on search results (Galitsky 2013);
 it also bounds the parsing cost. Every text is parsed once per run (cache).
 """
@@ -32,7 +32,7 @@ class SyntacticMethod(RankingMethod):
             raise ConfigError(f"depth must be at least 1, got {depth}")
         if sg_weight < 0:
             raise ConfigError(f"sg_weight must be non-negative, got {sg_weight}")
-        from dtdialog.syntactic_generalization import SyntacticGeneralizer
+        from dtdialog.selection.syntactic_generalization import SyntacticGeneralizer
 
         self.depth = depth
         self.sg_weight = sg_weight

@@ -24,7 +24,7 @@ def _key(text: str) -> str:
 
 def cache_path() -> Path:
     """Return the cache file path (under ``$DTDIALOG_HOME`` or ``~/.cache/dtdialog``)."""
-    from dtdialog.paths import data_home
+    from dtdialog.runtime.paths import data_home
 
     return data_home() / CACHE_FILE
 

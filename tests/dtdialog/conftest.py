@@ -18,7 +18,7 @@ def builtin_rules_index(tmp_path_factory) -> Path:
         parser.parse("The car starts.")
     except DTDialogError as exc:
         pytest.skip(f"rule parser unavailable: {exc}")
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     path = tmp_path_factory.mktemp("builtin-rules") / "answers.sqlite"
     build_engine(EngineSpec(index_path=path, ranker="rules"), parser=parser, progress=False).close()
@@ -37,7 +37,7 @@ def builtin_learned_index(tmp_path_factory) -> tuple[Path, object]:
 
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
     from parsers.base import get_parser
 
     parser = get_parser("rules")

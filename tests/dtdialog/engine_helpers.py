@@ -99,10 +99,10 @@ ANSWERS = {
 
 def car_world(tmp_path: Path, **config: Any):
     """Return (selector, manager, parser) over the hand-built answers, sessions in ``tmp_path/sessions.sqlite``."""
-    from dtdialog.engine_config import EngineConfig
-    from dtdialog.manager import DialogueManager
-    from dtdialog.selector import AnswerSelector
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.manager import DialogueManager
+    from dtdialog.dialogue.session_store import SessionStore
+    from dtdialog.selection.selector import AnswerSelector
+    from dtdialog.setup.engine_config import EngineConfig
 
     parser = TableParser([PAPER_Q, PAPER_C1, BRAKE_Q, CONSTRAINT_Q])
     index = make_index(tmp_path / "answers.sqlite", ANSWERS)

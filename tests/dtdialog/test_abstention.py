@@ -23,14 +23,14 @@ from engine_helpers import (
     text_of,
 )
 
-from dtdialog.abstention import CONTEXT, PART, SYMPTOM, missing_detail
-from dtdialog.confidence import load_calibrator
 from dtdialog.dialogue.abstain import WHEN
-from dtdialog.engine_config import EngineConfig
-from dtdialog.manager import ABSTAIN, ANSWER, HANDOFF, DialogueManager
-from dtdialog.selector import AnswerSelector
-from dtdialog.session import AWAITING_DETAIL, HANDED_OFF
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.manager import ABSTAIN, ANSWER, HANDOFF, DialogueManager
+from dtdialog.dialogue.session import AWAITING_DETAIL, HANDED_OFF
+from dtdialog.dialogue.session_store import SessionStore
+from dtdialog.selection.abstention import CONTEXT, PART, SYMPTOM, missing_detail
+from dtdialog.selection.confidence import load_calibrator
+from dtdialog.selection.selector import AnswerSelector
+from dtdialog.setup.engine_config import EngineConfig
 from parsers.tree import EDU
 
 
@@ -114,13 +114,13 @@ def corpus_without_brakes(tmp_path):
 @pytest.mark.slow
 def test_chat_abstains_on_a_brake_question_when_no_brake_answer_is_indexed(corpus_without_brakes, tmp_path, capsys,
                                                                            monkeypatch):
-    import dtdialog.scope
+    import dtdialog.understanding.scope
     from dtdialog.cli import main
 
     monkeypatch.setenv("DTDIALOG_RANKER", "rules")
     # the calibrator's path alone: with no brake answer indexed, the out-of-scope gate (learned from this index)
     # would refuse the brake question before ranking (test below), and nothing would be left to abstain on
-    monkeypatch.setattr(dtdialog.scope.ScopeGate, "check", lambda self, text, **_: dtdialog.scope.ScopeVerdict(None))
+    monkeypatch.setattr(dtdialog.understanding.scope.ScopeGate, "check", lambda self, text, **_: dtdialog.understanding.scope.ScopeVerdict(None))
     script = tmp_path / "script.txt"
     script.write_text("My brakes squeal loudly every time I stop at a light, and the pedal feels soft.\n"
                       "It started after the pads were replaced last week.\n", encoding="utf-8")

@@ -7,8 +7,8 @@ import json
 import pytest
 from engine_helpers import build_tree
 
-from dtdialog.agreement import AgreementTable, RhetoricalAgreement
-from dtdialog.entities import EntityNormalizer
+from dtdialog.selection.agreement import AgreementTable, RhetoricalAgreement
+from dtdialog.understanding.entities import EntityNormalizer
 from parsers.errors import ConfigError
 from parsers.relations import RELATIONS, is_default
 

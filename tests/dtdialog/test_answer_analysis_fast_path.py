@@ -15,8 +15,8 @@ from itertools import chain
 import pytest
 from plain_analysis import plain_normalise
 
-from dtdialog.agreement import AnswerAnalysis, AnswerRelation, RhetoricalAgreement
-from dtdialog.entities import EntityNormalizer
+from dtdialog.selection.agreement import AnswerAnalysis, AnswerRelation, RhetoricalAgreement
+from dtdialog.understanding.entities import EntityNormalizer
 from parsers import tree as tree_module
 from parsers.errors import InputError
 from parsers.tree import EDU, DiscourseTree, Node, nodes_from_list, nodes_to_list
@@ -211,7 +211,7 @@ def test_edu_terms_memo_keys_on_what_the_terms_are_made_of():
 def test_synonym_scan_tries_only_the_lengths_an_alias_has(stored_trees, synonyms):
     normalizer = EntityNormalizer(synonyms=synonyms)
     plain = EntityNormalizer(synonyms=synonyms)
-    from dtdialog.entities import _content_stems_of
+    from dtdialog.understanding.entities import _content_stems_of
 
     edus = [e for data in stored_trees for e in data["edus"]]
     probes = [tuple(chain.from_iterable(map(_content_stems_of, e.get("lemmas", ())))) for e in edus]

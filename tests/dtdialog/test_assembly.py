@@ -1,4 +1,4 @@
-"""``dtdialog.assembly``: the engine spec as data, and ``build_engine`` (a corpus is indexed once, then reused)."""
+"""``dtdialog.setup.assembly``: the engine spec as data, and ``build_engine`` (a corpus is indexed once, then reused)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from data.model import Dialogue, Turn
-from dtdialog.assembly import SPEC_FORMAT, EngineSpec, build_engine
-from dtdialog.engine_config import RULE_SCORER_ONLY, EngineConfig
-from dtdialog.spec_resolution import resolve_spec
+from dtdialog.setup.assembly import SPEC_FORMAT, EngineSpec, build_engine
+from dtdialog.setup.engine_config import RULE_SCORER_ONLY, EngineConfig
+from dtdialog.setup.spec_resolution import resolve_spec
 from parsers.errors import ConfigError, InputError
 
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from dtdialog.cli import main
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session_store import SessionStore
 
 PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
            "but I still could not start my car.")

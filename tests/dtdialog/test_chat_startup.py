@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from dtdialog.assembly import EngineSpec, build_engine
 from dtdialog.cli import main
 from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+from dtdialog.setup.assembly import EngineSpec, build_engine
 
 
 def test_an_unwarmed_engine_loads_its_lazy_parts_in_warm_up(tmp_path):

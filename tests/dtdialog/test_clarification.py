@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine_helpers import build_tree
 
-from dtdialog.clarification import (
+from dtdialog.selection.clarification import (
     MAX_LABEL_CHARS,
     NONE_LABEL,
     PendingChoice,
@@ -15,7 +15,7 @@ from dtdialog.clarification import (
     prompt_text,
     readable,
 )
-from dtdialog.entities import EntityNormalizer
+from dtdialog.understanding.entities import EntityNormalizer
 
 NORM = EntityNormalizer(synonyms={}, use_builtin=False)
 CANDS = [
@@ -181,7 +181,7 @@ def test_every_label_over_the_builtin_corpus_ends_at_a_clause_boundary(builtin_r
     mid-phrase ("... on that side, a weak"), and the few longer than ``MAX_LABEL_CHARS`` are whole clauses."""
     from collections import defaultdict
 
-    from dtdialog.clarification import _clauses, _edu_ends
+    from dtdialog.selection.clarification import _clauses, _edu_ends
     from index.sqlite_index import SqliteIndex
     from parsers.tree import DiscourseTree
 

@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from dtdialog.clarification import MAX_LABEL_CHARS, NONE_LABEL
-from dtdialog.engine_config import EngineConfig
-from dtdialog.manager import MAX_REPROMPTS
-from dtdialog.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
+from dtdialog.dialogue.manager import MAX_REPROMPTS
+from dtdialog.dialogue.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
+from dtdialog.selection.clarification import MAX_LABEL_CHARS, NONE_LABEL
+from dtdialog.setup.engine_config import EngineConfig
 
 #: Short questions that the built-in corpus answers with a choice between close candidates.
 BROAD = ["My car is leaking fluid.", "The engine overheats.", "The check engine light is on.", "My car won't start.",
@@ -37,7 +37,7 @@ def index_path(builtin_rules_index):
 
 
 def _engine(index_path, tmp_path, **config):
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
     from parsers.base import get_parser
 
     spec = EngineSpec(index_path=index_path, ranker="rules", sessions_path=tmp_path / "sessions.sqlite",

@@ -69,7 +69,7 @@ def test_serve_refuses_a_missing_index_before_listening(homes, tmp_path, capsys)
 
 def test_default_paths_follow_dtdialog_home(homes):
     home, user = homes
-    from dtdialog.paths import sessions_path
+    from dtdialog.runtime.paths import sessions_path
     from index.registry import default_index_path
 
     assert default_index_path() == home / "answers.sqlite"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from dtdialog.confidence import (
+from dtdialog.selection.confidence import (
     LEARNED_CALIBRATOR,
     RULES_CALIBRATOR,
     Calibrator,
@@ -93,7 +93,7 @@ def test_step_features_tell_a_first_answer_from_a_later_one():
 
 
 def test_the_default_threshold_is_the_one_the_shipped_calibrator_was_fitted_for():
-    from dtdialog.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig
 
     learned = load_calibrator("learned", model_name="ranker-v1")
     assert "continuation" in learned.feature_names  # fitted on later answers too

@@ -8,9 +8,9 @@ import threading
 import pytest
 from engine_helpers import PAPER_Q, car_world, text_of
 
-from dtdialog.engine_config import EngineConfig
-from dtdialog.session import AWAITING_FEEDBACK, SessionNotFoundError, SessionRecord
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session import AWAITING_FEEDBACK, SessionNotFoundError, SessionRecord
+from dtdialog.dialogue.session_store import SessionStore
+from dtdialog.setup.engine_config import EngineConfig
 from parsers.errors import ConfigError, InputError
 
 

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from dtdialog.conversation_tests import (
+from dtdialog.dialogue.conversation_tests import (
     Expectation,
     TurnGot,
     TurnOutcome,

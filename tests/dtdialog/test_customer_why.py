@@ -7,7 +7,7 @@ import re
 
 from engine_helpers import BRAKE_Q, PAPER_C1, PAPER_Q, car_world, text_of
 
-from dtdialog.customer_why import customer_why, needs_history
+from dtdialog.dialogue.customer_why import customer_why, needs_history
 
 #: what a customer must never read: an answer id ("nostart#3"), a score ("0.82"), braces, a feature name
 AGENT_ONLY = re.compile(r"\S#\d|\d\.\d|[{}\[\]]|_|\bscore\b|\bagreement\b|\branker\b")

@@ -12,16 +12,17 @@ from __future__ import annotations
 import pytest
 from engine_helpers import ANSWERS, BRAKE_Q, PAPER_C1, PAPER_Q, TableParser, car_world, make_index, text_of
 
-from dtdialog import intents, transitions
-from dtdialog.confidence import Calibrator, load_calibrator
+from dtdialog.dialogue import transitions
 from dtdialog.dialogue.abstain import ConfidenceRule
 from dtdialog.dialogue.handoff import HandoffReason
-from dtdialog.engine_config import EngineConfig
-from dtdialog.manager import ABSTAIN, ANSWER, GREETING, HANDOFF, WAITING, DialogueManager
-from dtdialog.replies import DEFAULT_REPLIES
-from dtdialog.selector import AnswerSelector
-from dtdialog.session import AWAITING_DETAIL, HANDED_OFF, NEW
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.manager import ABSTAIN, ANSWER, GREETING, HANDOFF, WAITING, DialogueManager
+from dtdialog.dialogue.replies import DEFAULT_REPLIES
+from dtdialog.dialogue.session import AWAITING_DETAIL, HANDED_OFF, NEW
+from dtdialog.dialogue.session_store import SessionStore
+from dtdialog.selection.confidence import Calibrator, load_calibrator
+from dtdialog.selection.selector import AnswerSelector
+from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.understanding import intents
 
 
 def _sure_of_nothing() -> Calibrator:

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from dtdialog.api import ApiSettings
-from dtdialog.assembly import EngineSpec
 from dtdialog.cli import build_parser, main
 from dtdialog.commands import chat, serve
-from dtdialog.commands.engine_args import spec_from_args
+from dtdialog.setup.assembly import EngineSpec
+from dtdialog.setup.engine_args import spec_from_args
 from parsers.errors import ConfigError
 
 

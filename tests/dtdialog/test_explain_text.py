@@ -7,9 +7,9 @@ import re
 
 from engine_helpers import CONSTRAINT_Q, PAPER_C1, PAPER_Q, car_world, text_of
 
-from dtdialog.explanation import describe_signals, readable_note, summarize
-from dtdialog.intents import FOLLOWUP, NEW_QUESTION
-from dtdialog.trace import format_trace, retrieval_text
+from dtdialog.dialogue.explanation import describe_signals, readable_note, summarize
+from dtdialog.dialogue.trace import format_trace, retrieval_text
+from dtdialog.understanding.intents import FOLLOWUP, NEW_QUESTION
 
 
 def _candidate_lines(text: str) -> dict[str, str]:

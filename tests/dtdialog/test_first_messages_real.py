@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dtdialog import intents, transitions
-from dtdialog.session import NEW
+from dtdialog.dialogue import transitions
+from dtdialog.dialogue.session import NEW
+from dtdialog.understanding import intents
 from eval.datasets import load_eval_set
 from eval.out_of_scope import reddit_texts
 

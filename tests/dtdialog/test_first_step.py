@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from engine_helpers import make_index
 
-from dtdialog.agreement import AgreementResult
-from dtdialog.engine_config import EngineConfig
-from dtdialog.scoring import RankedCandidate, RuleScorer
-from dtdialog.selector import KEYWORDS_PER_SEARCH, LexicalGenerator
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate, RuleScorer
+from dtdialog.selection.selector import KEYWORDS_PER_SEARCH, LexicalGenerator
+from dtdialog.setup.engine_config import EngineConfig
 from index.base import AnswerDocument, SearchQuery
 
 

@@ -7,7 +7,7 @@ import weakref
 
 import pytest
 
-from dtdialog.gc_tuning import GEN2_THRESHOLD, freeze_loaded, freeze_survivors
+from dtdialog.runtime.gc_tuning import GEN2_THRESHOLD, freeze_loaded, freeze_survivors
 
 
 class Entry:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dtdialog import intents
-from dtdialog.constraints import CANNOT, LACKS, extract_constraints
-from dtdialog.entities import EntityNormalizer
+from dtdialog.understanding import intents
+from dtdialog.understanding.constraints import CANNOT, LACKS, extract_constraints
+from dtdialog.understanding.entities import EntityNormalizer
 
 
 @pytest.mark.parametrize("text,kind", [
@@ -43,7 +43,7 @@ def test_sanitize(raw, clean, problem):
 
 
 def test_the_turn_limit_is_stated_once_and_stays_under_the_parser_ceiling():
-    from dtdialog.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig
     from parsers.errors import ConfigError
     from parsers.text_input import MAX_CHARS
 
@@ -88,8 +88,8 @@ def test_fillers_and_bare_numbers_carry_no_content():
                                   "neither", "neither of them", "none of these", "no, none of these", "No, neither",
                                   "None of them fit", "nothing fits", "neither one"])
 def test_every_way_of_saying_none_fits_reaches_the_none_of_these_row(text):
-    from dtdialog import transitions
-    from dtdialog.session import AWAITING_CHOICE
+    from dtdialog.dialogue import transitions
+    from dtdialog.dialogue.session import AWAITING_CHOICE
 
     intent = intents.classify(text)
     assert intent.kind in (intents.NONE_OF_THESE, intents.REJECT) and not intent.has_content, text

@@ -8,7 +8,7 @@ import sqlite3
 from engine_helpers import PAPER_Q, car_world, text_of
 
 from dtdialog.dialogue.kinds import IntentKind, ReplyKind, State
-from dtdialog.session import SessionRecord
+from dtdialog.dialogue.session import SessionRecord
 
 
 def test_a_turn_gives_enum_members_that_read_as_their_values(tmp_path):

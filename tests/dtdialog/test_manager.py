@@ -7,8 +7,8 @@ import threading
 import pytest
 from engine_helpers import BRAKE_Q, CONSTRAINT_Q, PAPER_C1, PAPER_Q, car_world, text_of
 
-from dtdialog.manager import DialogueManager
-from dtdialog.session import (
+from dtdialog.dialogue.manager import DialogueManager
+from dtdialog.dialogue.session import (
     AWAITING_CHOICE,
     AWAITING_DETAIL,
     AWAITING_FEEDBACK,
@@ -18,7 +18,7 @@ from dtdialog.session import (
     SessionNotFoundError,
     SessionRecord,
 )
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session_store import SessionStore
 
 
 def test_paper_flow_two_steps_then_conclude(tmp_path):
@@ -337,7 +337,7 @@ def test_rejection_after_a_followup_never_searches_with_the_rejected_answer(tmp_
 
 
 def test_followup_context_words_count_less_than_the_users_words(tmp_path):
-    from dtdialog.selector import CONTEXT_TERM_WEIGHT
+    from dtdialog.selection.selector import CONTEXT_TERM_WEIGHT
 
     selector, _, _ = car_world(tmp_path, clarify_margin=0.0)
     outcome = selector.rank_outcome(question=text_of(PAPER_Q), step=1, followups=["the fuel pump relay clicks"],
@@ -358,8 +358,8 @@ def test_a_question_planned_while_the_gate_encodes_it_gets_the_same_turn_and_its
     """With a dense scope gate the gate starts the encoding on a worker and the question is planned meanwhile, on
     the turn's thread: the same reply and trace as planning after the gate, and a plan that fails still gets the
     unreadable-text prompt."""
-    from dtdialog.manager import PROMPT
-    from dtdialog.scope import DomainProfile, ScopeGate
+    from dtdialog.dialogue.manager import PROMPT
+    from dtdialog.understanding.scope import DomainProfile, ScopeGate
     from parsers.errors import InputError
 
     selector, manager, _ = car_world(tmp_path)

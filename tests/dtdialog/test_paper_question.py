@@ -12,7 +12,7 @@ import json
 import pytest
 
 from dtdialog.cli import main
-from dtdialog.tried import main_recommendation, repeated_action, tried_from_dicts
+from dtdialog.understanding.tried import main_recommendation, repeated_action, tried_from_dicts
 
 PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
            "but I still could not start my car.")
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.dense]
 @pytest.fixture(scope="module")
 def engines(builtin_learned_index, tmp_path_factory):
     """Return ranker -> engine over the built-in corpus (one index, with dense vectors), with a session store."""
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     path, parser = builtin_learned_index
     home = tmp_path_factory.mktemp("paper")

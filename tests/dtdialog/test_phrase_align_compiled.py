@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dtdialog.syntactic_generalization as sg
+import dtdialog.selection.syntactic_generalization as sg
 
 pytestmark = pytest.mark.skipif(sg._compiled_path is None, reason="dtdialog._phrase_align is not built (no C "
                                 "compiler at install, or run from a source tree): the Python alignment runs")

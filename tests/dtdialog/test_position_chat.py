@@ -13,7 +13,7 @@ import json
 import pytest
 
 from dtdialog.cli import main
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session_store import SessionStore
 from index.position import FOLLOWUP, OPENING, position_of
 
 FIRST_MESSAGES = ["There's a town about 50 km away with a tire shop.",
@@ -29,7 +29,7 @@ def rule_ranking(monkeypatch):
 @pytest.fixture(scope="module")
 def engine(builtin_rules_index, tmp_path_factory):
     """Return (engine, tmp dir) over the built-in corpus indexed once with the rule parser."""
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     built = build_engine(EngineSpec(index_path=builtin_rules_index, ranker="rules"), progress=False)
     yield built, tmp_path_factory.mktemp("position")

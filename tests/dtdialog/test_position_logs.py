@@ -27,7 +27,7 @@ QUESTION = "My battery is dead every morning. What should I check?"
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
     from parsers.base import get_parser
     from parsers.errors import DTDialogError
 

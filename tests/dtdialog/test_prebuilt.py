@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from data.builtin import load_builtin_corpus
-from dtdialog import make_prebuilt, prebuilt
-from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
-from dtdialog.index_location import corpus_fingerprint
-from dtdialog.paths import builtin_index_path
+from dtdialog.runtime.paths import builtin_index_path
+from dtdialog.setup import make_prebuilt, prebuilt
+from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
+from dtdialog.setup.index_location import corpus_fingerprint
 from index.dense_store import DenseStore
 from index.index_files import index_generation
 from index.sg_store import SGPhraseStore
@@ -55,7 +55,7 @@ def test_a_bundle_ships_for_the_engines_parser_and_they_stay_small(monkeypatch):
 @pytest.mark.parametrize("folder", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_every_shipped_bundle_matches_the_current_corpus_parser_and_encoder(folder):
     """Fails when the corpus, a parser's files, the encoder or a format changes without
-    ``python -m dtdialog.make_prebuilt --parser NAME`` being run again."""
+    ``python -m dtdialog.setup.make_prebuilt --parser NAME`` being run again."""
     manifest = prebuilt.read_manifest(folder)
     assert manifest is not None
     try:
@@ -63,7 +63,7 @@ def test_every_shipped_bundle_matches_the_current_corpus_parser_and_encoder(fold
     except (DTDialogError, ImportError) as exc:  # e.g. the neural parser without the [dense] extra
         pytest.skip(f"parser of {folder.name} unavailable here: {exc}")
     stale = prebuilt.stale_fields(manifest, prebuilt.builtin_stamp(parser, load_builtin_corpus()))
-    assert stale == [], f"{folder.name} is stale in {stale}: run python -m dtdialog.make_prebuilt --parser {parser.name}"
+    assert stale == [], f"{folder.name} is stale in {stale}: run python -m dtdialog.setup.make_prebuilt --parser {parser.name}"
     for entry in manifest["files"].values():
         assert (folder / entry["file"]).is_file()
 

@@ -1,17 +1,24 @@
-"""Facts an answer's opening takes for granted (``dtdialog.presupposition``) and the stage that demotes them."""
+"""Facts an answer's opening takes for granted (``dtdialog.understanding.presupposition``) and the stage that demotes them."""
 
 from __future__ import annotations
 
 import pytest
 
-from dtdialog.agreement import AgreementResult
-from dtdialog.engine_config import EngineConfig
-from dtdialog.entities import EntityNormalizer
-from dtdialog.presupposition import OBSERVATION, PRIOR_ACTION, PRIOR_JOB, SYMPTOM, common_ground, find_presupposition
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.stages import StepRecord
 from dtdialog.stages.presupposition_stage import demote_presuppositions
 from dtdialog.stages.scoring_stage import Scored
+from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.presupposition import (
+    OBSERVATION,
+    PRIOR_ACTION,
+    PRIOR_JOB,
+    SYMPTOM,
+    common_ground,
+    find_presupposition,
+)
 from index.base import AnswerDocument
 from parsers.errors import ConfigError
 

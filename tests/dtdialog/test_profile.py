@@ -1,4 +1,4 @@
-"""Domain profiles (dtdialog.profile): loading and validation, the replies they word, no car wording outside the
+"""Domain profiles (dtdialog.setup.profile): loading and validation, the replies they word, no car wording outside the
 built-in corpus's profile."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dtdialog.profile import (
+from dtdialog.dialogue.replies import DEFAULT_REPLIES, Replies
+from dtdialog.setup.profile import (
     BUILTIN_PROFILE_PATH,
     Profile,
     builtin_profile,
@@ -17,7 +18,6 @@ from dtdialog.profile import (
     load_profile,
     resolve_profile,
 )
-from dtdialog.replies import DEFAULT_REPLIES, Replies
 from parsers.errors import ConfigError
 
 CAR_WORDS = re.compile(r"\b(car|cars|vehicle|engine|mechanic)\b", re.IGNORECASE)

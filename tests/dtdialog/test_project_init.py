@@ -1,4 +1,4 @@
-"""``dtdialog init DIR`` and projects (dtdialog.project), and the profile an index build stores with the index."""
+"""``dtdialog init DIR`` and projects (dtdialog.setup.project), and the profile an index build stores with the index."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from dtdialog.cli import main
-from dtdialog.profile import PROFILE_INFO_KEY, Profile, builtin_profile, generic_profile
-from dtdialog.project import PROJECT_FILE, find_project, load_project
+from dtdialog.setup.profile import PROFILE_INFO_KEY, Profile, builtin_profile, generic_profile
+from dtdialog.setup.project import PROJECT_FILE, find_project, load_project
 from parsers.errors import ConfigError
 
 CAR_WORDS = re.compile(r"\b(car|cars|vehicle|engine|mechanic)\b", re.IGNORECASE)
@@ -192,7 +192,7 @@ def test_index_build_stores_the_profile_given_or_the_generic_one(tmp_path, capsy
     assert "once a month" in transcript
 
     # the synonyms reach the engine's entity matching: "succulent" is the same entity as "cactus"
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     engine = build_engine(EngineSpec(index_path=str(out), ranker="rules"), progress=False, warm=False)
     try:
@@ -223,7 +223,7 @@ def test_a_bad_profile_stops_the_build_before_anything_is_written(tmp_path, caps
 
 
 def test_the_builtin_index_speaks_the_car_profile(tmp_path):
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     engine = build_engine(EngineSpec(ranker="rules", sessions_path=str(tmp_path / "s.sqlite")), progress=False,
                           warm=False)

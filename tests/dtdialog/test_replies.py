@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from engine_helpers import BRAKE_Q, CONSTRAINT_Q, PAPER_Q, car_world, text_of
 
-from dtdialog.clarification import ClarifyOption, PendingChoice, prompt_text
-from dtdialog.manager import GREETING, DialogueManager, SelectorPort
-from dtdialog.replies import DEFAULT_REPLIES, Replies
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.manager import GREETING, DialogueManager, SelectorPort
+from dtdialog.dialogue.replies import DEFAULT_REPLIES, Replies
+from dtdialog.dialogue.session_store import SessionStore
+from dtdialog.selection.clarification import ClarifyOption, PendingChoice, prompt_text
 
 
 def test_every_template_formats_and_options_are_listed_in_order():
@@ -23,7 +23,7 @@ def test_every_template_formats_and_options_are_listed_in_order():
 
 
 def test_a_vague_opening_gets_the_detail_question_not_a_refusal():
-    from dtdialog.profile import builtin_profile
+    from dtdialog.setup.profile import builtin_profile
 
     for replies in (DEFAULT_REPLIES, builtin_profile().replies()):
         assert replies.out_of_scope_text("vague") == replies.vague_opening

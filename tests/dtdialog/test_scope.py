@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dtdialog.engine_config import EngineConfig
-from dtdialog.scope import (
+from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.understanding.scope import (
     DOMAIN,
     GIBBERISH,
     GREETING,
@@ -193,7 +193,7 @@ def test_what_is_vague_is_learned_from_the_index():
 def test_the_learned_engine_gate_reads_the_cosine(builtin_learned_index, tmp_path):
     """End to end with the default (learned) engine on the built-in corpus: a car question with words the index
     never saw is answered; an English question about a router is not."""
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     path, parser = builtin_learned_index
     engine = build_engine(EngineSpec(index_path=str(path), ranker="learned", sessions_path=str(tmp_path / "s.sqlite")),

@@ -53,7 +53,7 @@ def test_out_of_scope_input_gets_its_own_reply_not_an_answer(built, capsys, text
 
 
 def test_a_vague_car_opening_is_asked_for_detail_not_refused(built, capsys):
-    from dtdialog.profile import builtin_profile
+    from dtdialog.setup.profile import builtin_profile
 
     for text in ("my car", "brakes", "it makes a noise"):
         turn, = _json_chat(built, capsys, [text])
@@ -65,7 +65,7 @@ def test_the_detail_after_a_vague_opening_joins_it(built, capsys):
     vague, detail = _json_chat(built, capsys, ["my car", "it will not start when it is cold and the engine cranks slowly"])
     assert vague["kind"] == "ask_detail"
     assert detail["kind"] in ("answer", "clarify", "abstain") and detail["state"] != "NEW"
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session_store import SessionStore
 
     with SessionStore(built[1] / "s.sqlite") as store:
         questions = [store.load(sid, traces=False).question for sid in store.ids()]
@@ -112,7 +112,7 @@ def test_a_short_reply_after_an_off_domain_refusal_completes_the_refused_message
     assert turns[0]["kind"] == "out_of_scope" and turns[0]["reason"] == "domain"
     assert turns[1]["kind"] in ("answer", "clarify", "abstain")  # a question started: searched, not refused
     index, home = built
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session_store import SessionStore
 
     with SessionStore(home / "s.sqlite") as store:
         assert store.load(store.ids()[0]).question == f"{refused} the battery is dead"

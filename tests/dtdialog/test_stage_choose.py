@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dtdialog.agreement import AgreementResult
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages import Scored, StepRecord, choose
 from dtdialog.stages.choose import TOPIC_RATIO
 from index.base import AnswerDocument

@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine_helpers import PAPER_C1, text_of
 from stage_helpers import car_stage_world, plan_of
 
-from dtdialog.constraints import Constraint
+from dtdialog.understanding.constraints import Constraint
 
 
 def test_first_step_requires_the_question_contrast_and_falls_back_on_the_part_terms(tmp_path):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dtdialog.agreement import AgreementResult
-from dtdialog.engine_config import EngineConfig
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.stages import Choice, StepRecord
 from dtdialog.stages.position_stage import order_by_position
 from index.base import AnswerDocument

@@ -6,9 +6,9 @@ import pytest
 from engine_helpers import PAPER_C1, text_of
 from stage_helpers import car_stage_world, plan_of
 
-from dtdialog.agreement import AgreementResult
-from dtdialog.engine_config import EngineConfig
-from dtdialog.scoring import RankedCandidate, RuleScorer
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate, RuleScorer
+from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.stages import (
     LexicalGenerator,
     StepRecord,

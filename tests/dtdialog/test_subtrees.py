@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from engine_helpers import build_tree
 
-from dtdialog.query_builder import build_query
-from dtdialog.subtrees import FACTUAL, RELATIONAL, QuestionPlan, issue_roots, split_question
+from dtdialog.understanding.query_builder import build_query
+from dtdialog.understanding.subtrees import FACTUAL, RELATIONAL, QuestionPlan, issue_roots, split_question
 
 PAPER_Q = ("Contrast", "NN", [("Joint", "NNN", ["I have checked the spark plugs,", "replaced the battery,",
                                                   "also replaced ignition coils and the solenoid,"]),

@@ -3,12 +3,12 @@ stop" got an answer for a squeal that "stops when you press the brakes")."""
 
 from __future__ import annotations
 
-from dtdialog.agreement import AgreementResult
-from dtdialog.scoring import RankedCandidate
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.stages import StepRecord
 from dtdialog.stages.condition_clash import demote_clashes
 from dtdialog.stages.scoring_stage import Scored
-from dtdialog.symptom_conditions import cessation_clauses, clash, occurrence_clauses, situations
+from dtdialog.understanding.symptom_conditions import cessation_clauses, clash, occurrence_clauses, situations
 from index.base import AnswerDocument
 
 WEAR_TAB = ("A squeal that is present while driving and stops when you press the brakes is very typical of the "

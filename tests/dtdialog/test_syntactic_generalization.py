@@ -2,7 +2,7 @@
 
 import pytest
 
-from dtdialog.syntactic_generalization import (
+from dtdialog.selection.syntactic_generalization import (
     CommonPhrase,
     PhraseChunk,
     SyntacticGeneralizer,
@@ -109,7 +109,7 @@ def _reference_generalization(p1, p2):
     """The alignment written plainly (one DP cell at a time, the pair weight recomputed where needed)."""
     import math
 
-    from dtdialog.syntactic_generalization import CONTENT_POS, word_weight
+    from dtdialog.selection.syntactic_generalization import CONTENT_POS, word_weight
 
     def pair(i, j):
         a, b = p1.pos[i], p2.pos[j]
@@ -151,7 +151,7 @@ def test_generalize_phrases_equals_the_plain_alignment_on_random_phrases():
     """The optimised alignment gives the plain DP's generalization, to the last bit of its score."""
     import random
 
-    from dtdialog.syntactic_generalization import generalize_phrases
+    from dtdialog.selection.syntactic_generalization import generalize_phrases
     from parsers.phrase_chunks import PhraseChunk
 
     rng = random.Random(3)
@@ -176,7 +176,7 @@ def test_generalize_phrases_equals_the_plain_alignment_on_random_phrases():
 def test_seed_reuses_the_rule_parsers_analysis_only_when_it_is_the_same_parse(rule_parser):
     """The engine's RST parse of a question gives the SG feature the phrases its own parse would give; another
     text or another set of skipped pipes is refused (it could give other phrases)."""
-    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+    from dtdialog.selection.syntactic_generalization import SyntacticGeneralizer
     from parsers.phrase_chunks import phrases_of_text
 
     backend = rule_parser.nlp
@@ -194,7 +194,7 @@ def test_seed_reuses_the_rule_parsers_analysis_only_when_it_is_the_same_parse(ru
 
 def test_planning_a_question_seeds_the_sg_cache_with_the_same_tree(rule_parser):
     """With the hook set, the selector builds the rule parser's tree from the analysis it hands on: the same tree."""
-    from dtdialog.selector import AnswerSelector
+    from dtdialog.selection.selector import AnswerSelector
 
     parser = rule_parser
     seen = []
@@ -213,7 +213,7 @@ def test_a_question_with_markup_is_parsed_for_sg_as_the_parser_and_the_index_cle
     """The SG feature parses a text cleaned as the parser cleans a question and the index an answer (``sg_text``):
     the RST parser's analysis of a question with HTML entities seeds it (no second parse), its phrases are the
     cleaned text's, and the raw and the cleaned question score alike."""
-    import dtdialog.syntactic_generalization as sgm
+    import dtdialog.selection.syntactic_generalization as sgm
     from dtdialog.ranking.signals import SignalExtractor
     from parsers.phrase_chunks import phrases_of_text
 
@@ -235,7 +235,7 @@ def test_a_question_with_markup_is_parsed_for_sg_as_the_parser_and_the_index_cle
 
 
 def test_a_stored_phrase_list_scores_the_same_from_its_remembered_self_similarity() -> None:
-    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+    from dtdialog.selection.syntactic_generalization import SyntacticGeneralizer
     from parsers.phrase_chunks import phrases_of_text
 
     sg = SyntacticGeneralizer()

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-import dtdialog.syntactic_generalization as sgm
-from dtdialog.syntactic_generalization import (
+import dtdialog.selection.syntactic_generalization as sgm
+from dtdialog.selection.syntactic_generalization import (
     CONTENT_POS,
     PHRASE_WEIGHTS,
     CommonPhrase,
@@ -182,9 +182,9 @@ class _PhrasesOnly:
 
 
 def test_signal_extractor_sg_is_the_same_from_keys_from_phrases_and_from_parsing(real, monkeypatch):
-    from dtdialog.agreement import AgreementResult
     from dtdialog.ranking.signals import SignalExtractor
-    from dtdialog.scoring import RankedCandidate
+    from dtdialog.selection.agreement import AgreementResult
+    from dtdialog.selection.scoring import RankedCandidate
     from index.base import AnswerDocument
 
     sg, questions, ids, answers, store = real

@@ -8,7 +8,7 @@ import pytest
 
 from data.builtin import builtin_tests_path
 from dtdialog.cli import main
-from dtdialog.conversation_tests import load_tests
+from dtdialog.dialogue.conversation_tests import load_tests
 
 PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
            "but I still could not start my car.")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from engine_helpers import PAPER_Q, TableParser, make_index, text_of
 
 from dtdialog.dialogue.clarify import competes
-from dtdialog.engine_config import EngineConfig
-from dtdialog.manager import DialogueManager
-from dtdialog.selector import AnswerSelector
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.manager import DialogueManager
+from dtdialog.dialogue.session_store import SessionStore
+from dtdialog.selection.selector import AnswerSelector
+from dtdialog.setup.engine_config import EngineConfig
 
 ANSWERS = {
     "nostart#1": ("Condition", "SN", ["If the engine gets spark from the new plugs, ignition coils and battery,",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from dtdialog.dialogue.trace import contribution_summary
 from dtdialog.ranking.features import DT_FEATURES, FEATURE_LABELS, HYBRID_FEATURES
-from dtdialog.trace import contribution_summary
 
 
 def test_contribution_summary_orders_by_magnitude_and_skips_bookkeeping():
@@ -20,7 +20,7 @@ def test_contribution_summary_orders_by_magnitude_and_skips_bookkeeping():
 def test_a_step_trace_is_the_record_the_stages_wrote(tmp_path):
     from engine_helpers import PAPER_Q, car_world, text_of
 
-    from dtdialog.trace import TurnTrace
+    from dtdialog.dialogue.trace import TurnTrace
 
     selector, _, _ = car_world(tmp_path)
     outcome = selector.rank_outcome(question=text_of(PAPER_Q))
@@ -49,7 +49,7 @@ def test_every_ranker_feature_has_a_label_an_agent_can_read():
 
 
 def test_explain_names_each_answer_demoted_for_a_presupposed_fact():
-    from dtdialog.trace import _tried_lines
+    from dtdialog.dialogue.trace import _tried_lines
 
     why = 'it presupposes a prior job you never mentioned: "a starter job"'
     lines = _tried_lines({"presupposition": {"no_start-010#1": why}, "condition_clash": {"b#1": "it stops when"}})

@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 from engine_helpers import BRAKE_Q, PAPER_C1, PAPER_Q, car_world, text_of
 
-from dtdialog import intents, transitions
-from dtdialog.session import AWAITING_CHOICE, AWAITING_DETAIL, AWAITING_FEEDBACK, CONCLUDED, HANDED_OFF, NEW, STATES
+from dtdialog.dialogue import transitions
+from dtdialog.dialogue.session import (
+    AWAITING_CHOICE,
+    AWAITING_DETAIL,
+    AWAITING_FEEDBACK,
+    CONCLUDED,
+    HANDED_OFF,
+    NEW,
+    STATES,
+)
+from dtdialog.understanding import intents
 
 #: One utterance per intent, each classified as that intent (checked below).
 UTTERANCES = {

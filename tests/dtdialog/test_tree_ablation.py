@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from dtdialog.assembly import EngineSpec
 from dtdialog.cli import build_parser
-from dtdialog.commands.engine_args import spec_from_args
+from dtdialog.setup.assembly import EngineSpec
+from dtdialog.setup.engine_args import spec_from_args
 from parsers.errors import ConfigError
 
 PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
@@ -61,7 +61,7 @@ def test_without_the_tree_the_model_path_is_the_hybrid_one():
 
 @pytest.fixture(scope="module")
 def rules_engines(builtin_rules_index, tmp_path_factory):
-    from dtdialog.assembly import build_engine
+    from dtdialog.setup.assembly import build_engine
     from parsers.base import get_parser
 
     parser, home = get_parser("rules"), tmp_path_factory.mktemp("ablation")
@@ -96,7 +96,7 @@ def test_without_the_tree_no_rr_term_agreement_or_tried_action_is_recorded(rules
 
 
 def test_without_the_tree_a_reply_brings_no_relation_and_memory_is_not_read(rules_engines):
-    from dtdialog.tried import REPLACED, TriedAction
+    from dtdialog.understanding.tried import REPLACED, TriedAction
 
     selector = rules_engines[False].selector
     remembered = [TriedAction(verb_class=REPLACED, objects=frozenset({"battery"}), text="replaced the battery")]
@@ -108,7 +108,7 @@ def test_without_the_tree_a_reply_brings_no_relation_and_memory_is_not_read(rule
 
 
 def test_the_customer_why_says_what_was_left_out_only_with_the_tree(rules_engines):
-    from dtdialog.customer_why import customer_why
+    from dtdialog.dialogue.customer_why import customer_why
 
     whys = {}
     for tree, engine in rules_engines.items():
@@ -122,8 +122,8 @@ def test_the_customer_why_says_what_was_left_out_only_with_the_tree(rules_engine
 @pytest.mark.slow
 @pytest.mark.dense
 def test_the_learned_ranker_without_the_tree_uses_the_hybrid_model(builtin_learned_index):
-    from dtdialog.assembly import build_engine
     from dtdialog.ranking.features import DT_FEATURES
+    from dtdialog.setup.assembly import build_engine
 
     path, parser = builtin_learned_index
     engines = {tree: build_engine(EngineSpec(index_path=str(path), ranker="learned", use_tree=tree), parser=parser,
@@ -146,8 +146,8 @@ def test_the_learned_ranker_without_the_tree_uses_the_hybrid_model(builtin_learn
 
 
 def test_a_tree_feature_model_without_the_tree_is_refused_in_one_line(builtin_learned_index):
-    from dtdialog.assembly import build_engine
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+    from dtdialog.setup.assembly import build_engine
 
     path, parser = builtin_learned_index
     spec = EngineSpec(index_path=str(path), ranker="learned", ranker_model=str(DEFAULT_MODEL), use_tree=False)

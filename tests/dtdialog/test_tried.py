@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from engine_helpers import TableParser, build_tree, make_index
 
-from dtdialog.entities import EntityNormalizer
-from dtdialog.session import SessionRecord
-from dtdialog.trace import format_trace
-from dtdialog.tried import (
+from dtdialog.dialogue.session import SessionRecord
+from dtdialog.dialogue.trace import format_trace
+from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.tried import (
     CHECKED,
     REPLACED,
     RULED_OUT,
@@ -124,10 +124,10 @@ ANSWERS = {
 
 
 def _world(tmp_path, **config):
-    from dtdialog.engine_config import EngineConfig
-    from dtdialog.manager import DialogueManager
-    from dtdialog.selector import AnswerSelector
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.manager import DialogueManager
+    from dtdialog.dialogue.session_store import SessionStore
+    from dtdialog.selection.selector import AnswerSelector
+    from dtdialog.setup.engine_config import EngineConfig
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     index = make_index(tmp_path / "answers.sqlite", ANSWERS)
@@ -192,7 +192,7 @@ def test_old_session_records_without_tried_still_load():
 
 
 def test_the_penalty_is_a_validated_setting():
-    from dtdialog.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig
     from parsers.errors import ConfigError
 
     assert EngineConfig().already_tried_penalty == 0.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dtdialog.tried import main_recommendation, repeated_action, tried_from_dicts
+from dtdialog.understanding.tried import main_recommendation, repeated_action, tried_from_dicts
 
 PAPER_Q = ("I have checked the spark plugs, replaced the battery, also replaced ignition coils and the solenoid, "
            "but I still could not start my car.")
@@ -22,7 +22,7 @@ def paper_index(builtin_learned_index):
 @pytest.mark.dense
 @pytest.mark.parametrize("ranker", ["rules", "learned"])
 def test_paper_example_never_recommends_what_was_done(paper_index, tmp_path, ranker):
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     path, parser = paper_index
     engine = build_engine(EngineSpec(index_path=str(path), ranker=ranker, sessions_path=str(tmp_path / "s.sqlite")),

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from dtdialog.confidence import Calibrator
+from dtdialog.selection.confidence import Calibrator
 from eval.calibrator import cross_fit, ece, fit_calibrator, fold_of, plot_reliability, reliability
 from eval.open_pool import OpenPoolRow
 

@@ -27,12 +27,12 @@ def builtin_index(tmp_path_factory):
     if not dense_available():
         pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from data.builtin import load_builtin_corpus
-    from dtdialog.prebuilt import install_builtin
+    from dtdialog.setup.prebuilt import install_builtin
     from parsers.base import get_parser
 
     path = tmp_path_factory.mktemp("gc-bench") / "answers.sqlite"
     if not install_builtin(path, parser=get_parser("rules"), dialogues=load_builtin_corpus()):
-        pytest.skip("the shipped bundle does not match this code (python -m dtdialog.make_prebuilt)")
+        pytest.skip("the shipped bundle does not match this code (python -m dtdialog.setup.make_prebuilt)")
     return path
 
 

@@ -299,7 +299,7 @@ def live_index():
 @pytest.mark.skipif(not ES_URL, reason="ELASTICSEARCH_URL is not set: no live Elasticsearch server")
 def test_live_builtin_corpus_hybrid_search(live_index, mode):
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
@@ -328,7 +328,7 @@ def test_live_minilm_hybrid_search(live_index):
     if not dense_available():
         pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 

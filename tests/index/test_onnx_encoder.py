@@ -114,7 +114,7 @@ def test_cosine_to_the_fp32_reference_on_long_real_questions_and_answers(shared_
 SERVING = """
 import sys
 from dtdialog.api.app import create_app
-from dtdialog.assembly import build_engine
+from dtdialog.setup.assembly import build_engine
 from dtdialog.ranking.dense_signals import DenseSignals
 from index.dense import DenseEncoder
 from index.dense_store import build_dense_store

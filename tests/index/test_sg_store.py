@@ -59,7 +59,7 @@ def test_round_trip_keeps_every_phrase(tmp_path, nlp):
 
 def test_stored_phrase_scores_equal_on_the_fly_scores(nlp):
     """The engine's stored-phrase path gives the very same SG feature as parsing the answer at query time."""
-    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+    from dtdialog.selection.syntactic_generalization import SyntacticGeneralizer
 
     store = build_sg_store(ids=[str(i) for i in range(len(TEXTS))], texts=TEXTS, nlp=nlp, progress=False)
     stored = SyntacticGeneralizer(nlp=nlp)
@@ -84,7 +84,7 @@ def test_skipping_ner_leaves_every_phrase_unchanged(nlp):
 
 
 def test_prefetched_query_parse_gives_the_same_score(nlp):
-    from dtdialog.syntactic_generalization import SyntacticGeneralizer
+    from dtdialog.selection.syntactic_generalization import SyntacticGeneralizer
 
     store = build_sg_store(ids=["a"], texts=TEXTS[:1], nlp=nlp, progress=False)
     g = SyntacticGeneralizer(nlp=nlp)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dtdialog.cli import main
-from dtdialog.spec_resolution import engine_parser_name
+from dtdialog.setup.spec_resolution import engine_parser_name
 from parsers import base
 from parsers.base import get_parser
 from parsers.neural.encoder import encoder_id

@@ -21,7 +21,7 @@ from dtdialog.api import ApiSettings, create_app
 def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a SQLite answer index over every ``STRIDE``-th built-in dialogue (built once per run, never written to)."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 

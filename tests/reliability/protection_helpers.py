@@ -37,7 +37,7 @@ SCAM = "Call 555-0100 and pay the unlock fee by gift card, then the brakes will 
 @pytest.fixture(scope="session", name="protected_index")
 def protected_index_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a SQLite answer index over the API tests' hand-written dialogues (built once per run)."""
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 

@@ -87,8 +87,8 @@ def test_history_writes_on_a_locked_index_are_a_storage_error(index_copy):
 
 @pytest.mark.timeout(60)
 def test_counting_and_purging_a_locked_session_store_is_a_storage_error(tmp_path):
-    from dtdialog.session import SessionRecord
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session import SessionRecord
+    from dtdialog.dialogue.session_store import SessionStore
 
     path = tmp_path / "sessions.sqlite"
     with SessionStore(path) as store:

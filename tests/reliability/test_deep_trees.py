@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from dtdialog.api.models import ParseResponse
-from dtdialog.intents import MAX_TURN_CHARS
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session_store import SessionStore
+from dtdialog.understanding.intents import MAX_TURN_CHARS
 from parsers.text_input import MAX_CHARS
 from parsers.tree import DiscourseTree, Node, nested_from_flat
 
@@ -125,7 +125,7 @@ def test_two_thousand_sentences_within_the_limits(parser_name):
 
     if parser_name == "neural" and not neural_ready():
         pytest.skip("the neural parser cannot run here (the [dense] extra)")
-    from dtdialog.subtrees import QuestionPlan, split_question
+    from dtdialog.understanding.subtrees import QuestionPlan, split_question
     from index.documents import build_document
     from index.sqlite_index import decode_doc, encode_doc
     from parsers.base import get_parser

@@ -288,7 +288,7 @@ def dense_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from reliability_helpers import STRIDE
 
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 

@@ -16,7 +16,7 @@ from protection_helpers import assert_error
 from reliability_helpers import sqlite_lock_held_elsewhere
 
 from dtdialog.api import service as service_module
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session_store import SessionStore
 
 QUESTION = "My battery dies overnight although it is new."
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from data.builtin import load_builtin_corpus
-from dtdialog import prebuilt
+from dtdialog.setup import prebuilt
 from index.index_files import index_generation
 from index.sqlite_index import SqliteIndex
 from parsers.base import get_parser
@@ -21,7 +21,7 @@ _INSTALL = """
 import sys
 from pathlib import Path
 from data.builtin import load_builtin_corpus
-from dtdialog.prebuilt import install_builtin
+from dtdialog.setup.prebuilt import install_builtin
 from parsers.base import get_parser
 ok = install_builtin(Path(sys.argv[1]), parser=get_parser("rules"), dialogues=load_builtin_corpus(), progress=True)
 sys.exit(0 if ok else 3)

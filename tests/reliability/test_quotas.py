@@ -115,8 +115,8 @@ def test_the_live_session_cap_and_idle_expiry(app_client, tmp_path):
 
 def test_sessions_purge_removes_only_the_old_sessions_and_prints_one_line(tmp_path, capsys):
     from dtdialog.cli import main
-    from dtdialog.session import SessionRecord
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session import SessionRecord
+    from dtdialog.dialogue.session_store import SessionStore
 
     path = tmp_path / "sessions.sqlite"
     with SessionStore(path) as store:

@@ -96,7 +96,7 @@ def test_build_lock_that_is_not_a_regular_file_is_refused(tmp_path, kind):
 
 
 def test_a_session_lock_that_is_a_link_fails_the_turn_and_leaves_the_target(make_client, tmp_path):
-    from dtdialog.process_lock import bucket_path
+    from dtdialog.runtime.process_lock import bucket_path
 
     client = make_client()
     sid = client.post("/sessions").json()["session_id"]

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from dtdialog import intents
+from dtdialog.understanding import intents
 from parsers.text_input import clean_text, strip_html
 
 PAYLOADS = ["&ltimg src=x onerror=alert(1)&gt my brakes squeal", "&#60img src=x onerror=alert(1)&#62 my brakes squeal",

@@ -100,7 +100,7 @@ def test_index_build_and_chat_on_a_full_tmpfs_are_one_line(mount_namespace, smal
     assert_one_line_error(build, "the disk is full")
     (tmp_path / "turns.txt").write_text(TURNS)
     # the store is created while there is room, then a filler takes the rest: the first turn cannot be saved
-    fill = (f"{sys.executable} -c \"from dtdialog.session_store import SessionStore; SessionStore('{disk}/s.sqlite')\""
+    fill = (f"{sys.executable} -c \"from dtdialog.dialogue.session_store import SessionStore; SessionStore('{disk}/s.sqlite')\""
             f" && (dd if=/dev/zero of='{disk}/filler' bs=4k 2>/dev/null || true)")
     chat = run_with_mounts(small_tmpfs_setup(disk, 256) + " && " + fill,
                            dtdialog_command("chat", "--index", str(small_index), "--sessions", str(disk / "s.sqlite"),
@@ -193,7 +193,7 @@ def test_the_api_over_a_read_only_file_system(readonly_folder, tmp_path):
 @pytest.mark.timeout(300)
 def test_chat_on_a_session_store_locked_by_another_process_is_one_line(small_index, tmp_path):
     sessions = tmp_path / "sessions.sqlite"
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session_store import SessionStore
 
     SessionStore(sessions).close()
     (tmp_path / "turns.txt").write_text(TURNS)

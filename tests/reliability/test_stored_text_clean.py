@@ -33,7 +33,7 @@ def _assert_inert(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def parser():
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from parsers.base import get_parser
 
     return get_parser(engine_parser_name())

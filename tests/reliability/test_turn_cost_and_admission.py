@@ -37,8 +37,8 @@ def test_text_a_person_writes_is_parsed_as_written():
 
 
 def test_a_question_is_planned_from_a_bounded_number_of_edus_and_parts():
-    from dtdialog.selector import AnswerSelector
-    from dtdialog.subtrees import MAX_PARTS, MAX_QUESTION_EDUS
+    from dtdialog.selection.selector import AnswerSelector
+    from dtdialog.understanding.subtrees import MAX_PARTS, MAX_QUESTION_EDUS
     from parsers.base import get_parser
 
     question = " ".join(["The car stalls when it is cold, but it runs when it is warm, because the choke sticks."] * 40)
@@ -49,7 +49,7 @@ def test_a_question_is_planned_from_a_bounded_number_of_edus_and_parts():
 
 
 def test_the_retrieval_depth_is_capped():
-    from dtdialog.engine_config import MAX_CANDIDATES, EngineConfig
+    from dtdialog.setup.engine_config import MAX_CANDIDATES, EngineConfig
     from parsers.errors import ConfigError
 
     with pytest.raises(ConfigError, match="candidates must be at most"):

@@ -308,7 +308,7 @@ def test_kill_9_of_a_worker_mid_turn_leaves_no_session_locked_and_loses_no_ackno
 
 
 def _hold_turn_lock(store_path: str, session_id: str, ready) -> None:
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session_store import SessionStore
 
     with SessionStore(store_path).turn_lock(session_id):
         ready.set()
@@ -317,7 +317,7 @@ def _hold_turn_lock(store_path: str, session_id: str, ready) -> None:
 
 @pytest.mark.timeout(120)
 def test_a_sessions_turn_lock_holds_across_processes_and_dies_with_its_holder(tmp_path: Path) -> None:
-    from dtdialog.session_store import SessionStore
+    from dtdialog.dialogue.session_store import SessionStore
 
     store = SessionStore(tmp_path / "sessions.sqlite")
     context = multiprocessing.get_context("spawn")

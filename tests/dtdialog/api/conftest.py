@@ -17,7 +17,7 @@ from dtdialog.api import ApiSettings, create_app
 
 @pytest.fixture(scope="session")
 def parser() -> Any:
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from parsers.base import get_parser
 
     return get_parser(engine_parser_name())

@@ -207,9 +207,9 @@ def test_explain_shows_the_answer_tree_the_engine_analysed_without_reading_it_ag
     monkeypatch.setattr(DiscourseTree, "from_dict", staticmethod(recording))
     # this test is about the explain panel of a delivered answer: with no calibrator the engine never abstains
     # (the small hand-written index gives the rule calibrator too little evidence to be sure of any answer)
-    import dtdialog.assembly
+    import dtdialog.setup.assembly
 
-    monkeypatch.setattr(dtdialog.assembly, "engine_calibrator", lambda spec, scorer: None)
+    monkeypatch.setattr(dtdialog.setup.assembly, "engine_calibrator", lambda spec, scorer: None)
     sid = client.post("/sessions").json()["session_id"]
     body = client.post(f"/sessions/{sid}/messages?explain=true", json={"text": SPARK_PLUG_QUESTION}).json()
     if body["options"]:

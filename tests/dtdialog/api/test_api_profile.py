@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from api_helpers import API_KEY
 
-from dtdialog.profile import PROFILE_INFO_KEY, Profile, builtin_profile, generic_profile
+from dtdialog.setup.profile import PROFILE_INFO_KEY, Profile, builtin_profile, generic_profile
 
 
 def test_an_index_without_a_profile_speaks_generically(client):

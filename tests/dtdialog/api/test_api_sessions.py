@@ -9,7 +9,7 @@ from api_helpers import API_KEY, LOCAL_URL, SPARK_PLUG_QUESTION, assert_error
 from fastapi.testclient import TestClient
 
 from dtdialog.api import ApiSettings, create_app
-from dtdialog.intents import MAX_TURN_CHARS
+from dtdialog.understanding.intents import MAX_TURN_CHARS
 from parsers.errors import ConfigError
 from parsers.text_input import MAX_CHARS
 

@@ -9,9 +9,9 @@ import pytest
 from api_helpers import API_KEY, NO_QUOTAS, SPARK_PLUG_QUESTION, assert_error
 
 from dtdialog.api.routes_webhook import WEBHOOK_PATH, rest_message, sender_session_id, webhook_secret
-from dtdialog.clarification import ClarifyOption
-from dtdialog.intents import MAX_TURN_CHARS
-from dtdialog.manager import TurnResult
+from dtdialog.dialogue.manager import TurnResult
+from dtdialog.selection.clarification import ClarifyOption
+from dtdialog.understanding.intents import MAX_TURN_CHARS
 
 FOLLOW_UP = "It started on the starting fluid at first, but now it does not."
 

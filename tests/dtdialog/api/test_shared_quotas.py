@@ -13,8 +13,8 @@ from dtdialog.api.errors import ApiError
 from dtdialog.api.quotas import Quotas
 from dtdialog.api.settings import ApiSettings, max_workers
 from dtdialog.api.shared_quotas import SharedRates, admission_lock, longest_window
-from dtdialog.session import SessionRecord, new_session_id
-from dtdialog.session_store import SessionStore
+from dtdialog.dialogue.session import SessionRecord, new_session_id
+from dtdialog.dialogue.session_store import SessionStore
 from parsers.errors import ConfigError, StorageBusyError
 
 

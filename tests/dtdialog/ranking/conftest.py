@@ -13,7 +13,7 @@ def dense_index(tmp_path_factory):
     if not dense_available():
         pytest.skip("the [dense] extra (onnxruntime, tokenizers) is not installed")
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 

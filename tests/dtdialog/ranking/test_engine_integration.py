@@ -7,9 +7,9 @@ import logging
 import pytest
 
 import dtdialog.ranking.factory as factory
-from dtdialog.assembly import EngineSpec, build_engine
 from dtdialog.ranking.factory import resolve_ranker
 from dtdialog.ranking.learned_scorer import DEFAULT_MODEL, LearnedScorer
+from dtdialog.setup.assembly import EngineSpec, build_engine
 from parsers.errors import ConfigError, ModelNotAvailableError
 
 
@@ -44,7 +44,7 @@ def _engine(ranker: str, **spec):
 
 
 def test_rules_ranker_keeps_the_defaults():
-    from dtdialog.scoring import RuleScorer
+    from dtdialog.selection.scoring import RuleScorer
 
     engine = _engine("rules")
     assert engine.ranker == "rules" and isinstance(engine.scorer, RuleScorer)
@@ -80,7 +80,7 @@ def test_missing_model_auto_vs_learned(dense_index, tmp_path, monkeypatch):
 
 @pytest.mark.dense
 def test_rule_scorer_options_are_refused_under_the_learned_ranker(dense_index):
-    from dtdialog.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig
     from index.registry import open_index
 
     spec = EngineSpec(ranker="learned", config=EngineConfig(agreement_weight=0.7))
@@ -154,7 +154,7 @@ def test_stale_vectors_are_refreshed_not_rebuilt(dense_index, tmp_path):
 def test_chat_explain_prints_the_learned_contributions(dense_index, tmp_path):
     if not DEFAULT_MODEL.is_file():
         pytest.skip("no shipped ranker model (python -m eval.train_ranker)")
-    from dtdialog.trace import format_trace
+    from dtdialog.dialogue.trace import format_trace
 
     runtime = build_engine(EngineSpec(index_path=str(dense_index), ranker="learned",
                                       sessions_path=str(tmp_path / "s.sqlite")), progress=False)

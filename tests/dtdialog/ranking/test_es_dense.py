@@ -24,7 +24,7 @@ import dtdialog.ranking.factory as factory  # noqa: E402
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text  # noqa: E402
 from dtdialog.ranking.es_dense import ElasticHybridGenerator, EsDenseStore, es_dense_signals  # noqa: E402
 from dtdialog.ranking.hybrid_generator import HybridGenerator  # noqa: E402
-from dtdialog.subtrees import split_question  # noqa: E402
+from dtdialog.understanding.subtrees import split_question  # noqa: E402
 from index.base import SearchQuery  # noqa: E402
 from index.dense_store import build_dense_store  # noqa: E402
 from index.documents import build_document  # noqa: E402
@@ -186,7 +186,7 @@ def test_an_encoder_of_another_size_is_one_clear_error(world, plan):
 # --- the factory -------------------------------------------------------------------------------------
 def _engine(es, ranker: str, parser, **hooks):
     """Return the engine over the open Elasticsearch index ``es`` (no SQLite file: vectors live in the index)."""
-    from dtdialog.assembly import EngineSpec, build_engine
+    from dtdialog.setup.assembly import EngineSpec, build_engine
 
     return build_engine(EngineSpec(backend="elasticsearch", ranker=ranker), progress=False, parser=parser, index=es,
                         **hooks)
@@ -265,9 +265,9 @@ def test_the_learned_ranker_reads_sg_phrases_from_elasticsearch(monkeypatch):
 
     if not dense_available():
         pytest.skip("the [dense] extra is not installed")
-    from dtdialog import syntactic_generalization
     from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
-    from dtdialog.syntactic_generalization import sg_score, sg_score_phrases
+    from dtdialog.selection import syntactic_generalization
+    from dtdialog.selection.syntactic_generalization import sg_score, sg_score_phrases
     from index.sg_store import ElasticSGPhrases, build_sg_store
 
     if not DEFAULT_MODEL.is_file():

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.dense
 
 @pytest.fixture(scope="module")
 def selector_parts(dense_index, dense_signals):
-    from dtdialog.assembly import engine_parser_name
-    from dtdialog.query_builder import build_query
-    from dtdialog.subtrees import split_question
+    from dtdialog.setup.assembly import engine_parser_name
+    from dtdialog.understanding.query_builder import build_query
+    from dtdialog.understanding.subtrees import split_question
     from index.registry import open_index
     from parsers.base import get_parser
 
@@ -73,8 +73,8 @@ def test_prepare_starts_the_step_query_encoding_before_the_step_is_planned(selec
 
 
 def test_a_selector_starts_the_question_encoding_before_it_parses_the_question(selector_parts, dense_signals):
-    from dtdialog.assembly import engine_parser_name
-    from dtdialog.selector import AnswerSelector
+    from dtdialog.selection.selector import AnswerSelector
+    from dtdialog.setup.assembly import engine_parser_name
     from parsers.base import get_parser
 
     index, _, _ = selector_parts

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from engine_helpers import build_tree, make_doc
 
-from dtdialog.agreement import AgreementResult
 from dtdialog.ranking.features import DT_FEATURES, FEATURE_SETS, RELATION_GATED, SIDE_FEATURES, list_features
 from dtdialog.ranking.signals import SignalExtractor
-from dtdialog.scoring import RankedCandidate
-from dtdialog.subtrees import part_sides, split_question
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.understanding.subtrees import part_sides, split_question
 from index.dense_store import TermStats
 from index.vocabulary import bm25_tokens
 

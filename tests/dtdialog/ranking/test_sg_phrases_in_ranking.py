@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import dtdialog.syntactic_generalization as sg_module
-from dtdialog.assembly import EngineSpec, build_engine
+import dtdialog.selection.syntactic_generalization as sg_module
 from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
 from dtdialog.ranking.signals import SignalExtractor
+from dtdialog.setup.assembly import EngineSpec, build_engine
 from index.sg_store import SGPhraseStore
 
 QUESTION = "My car cranks but does not start after I replaced the battery. What should I check?"

@@ -28,7 +28,7 @@ TOP = 5
 def first_turns(index_path: Path, sessions_dir: Path) -> list[dict]:
     """Return each question's first turn: answer id, reply, kind and its top candidates with raw scores."""
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
+    from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
 
@@ -62,7 +62,7 @@ def onnxruntime_turns(tmp_path_factory) -> list[dict]:
     """The recorded questions' first turns over a 12-dialogue index, vectors and queries by ONNX Runtime."""
     pytest.importorskip("onnxruntime", reason="the [dense] extra is not installed")
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 
@@ -117,7 +117,7 @@ def test_the_default_encoder_runtime_gives_the_recorded_answers_and_best_candida
 
 if __name__ == "__main__":  # regenerate the recorded turns (see the module docstring)
     from data.builtin import load_builtin_corpus
-    from dtdialog.assembly import engine_parser_name
+    from dtdialog.setup.assembly import engine_parser_name
     from index.builder import build_index
     from parsers.base import get_parser
 

@@ -57,9 +57,9 @@ def _plain_short_phrase(edus, *, prefer=(), max_words=4):
 
 def _use_plain_code(monkeypatch, engine) -> None:
     """Swap every shortcut of the turn for the plain code and empty the caches the shortcuts filled."""
-    from dtdialog import agreement
-    from dtdialog.entities import EntityNormalizer
+    from dtdialog.selection import agreement
     from dtdialog.stages import already_tried
+    from dtdialog.understanding.entities import EntityNormalizer
     from index.base import AnswerIndex
     from index.sqlite_index import SqliteIndex
     from index.terms import rr_tokens
@@ -143,7 +143,7 @@ def _turns(engine) -> list[dict]:
 
 @pytest.mark.dense
 def test_turns_with_the_shortcuts_equal_the_plain_code(dense_index: Path, tmp_path: Path, monkeypatch) -> None:
-    from dtdialog.assembly import EngineSpec, build_engine, engine_parser_name
+    from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
 

@@ -51,8 +51,8 @@ def test_every_judged_id_resolves_to_shared_text_and_the_accepted_answer_is_mark
 
 @pytest.mark.shared_data
 def test_the_engine_reads_tried_actions_in_real_questions():
-    from dtdialog.entities import EntityNormalizer
-    from dtdialog.tried import extract_tried
+    from dtdialog.understanding.entities import EntityNormalizer
+    from dtdialog.understanding.tried import extract_tried
     from parsers.base import get_parser
 
     by_id = {q.id: q for q in _shared().questions}

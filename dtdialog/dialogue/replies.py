@@ -1,0 +1,144 @@
+"""Every sentence the dialogue manager says to the user, in one place.
+
+``Replies`` holds the wording as plain templates so a deployment for another domain can pass its
+own instance (``DialogueManager(replies=...)``) without touching the state machine; ``DEFAULT_REPLIES``
+is the generic wording, with no domain words: a domain's wording comes from its profile (``dtdialog.setup.profile``,
+``Profile.replies()``). Templates use ``str.format`` fields named after what they receive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class _Option(Protocol):
+    number: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Replies:
+    """The manager's wording; each field is a sentence or a ``str.format`` template."""
+
+    #: nothing to search with while no question is open
+    greeting: str = "Hi! Describe your question - what happens, and what you have already tried."
+    #: a reply with no content while an answer is on screen
+    feedback_prompt: str = ("Tell me what happened when you tried that, or say 'didn't help' for another "
+                            "suggestion, or 'thanks' if it is fixed.")
+    #: a reply with no content after a fallback asked for detail
+    detail_prompt: str = ("Could you add a detail in a few words - the exact symptom, when it happens, or what you "
+                          "already tried? Or say 'human' to talk to a person.")
+    #: an empty or unusable turn while an answer is on screen
+    did_it_help: str = ("Did that help? Say 'thanks' if it is fixed, 'no' for another suggestion, or tell me what "
+                        "happened.")
+    reset: str = "Sure. What is the new question?"
+    #: "thanks" after an answer
+    concluded: str = "Glad that sorted it out! If anything else comes up, just describe it here."
+    #: "thanks" while options are on offer
+    concluded_in_choice: str = "Glad to help! Come back any time."
+    too_long: str = "That message is too long (over {limit} characters). Please describe the problem in a few sentences."
+    unreadable: str = "Sorry, I could not read that: {error}. Please describe the problem in a sentence or two."
+    #: ``{messages}`` is the transcript's length; worded so that 1 reads as well as 12
+    handoff: str = ("I'm passing you to a human agent ({reason}). They will see our whole conversation "
+                    "(messages so far: {messages}), so you won't have to repeat anything.")
+    #: any message after the hand-off: it joins the transcript the person will read
+    handed_off_wait: str = ("A person will pick this up: I've added your message to the conversation they will see. "
+                            "To start over with me instead, say 'new question'.")
+    #: a reply with no content after a question was answered or closed (the greeting is for the first turn only)
+    anything_else: str = "Is there anything else I can help with? Describe what happens and what you have already tried."
+    handoff_asked: str = "you asked for a person"
+    handoff_failures: str = "{failures} answers did not help"
+    handoff_failures_one: str = "the answer did not help"
+    handoff_no_answer: str = "no stored answer addresses the question"
+    #: answers on the topic were found but none passed agreement for the missing part
+    fallback_off_part: str = ("I found answers on this topic, but none that deals with {missing}. "
+                              "Could you add a detail - the exact symptom, when it happens, or what you already tried?")
+    fallback_not_found: str = ("I could not find an answer about {missing}. "
+                               "Could you describe it differently or add a detail (symptom, model, what you tried)?")
+    #: said before the options are listed again after a constraint removed some
+    constraint_noted: str = 'Noted: "{said}". '
+    choose: str = "A few different answers match your description. Which one fits your situation best?"
+    choose_again: str = ("Sorry, I could not match that to an option. "
+                         "Reply with a number, a few words from an option, or 'none of these':")
+    option_line: str = "  {number}) {label}"
+    # --- clarification people can use ---
+    #: none of the offered answers fits and no other strong one is on topic: ask for the one missing detail
+    none_fit_detail: str = ("Then I am missing a detail to find the right answer. In a few words: what exactly happens "
+                            "(the symptom), and which product, part or service is involved? Or say 'human' to talk to a person.")
+    #: said before other strong candidates are offered after "none of these"
+    none_fit_others: str = "OK, not those. "
+    handoff_none_fit: str = "none of the suggested answers fit"
+    handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
+    # --- out-of-scope gate: what the bot says instead of answering from the index ---
+    #: small talk with no question: say what the bot is for and invite the question
+    out_of_scope_greeting: str = ("Hi! I'm the support assistant: I answer questions from our support answers. "
+                                  "What is your question - what happens, and what have you already tried?")
+    #: keyboard mash, random characters
+    out_of_scope_gibberish: str = ("Sorry, I could not make sense of that. Could you rephrase it as a question - what "
+                                   "happens, and when?")
+    #: not English; ``{language}`` is the detected language code (may be empty)
+    out_of_scope_language: str = ("Sorry, I can only understand English. Please describe your question in English "
+                                  "(or say 'human' to talk to a person).")
+    #: English, but not about what the index covers
+    out_of_scope_domain: str = ("Sorry, that seems to be outside what I can help with: it is not a question our "
+                                "support answers cover. If it is, could you describe it in a few words? "
+                                "Or say 'human' to talk to a person.")
+    #: an opening in the domain that says too little to search with ("my car", "it makes a noise")
+    vague_opening: str = ("Could you tell me a bit more: what exactly happens, when does it happen, and what have you "
+                          "already checked?")
+
+    def out_of_scope_text(self, reason: str, *, language: str | None = None) -> str:
+        """Return the reply to an out-of-scope message for ``reason`` (greeting, gibberish, language, vague, domain)."""
+        if reason == "vague":  # not refused: the opening needs detail before it can be searched
+            return self.vague_opening
+        template = getattr(self, f"out_of_scope_{reason}", self.out_of_scope_domain)
+        return template.format(language=language or "")
+    # --- abstention instead of a wrong answer (calibrated confidence) ---
+    #: said when the engine is not confident enough to answer; {question} is the detail question below
+    abstain: str = ("I'm not sure I have the right answer for this yet. {question} "
+                    "Or say 'human' and I'll pass our conversation to a person.")
+    #: the detail question when the question names no part or system the stored answers know
+    abstain_part: str = "Which product, part or service is it about?"
+    #: ... when it names a part but not what happens
+    abstain_symptom: str = "What exactly happens - an error message, something that does not work, something missing?"
+    #: ... when both are there
+    abstain_context: str = "When does it happen, and what have you already tried?"
+    #: ... when both are there and the customer already said what they tried: never ask it again
+    abstain_when: str = "When does it happen, and did anything change after what you already tried?"
+    #: the hand-off reason after an abstention did not lead to a confident answer
+    handoff_unsure: str = "I could not find an answer I'm confident about"
+
+    def too_long_text(self, limit: int) -> str:
+        return self.too_long.format(limit=limit)
+
+    def unreadable_text(self, error: object) -> str:
+        return self.unreadable.format(error=error)
+
+    def handoff_text(self, reason: str, messages: int) -> str:
+        return self.handoff.format(reason=reason, messages=messages)
+
+    def handoff_failures_reason(self, failures: int) -> str:
+        return self.handoff_failures_one if failures == 1 else self.handoff_failures.format(failures=failures)
+
+    def fallback_text(self, missing: str, *, found_on_topic: bool) -> str:
+        """Return the fallback reply; ``found_on_topic`` when answers were found but none for the part asked."""
+        return (self.fallback_off_part if found_on_topic else self.fallback_not_found).format(missing=missing)
+
+    def constraint_noted_text(self, said: str) -> str:
+        return self.constraint_noted.format(said=said)
+
+    def options_text(self, options: Sequence[_Option], *, again: bool = False) -> str:
+        """Return the question that lists ``options`` (``again`` for a reply that matched none)."""
+        head = self.choose_again if again else self.choose
+        return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
+
+    def abstain_text(self, detail: str) -> str:
+        """Return the abstention for the missing ``detail`` (``part``, ``symptom``, ``when`` or ``context``)."""
+        question = {"part": self.abstain_part, "symptom": self.abstain_symptom,
+                    "when": self.abstain_when}.get(detail, self.abstain_context)
+        return self.abstain.format(question=question)
+
+
+DEFAULT_REPLIES = Replies()

@@ -1,0 +1,1 @@
+"""The process around the engine: garbage-collector tuning, process locks, durations, paths."""

@@ -1,0 +1,1 @@
+"""Choosing the answer: the selector, rhetorical agreement, scoring, confidence, abstention, clarification."""

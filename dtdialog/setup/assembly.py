@@ -1,0 +1,443 @@
+"""The one place where an engine is put together: ``build_engine(EngineSpec(...))``.
+
+An ``EngineSpec`` is plain data that chooses an engine: the RST parser, where the answer index lives (or the
+corpus it is built from), the ranker and its model, the ``EngineConfig`` and the session store. It is saved
+and loaded as JSON stamped with a format version, so a run can say exactly which engine it measured.
+
+``build_engine`` joins parser, index, candidate generation, scorer, ``AnswerSelector``, session store and
+``DialogueManager`` into an ``Engine``. The chat and serve commands, the API and every evaluation method and
+benchmark call it; the evaluation's needs are explicit keyword hooks (an already open pool index, a scorer
+wrapper, a dense-vector seed, an encoder), never flags that change what a spec means.
+
+Opening (or building) the index is one explicit step, ``ensure_index``; a saved spec records what this machine
+resolved (``dtdialog.setup.spec_resolution``). With no index location the built-in corpus is used: its index is built once into
+``dtdialog.runtime.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
+corpus or another parser gets a fresh index and an unchanged one is reused.
+
+``use_tree=False`` builds the same engine without the discourse tree (the ablation of ``--no-dt``): the stages of
+``dtdialog.stages.stage_set.FLAT_STAGES``, the learned ranker's model without tree features
+(``ranker-v1-hybrid``) and the rule scorer's agreement weight 0.
+
+A setting that has no effect under the ranker the spec resolves to is refused with ``ConfigError``: the
+rule scorer's options under the learned ranker (``EngineConfig.check_ranker``), and the learned ranker's
+options (``ranker_model``, ``learned_require_agreement``, ``candidate_depth``) under the rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from dtdialog.selection.selector import AnswerSelector
+from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.setup.profile import Profile, resolve_profile
+from dtdialog.setup.spec_resolution import engine_parser_name
+from dtdialog.stages.stage_set import stage_set
+from index.base import AnswerIndex
+from index.registry import BACKENDS
+from parsers.base import RSTParser, get_parser
+from parsers.errors import ConfigError, DTDialogError, InputError
+
+#: The version written into saved specs; ``EngineSpec.load`` refuses any other.
+SPEC_FORMAT = 1
+CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
+RANKER_CHOICES = (None, "auto", "learned", "rules")
+ENCODER_RUNTIMES = (None, "auto", "onnxruntime", "openvino")
+_PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile")
+
+
+@dataclass
+class EngineSpec:
+    """Everything that chooses an engine; invalid values raise ``ConfigError`` with a one-line message.
+
+    parser: RST parser name (None: ``engine_parser_name()``, i.e. ``$DTDIALOG_PARSER`` or the parser the
+        shipped ranker was trained with).
+    backend: ``sqlite`` or ``elasticsearch``; index_url: the Elasticsearch URL (None: ``$ELASTICSEARCH_URL``).
+    index_path: the SQLite index file (built there from ``corpus`` when missing, rebuilt when both are given).
+    corpus, corpus_format: the dialogues to index (None: the built-in corpus).
+    ranker: ``auto``, ``learned`` or ``rules`` (None: ``$DTDIALOG_RANKER`` or ``auto``); ``auto`` is the learned
+        hybrid ranker when the [dense] extra is installed, else the rules (see ``dtdialog.ranking.factory``).
+    ranker_model: learned ranker only - the model file (None: the shipped ``ranker-v1.joblib``).
+    ranker_version: learned ranker only - the name in the model's manifest; another model is refused (None: any).
+    encoder_runtime: learned ranker only - the dense encoder's runtime, ``onnxruntime`` or ``openvino`` (None:
+        ``$DTDIALOG_ENCODER_RUNTIME`` or ``auto``).
+    learned_require_agreement: learned ranker only - drop candidates whose agreement verdict is negative.
+    candidate_depth: learned ranker only - each retriever's list depth (None: the model's training depth).
+    sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager).
+    config: the ``EngineConfig``.
+    profile: a profile YAML file (``dtdialog.setup.profile``) whose wording the engine speaks (None: the profile stored
+        in the index, else the built-in corpus's, else the generic one); stored in an index the spec builds.
+    use_tree: False runs the engine without the discourse tree (see the module docstring); the learned ranker's
+        model must then have no tree features (None ``ranker_model``: the shipped ``ranker-v1-hybrid.joblib``).
+    """
+
+    parser: str | None = None
+    backend: str = "sqlite"
+    index_path: str | None = None
+    index_url: str | None = None
+    corpus: str | None = None
+    corpus_format: str = "builtin"
+    ranker: str | None = None
+    ranker_model: str | None = None
+    ranker_version: str | None = None
+    encoder_runtime: str | None = None
+    learned_require_agreement: bool = False
+    candidate_depth: int | None = None
+    sessions_path: str | None = None
+    config: EngineConfig = field(default_factory=EngineConfig)
+    profile: str | None = None
+    use_tree: bool = True
+
+    def __post_init__(self) -> None:
+        for name in _PATH_FIELDS:  # paths are kept as strings: the spec is JSON data
+            value = getattr(self, name)
+            if isinstance(value, Path):
+                setattr(self, name, str(value))
+            elif value is not None and not isinstance(value, str):
+                raise ConfigError(f"engine spec: {name} must be a path or null, got {value!r}")
+        for name in ("parser", "index_url", "ranker_version"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ConfigError(f"engine spec: {name} must be a string or null")
+        _check_choice("backend", self.backend, BACKENDS)
+        _check_choice("corpus_format", self.corpus_format, CORPUS_FORMATS)
+        _check_choice("ranker", self.ranker, RANKER_CHOICES)
+        _check_choice("encoder_runtime", self.encoder_runtime, ENCODER_RUNTIMES)
+        if self.corpus is not None and self.corpus_format == "builtin":
+            raise ConfigError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
+        for name in ("learned_require_agreement", "use_tree"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"engine spec: {name} must be true or false, got {getattr(self, name)!r}")
+        depth = self.candidate_depth
+        if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+            raise ConfigError(f"engine spec: candidate_depth must be an integer >= 1 or null, got {depth!r}")
+        if isinstance(self.config, dict):
+            self.config = EngineConfig.from_dict(self.config)
+        if not isinstance(self.config, EngineConfig):
+            raise ConfigError("engine spec: config must be an engine config object")
+
+    def learned_options(self) -> list[str]:
+        """Return the learned-ranker-only options this spec sets (they have no effect under the rules)."""
+        return [name for name, unset in (("ranker_model", None), ("ranker_version", None), ("encoder_runtime", None),
+                                         ("learned_require_agreement", False), ("candidate_depth", None))
+                if getattr(self, name) != unset]
+
+    def model_path(self) -> str | None:
+        """Return the learned ranker's model file: ``ranker_model``, else the shipped model without tree features when
+        ``use_tree`` is False, else None (the shipped ``ranker-v1.joblib``)."""
+        if self.ranker_model is not None or self.use_tree:
+            return self.ranker_model
+        from dtdialog.ranking.learned_scorer import TREELESS_MODEL
+
+        return str(TREELESS_MODEL)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the spec as a JSON-ready dict stamped with ``format``."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["config"] = self.config.to_dict()
+        return {"format": SPEC_FORMAT, **data}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EngineSpec:
+        """Return the spec in ``data``; a wrong format version or an unknown key raises ``ConfigError``."""
+        if not isinstance(data, dict):
+            raise ConfigError("engine spec: expected an object")
+        data = dict(data)
+        version = data.pop("format", SPEC_FORMAT)
+        if version != SPEC_FORMAT:
+            raise ConfigError(f"engine spec: format {version!r} is not supported (expected {SPEC_FORMAT})")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"engine spec: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the spec, resolved here (``dtdialog.setup.spec_resolution.resolve_spec``), as JSON to ``path``
+        (``parsers.files.atomic_write``); return the path."""
+        from dtdialog.setup.spec_resolution import resolve_spec
+        from parsers.files import atomic_write_text
+
+        path = Path(path)
+        data = resolve_spec(self).to_dict()
+        try:
+            atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+        except OSError as exc:
+            raise ConfigError(f"cannot write engine spec {path}: {exc.strerror or exc}") from None
+        except InputError as exc:  # a folder, device, FIFO or link there
+            raise ConfigError(f"cannot write engine spec: {exc}") from None
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> EngineSpec:
+        """Return the spec saved at ``path``; an unreadable file, or one this machine cannot build
+        (``dtdialog.setup.spec_resolution.spec_problem``), raises ``ConfigError``."""
+        from dtdialog.setup.spec_resolution import spec_problem
+
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read engine spec {path}: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"cannot read engine spec {path}: not valid JSON (nested too deeply)") from None
+        spec = cls.from_dict(data)
+        problem = spec_problem(spec)
+        if problem is not None:
+            raise ConfigError(f"engine spec {path} cannot be built here: {problem}")
+        return spec
+
+
+def _check_choice(name: str, value, choices: tuple) -> None:
+    if value not in choices:
+        shown = ", ".join(str(c) for c in choices if c is not None)
+        raise ConfigError(f"engine spec: unknown {name} {value!r}; expected one of {shown}")
+
+
+@dataclass
+class Engine:
+    """A built engine: ``parser``, ``index``, the ``selector`` over them and, with a session store, ``manager``.
+
+    ``ranker`` is the ranker the spec resolved to (``learned`` or ``rules``); ``index_location`` the index file
+    (or ``elasticsearch``); ``built`` whether this build (re)built the index; ``profile`` the wording it speaks.
+    """
+
+    spec: EngineSpec
+    parser: RSTParser
+    index: AnswerIndex
+    selector: AnswerSelector
+    ranker: str
+    index_path: Path | None = None
+    index_location: str = ""
+    built: bool = False
+    store: Any = None
+    manager: Any = None
+    profile: Profile = field(default_factory=Profile)
+
+    @property
+    def generator(self):
+        """Return the selector's candidate generator."""
+        return self.selector.generator
+
+    @property
+    def scorer(self):
+        """Return the selector's candidate scorer."""
+        return self.selector.scorer
+
+    def refresh(self, *, progress: bool = False) -> None:
+        """Give the engine a new selector (empty caches) after stored answers changed under the same ids.
+
+        The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
+        """
+        self.selector, self.ranker = _selector(self.spec, parser=self.parser, index=self.index,
+                                               index_path=self.index_path, hooks=_Hooks(), progress=progress,
+                                               profile=self.profile)
+        if self.manager is not None:
+            self.manager.selector = self.selector
+
+    def warm_up(self) -> None:
+        """Load now what the first turn would otherwise load: spaCy, the query encoder, the domain profile.
+
+        ``build_engine`` does this itself unless it is given ``warm=False``; ``dtdialog chat`` then runs it in
+        a background thread while the first prompt waits for the user, and joins it before the first turn.
+        """
+        from dtdialog.ranking.learned_scorer import LearnedScorer
+
+        _warm_parser(self.parser)
+        if isinstance(self.selector.scorer, LearnedScorer):
+            from dtdialog.ranking.factory import warm_up_scorer
+
+            warm_up_scorer(self.selector.scorer)
+        if self.manager is not None and self.manager.scope is not None:
+            self.manager.scope.profile()  # learn the domain (about 1 s on the built-in index)
+
+    def close(self) -> None:
+        """Close the session store and the index."""
+        if self.store is not None:
+            self.store.close()
+        self.index.close()
+
+
+@dataclass
+class _Hooks:
+    """What an evaluation hands ``build_engine`` beyond the spec (see ``build_engine``)."""
+
+    encoder: Any = None
+    wrap_scorer: Callable[[Any], Any] | None = None
+    seed_vectors: Callable[[AnswerIndex, Path], None] | None = None
+    #: False: ``learned_ranking`` leaves the warm-up to ``Engine.warm_up`` (``build_engine(warm=False)``)
+    warm: bool = True
+
+
+def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parser: RSTParser | None = None,
+                 index: AnswerIndex | None = None, index_path: str | Path | None = None, encoder=None,
+                 wrap_scorer: Callable[[Any], Any] | None = None,
+                 seed_vectors: Callable[[AnswerIndex, Path], None] | None = None, warm: bool = True) -> Engine:
+    """Return the ``Engine`` that ``spec`` describes; the only place where its parts are joined.
+
+    * ``parser``: an already loaded ``RSTParser`` to use instead of loading ``spec.parser``.
+    * ``index`` (with ``index_path``, its SQLite file, where the learned ranker keeps dense vectors): an
+      already open index, e.g. an evaluation's pool index; the spec must then name no index or corpus.
+    * ``encoder``: the dense query encoder (default: a new ``DenseEncoder``).
+    * ``wrap_scorer``: called with the learned ranker's ``LearnedScorer``; what it returns scores instead
+      (the evaluation's out-of-fold scorer and feature recorder).
+    * ``seed_vectors(index, path)``: called before the learned ranker loads the dense vectors beside ``path``
+      (the evaluation writes them from its cross-run vector cache).
+    * ``warm=False``: leave the lazily loaded parts (spaCy, the query encoder, the domain profile) to
+      ``Engine.warm_up`` or the first turn, so a caller can show its first prompt sooner.
+
+    Raises ``ConfigError``/``InputError``/``ModelNotAvailableError`` with one-line messages.
+    """
+    spec = spec or EngineSpec()
+    rst = parser if parser is not None else get_parser(engine_parser_name(spec.parser))
+    given_index = index is not None
+    if index is not None:
+        if spec.index_path is not None or spec.corpus is not None:
+            raise ConfigError("build_engine: give an open index or an index location in the spec, not both")
+        path = Path(index_path) if index_path is not None else None
+        location, built = str(path) if path is not None else getattr(index, "backend", ""), False
+    else:
+        index, path, location, built = ensure_index(spec, rst, progress=progress)
+    hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors, warm=warm)
+    try:
+        profile = resolve_profile(path=spec.profile, info=index.info(),
+                                  builtin=not given_index and spec.index_path is None and spec.corpus is None)
+        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, hooks=hooks, progress=progress,
+                                     profile=profile)
+        store, manager = _manager(spec, selector, profile)
+    except BaseException:
+        index.close()
+        raise
+    engine = Engine(spec=spec, parser=rst, index=index, selector=selector, ranker=ranker, index_path=path,
+                    index_location=location, built=built, store=store, manager=manager, profile=profile)
+    if warm:
+        engine.warm_up()
+    return engine
+
+
+def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tuple[AnswerIndex, Path | None, str, bool]:
+    """Return ``(index, SQLite path or None, location, built)``: the spec's index opened, built first when missing
+    or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``). Its dense vectors are the
+    learned ranker's, encoded before its ranking is made (``dtdialog.ranking.factory.dense_vectors``)."""
+    from dtdialog.setup.index_location import open_spec_index
+
+    return open_spec_index(spec, parser, progress=progress)
+
+
+def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
+              progress: bool, profile: Profile) -> tuple[AnswerSelector, str]:
+    """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks, entity
+    matching with the profile's synonyms (the default list when it names none)."""
+    from dtdialog.understanding.entities import EntityNormalizer
+
+    generator, scorer = _ranking(spec, index=index, index_path=index_path, hooks=hooks, progress=progress)
+    ranker = "rules" if scorer is None else "learned"
+    normalizer = EntityNormalizer(synonyms=profile.synonyms) if profile.synonyms is not None else None
+    config = spec.config
+    if scorer is None and not spec.use_tree:  # no agreement was checked: the rule scorer must not weigh it
+        config = replace(config, agreement_weight=0.0, first_step_agreement_weight=0.0)
+    selector = AnswerSelector(index=index, parser=parser, config=config, generator=generator, scorer=scorer,
+                              normalizer=normalizer, calibrator=engine_calibrator(spec, scorer),
+                              stages=stage_set(spec.use_tree))
+    seed = getattr(getattr(scorer, "extractor", None), "seed_query", None)
+    if seed is not None:  # the SG feature takes the question's phrases from the RST parser's spaCy parse
+        selector.question_analyzed = (seed,)
+    return selector, ranker
+
+
+def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
+    """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
+    from dtdialog.ranking.factory import dense_vectors, learned_ranking, learned_usable, load_model, resolve_ranker
+    from dtdialog.ranking.features import DT_FEATURES
+
+    name = resolve_ranker(spec.ranker)
+    model = None
+    if name != "rules" and learned_usable(name, index=index, index_path=index_path):
+        model = load_model(name, spec.model_path(), deferred=not hooks.warm)
+    if model is None:
+        if spec.learned_options():
+            raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
+                              "remove it or use --ranker learned")
+        return None, None
+    version = str(model.manifest.get("name") or "")
+    tree_features = [n for n in model.feature_names if n in DT_FEATURES]
+    if not spec.use_tree and tree_features:
+        raise ConfigError(f"engine spec: the ranker model {version!r} reads discourse-tree features "
+                          f"({', '.join(tree_features[:3])}, ...); without the tree use a 'hybrid' feature-set model")
+    if spec.ranker_version is not None and version != spec.ranker_version:
+        raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
+    spec.config.check_ranker("learned")
+    from index.dense import DenseEncoder
+
+    encoder = hooks.encoder or DenseEncoder(runtime=spec.encoder_runtime)
+    if hooks.seed_vectors is not None and index_path is not None:
+        hooks.seed_vectors(index, index_path)
+    store = dense_vectors(index, index_path, encoder=encoder, progress=progress)  # the one place vectors are encoded
+    generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
+                                        depth=spec.candidate_depth, encoder=encoder,
+                                        require_agreement=spec.learned_require_agreement, progress=progress,
+                                        warm=hooks.warm, store=store)
+    if hooks.wrap_scorer is not None:
+        scorer = hooks.wrap_scorer(scorer)
+    return generator, scorer
+
+
+def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
+    """Return ``(session store, DialogueManager)`` over ``spec.sessions_path``, speaking ``profile``'s wording, or
+    ``(None, None)`` without a session store."""
+    if spec.sessions_path is None:
+        return None, None
+    from dtdialog.dialogue.manager import DialogueManager
+    from dtdialog.dialogue.session_store import SessionStore
+
+    path = Path(spec.sessions_path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store = SessionStore(path)
+    # out-of-scope gate: learns the domain from the selector's own index
+    from dtdialog.understanding.scope import ScopeGate
+
+    nearest, prefetch = _nearest_answer_cosine(selector)
+    scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
+                      mass=spec.config.scope_mass, dense=nearest, prefetch=prefetch,
+                      dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
+    from dtdialog.dialogue.abstain import load_followup_calibrator
+
+    return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
+                                  calibrator=selector.calibrator, replies=profile.replies(),
+                                  followup_calibrator=load_followup_calibrator(selector.calibrator))
+
+
+def _nearest_answer_cosine(selector: AnswerSelector):
+    """Return ``(text -> largest cosine to a stored answer, text -> start encoding it on a worker)`` from the
+    learned ranker's dense signals, or ``(None, None)``."""
+    from dtdialog.ranking.learned_scorer import LearnedScorer
+
+    if not isinstance(selector.scorer, LearnedScorer) or selector.scorer.extractor.dense is None:
+        return None, None
+    dense = selector.scorer.extractor.dense
+
+    def nearest(text: str) -> float:
+        hits = dense.search(text, k=1)
+        return float(hits[0][1]) if hits else 0.0
+
+    return nearest, dense.prefetch
+
+
+# --- calibrated confidence: the calibrator that matches the engine's ranker ---
+def engine_calibrator(spec: EngineSpec, scorer):
+    """Return the ``Calibrator`` fitted for the ranker (``scorer`` None: the rule scorer), or None when there is none."""
+    from dtdialog.selection.confidence import load_calibrator
+
+    model = getattr(scorer, "model", None)
+    if model is None:
+        return load_calibrator("rules")
+    return load_calibrator("learned", model_name=str(model.manifest.get("name", "")), model_path=spec.model_path())
+
+
+def _warm_parser(parser: RSTParser) -> None:
+    """Load the parser's NLP pipeline now (it loads lazily), not in the first user's turn."""
+    try:
+        parser.parse("The order arrived.")
+    except DTDialogError:  # warming is an optimisation; a real problem surfaces, with its message, on the first turn
+        pass

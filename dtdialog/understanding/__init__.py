@@ -1,0 +1,1 @@
+"""Reading the customer's message: DT-Q parts, queries, entities, tried actions, presuppositions, scope."""

@@ -1,0 +1,91 @@
+"""User constraints ("I can't remove the engine", "no special tools", "I don't have a scan tool").
+
+A constraint is the set of content words of what the user cannot do or does not have. A
+candidate answer *violates* it when its text contains every one of those terms (stems and car
+synonyms via ``EntityNormalizer``): "remove ... engine" is hit by "remove the engine mount
+bolts" but not by "remove the air filter".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from dtdialog.understanding.entities import EntityNormalizer
+from index.vocabulary import entity_words, is_entity_word
+
+CANNOT = "cannot"
+LACKS = "lacks"
+
+_STOP_AT = r"(?=\s*(?:[.,;:!?]|\bbut\b|\band\b|\bso\b|\bbecause\b|\bsince\b|\bor\b|\bwhat\b|\bhow\b|$))"
+_CANNOT = re.compile(
+    r"\b(?:i|we)\s*(?:can't|cant|cannot|can not|couldn't|could not|am not able to|'m not able to|m not able to|"
+    r"am unable to|'m unable to|won't be able to|don't want to|dont want to|do not want to|refuse to|"
+    r"have no way to|have no means to)\s+(?P<what>[a-z][a-z' -]{1,60}?)" + _STOP_AT)
+_LACKS = re.compile(
+    r"\b(?:i|we)\s*(?:don't|dont|do not|didn't|did not)\s+(?:have|own|got)\s+(?P<what>[a-z][a-z' -]{1,50}?)" + _STOP_AT
+    + r"|\b(?:i|we)\s*(?:have|own|got)\s+no\s+(?P<what2>[a-z][a-z' -]{1,50}?)" + _STOP_AT)
+#: "no X" / "without X" only counts as a constraint for equipment, so "no pressure" stays a symptom.
+_EQUIPMENT = ("tool", "tools", "scanner", "scan tool", "lift", "jack", "jack stands", "garage", "gauge", "meter",
+              "multimeter", "compressor", "welder", "torque wrench", "code reader", "socket set", "equipment",
+              "hoist", "ramps")
+_NO_EQUIPMENT = re.compile(
+    r"\b(?:no|without(?:\s+a|\s+an|\s+any)?|not\s+(?:a|any))\s+(?P<what>(?:[a-z-]+\s+){0,2}?(?:"
+    + "|".join(re.escape(e) for e in sorted(_EQUIPMENT, key=len, reverse=True)) + r"))\b")
+_MAX_WORDS = 4
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """Something the user cannot do (``cannot``) or does not have (``lacks``)."""
+
+    kind: str
+    text: str
+    words: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "words": list(self.words)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Constraint:
+        return cls(kind=str(data["kind"]), text=str(data["text"]), words=tuple(data.get("words", ())))
+
+    def terms(self, normalizer: EntityNormalizer) -> frozenset[str]:
+        """Return the stems a candidate must all mention to violate this constraint."""
+        return normalizer.terms_of_text(" ".join(self.words))
+
+    def violated_by(self, answer_terms: frozenset[str], normalizer: EntityNormalizer) -> bool:
+        """Return True when an answer with ``answer_terms`` mentions everything this constraint excludes."""
+        terms = self.terms(normalizer)
+        singles = {t for t in terms if " " not in t}
+        return bool(singles) and singles <= answer_terms
+
+
+def _content(phrase: str) -> tuple[str, ...]:
+    words = [w for w in entity_words(phrase) if is_entity_word(w) or w in {"remove", "use", "take", "get", "lift", "buy"}]
+    return tuple(words[:_MAX_WORDS])
+
+
+def extract_constraints(text: str) -> list[Constraint]:
+    """Return the constraints stated in ``text`` (possibly none), in order, without duplicates."""
+    lowered = text.lower().replace("\u2019", "'")
+    found: list[tuple[int, Constraint]] = []
+    for match in _CANNOT.finditer(lowered):
+        words = _content(match.group("what"))
+        if words:
+            found.append((match.start(), Constraint(CANNOT, match.group(0).strip(), words)))
+    for match in _LACKS.finditer(lowered):
+        what = match.group("what") or match.group("what2") or ""
+        words = _content(what)
+        if words:
+            found.append((match.start(), Constraint(LACKS, match.group(0).strip(), words)))
+    for match in _NO_EQUIPMENT.finditer(lowered):
+        words = _content(match.group("what"))
+        if words and not any(start <= match.start() < start + len(c.text) for start, c in found):
+            found.append((match.start(), Constraint(LACKS, match.group(0).strip(), words)))
+    out: list[Constraint] = []
+    for _, c in sorted(found, key=lambda x: x[0]):
+        if all(c.words != o.words for o in out):
+            out.append(c)
+    return out

@@ -1,0 +1,268 @@
+"""Facts an answer's opening takes for granted, and whether the customer ever stated them.
+
+"After a starter job, the most common mistakes are ..." answers someone who just replaced a starter; to a customer
+who never mentioned one it reads as an answer to another person. ``presupposed_facts(opening, normalizer)`` reads
+the answer's opening sentence for three kinds of presupposition trigger:
+
+* **a prior event**: a subordinator that states its clause as given ("after", "since", "now that", ...) followed by
+  a job on a part ("a starter job", "the timing belt change") or a done action ("you replaced the pump", "the
+  battery is new", read by ``dtdialog.understanding.tried``'s report reader);
+* **a reported observation**: a demonstrative or "your" before a kind of evidence only the customer can report
+  ("that P0420 code", "that clicking noise", "your check engine light"), or "the X you got / heard / mentioned";
+* **a diagnosed symptom**: the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign
+  of ...", "A single click usually means ...").
+
+``unstated(fact, ground)`` says which of a fact's terms the conversation never stated. ``CommonGround`` holds what
+was said (the customer's messages and the answers already given), in the selector's entity terms (stems, car
+synonyms). A part named only inside a longer term is not stated by it: "the solenoid" (canonical "starter
+solenoid") does not state a starter job. A state given as a premise ("Since the engine cranks, ...") is not a
+trigger: a customer's "could not start" often stands for it, and judging it needs knowledge of symptoms.
+The trigger words are English grammar and kinds of evidence (``resources/presupposition_triggers.json``); what a
+fact is about always comes from the entity vocabulary, so an index of another domain is read the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.tried import head_terms, reported_in_clause
+from index.vocabulary import entity_words, is_entity_word, words_of
+from parsers.tree import DiscourseTree
+
+TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
+PRIOR_JOB, PRIOR_ACTION, OBSERVATION, SYMPTOM = "a prior job", "a prior action", "an observation", "a symptom"
+#: how many words may stand between a determiner and the kind of evidence ("that P0420 code", "your check engine light")
+NOUN_WINDOW = 3
+#: a diagnosis' subject longer than this is not one noun phrase ("The first thing to know when ... means")
+SUBJECT_WORDS = 12
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_CLAUSE_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|while|when|if)\s")
+_PRONOUNS = frozenset({"it", "this", "that", "these", "those", "which", "what", "there", "they", "you", "i", "we"})
+_DEFINITE = _PRONOUNS | {"the", "your", "my", "our"}
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A fact an answer takes as given: its ``kind``, the answer's words, the terms that name it.
+
+    ``key`` says which terms must have been said for it to count as stated: ``heads`` (a part's head term: "starter"
+    of "a starter job"), ``modifiers`` (what sets an observation apart: "clicking" of "that clicking noise"; the noun
+    itself when nothing modifies it) or ``any`` (any term of a diagnosed symptom).
+    """
+
+    kind: str
+    phrase: str
+    terms: frozenset[str]
+    key: str
+
+
+@dataclass(frozen=True)
+class Presupposition:
+    """An answer's opening fact that the conversation never stated, and the terms missing from it."""
+
+    fact: Fact
+    missing: frozenset[str]
+
+    def explain(self) -> str:
+        """Return why the answer was demoted, quoting its words ('it presupposes a prior job you never mentioned ...')."""
+        return f'it presupposes {self.fact.kind} you never mentioned: "{self.fact.phrase}"'
+
+
+@dataclass(frozen=True)
+class CommonGround:
+    """What the conversation stated: every entity term (``terms``) and the head terms of each phrase (``heads``)."""
+
+    terms: frozenset[str]
+    heads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Triggers:
+    events: tuple[tuple[str, ...], ...]
+    jobs: frozenset[str]
+    observations: frozenset[str]
+    kinds: dict[str, tuple[str, ...]]
+    determiners: frozenset[str]
+    report_verbs: frozenset[str]
+    diagnoses: tuple[tuple[str, ...], ...]
+    hedges: frozenset[str]
+
+
+@lru_cache(maxsize=1)
+def _triggers() -> _Triggers:
+    data = json.loads(TRIGGERS_PATH.read_text(encoding="utf-8"))
+    longest_first = lambda items: tuple(sorted((tuple(i.split()) for i in items), key=len, reverse=True))  # noqa: E731
+    kinds = {word: tuple(group) for group in data["observation_kinds"] for word in group}
+    return _Triggers(events=longest_first(data["event_triggers"]), jobs=frozenset(data["job_nouns"]),
+                     observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
+                     report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
+                     hedges=frozenset(data["hedges"]))
+
+
+def common_ground(texts: Iterable[str], normalizer: EntityNormalizer) -> CommonGround:
+    """Return what ``texts`` (the customer's messages, the answers given) state, in the normaliser's terms."""
+    terms: set[str] = set()
+    heads: set[str] = set()
+    for text in texts:
+        if text:
+            stated, named = _ground_of(text, normalizer)
+            terms |= stated
+            heads |= named
+    return CommonGround(terms=frozenset(terms), heads=frozenset(heads))
+
+
+@lru_cache(maxsize=4096)
+def _ground_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str], frozenset[str]]:
+    """Return the terms and phrase heads one text states: every later turn of a session reads the same texts again."""
+    heads: set[str] = set()
+    for phrase in _phrases(text):
+        heads |= head_terms(normalizer.terms_of_text(phrase))
+    return normalizer.terms_of_text(text), frozenset(heads)
+
+
+def _phrases(text: str) -> list[str]:
+    """Return the runs of content words of ``text`` between punctuation and function words ("ignition coils")."""
+    out: list[str] = []
+    for piece in re.split(r"[^\w'\- ]+", text):
+        run: list[str] = []
+        for word in entity_words(piece) + [""]:
+            if word and is_entity_word(word):
+                run.append(word)
+            elif run:
+                out.append(" ".join(run))
+                run = []
+    return out
+
+
+def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
+    """Return the answer's opening sentence: the EDUs of its first sentence, else the text up to the first stop."""
+    if tree is not None and tree.edus:
+        first = tree.edus[0].sentence
+        return " ".join(e.text.strip() for e in tree.edus if e.sentence == first)
+    return _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+
+
+def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
+    """Return the first fact of ``opening`` that ``ground`` never stated, or None."""
+    for fact in presupposed_facts(opening, normalizer):
+        missing = unstated(fact, ground)
+        if missing:
+            return Presupposition(fact=fact, missing=missing)
+    return None
+
+
+def unstated(fact: Fact, ground: CommonGround) -> frozenset[str]:
+    """Return the terms of ``fact`` that show it was never stated (empty: it was)."""
+    said = ground.heads if fact.key == "heads" else ground.terms
+    return frozenset() if fact.terms & said else fact.terms
+
+
+@lru_cache(maxsize=50_000)
+def presupposed_facts(opening: str, normalizer: EntityNormalizer) -> tuple[Fact, ...]:
+    """Return the facts ``opening`` (an answer's first sentence) takes as given, in the order met."""
+    lowered = opening.lower()
+    return (*_event_facts(lowered, normalizer), *_observation_facts(lowered, normalizer),
+            *_symptom_facts(lowered, normalizer))
+
+
+def _event_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
+    """Return "after a starter job" (a job on a part) and "since you replaced the pump" (a done action)."""
+    out = []
+    for match in _event_pattern().finditer(sentence):
+        trigger, clause = match.group(1), " ".join(words_of(_CLAUSE_END.split(match.group(2), maxsplit=1)[0]))
+        job = _job_fact(clause, normalizer)
+        if job is not None:
+            out.append(job)
+            continue
+        for action in reported_in_clause(clause, normalizer):
+            terms = head_terms(action.objects)
+            if terms:
+                out.append(Fact(PRIOR_ACTION, f"{trigger} {clause}", terms, "heads"))
+    return out
+
+
+@lru_cache(maxsize=1)
+def _event_pattern() -> re.Pattern[str]:
+    """Return the pattern of a trigger and the rest of its sentence ("since" + "you replaced the pump, check ...")."""
+    alternatives = "|".join(r"\s+".join(map(re.escape, t)) for t in _triggers().events)
+    # only where a clause starts: "a vibration after new tires are installed is common" states nothing as given
+    return re.compile(rf"(?:^|[,;:]\s*|\b(?:and|but|so)\s+)({alternatives})\s+(?=(.*))")
+
+
+def _job_fact(clause: str, normalizer: EntityNormalizer) -> Fact | None:
+    """Return "a starter job": a job noun and the part named before it, or None."""
+    words = clause.split()
+    for k, word in enumerate(words[:NOUN_WINDOW + 2]):
+        if word in _triggers().jobs and k:
+            terms = head_terms(normalizer.terms_of_text(" ".join(words[:k])))
+            if terms:
+                return Fact(PRIOR_JOB, " ".join(words[:k + 1]), terms, "heads")
+    return None
+
+
+def _observation_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
+    """Return "that clicking noise", "your code" and "the code you got": evidence only the customer can report."""
+    words, triggers, out = words_of(sentence), _triggers(), []
+    for i, word in enumerate(words):
+        if word in triggers.determiners:
+            noun = _last_observation(words, i + 1)
+            if noun is not None and not (word in ("that", "this") and _plural(words[noun])):
+                out.extend(_noun_fact(words[i:noun + 1], words[i + 1:noun], words[noun], normalizer))
+        elif word == "the":
+            you = next((j for j in range(i + 2, min(i + 2 + NOUN_WINDOW, len(words))) if words[j] == "you"), None)
+            if you is not None and words[you - 1] in triggers.observations and _reports(words[you + 1:you + 3]):
+                out.extend(_noun_fact(words[i:you + 2], words[i + 1:you - 1], words[you - 1], normalizer))
+    return out
+
+
+def _last_observation(words: list[str], start: int) -> int | None:
+    """Return where the noun phrase from ``start`` ends in a kind of evidence ("clicking noise": at noise), or None."""
+    found = None
+    for j in range(start, min(start + NOUN_WINDOW, len(words))):
+        if not is_entity_word(words[j]):
+            break
+        if words[j] in _triggers().observations:
+            found = j
+    return found
+
+
+def _plural(noun: str) -> bool:
+    return noun.endswith("s") and not noun.endswith("ss")
+
+
+def _reports(after_you: list[str]) -> bool:
+    """Return True for "got", "'ve got", "are hearing" after "the X you": the customer has or reported X."""
+    verbs = [w for w in after_you if w not in ("are", "were", "have", "'ve", "had", "'re")] or after_you[:1]
+    return bool(verbs) and verbs[0] in _triggers().report_verbs
+
+
+def _noun_fact(phrase: list[str], modifiers: list[str], noun: str, normalizer: EntityNormalizer) -> list[Fact]:
+    """Return the fact of an observation phrase: its modifiers' terms set it apart, else any word of the noun's kind."""
+    kind = " ".join(_triggers().kinds.get(noun, (noun,)))
+    terms = normalizer.terms_of_text(" ".join(modifiers)) or normalizer.terms_of_text(kind)
+    return [Fact(OBSERVATION, " ".join(phrase), terms, "modifiers")] if terms else []
+
+
+def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
+    """Return the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign of ...")."""
+    first_clause = _CLAUSE_END.split(sentence, maxsplit=1)[0]
+    words = words_of(first_clause)
+    triggers = _triggers()
+    for i in range(1, min(len(words), SUBJECT_WORDS + 1)):
+        verb = next((v for v in triggers.diagnoses if tuple(words[i:i + len(v)]) == v), None)
+        if verb is None:
+            continue
+        subject = words[:i]
+        while subject and subject[-1] in triggers.hedges:
+            subject = subject[:-1]
+        if not subject or subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
+            return []  # a definite subject ("the supplied values") is the customer's own report, in other words
+        terms = normalizer.terms_of_text(" ".join(subject))
+        return [Fact(SYMPTOM, " ".join([*subject, *verb]), terms, "any")] if terms else []
+    return []
