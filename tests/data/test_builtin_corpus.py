@@ -24,7 +24,18 @@ def corpus() -> list[Dialogue]:
 
 
 def test_corpus_is_large_enough(corpus: list[Dialogue]) -> None:
-    assert len(corpus) >= 150
+    assert len(corpus) >= 1000
+    assert sum(len(d.answers()) for d in corpus) >= 2500
+
+
+def test_no_two_answers_or_questions_share_a_near_identical_paragraph(corpus: list[Dialogue]) -> None:
+    from data.near_duplicates import near_duplicates
+
+    answers = [(d.id, turn.text) for d in corpus for _, turn in d.answers()]
+    questions = [(d.id, d.question) for d in corpus]
+    for items in (answers, questions):
+        pairs = [(items[i][0], items[j][0], score) for i, j, score in near_duplicates([t for _, t in items])]
+        assert not pairs, pairs[:5]
 
 
 def test_every_dialogue_is_q_then_alternating_a_c_ending_with_a(corpus: list[Dialogue]) -> None:
@@ -183,3 +194,14 @@ def test_malformed_synonym_file_is_a_clear_error(tmp_path: Path) -> None:
     path.write_text("{oops", encoding="utf-8")
     with pytest.raises(InputError, match="not a valid JSON"):
         load_car_synonyms(path)
+
+
+def test_the_near_duplicate_finder_sees_a_copied_paragraph_among_distinct_ones() -> None:
+    from data.near_duplicates import near_duplicates
+
+    base = ("Check the battery terminals for white or green corrosion, clean them with a wire brush and baking soda, "
+            "and tighten the clamps before you test the starter again.")
+    texts = [base, "Rotate the tires every six months and keep them at the pressure on the door jamb label.",
+             base.replace("before you test", "and only then test"),
+             "A squeal that stops when you brake is usually the pad wear indicator touching the rotor."]
+    assert [(i, j) for i, j, _ in near_duplicates(texts)] == [(0, 2)]
