@@ -23,7 +23,7 @@ from parsers.errors import DTDialogError, InputError, StorageError
 REPLY_KINDS = tuple(ReplyKind)
 EXPECT_KEYS = ("kind", "answer_id", "answer_contains", "contains", "not_contains", "state", "min_confidence",
                "max_confidence")
-TEST_KEYS = ("name", "turns")
+TEST_KEYS = ("name", "turns", "known_failure")
 TURN_KEYS = ("customer", "expect")
 YAML_SUFFIXES = (".yaml", ".yml")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -106,6 +106,9 @@ class Turn:
 class ConversationTest:
     name: str
     turns: tuple[Turn, ...]
+    #: why the bot is known to fail this test today: its failed turns are reported as KNOWN and do not fail the run;
+    #: where it passes (another ranker, a fix) the report says the mark can go
+    known_failure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,10 +142,16 @@ class TurnOutcome:
     expect: Expectation
     got: TurnGot
     failures: tuple[str, ...]
+    known_failure: str | None = None
 
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    @property
+    def known(self) -> bool:
+        """A failed turn of a test marked ``known_failure``: reported, but not a failure of the run."""
+        return bool(self.failures) and self.known_failure is not None
 
 
 # --- reading and validating -----------------------------------------------------------------------------
@@ -233,8 +242,12 @@ def _test(path: Path, number: int, item: Any) -> ConversationTest:
     turns = item.get("turns")
     if not isinstance(turns, list) or not turns:
         raise InputError(f"{where}: 'turns' must be a non-empty list")
+    known = item.get("known_failure")
+    if known is not None and (not isinstance(known, str) or not known.strip()):
+        raise InputError(f"{where}: 'known_failure' must say why the bot fails it today")
     return ConversationTest(name=name.strip(), turns=tuple(_turn(f"{where}, turn {i}", t)
-                                                           for i, t in enumerate(turns, start=1)))
+                                                           for i, t in enumerate(turns, start=1)),
+                            known_failure=known.strip() if known else None)
 
 
 def _turn(where: str, item: Any) -> Turn:
@@ -315,7 +328,7 @@ def run_tests(manager, tests: Iterable[ConversationTest]) -> list[TurnOutcome]:
                 got = TurnGot(kind="error", reply="", state="", error=str(exc))
             failures = [f"error: {got.error}"] if got.error else turn.expect.failures(got)
             outcomes.append(TurnOutcome(test=test.name, number=number, customer=turn.customer, expect=turn.expect,
-                                        got=got, failures=tuple(failures)))
+                                        got=got, failures=tuple(failures), known_failure=test.known_failure))
     return outcomes
 
 
@@ -328,22 +341,35 @@ def _answer_text(manager, answer_id: str | None) -> str | None:
 
 # --- reporting ------------------------------------------------------------------------------------------
 
+def failed_tests(outcomes: Sequence[TurnOutcome]) -> set[str]:
+    """Return the tests that fail the run: those with a failed turn not marked known."""
+    return {o.test for o in outcomes if not o.passed and not o.known}
+
+
 def summary(outcomes: Sequence[TurnOutcome]) -> str:
-    """Return the one-line summary: tests and turns, passed and failed."""
+    """Return the one-line summary: tests and turns, passed and failed (and known failures, when there are)."""
     tests = list(dict.fromkeys(o.test for o in outcomes))
-    failed_tests = {o.test for o in outcomes if not o.passed}
-    failed_turns = sum(not o.passed for o in outcomes)
-    return (f"{len(tests)} test(s): {len(tests) - len(failed_tests)} passed, {len(failed_tests)} failed; "
-            f"{len(outcomes)} turn(s): {len(outcomes) - failed_turns} passed, {failed_turns} failed")
+    failed = failed_tests(outcomes)
+    known = {o.test for o in outcomes if o.known}
+    failed_turns = sum(not o.passed and not o.known for o in outcomes)
+    known_turns = sum(o.known for o in outcomes)
+    line = (f"{len(tests)} test(s): {len(tests) - len(failed) - len(known)} passed, {len(failed)} failed; "
+            f"{len(outcomes)} turn(s): {len(outcomes) - failed_turns - known_turns} passed, {failed_turns} failed")
+    return line + (f"; {len(known)} known failure(s)" if known else "")
 
 
 def report_lines(outcomes: Sequence[TurnOutcome]) -> list[str]:
     """Return the per-turn report: PASS/FAIL, and for a failure what was expected and what the bot did."""
     lines = []
+    fixed = {o.test for o in outcomes if o.known_failure is not None} - {o.test for o in outcomes if o.known}
     for o in outcomes:
-        lines.append(f"{'PASS' if o.passed else 'FAIL'} {o.test} / turn {o.number}")
+        lines.append(f"{'PASS' if o.passed else 'KNOWN' if o.known else 'FAIL'} {o.test} / turn {o.number}")
         if o.passed:
+            if o.test in fixed and o.number == 1:
+                lines.append(f"     marked known_failure ({o.known_failure}), but it passes here")
             continue
+        if o.known:
+            lines.append(f"     known failure: {o.known_failure}")
         lines.extend(f"     {problem}" for problem in o.failures)
         lines.append(f"     customer: {_one_line(o.customer)}")
         if not o.got.error:
@@ -362,13 +388,16 @@ def junit_xml(outcomes: Sequence[TurnOutcome], *, suite: str = "dtdialog convers
     """Return a JUnit XML report: one ``testcase`` per turn (classname = the test), a ``failure`` per failed turn."""
     import xml.etree.ElementTree as ET
 
-    failed = sum(not o.passed for o in outcomes)
+    failed = sum(not o.passed and not o.known for o in outcomes)
+    known = sum(o.known for o in outcomes)
     root = ET.Element("testsuites", name=suite, tests=str(len(outcomes)), failures=str(failed), errors="0")
     element = ET.SubElement(root, "testsuite", name=suite, tests=str(len(outcomes)), failures=str(failed),
-                            errors="0", skipped="0")
+                            errors="0", skipped=str(known))
     for o in outcomes:
         case = ET.SubElement(element, "testcase", classname=o.test, name=f"turn {o.number}: {_one_line(o.customer, 80)}")
-        if not o.passed:
+        if o.known:
+            ET.SubElement(case, "skipped", message=f"known failure: {o.known_failure}; " + "; ".join(o.failures))
+        elif not o.passed:
             failure = ET.SubElement(case, "failure", message="; ".join(o.failures), type="ExpectationFailed")
             failure.text = "\n".join([*o.failures, f"expected: {json.dumps(o.expect.to_dict(), ensure_ascii=False)}",
                                       f"got: {json.dumps(o.got.to_dict(), ensure_ascii=False)}"])

@@ -107,7 +107,7 @@ def judged_figures(rows: list[dict]) -> dict:
         current = [v for v in verdicts if by_id.get(v["id"], {}).get("answer_id") == v["answer_id"]]
         right = [v["verdict"] == "right" for v in current]
         figures["answers"] = {"judged": len(verdicts), "current": len(current), "right": _share(right)}
-        lines.append(f"Judged first answers (a seeded sample, read by a person): {len(current)} of {len(verdicts)} "
+        lines.append(f"Judged first answers (a seeded sample, judged by reading): {len(current)} of {len(verdicts)} "
                      f"still given; relevant and right: {_pct(figures['answers']['right'])}.")
     if JUDGED_ABSTENTIONS.is_file():
         verdicts = [json.loads(line) for line in JUDGED_ABSTENTIONS.read_text(encoding="utf-8").splitlines()

@@ -30,9 +30,9 @@ def test_builtin_conversation_tests_pass_on_the_builtin_index(builtin_rules_inde
     n_turns = sum(len(t.turns) for t in tests)
     assert 6 <= len(tests) <= 20
     assert code == 0, out
-    assert out.count("PASS ") == n_turns and "FAIL" not in out
-    assert out.splitlines()[-1] == (f"{len(tests)} test(s): {len(tests)} passed, 0 failed; "
-                                    f"{n_turns} turn(s): {n_turns} passed, 0 failed")
+    known = sum(len(t.turns) for t in tests if t.known_failure)
+    assert "FAIL" not in out and out.count("PASS ") >= n_turns - known
+    assert f"{len(tests)} test(s): " in out.splitlines()[-1] and " 0 failed; " in out.splitlines()[-1]
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("tests") == str(n_turns) and suite.get("failures") == "0"
     # test sessions go to a throw-away store, not the user's
@@ -46,7 +46,7 @@ tests:
   - name: paper question
     turns:
       - customer: "{PAPER_Q}"
-        expect: {{kind: answer, answer_id: no_start-paper-001#1, state: AWAITING_FEEDBACK}}
+        expect: {{kind: [answer, clarify, abstain]}}
       - customer: "I want to talk to a human."
         expect: {{kind: answer, contains: "fuel pressure"}}
 """, encoding="utf-8")
@@ -89,5 +89,40 @@ def test_builtin_conversation_tests_pass_with_the_learned_ranker(builtin_learned
     code = main(["test", "--index", str(index), str(builtin_tests_path()), "--quiet", "--failures-only"])
     out = capsys.readouterr().out
     assert code == 0, out
-    [line] = out.splitlines()  # --failures-only: no failed turn to list, only the summary
-    assert line.endswith(", 0 failed")
+    assert "FAIL" not in out  # --failures-only: known failures and the summary only
+    assert " 0 failed; " in out.splitlines()[-1]
+
+
+def test_a_known_failure_is_reported_but_does_not_fail_the_run(builtin_rules_index, tmp_path, capsys):
+    tests = tmp_path / "conversations.yaml"
+    tests.write_text(f"""\
+tests:
+  - name: known
+    known_failure: "the bot cannot hand off on a question"
+    turns:
+      - customer: "{PAPER_Q}"
+        expect: {{kind: handoff}}
+  - name: passes though marked
+    known_failure: "fixed since"
+    turns:
+      - customer: "I want to talk to a human."
+        expect: {{kind: handoff}}
+""", encoding="utf-8")
+    junit = tmp_path / "junit.xml"
+    code = main(["test", str(tests), "--index", str(builtin_rules_index), "--quiet", "--junit", str(junit)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "KNOWN known / turn 1" in out and "known failure: the bot cannot hand off on a question" in out
+    assert "marked known_failure (fixed since), but it passes here" in out
+    assert out.splitlines()[-1] == "2 test(s): 1 passed, 0 failed; 2 turn(s): 1 passed, 0 failed; 1 known failure(s)"
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("skipped")) == ("0", "1")
+
+
+def test_known_failure_must_say_why(tmp_path):
+    from parsers.errors import InputError
+
+    path = tmp_path / "t.yaml"
+    path.write_text('tests:\n  - name: x\n    known_failure: ""\n    turns:\n      - customer: "hi"\n', encoding="utf-8")
+    with pytest.raises(InputError, match="'known_failure' must say why"):
+        load_tests(path)
