@@ -3,7 +3,8 @@
 ``python -m eval.already_tried.candidates --out FILE`` picks, with seed 13, up to 150 mechanics questions and 130
 Reddit car posts (with a question mark and a body) that mention a done action (the ``MENTIONS_DONE`` words; the judges
 then decide whether the question really states one), and gives each the accepted answer where there is one plus the
-BM25 and dense top-5 from one pool (the shared mechanics answers and the built-in corpus), interleaved, 10 at most.
+BM25 and dense top-5 from one pool (the shared mechanics answers and the 184 built-in dialogues the corpus held when
+they were judged), interleaved, 10 at most.
 The file holds the texts, so it is written outside the repository; the judgments keep only ids.
 """
 
@@ -16,8 +17,8 @@ import re
 import sys
 from pathlib import Path
 
-from eval.already_tried.gold import MAX_CANDIDATES, reddit_questions
-from eval.datasets import default_data_dir, load_builtin, load_mechanics
+from eval.already_tried.gold import MAX_CANDIDATES, judged_builtin_pool, reddit_questions
+from eval.datasets import default_data_dir, load_mechanics
 from eval.entry import one_line_errors
 from parsers.files import atomic_write_text
 
@@ -33,7 +34,7 @@ def build(data_dir: Path) -> list[dict]:
     from eval.methods import get_method
 
     mechanics = load_mechanics(data_dir)
-    pool = [*mechanics.pool, *load_builtin().pool]
+    pool = [*mechanics.pool, *judged_builtin_pool()]
     texts = {a.id: a.text for a in pool}
     picked = [{"id": f"mechanics:{d.id}", "question": d.question, "gold": d.answer_ids[0]}
               for d in mechanics.dialogues if MENTIONS_DONE.search(d.question)]

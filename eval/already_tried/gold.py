@@ -22,6 +22,8 @@ from eval.datasets import DatasetUnavailable, PoolAnswer, default_data_dir, load
 from parsers.errors import InputError
 
 JUDGMENTS_PATH = Path(__file__).resolve().parent / "judgments.jsonl"
+#: the built-in dialogues the pool held when the candidates were judged (the corpus has grown since)
+POOL_BUILTIN_PATH = Path(__file__).resolve().parent / "pool_builtin_dialogues.txt"
 SECOND_JUDGE_PATH = Path(__file__).resolve().parent / "judgments_second.jsonl"
 MAX_CANDIDATES = 10
 REDDIT_FILES = {"MechanicAdvice": "reddit_mechanicadvice_top.csv", "Cartalk": "reddit_cartalk_top.csv"}
@@ -82,7 +84,7 @@ def load_shipped(data_dir: Path | str | None = None, path: Path = JUDGMENTS_PATH
     """Return the shipped judgments with their texts read from the shared data; ``DatasetUnavailable`` without it."""
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     mechanics = load_mechanics(data_dir)
-    pool = (*mechanics.pool, *load_builtin().pool)
+    pool = (*mechanics.pool, *judged_builtin_pool())
     texts = {a.id: a.text for a in pool}
     questions = {f"mechanics:{d.id}": d.question for d in mechanics.dialogues}
     accepted = {f"mechanics:{d.id}": d.answer_ids[0] for d in mechanics.dialogues}
@@ -98,6 +100,12 @@ def load_shipped(data_dir: Path | str | None = None, path: Path = JUDGMENTS_PATH
     kept = tuple(q for q in (_question(row, f"{path.name}:{n}", text_of=text_of, gold_id=accepted.get(row.get("id")))
                              for n, row in rows) if q is not None)
     return GoldSet(name="mechanics+reddit", questions=kept, pool=pool, judged=len(rows))
+
+
+def judged_builtin_pool() -> tuple[PoolAnswer, ...]:
+    """Return the built-in answers of the pool as it was judged: the dialogues ``POOL_BUILTIN_PATH`` lists."""
+    keep = set(POOL_BUILTIN_PATH.read_text(encoding="utf-8").split())
+    return tuple(a for a in load_builtin().pool if a.dialogue_id in keep)
 
 
 def reddit_questions(data_dir: Path) -> dict[str, str]:
