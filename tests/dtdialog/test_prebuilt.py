@@ -23,9 +23,8 @@ from parsers.base import get_parser
 from parsers.errors import DTDialogError
 
 SHIPPED = sorted(p for p in prebuilt.PREBUILT_DIR.glob("builtin-*") if p.is_dir())
-#: What the shipped bundles may weigh together (they are in every install): the 1,024-dialogue corpus's bundle is
-#: about 11 MB, most of it the answers' text twice (the index's documents and its full-text content) and their vectors
-MAX_SHIPPED_BYTES = 12_000_000
+#: What the shipped bundles may weigh together (they are in every install).
+MAX_SHIPPED_BYTES = 5_000_000
 
 
 @pytest.fixture(scope="module")
