@@ -562,14 +562,15 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
     kw = {"coverage": coverage, "n_resamples": n_resamples, "seed": seed}
     unseen_rows_of = {e.name: unseen_rows(e, unseen, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress)
                       for e in eval_sets if unseen and e.name in ("mechanics", "builtin")}
+    shipped = EngineConfig().abstention.abstain_below
     result = {"coverage": coverage, "band": BAND, "folds": k, "seed": seed, "ranker": sets[0].ranker,
               "command": command, "provenance": provenance(eval_sets, ranker=ranker),
               "sets": [{"name": s.name, "first": len(s.first), "later": len(s.later)} for s in sets],
               "first": [h.to_dict() for h in first_step_schemes(sets, **kw)],
               "later": [h.to_dict() for h in later_step_schemes(sets, **kw)],
-              "shipped": [h.to_dict() for h in shipped_figures(sets, threshold=EngineConfig().abstain_below, **kw)],
+              "shipped": [h.to_dict() for h in shipped_figures(sets, threshold=shipped, **kw)],
               "fitted_thresholds": fitted_thresholds(sets, coverage=coverage),
-              "unseen": unseen_figures(sets, unseen_rows_of, threshold=EngineConfig().abstain_below)}
+              "unseen": unseen_figures(sets, unseen_rows_of, threshold=shipped)}
     atomic_write_text(out / "crossfit.json", json.dumps(result, indent=2) + "\n")
     atomic_write_text(out / "crossfit.md", markdown(result, command=command))
     written = [out / "crossfit.md", out / "crossfit.json"]

@@ -15,7 +15,7 @@ Issue 13, item 3. The out-of-scope gate (``dtdialog.understanding.scope``) of th
 The engine is the default one (the learned ranker), so the gate reads the dense signal too: each message's
 largest MiniLM cosine to a stored answer (leave-one-dialogue-out for the built-in openings).
 
-Each set is split in halves with a seeded coin. The gate's settings (``EngineConfig.scope_quantile``,
+Each set is split in halves with a seeded coin. The gate's settings (``EngineConfig.scope.scope_quantile``,
 ``scope_mass``, ``scope_dense_floor``, ``scope_dense_sure``) are fitted on the fit halves - the fewest real
 car questions refused (the mean over the real sets), subject to >= 95% of the built-in openings answered
 leave-one-out and <= ``FIT_OOS`` of the out-of-scope messages answered (a wrong answer is worse than a
@@ -437,13 +437,14 @@ def evaluate(data_dir: Path, *, seed: int = 13, progress: bool = True, files: li
             engine.close()
     halves = [split(oos, random.Random(f"{seed}-oos")), split(builtin, random.Random(f"{seed}-builtin")),
               split_real(real, random.Random(f"{seed}-real"))]
-    default = EngineConfig()
+    default = EngineConfig().scope
     # with an encoder only its cosines are fitted: the quantile and mass are the rule ranker's whole domain check
     lexical = {} if ranker == "rules" else {"quantiles": (default.scope_quantile,), "masses": (default.scope_mass,)}
     quantile, rule, fit_rates = fit(profile, *(h[0] for h in halves), **lexical)
     dense_on = ranker == "learned"
     default_rule = Rule(profile.threshold(default.scope_quantile), default.scope_mass,
-                        default.scope_dense_floor if dense_on else None, default.scope_dense_sure if dense_on else None)
+                        default.scope_dense_floor if dense_on else None,
+                        default.scope_dense_sure if dense_on else None)
     prov = {**provenance([], ranker=ranker), "data": [{"name": "out-of-scope sets", "data": str(data_dir),
                                                        "files": [str(f) for f in files or ()], "format": fmt,
                                                        "pool": {"kind": "builtin", "size": profile.n}}]}

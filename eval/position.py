@@ -96,6 +96,7 @@ def measure(eval_set: EvalSet, *, ranker: str | None, modes: Sequence[str], prog
             margins: Sequence[float] = ()) -> DatasetPosition:
     """Return the detector's accuracy and the step-1 position figures of ``eval_set`` under each mode and
     ``opening_margin`` (``margins``; default the engine's)."""
+    from dtdialog.setup.engine_config import PositionConfig
     from eval.methods.dtq import DTQMethod
     from index.position import position_of
 
@@ -114,9 +115,10 @@ def measure(eval_set: EvalSet, *, ranker: str | None, modes: Sequence[str], prog
             stands[doc_id] = position_of(doc).stands_alone
             _count(out.detector, was=role == "followup", reads=not stands[doc_id])
         base = selector.config
+        default_margins = (base.position.opening_margin,)
         for mode in modes:
-            for margin in (margins or (base.opening_margin,)) if mode != "off" else (base.opening_margin,):
-                selector.config = replace(base, step1_position=mode, opening_margin=margin)
+            for margin in (margins or default_margins) if mode != "off" else default_margins:
+                selector.config = replace(base, position=PositionConfig(step1_position=mode, opening_margin=margin))
                 out.steps.append(_step_one(eval_set, selector, mode, roles, stands, margin=margin))
         selector.config = base
     finally:
@@ -239,7 +241,7 @@ def _confident_opening(selector, ranked, roles: dict[str, str]) -> bool:
     if opener is None or selector.calibrator is None:
         return False
     value = selector.calibrator.confidence([opener, *(c for c in ranked if c is not opener)])
-    return value is not None and value >= selector.config.abstain_below
+    return value is not None and value >= selector.config.abstention.abstain_below
 
 
 def render(results: Sequence[DatasetPosition], command: str) -> str:

@@ -98,7 +98,7 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
 
     from dtdialog.ranking.dense_signals import dense_query_text
     from dtdialog.setup.assembly import EngineSpec, build_engine
-    from dtdialog.setup.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig, RetrievalConfig
     from index.registry import open_index
 
     dialogues = list(eval_set.dialogues[:limit] if limit else eval_set.dialogues)
@@ -108,7 +108,7 @@ def collect_dialogue_rows(eval_set, *, cache: Path, k: int, progress: bool = Tru
         return [QueryRows(**r) for r in json.loads(rows_path.read_text(encoding="utf-8"))]
     out: list = []
     # the serving engine's candidates (hybrid, k deep) and signals, recorded instead of scored
-    spec = EngineSpec(ranker="learned", candidate_depth=k, config=EngineConfig(candidates=k))
+    spec = EngineSpec(ranker="learned", candidate_depth=k, config=EngineConfig(retrieval=RetrievalConfig(candidates=k)))
     engine = build_engine(spec, progress=progress, index=open_index(backend="sqlite", path=index_path),
                           index_path=index_path, wrap_scorer=lambda scorer: RecordingScorer(extractor=scorer.extractor))
     with engine.index:

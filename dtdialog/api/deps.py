@@ -51,7 +51,7 @@ def message_limit(service: EngineService) -> int:
 
     Loads the engine: call it on the engine thread.
     """
-    return min(service.settings.max_text_chars, service.manager().config.max_input_chars)
+    return min(service.settings.max_text_chars, service.manager().config.dialogue.max_input_chars)
 
 
 def refuse_surrogates(text: str, *, field: str) -> None:

@@ -58,7 +58,7 @@ class _ApiSettingsFields:
     api_key: str | None = None
     max_body_bytes: int = 1_000_000
     #: limit of a text that is not a dialogue turn (parse, search, indexed answers); turns have the engine's
-    #: own limit (``EngineConfig.max_input_chars``), which the sessions endpoint applies
+    #: own limit (``EngineConfig.dialogue.max_input_chars``), which the sessions endpoint applies
     max_text_chars: int = MAX_CHARS
     max_documents_per_request: int = 200
     rebuild_roots: tuple[Path, ...] = ()

@@ -188,15 +188,16 @@ CHAT_ENGINE_OPTIONS = {"agreement_table": None, "overlap_scope": "relation", "cl
 
 def engine_spec(args: argparse.Namespace):
     """Return the ``EngineSpec`` the chat options describe (or the saved one ``--engine`` names)."""
-    from dtdialog.setup.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import AgreementConfig, ClarifyConfig, EngineConfig
 
-    options = {"agreement_table": args.agreement_table, "overlap_scope": args.overlap_scope}
-    if args.clarify_margin is not None:
-        options["clarify_margin"] = args.clarify_margin
-    if args.clarify_ratio is not None:
-        options["clarify_ratio"] = args.clarify_ratio
-    return spec_from_args(args, extra_options=CHAT_ENGINE_OPTIONS,
-                          config=None if args.engine is not None else EngineConfig(**options))
+    if args.engine is not None:
+        return spec_from_args(args, extra_options=CHAT_ENGINE_OPTIONS)
+    clarify = {name: getattr(args, name) for name in ("clarify_margin", "clarify_ratio")
+               if getattr(args, name) is not None}
+    config = EngineConfig(agreement=AgreementConfig(agreement_table=args.agreement_table,
+                                                    overlap_scope=args.overlap_scope),
+                          clarify=ClarifyConfig(**clarify))
+    return spec_from_args(args, extra_options=CHAT_ENGINE_OPTIONS, config=config)
 
 
 def _shown(line: str, limit: int = 300) -> str:

@@ -2,7 +2,7 @@
 
 First answers, follow-up answers, answers after a clarification and after a rejection all pass the same
 rule: the calibrated probability that the answer is right (``dtdialog.selection.confidence.Calibrator``) must reach
-``EngineConfig.abstain_below``. The learned ranker's calibrator reads every step (it is fitted on first and
+``EngineConfig.abstention.abstain_below``. The learned ranker's calibrator reads every step (it is fitted on first and
 later answers); the rule scorer's reads first answers, and its follow-up steps (ranked from the customer's
 reply) have a calibrator of their own, fitted on later steps of real dialogues (``python -m
 eval.calibrate_followup``), because their numbers lie where the first-answer one reads doubt. An answer the customer picked from offered options is the customer's choice, not the bot's guess,

@@ -18,11 +18,11 @@ def competes(cand: Any, best: Any, config: EngineConfig) -> bool:
     Its score must be within ``clarify_margin`` of the best and at least ``clarify_ratio`` of it, and its topical
     coverage (``topic_ratio``) at least ``clarify_ratio`` too.
     """
-    if best.score - cand.score > config.clarify_margin:
+    if best.score - cand.score > config.clarify.clarify_margin:
         return False
-    if best.score > 0 and cand.score < config.clarify_ratio * best.score:
+    if best.score > 0 and cand.score < config.clarify.clarify_ratio * best.score:
         return False
-    return cand.features.get("topic_ratio", 1.0) >= config.clarify_ratio
+    return cand.features.get("topic_ratio", 1.0) >= config.clarify.clarify_ratio
 
 
 def close_alternatives(ranked: Sequence[Any], config: EngineConfig) -> list[Any]:
@@ -45,7 +45,7 @@ def strong_others(ranked: Sequence[Any], passed: Sequence[str], yardstick: Seque
         return []
     best = max(c.score for c in bar)
     topic = max(c.features.get("topic", 0.0) for c in bar)
-    floor = config.clarify_ratio * best if best > 0 else best
+    floor = config.clarify.clarify_ratio * best if best > 0 else best
     return [c for c in ranked if c.document.id not in passed and c.score >= floor
-            and c.features.get("topic", 0.0) >= config.clarify_ratio * topic
-            and c.features.get("topic_ratio", 1.0) >= config.clarify_ratio]
+            and c.features.get("topic", 0.0) >= config.clarify.clarify_ratio * topic
+            and c.features.get("topic_ratio", 1.0) >= config.clarify.clarify_ratio]

@@ -62,7 +62,7 @@ class TurnHandlers:
         choosing = record.state == State.AWAITING_CHOICE
         options = memory.pending_of(record).options if choosing and record.pending else []
         if problem == IntentKind.TOO_LONG:
-            message = replies.too_long_text(self.ctx.config.max_input_chars)
+            message = replies.too_long_text(self.ctx.config.dialogue.max_input_chars)
         elif choosing:
             message = replies.options_text(memory.pending_of(record).options, again=True)
         elif record.state == State.HANDED_OFF:
@@ -139,7 +139,7 @@ class TurnHandlers:
             return self.on_add_detail(record, text, intent, trace)
         # "no" to a request for detail: the customer has none, so the bot's confidence cannot grow
         record.failures += 1
-        if record.failures >= self.ctx.config.max_failures:
+        if record.failures >= self.ctx.config.dialogue.max_failures:
             return self.outcomes.hand_off(record, trace, HandoffReason.UNSURE)
         return self.on_ask_again(record, text, intent, trace)
 

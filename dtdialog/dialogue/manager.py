@@ -79,7 +79,7 @@ class DialogueManager:
     def rule(self) -> ConfidenceRule:
         """The confidence rule every answer passes, over the current calibrators and threshold."""
         followup = self.followup_calibrator if self.calibrator is not None else None
-        return ConfidenceRule(self.calibrator, self.config.abstain_below, followup=followup)
+        return ConfidenceRule(self.calibrator, self.config.abstention.abstain_below, followup=followup)
 
     def start_session(self, session_id: str | None = None) -> str:
         """Create and store a new session; return its id (``session_id``, else a uuid4 hex).
@@ -112,7 +112,7 @@ class DialogueManager:
             # the turn only appends its own trace: never read and parse the stored history
             record = self.store.load(session_id, traces=False)
             record.turns += 1
-            clean, problem = intents.sanitize(text, max_chars=self.config.max_input_chars)
+            clean, problem = intents.sanitize(text, max_chars=self.config.dialogue.max_input_chars)
             trace = TurnTrace(session_id=session_id, turn=record.turns, user_text=clean, state_before=record.state)
             if problem is not None:
                 result = self.turns.bad_input(record, problem, trace)
@@ -128,7 +128,7 @@ class DialogueManager:
             record.traces.append(result.trace)
             if before_save is not None:
                 before_save(result, record)
-            self.store.save(record, keep_traces=self.config.max_traces)
+            self.store.save(record, keep_traces=self.config.dialogue.max_traces)
             return result
 
     @contextmanager

@@ -48,7 +48,7 @@ class NoneFits:
         offered = [o.answer_id for o in pending.options if o.answer_id]
         record.pending = None
         record.failures += 1
-        if record.failures >= self.ctx.config.max_failures:
+        if record.failures >= self.ctx.config.dialogue.max_failures:
             record.skipped.extend(offered)
             return self.outcomes.hand_off(record, trace, HandoffReason.NONE_FIT)
         if detail:
@@ -79,7 +79,7 @@ class NoneFits:
         """
         if len(others) == 1:
             return self.outcomes.deliver_if_sure(record, trace, others[0], outcome)
-        result = self.outcomes.offer(record, trace, [c.document for c in others[: self.ctx.config.max_options]],
+        result = self.outcomes.offer(record, trace, [c.document for c in others[: self.ctx.config.clarify.max_options]],
                                      head=self.ctx.replies.none_fit_others)
         record.pending = {**(record.pending or {}), "yardstick": list(first)}
         return result

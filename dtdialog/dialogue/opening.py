@@ -57,7 +57,7 @@ class QuestionIntake:
                    vague: bool) -> TurnResult:
         # a reply to "could you describe the symptom?" completes the message before it; refused words may
         # still sink the joined text's domain share, so the reply alone may vouch for it
-        joined = f"{held} {question}"[-self.ctx.config.max_input_chars:]  # one message's limit, like any turn
+        joined = f"{held} {question}"[-self.ctx.config.dialogue.max_input_chars:]  # one message's limit, like any turn
         trace.note("joined to the message before it, which was too vague" if vague else
                    "joined to the message refused as off-domain before it")
         verdict = self.scope_verdict(joined, trace)

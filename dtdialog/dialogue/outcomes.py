@@ -60,7 +60,7 @@ class Outcomes:
         """Return a clarification over ``docs`` (best first); ``head`` is said before the options."""
         selector, config = self.ctx.selector, self.ctx.config
         pending = build_options([(d.id, selector.answer_edus(d), selector.answer_tree(d)) for d in docs],
-                                normalizer=selector, max_options=config.max_options,
+                                normalizer=selector, max_options=config.clarify.max_options,
                                 ignore_terms=self.said_terms(record))
         record.pending = pending.to_dict()
         record.state = State.AWAITING_CHOICE
@@ -76,7 +76,7 @@ class Outcomes:
     def fallback(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace) -> TurnResult:
         """No answer for the step: ask for a detail; it counts as a failed step, so it ends in the hand-off."""
         record.failures += 1
-        if record.failures >= self.ctx.config.max_failures:
+        if record.failures >= self.ctx.config.dialogue.max_failures:
             return self.hand_off(record, trace, HandoffReason.NO_ANSWER)
         missing = missing_text(outcome)
         reply = self.ctx.replies.fallback_text(missing, found_on_topic=bool(outcome.rejected))
@@ -92,8 +92,8 @@ class Outcomes:
         """
         config = self.ctx.config
         record.failures += 1
-        trace.note(f"confidence {confidence:.2f} is below {config.abstain_below:.2f}: not answering")
-        if record.failures >= config.max_failures:
+        trace.note(f"confidence {confidence:.2f} is below {config.abstention.abstain_below:.2f}: not answering")
+        if record.failures >= config.dialogue.max_failures:
             return self.hand_off(record, trace, HandoffReason.UNSURE)
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried))
         record.state = State.AWAITING_DETAIL

@@ -46,7 +46,7 @@ class Steps:
         outcome = self.ctx.selector.rank_outcome(
             question=plan, step=record.step, followups=followups,
             exclude_ids=[i for i in record.excluded_ids if i not in keep],
-            constraints=memory.constraints_of(record), size=self.ctx.config.candidates,
+            constraints=memory.constraints_of(record), size=self.ctx.config.retrieval.candidates,
             context_ids=record.context_ids, **memory.tried_kwargs(record))
         memory.remember_tried(record, outcome)
         return outcome
@@ -69,7 +69,7 @@ class Steps:
         ranked = self.fresh(record, outcome.candidates)
         close = close_alternatives(ranked, config)
         if allow_clarify and len(close) >= 2:
-            return self.outcomes.offer(record, trace, [c.document for c in close[: config.max_options]])
+            return self.outcomes.offer(record, trace, [c.document for c in close[: config.clarify.max_options]])
         followup_step = outcome.followup_tree is not None
         confidence = rule.confidence(ranked[0], ranked, followup_step=followup_step) if ranked else None
         if ranked and rule.sure(confidence):
@@ -91,7 +91,7 @@ class Steps:
         selector = self.ctx.selector
         shown = [selector.answer_terms(doc) for doc in map(selector.document, record.delivered) if doc is not None]
         # the answer, its runner-up (the confidence's margin) and the options are all a turn reads
-        return fresh_candidates(ranked, shown, self.candidate_terms, limit=self.ctx.config.max_options + 2)
+        return fresh_candidates(ranked, shown, self.candidate_terms, limit=self.ctx.config.clarify.max_options + 2)
 
     def candidate_terms(self, cand: Any) -> frozenset[str]:
         """Return a candidate's answer terms (from its analysis when the ranking made one)."""
@@ -111,7 +111,7 @@ class Steps:
         """Offer the next answer for the same part; ``rejected``: the customer turned the answer on screen down."""
         if rejected:
             record.rejections += 1
-            if record.rejections >= self.ctx.config.max_rejections:
+            if record.rejections >= self.ctx.config.dialogue.max_rejections:
                 return self.outcomes.hand_off(record, trace, HandoffReason.REJECTED)
         if extra:
             record.step_followups = record.step_followups + [extra]

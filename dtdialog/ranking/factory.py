@@ -120,7 +120,8 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
     from dtdialog.ranking.learned_scorer import LearnedScorer
     from dtdialog.ranking.signals import SignalExtractor
 
-    depth = depth or int(model.manifest.get("k") or config.candidates)  # the list depth the model was trained on
+    # the list depth the model was trained on
+    depth = depth or int(model.manifest.get("k") or config.retrieval.candidates)
     generator, dense = _hybrid_generator(index, index_path, depth=depth, encoder=encoder, progress=progress,
                                          store=store)
     sg_store = _sg_store(index, index_path, progress=progress) if model.uses_sg else None

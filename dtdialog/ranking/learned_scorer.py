@@ -288,16 +288,16 @@ class LearnedScorer:
         for cand, row, logit in zip(candidates, rows, logits):
             features = dict(cand.features)
             value = _sigmoid(float(logit))
-            value += cfg.continuation_weight * features.get("continuation", 0.0)
-            value += cfg.question_weight * features.get("question_match", 0.0)
-            value += cfg.step_weight * features.get("step_match", 0.0)
+            value += cfg.scoring.continuation_weight * features.get("continuation", 0.0)
+            value += cfg.scoring.question_weight * features.get("question_match", 0.0)
+            value += cfg.scoring.step_weight * features.get("step_match", 0.0)
             if self.require_agreement and not cand.agreement.verdict:
                 continue
             violations = features.get("constraint_violations", 0.0)
             if violations:
-                if cfg.constraint_penalty >= 1.0:
+                if cfg.scoring.constraint_penalty >= 1.0:
                     continue
-                value *= (1 - cfg.constraint_penalty) ** violations
+                value *= (1 - cfg.scoring.constraint_penalty) ** violations
             features.update({name: row[name] for name in self.model.feature_names})
             features.update(model_logit=float(logit), agreement=cand.agreement.score,
                             verdict=1.0 if cand.agreement.verdict else 0.0)

@@ -61,8 +61,8 @@ class RuleScorer:
 
     The sum is multiplied by (1-penalty) per constraint violation.
 
-    Candidates failing agreement are dropped when ``config.require_agreement`` (except on the first
-    step when ``config.soft_first_step``, where ``first_step_agreement_weight`` replaces ``w``), else their
+    Candidates failing agreement are dropped when ``config.rules.require_agreement`` (except on the first
+    step when ``config.rules.soft_first_step``, where ``first_step_agreement_weight`` replaces ``w``), else their
     score is multiplied by ``1 - w``; with ``constraint_penalty == 1`` violators are dropped.
     """
 
@@ -74,8 +74,8 @@ class RuleScorer:
         """Return the kept candidates with ``score`` and ``features`` filled, best first (ties by id)."""
         cfg = self.config
         best = max((c.retrieval_score for c in candidates), default=0.0)
-        soft = cfg.soft_first_step and not followups
-        weight = cfg.first_step_agreement_weight if soft else cfg.agreement_weight
+        soft = cfg.rules.soft_first_step and not followups
+        weight = cfg.rules.first_step_agreement_weight if soft else cfg.rules.agreement_weight
         kept: list[RankedCandidate] = []
         for cand in candidates:
             retrieval = max(0.0, min(1.0, cand.retrieval_score / best)) if best > 0 else 0.0
@@ -83,17 +83,17 @@ class RuleScorer:
             continuation = features.get("continuation", 0.0)
             violations = features.get("constraint_violations", 0.0)
             value = (1 - weight) * retrieval + weight * cand.agreement.score
-            value += cfg.continuation_weight * continuation
-            value += cfg.question_weight * features.get("question_match", 0.0)
-            value += cfg.step_weight * features.get("step_match", 0.0)
+            value += cfg.scoring.continuation_weight * continuation
+            value += cfg.scoring.question_weight * features.get("question_match", 0.0)
+            value += cfg.scoring.step_weight * features.get("step_match", 0.0)
             # how much of the question the answer is about, relative to the most on-topic candidate
-            value += cfg.topic_weight * features.get("topic_ratio", 0.0)
+            value += cfg.rules.topic_weight * features.get("topic_ratio", 0.0)
             if violations:
-                if cfg.constraint_penalty >= 1.0:
+                if cfg.scoring.constraint_penalty >= 1.0:
                     continue
-                value *= (1 - cfg.constraint_penalty) ** violations
+                value *= (1 - cfg.scoring.constraint_penalty) ** violations
             if not cand.agreement.verdict:
-                if cfg.require_agreement and not soft:
+                if cfg.rules.require_agreement and not soft:
                     continue
                 value *= 1 - weight
             features.update(retrieval=retrieval, agreement=cand.agreement.score,

@@ -96,9 +96,10 @@ class AnswerSelector:
         #: called with (question, its spaCy ``AnalyzedText``, the parser's NLP backend) when the rule parser plans a
         #: question (``_parse_question``): the learned ranker's SG feature reuses the parse (``assembly``)
         self.question_analyzed: tuple = ()
-        table = AgreementTable.load(self.config.agreement_table)
-        self.agreement = RhetoricalAgreement(table=table, normalizer=self.normalizer, ratio=self.config.agreement_ratio,
-                                              overlap_scope=self.config.overlap_scope)
+        options = self.config.agreement
+        self.agreement = RhetoricalAgreement(table=AgreementTable.load(options.agreement_table),
+                                              normalizer=self.normalizer, ratio=options.agreement_ratio,
+                                              overlap_scope=options.overlap_scope)
         # Parsing is not serialised: the API's engine threads parse side by side (a turn's short question beside
         # another client's long search). A spaCy pipeline's inference keeps its state per call (the parser's
         # transition states and activations, run without the GIL) and only reads the model's weights; the
@@ -175,29 +176,31 @@ class AnswerSelector:
         """
         plan = question if isinstance(question, QuestionPlan) else self.plan(question)
         self._prepare(plan.question, followups)
-        tools, record, depth = self._tools(), StepRecord(), self.config.candidates
+        config = self.config
+        tools, record, depth = self._tools(), StepRecord(), config.retrieval.candidates
         step_plan = plan_step(plan, step=step, followups=followups, constraints=_as_constraints(constraints),
                               context_ids=context_ids, tools=tools, record=record)
-        query = form_query(step_plan, exclude_ids=exclude_ids, size=depth, whole_question=self.config.whole_question,
-                           record=record)
+        query = form_query(step_plan, exclude_ids=exclude_ids, size=depth,
+                           whole_question=config.retrieval.whole_question, record=record)
         pool = gather_candidates(step_plan, query, generator=self.generator, followups=followups,
                                  exclude_ids=exclude_ids, size=depth, tools=tools, record=record)
         agreed = self.stages.agreement(step_plan, pool, agreement=self.agreement, record=record)
         candidates = describe_candidates(step_plan, agreed, tools=tools)
         scored = score_candidates(step_plan, candidates, scorer=self.scorer, followups=followups, record=record)
         done = self.stages.tried(step_plan, tried, tools=tools, record=record)
-        scored = demote_tried(scored, done, penalty=self.config.already_tried_penalty, tools=tools, record=record)
-        scored = demote_clashes(scored, [plan.question, *followups], penalty=self.config.condition_clash_penalty,
+        demotions = config.demotions
+        scored = demote_tried(scored, done, penalty=demotions.already_tried_penalty, tools=tools, record=record)
+        scored = demote_clashes(scored, [plan.question, *followups], penalty=demotions.condition_clash_penalty,
                                 record=record)
         scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
-                                        penalty=self.config.presupposition_penalty, tools=tools, record=record)
+                                        penalty=demotions.presupposition_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
         # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens
         choice = order_by_position(choice, first_step=not step_plan.is_followup or not context_ids,
-                                   mode=self.config.step1_position,
-                                   margin=self.config.opening_margin, record=record,
+                                   mode=config.position.step1_position,
+                                   margin=config.position.opening_margin, record=record,
                                    confidence=self.calibrator.confidence if self.calibrator is not None else None,
-                                   confident_at=self.config.abstain_below)
+                                   confident_at=config.abstention.abstain_below)
         return RankOutcome(plan=plan, part_index=step_plan.part_index, query=query,
                            requirements=list(record.requirements), candidates=choice.kept, rejected=choice.rejected,
                            constraints=step_plan.constraints, followup_tree=step_plan.followup_tree, record=record,

@@ -336,7 +336,7 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     normalizer = EntityNormalizer(synonyms=profile.synonyms) if profile.synonyms is not None else None
     config = spec.config
     if scorer is None and not spec.use_tree:  # no agreement was checked: the rule scorer must not weigh it
-        config = replace(config, agreement_weight=0.0, first_step_agreement_weight=0.0)
+        config = replace(config, rules=replace(config.rules, agreement_weight=0.0, first_step_agreement_weight=0.0))
     selector = AnswerSelector(index=index, parser=parser, config=config, generator=generator, scorer=scorer,
                               normalizer=normalizer, calibrator=engine_calibrator(spec, scorer),
                               stages=stage_set(spec.use_tree))
@@ -398,9 +398,10 @@ def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
     from dtdialog.understanding.scope import ScopeGate
 
     nearest, prefetch = _nearest_answer_cosine(selector)
-    scope = ScopeGate(selector.index, quantile=spec.config.scope_quantile, threshold=spec.config.scope_threshold,
-                      mass=spec.config.scope_mass, dense=nearest, prefetch=prefetch,
-                      dense_floor=spec.config.scope_dense_floor, dense_sure=spec.config.scope_dense_sure)
+    options = spec.config.scope
+    scope = ScopeGate(selector.index, quantile=options.scope_quantile, threshold=options.scope_threshold,
+                      mass=options.scope_mass, dense=nearest, prefetch=prefetch,
+                      dense_floor=options.scope_dense_floor, dense_sure=options.scope_dense_sure)
     from dtdialog.dialogue.abstain import load_followup_calibrator
 
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,

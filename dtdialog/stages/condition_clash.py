@@ -1,7 +1,7 @@
 """Stage 5d: demote an answer for a symptom that stops in the situation the customer says it happens in.
 
 Runs beside the already-tried stage, after scoring and before choose: a post-scoring score factor
-(``EngineConfig.condition_clash_penalty``), so the learned ranker's features are untouched. The customer's
+(``EngineConfig.demotions.condition_clash_penalty``), so the learned ranker's features are untouched. The customer's
 words are the question and every reply so far; the answer's are its text (``dtdialog.understanding.symptom_conditions``).
 """
 

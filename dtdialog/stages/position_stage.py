@@ -4,14 +4,14 @@ A stored answer that points back to earlier turns ("Then focus on the range swit
 as nonsense when it is the first thing a customer sees. On the first step (the question alone, no follow-up yet)
 such candidates are moved behind every candidate that can open a dialogue and scores within ``margin`` of the
 best opening, when that opening is confident: its calibrated probability of being right, were it delivered,
-reaches ``EngineConfig.abstain_below`` (the confidence at which the engine would answer at all). Without a
+reaches ``EngineConfig.abstention.abstain_below`` (the confidence at which the engine would answer at all). Without a
 calibrator, or when the best opening is not confident, the margin is counted from the best candidate: a
 follow-up that reads as standalone advice and is far ahead of every opening stands, since a follow-up that fits
 beats an opening that does not. One whose opening points back never does: it goes behind the first candidate
 that stands alone, whatever the scores. Later steps are left alone: the ``continuation`` and ``step_match``
 features already prefer the follow-up that came after the answer just given.
 
-``mode`` (``EngineConfig.step1_position``): ``off``; ``standalone`` demotes answers whose opening points back
+``mode`` (``EngineConfig.position.step1_position``): ``off``; ``standalone`` demotes answers whose opening points back
 (``index.position``, decided from their discourse tree), for an index whose dialogue roles mean nothing;
 ``opening`` demotes every answer that was a follow-up in its source dialogue, those that point back furthest.
 """

@@ -1,9 +1,9 @@
 """Stage 5e: demote an answer whose opening takes for granted a fact nobody in the conversation stated.
 
 Runs beside the already-tried and condition-clash stages, after scoring and before choose: a post-scoring score
-factor (``EngineConfig.presupposition_penalty``), so the learned ranker's features are untouched. What was stated
-is the customer's question and every reply so far, and the answers already given (the bot's own words are common
-ground too); the answer's facts are read from its opening sentence (``dtdialog.understanding.presupposition``).
+factor (``EngineConfig.demotions.presupposition_penalty``), so the learned ranker's features are untouched. What was
+stated is the customer's question and every reply so far, and the answers already given (the bot's own words are
+common ground too); the answer's facts are read from its opening sentence (``dtdialog.understanding.presupposition``).
 """
 
 from __future__ import annotations

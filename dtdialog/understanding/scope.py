@@ -19,9 +19,9 @@ stored answer and logged question, counted per dialogue. A message's ``domain_sc
 share of its content stems the index knows (a stem the index never saw weighs as the rarest, a stem in
 every dialogue almost nothing), each counted by ``df/(df+1)``. The threshold is derived from the same index:
 each logged question is scored leave-one-dialogue-out, and the threshold is the ``scope_quantile`` of those
-scores (``EngineConfig``), so any team's FAQ index gets its own. ``EngineConfig.scope_threshold`` overrides it.
+scores (``EngineConfig``), so any team's FAQ index gets its own. ``EngineConfig.scope.scope_threshold`` overrides it.
 A long message is also in scope when its known-stem evidence (``domain_mass``, the numerator of the score)
-reaches ``EngineConfig.scope_mass``: real posts are long and chatty, and every name, typo and aside the index
+reaches ``EngineConfig.scope.scope_mass``: real posts are long and chatty, and every name, typo and aside the index
 never saw lowers their share, while the many domain words they do use are evidence on their own.
 
 With the engine's dense encoder at hand (the learned ranker's), the gate also reads ``dense``: the message's

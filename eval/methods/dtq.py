@@ -53,7 +53,7 @@ class DTQMethod(RankingMethod):
 
     def fit(self, *, pool: Sequence[PoolAnswer]) -> None:
         from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
-        from dtdialog.setup.engine_config import EngineConfig
+        from dtdialog.setup.engine_config import EngineConfig, RetrievalConfig
         from eval.methods.pool_index import pool_index, seed_dense_store, training_pool_note
         from eval.out_of_fold import folds_for, out_of_fold
         from index.registry import open_index
@@ -63,7 +63,8 @@ class DTQMethod(RankingMethod):
         parser_name = engine_parser_name(self.parser_name)
         parser = get_parser(parser_name)
         path, self.build_report = pool_index(pool, parser=parser, progress=self.progress)
-        config = EngineConfig() if self.candidates is None else EngineConfig(candidates=self.candidates)
+        retrieval = RetrievalConfig() if self.candidates is None else RetrievalConfig(candidates=self.candidates)
+        config = EngineConfig(retrieval=retrieval)
         spec = EngineSpec(parser=parser_name, ranker=self.ranker, ranker_model=self.ranker_model, config=config,
                           learned_require_agreement=bool(self.require_agreement), use_tree=self.use_tree)
         # a question of the ranker's training pool is scored by the fold model that held it out

@@ -106,7 +106,7 @@ def car_world(tmp_path: Path, **config: Any):
 
     parser = TableParser([PAPER_Q, PAPER_C1, BRAKE_Q, CONSTRAINT_Q])
     index = make_index(tmp_path / "answers.sqlite", ANSWERS)
-    cfg = EngineConfig(**config)
+    cfg = EngineConfig.from_dict(config)
     selector = AnswerSelector(index=index, parser=parser, config=cfg)
     manager = DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg)
     return selector, manager, parser

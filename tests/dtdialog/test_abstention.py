@@ -36,7 +36,7 @@ from parsers.tree import EDU
 
 def _world(tmp_path: Path, answers: dict, **config) -> DialogueManager:
     parser = TableParser([PAPER_Q, PAPER_C1, BRAKE_Q, CONSTRAINT_Q])
-    cfg = EngineConfig(**config)
+    cfg = EngineConfig.from_dict(config)
     selector = AnswerSelector(index=make_index(tmp_path / "answers.sqlite", answers), parser=parser, config=cfg)
     return DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg,
                            calibrator=load_calibrator("rules"))
@@ -132,7 +132,7 @@ def test_chat_abstains_on_a_brake_question_when_no_brake_answer_is_indexed(corpu
     assert code == 0
     decisions = [json.loads(line)["decision"] for line in traces.read_text().splitlines()]
     assert decisions[0]["kind"] == ABSTAIN, out
-    assert decisions[0]["confidence"] < EngineConfig().abstain_below
+    assert decisions[0]["confidence"] < EngineConfig().abstention.abstain_below
     assert "confidence" in out and "I'm not sure" in out and "human" in out
     # the added detail does not turn the missing answer into a confident wrong one
     assert decisions[1]["kind"] != ANSWER, out

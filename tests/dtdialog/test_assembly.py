@@ -8,7 +8,13 @@ import pytest
 
 from data.model import Dialogue, Turn
 from dtdialog.setup.assembly import SPEC_FORMAT, EngineSpec, build_engine
-from dtdialog.setup.engine_config import RULE_SCORER_ONLY, EngineConfig
+from dtdialog.setup.engine_config import (
+    RULE_SCORER_ONLY,
+    ClarifyConfig,
+    EngineConfig,
+    RetrievalConfig,
+    RuleScoringConfig,
+)
 from dtdialog.setup.spec_resolution import resolve_spec
 from parsers.errors import ConfigError, InputError
 
@@ -40,13 +46,15 @@ def mini_corpus(tmp_path):
 # --- the spec ---------------------------------------------------------------------------------------------
 def test_spec_round_trips_through_json(tmp_path):
     spec = EngineSpec(parser="rules", index_path=tmp_path / "a.sqlite", ranker="learned", candidate_depth=40,
-                      config=EngineConfig(candidates=7, clarify_margin=0.1), sessions_path=tmp_path / "s.sqlite")
+                      config=EngineConfig(retrieval=RetrievalConfig(candidates=7),
+                                          clarify=ClarifyConfig(clarify_margin=0.1)),
+                      sessions_path=tmp_path / "s.sqlite")
     assert spec.index_path == str(tmp_path / "a.sqlite")  # paths are kept as JSON strings
     saved = spec.save(tmp_path / "engine.json")
     data = json.loads(saved.read_text())
-    assert data["format"] == SPEC_FORMAT and data["config"]["candidates"] == 7
+    assert data["format"] == SPEC_FORMAT and data["config"]["retrieval"]["candidates"] == 7
     again = EngineSpec.load(saved)
-    assert again == resolve_spec(spec) and again.config.clarify_margin == 0.1
+    assert again == resolve_spec(spec) and again.config.clarify.clarify_margin == 0.1
     assert (again.parser, again.ranker, again.candidate_depth) == ("rules", "learned", 40)
     assert EngineSpec.from_dict(EngineSpec().to_dict()) == EngineSpec()
 
@@ -80,9 +88,9 @@ def test_only_rule_scorer_options_are_refused_under_the_learned_ranker():
     for name in RULE_SCORER_ONLY:
         value = {"require_agreement": False, "soft_first_step": False}.get(name, 0.25)
         with pytest.raises(ConfigError, match=f"{name} has no effect under the learned ranker"):
-            EngineConfig(**{name: value}).check_ranker("learned")
-        EngineConfig(**{name: value}).check_ranker("rules")
-    EngineConfig(clarify_margin=0.2, continuation_weight=0.3, candidates=5).check_ranker("learned")
+            EngineConfig(rules=RuleScoringConfig(**{name: value})).check_ranker("learned")
+        EngineConfig(rules=RuleScoringConfig(**{name: value})).check_ranker("rules")
+    EngineConfig.from_dict({"clarify_margin": 0.2, "continuation_weight": 0.3, "candidates": 5}).check_ranker("learned")
 
 
 # --- build_engine --------------------------------------------------------------------------------------
@@ -107,10 +115,12 @@ def test_corpus_is_built_once_then_reused(tmp_path, monkeypatch, rules_parser, m
 
 def test_engine_with_a_session_store_has_a_manager(tmp_path, rules_parser, mini_corpus):
     spec = EngineSpec(index_path=tmp_path / "a.sqlite", corpus=mini_corpus, corpus_format="jsonl", ranker="rules",
-                      sessions_path=tmp_path / "sessions" / "s.sqlite", config=EngineConfig(max_options=2))
+                      sessions_path=tmp_path / "sessions" / "s.sqlite",
+                      config=EngineConfig(clarify=ClarifyConfig(max_options=2)))
     engine = build_engine(spec, parser=rules_parser, progress=False)
     try:
-        assert engine.built and engine.manager.selector is engine.selector and engine.manager.config.max_options == 2
+        assert engine.built and engine.manager.selector is engine.selector
+        assert engine.manager.config.clarify.max_options == 2
         sid = engine.manager.start_session()
         result = engine.manager.handle(session_id=sid, text="The battery dies overnight, what drains it?")
         assert result.kind == "answer" and result.answer_id == "d2#1"

@@ -41,7 +41,7 @@ def _engine(index_path, tmp_path, **config):
     from parsers.base import get_parser
 
     spec = EngineSpec(index_path=index_path, ranker="rules", sessions_path=tmp_path / "sessions.sqlite",
-                      config=EngineConfig(**config))
+                      config=EngineConfig.from_dict(config))
     return build_engine(spec, parser=get_parser("rules"), progress=False)
 
 
@@ -103,7 +103,7 @@ def test_none_of_these_never_leads_to_an_answer_off_the_topic(index_path, tmp_pa
     config, manager = eng.selector.config, eng.manager
     try:
         for sid, question, first in _clarified(manager):
-            ranked = _first_step(eng.selector, question, config.candidates)
+            ranked = _first_step(eng.selector, question, config.retrieval.candidates)
             offered = [ranked[o.answer_id] for o in first.options if o.answer_id]
             best_score = max(c.score for c in offered)
             best_topic = max(c.features["topic"] for c in offered)
@@ -115,8 +115,8 @@ def test_none_of_these_never_leads_to_an_answer_off_the_topic(index_path, tmp_pa
                     # every later candidate is as strong and as much on the topic as the first options
                     cand = ranked.get(answer_id)
                     assert cand is not None, f"{question}: {answer_id} was not a candidate of the question"
-                    assert cand.features["topic"] >= config.clarify_ratio * best_topic, (question, answer_id)
-                    assert cand.score >= config.clarify_ratio * best_score, (question, answer_id)
+                    assert cand.features["topic"] >= config.clarify.clarify_ratio * best_topic, (question, answer_id)
+                    assert cand.score >= config.clarify.clarify_ratio * best_score, (question, answer_id)
                 if result.kind != "clarify":
                     break
             assert result.kind in ("answer", "fallback", "handoff"), question
@@ -129,7 +129,7 @@ def test_repeated_none_of_these_ends_in_the_hand_off_with_the_transcript(engine)
     manager = engine.manager
     sid, _, _ = next(_clarified(manager, ["My car is leaking fluid."]))
     kinds = []
-    for _ in range(engine.selector.config.max_failures + 1):
+    for _ in range(engine.selector.config.dialogue.max_failures + 1):
         result = manager.handle(session_id=sid, text="none of these")
         kinds.append(result.kind)
         if result.kind == "handoff":
@@ -190,7 +190,7 @@ def test_purple_elephants_cannot_keep_the_options_on_screen(engine):
     results = [manager.handle(session_id=sid, text="purple elephants") for _ in range(4 * (MAX_REPROMPTS + 1))]
     unmatched = [r for r in results if "could not match" in r.reply]
     # at most MAX_REPROMPTS re-listings per set of options, and the loop ends with a person
-    assert len(unmatched) <= MAX_REPROMPTS * engine.selector.config.max_failures
+    assert len(unmatched) <= MAX_REPROMPTS * engine.selector.config.dialogue.max_failures
     assert any(r.kind == "handoff" for r in results)
     assert results[MAX_REPROMPTS].options != first.options or results[MAX_REPROMPTS].state != AWAITING_CHOICE
     handed = next(k for k, r in enumerate(results) if r.kind == "handoff")
@@ -207,14 +207,14 @@ def test_none_of_these_after_an_answer_never_moves_to_another_system(engine):
     sid = manager.start_session()
     first = manager.handle(session_id=sid, text=PAPER_Q)
     assert first.kind == "answer"
-    ranked = _first_step(engine.selector, PAPER_Q, config.candidates)
+    ranked = _first_step(engine.selector, PAPER_Q, config.retrieval.candidates)
     bar = ranked[first.answer_id]
     result = manager.handle(session_id=sid, text="none of these")
     assert "could not match" not in result.reply
     for answer_id in filter(None, [result.answer_id, *(o.answer_id for o in result.options)]):
         assert answer_id in ranked, f"{answer_id} is not even a candidate of the question"
-        assert ranked[answer_id].features["topic"] >= config.clarify_ratio * bar.features["topic"], answer_id
-        assert ranked[answer_id].score >= config.clarify_ratio * bar.score, answer_id
+        assert ranked[answer_id].features["topic"] >= config.clarify.clarify_ratio * bar.features["topic"], answer_id
+        assert ranked[answer_id].score >= config.clarify.clarify_ratio * bar.score, answer_id
     if result.state == AWAITING_DETAIL:
         assert result.reply == manager.replies.none_fit_detail
         # a detail that names nothing in the corpus ends with a person, not a guess

@@ -97,4 +97,4 @@ def test_the_default_threshold_is_the_one_the_shipped_calibrator_was_fitted_for(
 
     learned = load_calibrator("learned", model_name="ranker-v1")
     assert "continuation" in learned.feature_names  # fitted on later answers too
-    assert EngineConfig().abstain_below == pytest.approx(learned.manifest["abstain_below"], abs=0.005)
+    assert EngineConfig().abstention.abstain_below == pytest.approx(learned.manifest["abstain_below"], abs=0.005)

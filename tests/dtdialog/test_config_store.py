@@ -10,17 +10,17 @@ from engine_helpers import PAPER_Q, car_world, text_of
 
 from dtdialog.dialogue.session import AWAITING_FEEDBACK, SessionNotFoundError, SessionRecord
 from dtdialog.dialogue.session_store import SessionStore
-from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.setup.engine_config import ClarifyConfig, EngineConfig, RetrievalConfig
 from parsers.errors import ConfigError, InputError
 
 
 def test_config_round_trip_and_validation():
-    cfg = EngineConfig(candidates=5, clarify_margin=0.1)
+    cfg = EngineConfig(retrieval=RetrievalConfig(candidates=5), clarify=ClarifyConfig(clarify_margin=0.1))
     assert EngineConfig.from_dict(cfg.to_dict()) == cfg
     for bad in ({"candidates": 0}, {"clarify_margin": 2}, {"max_options": "3"}, {"require_agreement": "yes"},
                 {"agreement_weight": -0.1}):
         with pytest.raises(ConfigError):
-            EngineConfig(**bad)
+            EngineConfig.from_dict(bad)
     with pytest.raises(ConfigError, match="unknown option"):
         EngineConfig.from_dict({"candidatez": 3})
 

@@ -33,7 +33,7 @@ def _sure_of_nothing() -> Calibrator:
 
 def _manager(tmp_path, *, calibrator=None, followup=None, **config) -> DialogueManager:
     parser = TableParser([PAPER_Q, PAPER_C1, BRAKE_Q])
-    cfg = EngineConfig(**config)
+    cfg = EngineConfig.from_dict(config)
     selector = AnswerSelector(index=make_index(tmp_path / "answers.sqlite", ANSWERS), parser=parser, config=cfg)
     return DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg,
                            calibrator=calibrator, followup_calibrator=followup)
@@ -111,7 +111,7 @@ def test_an_answer_after_a_rejection_passes_the_confidence_rule_too(tmp_path):
     manager = _manager(tmp_path, calibrator=load_calibrator("rules"), clarify_margin=0.0, abstain_below=0.0)
     sid = manager.start_session()
     assert manager.handle(session_id=sid, text=text_of(PAPER_Q)).kind == ANSWER
-    manager.config.abstain_below = 1.0  # from here on no answer is sure enough
+    manager.config.abstention.abstain_below = 1.0  # from here on no answer is sure enough
     retry = manager.handle(session_id=sid, text="that's not it")
     assert retry.kind == ABSTAIN and retry.answer_id is None
 

@@ -7,7 +7,7 @@ from engine_helpers import make_index
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate, RuleScorer
 from dtdialog.selection.selector import KEYWORDS_PER_SEARCH, LexicalGenerator
-from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.setup.engine_config import EngineConfig, RetrievalConfig, RuleScoringConfig
 from index.base import AnswerDocument, SearchQuery
 
 
@@ -30,7 +30,7 @@ def test_first_step_demotes_instead_of_dropping_and_agreement_breaks_near_ties()
     assert _ids(scorer.score(plan=None, part_index=0, followups=[], candidates=clear))[0] == "a#1"
     # a follow-up step keeps the hard filter
     assert _ids(scorer.score(plan=None, part_index=0, followups=["it did at first"], candidates=cands)) == ["b#1"]
-    hard = RuleScorer(config=EngineConfig(soft_first_step=False))
+    hard = RuleScorer(config=EngineConfig(rules=RuleScoringConfig(soft_first_step=False)))
     assert _ids(hard.score(plan=None, part_index=0, followups=[], candidates=cands)) == ["b#1"]
 
 
@@ -64,11 +64,11 @@ def test_config_validates_the_new_options():
     from parsers.errors import ConfigError
 
     with pytest.raises(ConfigError):
-        EngineConfig(first_step_agreement_weight=2.0)
+        RuleScoringConfig(first_step_agreement_weight=2.0)
     with pytest.raises(ConfigError):
-        EngineConfig(soft_first_step="yes")
+        RuleScoringConfig(soft_first_step="yes")
     with pytest.raises(ConfigError):
-        EngineConfig(whole_question=1)
+        RetrievalConfig(whole_question=1)
 
 
 

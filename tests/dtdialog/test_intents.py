@@ -43,17 +43,17 @@ def test_sanitize(raw, clean, problem):
 
 
 def test_the_turn_limit_is_stated_once_and_stays_under_the_parser_ceiling():
-    from dtdialog.setup.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import DialogueLimits, EngineConfig
     from parsers.errors import ConfigError
     from parsers.text_input import MAX_CHARS
 
     limit = intents.MAX_TURN_CHARS
-    assert EngineConfig().max_input_chars == limit < MAX_CHARS
+    assert EngineConfig().dialogue.max_input_chars == limit < MAX_CHARS
     assert intents.sanitize("a" * limit, max_chars=limit) == ("a" * limit, None)
     assert intents.sanitize("a" * (limit + 1), max_chars=limit) == ("", intents.TOO_LONG)
-    assert EngineConfig(max_input_chars=MAX_CHARS).max_input_chars == MAX_CHARS
+    assert DialogueLimits(max_input_chars=MAX_CHARS).max_input_chars == MAX_CHARS
     with pytest.raises(ConfigError, match="max_input_chars"):
-        EngineConfig(max_input_chars=MAX_CHARS + 1)
+        DialogueLimits(max_input_chars=MAX_CHARS + 1)
 
 
 def test_extract_constraints_kinds_and_words():

@@ -195,7 +195,7 @@ def test_bad_input_gets_prompts_and_keeps_the_session(tmp_path):
 
 def test_a_turn_at_the_limit_is_answered_and_one_over_it_is_refused_with_the_limit(tmp_path):
     _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
-    limit = manager.config.max_input_chars
+    limit = manager.config.dialogue.max_input_chars
     question = text_of(PAPER_Q)
     sid = manager.start_session()
     over = manager.handle(session_id=sid, text=question + " " * (limit + 1 - len(question)))

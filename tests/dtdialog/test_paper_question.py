@@ -60,7 +60,8 @@ def test_with_the_rule_off_the_old_answer_comes_back_under_the_learned_ranker(en
     selector = engines[ranker].selector
     base = selector.config
     try:
-        selector.config = dataclasses.replace(base, presupposition_penalty=0.0)
+        unpenalised = dataclasses.replace(base.demotions, presupposition_penalty=0.0)
+        selector.config = dataclasses.replace(base, demotions=unpenalised)
         top = selector.rank(question=PAPER_Q, size=5)[0].document.id
     finally:
         selector.config = base

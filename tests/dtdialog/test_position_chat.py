@@ -43,7 +43,7 @@ def test_without_the_stage_a_back_pointing_followup_comes_first(engine, message)
     selector = built.selector
     base = selector.config
     try:
-        selector.config = dataclasses.replace(base, step1_position="off")
+        selector.config = dataclasses.replace(base, position=dataclasses.replace(base.position, step1_position="off"))
         top = selector.rank(question=message, size=5)[0].document
     finally:
         selector.config = base

@@ -6,7 +6,7 @@ import pytest
 
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.setup.engine_config import DemotionConfig, EngineConfig
 from dtdialog.stages import StepRecord
 from dtdialog.stages.presupposition_stage import demote_presuppositions
 from dtdialog.stages.scoring_stage import Scored
@@ -127,6 +127,6 @@ def test_the_stage_demotes_by_the_penalty_records_why_and_zero_turns_it_off():
 @pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.5"])
 def test_the_penalty_is_validated(bad):
     with pytest.raises(ConfigError, match="presupposition_penalty"):
-        EngineConfig(presupposition_penalty=bad)
-    assert EngineConfig(presupposition_penalty=0).presupposition_penalty == 0.0
-    assert EngineConfig.from_dict({"presupposition_penalty": 1}).presupposition_penalty == 1.0
+        DemotionConfig(presupposition_penalty=bad)
+    assert DemotionConfig(presupposition_penalty=0).presupposition_penalty == 0.0
+    assert EngineConfig.from_dict({"presupposition_penalty": 1}).demotions.presupposition_penalty == 1.0

@@ -156,7 +156,7 @@ def _builtin_gate(index_path, **kw) -> tuple[ScopeGate, object]:
     """Return the gate the engine builds over the built-in index (default settings), and the index to close."""
     from index.sqlite_index import SqliteIndex
 
-    config = EngineConfig()
+    config = EngineConfig().scope
     index = SqliteIndex(index_path, readonly=True)
     gate = ScopeGate(index, quantile=config.scope_quantile, threshold=config.scope_threshold, mass=config.scope_mass,
                      dense_floor=config.scope_dense_floor, dense_sure=config.scope_dense_sure, **kw)
@@ -201,9 +201,9 @@ def test_the_learned_engine_gate_reads_the_cosine(builtin_learned_index, tmp_pat
     try:
         gate = engine.manager.scope
         noise = gate.check("It makes a weird noise when I turn.")
-        assert noise.in_scope and noise.signals["dense"] >= EngineConfig().scope_dense_sure
+        assert noise.in_scope and noise.signals["dense"] >= EngineConfig().scope.scope_dense_sure
         printer = gate.check("How do I reset the password of my wifi router?")
-        assert printer.reason == DOMAIN and printer.signals["dense"] < EngineConfig().scope_dense_sure
+        assert printer.reason == DOMAIN and printer.signals["dense"] < EngineConfig().scope.scope_dense_sure
         for text in VAGUE_OPENINGS:  # before the encoder: "my car" is far from every answer, yet in the domain
             assert gate.check(text).reason == VAGUE, text
         for text in REAL_QUESTIONS:
@@ -216,7 +216,7 @@ def test_the_learned_engine_gate_reads_the_cosine(builtin_learned_index, tmp_pat
                                  {"scope_quantile": True}, {"scope_dense_floor": 2.0}, {"scope_dense_sure": "high"}])
 def test_scope_settings_are_validated(bad):
     with pytest.raises(ConfigError):
-        EngineConfig(**bad)
+        EngineConfig.from_dict(bad)
 
 
 def test_meanwhile_runs_just_before_the_encoding_and_only_then():

@@ -100,7 +100,7 @@ def test_record_serialises_the_position_decision():
 @pytest.mark.parametrize("bad", [{"step1_position": "first"}, {"opening_margin": -0.1}, {"opening_margin": True}])
 def test_the_settings_are_validated(bad):
     with pytest.raises(ConfigError):
-        EngineConfig(**bad)
+        EngineConfig.from_dict(bad)
 
 
 def test_an_index_of_openings_only_is_never_reordered():

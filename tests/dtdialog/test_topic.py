@@ -8,7 +8,7 @@ from dtdialog.dialogue.clarify import competes
 from dtdialog.dialogue.manager import DialogueManager
 from dtdialog.dialogue.session_store import SessionStore
 from dtdialog.selection.selector import AnswerSelector
-from dtdialog.setup.engine_config import EngineConfig
+from dtdialog.setup.engine_config import ClarifyConfig, EngineConfig
 
 ANSWERS = {
     "nostart#1": ("Condition", "SN", ["If the engine gets spark from the new plugs, ignition coils and battery,",
@@ -22,7 +22,7 @@ ANSWERS = {
 
 
 def _world(tmp_path, **config):
-    cfg = EngineConfig(**config)
+    cfg = EngineConfig.from_dict(config)
     selector = AnswerSelector(index=make_index(tmp_path / "a.sqlite", ANSWERS), parser=TableParser([PAPER_Q]),
                               config=cfg)
     return selector, DialogueManager(selector=selector, store=SessionStore(tmp_path / "s.sqlite"), config=cfg)
@@ -51,7 +51,7 @@ def test_competing_needs_close_score_score_ratio_and_topic_ratio(tmp_path):
     selector, _ = _world(tmp_path)
     ranked = selector.rank(question=text_of(PAPER_Q))
     best = ranked[0]
-    cfg = EngineConfig(clarify_margin=1.0, clarify_ratio=0.8)
+    cfg = EngineConfig(clarify=ClarifyConfig(clarify_margin=1.0, clarify_ratio=0.8))
 
     def cand(score, topic_ratio):
         from dataclasses import replace
@@ -61,4 +61,4 @@ def test_competing_needs_close_score_score_ratio_and_topic_ratio(tmp_path):
     assert competes(cand(best.score * 0.95, 0.9), best, cfg)
     assert not competes(cand(best.score * 0.95, 0.3), best, cfg)       # close score, other topic
     assert not competes(cand(best.score * 0.5, 1.0), best, cfg)        # weak on its own
-    assert not competes(cand(best.score * 0.95, 0.9), best, EngineConfig(clarify_margin=0.0))
+    assert not competes(cand(best.score * 0.95, 0.9), best, EngineConfig(clarify=ClarifyConfig(clarify_margin=0.0)))

@@ -91,8 +91,8 @@ def test_without_the_tree_no_rr_term_agreement_or_tried_action_is_recorded(rules
     assert trace["tried"] == [] and trace["already_tried"] == {} and flat.tried == []
     assert trace["agreeing"] == 0
     assert all(c.agreement.score == 0.0 and c.agreement.required == 0 for c in flat.candidates)
-    assert rules_engines[False].selector.config.agreement_weight == 0.0
-    assert rules_engines[True].selector.config.agreement_weight > 0.0
+    assert rules_engines[False].selector.config.rules.agreement_weight == 0.0
+    assert rules_engines[True].selector.config.rules.agreement_weight > 0.0
 
 
 def test_without_the_tree_a_reply_brings_no_relation_and_memory_is_not_read(rules_engines):

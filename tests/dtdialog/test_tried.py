@@ -131,7 +131,7 @@ def _world(tmp_path, **config):
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     index = make_index(tmp_path / "answers.sqlite", ANSWERS)
-    cfg = EngineConfig(clarify_margin=0.0, **config)
+    cfg = EngineConfig.from_dict({"clarify_margin": 0.0, **config})
     selector = AnswerSelector(index=index, parser=TableParser(), config=cfg)
     return DialogueManager(selector=selector, store=SessionStore(tmp_path / "sessions.sqlite"), config=cfg)
 
@@ -192,12 +192,12 @@ def test_old_session_records_without_tried_still_load():
 
 
 def test_the_penalty_is_a_validated_setting():
-    from dtdialog.setup.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import DemotionConfig, EngineConfig
     from parsers.errors import ConfigError
 
-    assert EngineConfig().already_tried_penalty == 0.5
+    assert EngineConfig().demotions.already_tried_penalty == 0.5
     with pytest.raises(ConfigError):
-        EngineConfig(already_tried_penalty=1.5)
+        DemotionConfig(already_tried_penalty=1.5)
 
 
 def test_tried_that_remembers_the_rejected_answers_recommendation(tmp_path):

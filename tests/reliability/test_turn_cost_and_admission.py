@@ -49,11 +49,11 @@ def test_a_question_is_planned_from_a_bounded_number_of_edus_and_parts():
 
 
 def test_the_retrieval_depth_is_capped():
-    from dtdialog.setup.engine_config import MAX_CANDIDATES, EngineConfig
+    from dtdialog.setup.engine_config import MAX_CANDIDATES, RetrievalConfig
     from parsers.errors import ConfigError
 
     with pytest.raises(ConfigError, match="candidates must be at most"):
-        EngineConfig(candidates=MAX_CANDIDATES + 1)
+        RetrievalConfig(candidates=MAX_CANDIDATES + 1)
 
 
 def _request(quotas: Quotas, address: str) -> Request:

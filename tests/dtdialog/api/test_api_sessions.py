@@ -77,7 +77,7 @@ def _padded(text: str, length: int) -> str:
 
 def test_the_api_refuses_exactly_the_turns_the_engine_refuses(client):
     manager = client.app.state.service.manager()
-    limit = manager.config.max_input_chars
+    limit = manager.config.dialogue.max_input_chars
     assert limit == MAX_TURN_CHARS
     over = _padded(SPARK_PLUG_QUESTION, limit + 1)
     sid = client.post("/sessions").json()["session_id"]

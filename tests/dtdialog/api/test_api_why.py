@@ -40,7 +40,8 @@ def test_a_reply_that_is_not_an_answer_has_no_why(client):
 def test_an_option_picked_is_explained_from_the_turn_that_offered_it(client):
     sid = client.post("/sessions").json()["session_id"]  # loads the engine: offer a choice on any close call
     manager = client.app.state.service.manager()
-    manager.config = replace(manager.config, clarify_margin=1.0, clarify_ratio=0.0)
+    always_offer = replace(manager.config.clarify, clarify_margin=1.0, clarify_ratio=0.0)
+    manager.config = replace(manager.config, clarify=always_offer)
     offer = client.post(f"/sessions/{sid}/messages", json={"text": NO_START}).json()
     assert offer["kind"] == "clarify" and offer["why"] is None, offer["kind"]
     picked = client.post(f"/sessions/{sid}/messages", json={"text": "1"}).json()

@@ -80,10 +80,10 @@ def test_missing_model_auto_vs_learned(dense_index, tmp_path, monkeypatch):
 
 @pytest.mark.dense
 def test_rule_scorer_options_are_refused_under_the_learned_ranker(dense_index):
-    from dtdialog.setup.engine_config import EngineConfig
+    from dtdialog.setup.engine_config import EngineConfig, RuleScoringConfig
     from index.registry import open_index
 
-    spec = EngineSpec(ranker="learned", config=EngineConfig(agreement_weight=0.7))
+    spec = EngineSpec(ranker="learned", config=EngineConfig(rules=RuleScoringConfig(agreement_weight=0.7)))
     with pytest.raises(ConfigError, match="agreement_weight has no effect under the learned ranker"):
         build_engine(spec, progress=False, index=open_index(backend="sqlite", path=dense_index),
                      index_path=dense_index)
