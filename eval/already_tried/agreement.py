@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sklearn.metrics import cohen_kappa_score
 
+from eval.jsonl import read_objects
 from parsers.errors import InputError
 
 
@@ -38,15 +38,7 @@ def read_judgments(path: str | Path) -> dict[str, dict]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such judgments file")
-    out = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
-            out[str(row.get("id"))] = row
-    return out
+    return {str(row.get("id")): row for _, row in read_objects(path)}
 
 
 def agreement(first: dict[str, dict], second: dict[str, dict]) -> Agreement:

@@ -13,12 +13,12 @@ questions, candidates by pool id (a mechanics accepted answer or a built-in corp
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval.datasets import DatasetUnavailable, PoolAnswer, default_data_dir, load_builtin, load_mechanics
+from eval.jsonl import read_objects
 from parsers.errors import InputError
 
 JUDGMENTS_PATH = Path(__file__).resolve().parent / "judgments.jsonl"
@@ -70,7 +70,7 @@ def load_gold_file(path: str | Path) -> GoldSet:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"--data {path}: no such file")
-    rows = _read_jsonl(path)
+    rows = read_objects(path)
     questions = [_question(row, f"{path}:{n}", text_of=None) for n, row in rows]
     kept = tuple(q for q in questions if q is not None)
     if not kept:
@@ -89,7 +89,7 @@ def load_shipped(data_dir: Path | str | None = None, path: Path = JUDGMENTS_PATH
     questions = {f"mechanics:{d.id}": d.question for d in mechanics.dialogues}
     accepted = {f"mechanics:{d.id}": d.answer_ids[0] for d in mechanics.dialogues}
     questions.update(reddit_questions(data_dir))
-    rows = _read_jsonl(path)
+    rows = read_objects(path)
 
     def text_of(kind: str, item_id: str) -> str:
         found = (questions if kind == "question" else texts).get(item_id)
@@ -121,21 +121,6 @@ def reddit_questions(data_dir: Path) -> dict[str, str]:
                 text = f"{row.get('title', '').strip()}\n{row.get('selftext', '').strip()}".strip()
                 out[f"reddit:{sub}:{row.get('id', '')}"] = text  # as stored, like the mechanics questions
     return out
-
-
-def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path}:{n}: each line must be a JSON object")
-        rows.append((n, row))
-    return rows
 
 
 def _question(row: dict, where: str, *, text_of, gold_id: str | None = None) -> TriedQuestion | None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from eval.coverage.split import held_out
+from eval.jsonl import read_objects
 from parsers.errors import InputError
 
 MARKS_PATH = Path(__file__).resolve().parent / "held_out_marks.jsonl"
@@ -36,15 +36,10 @@ def read_marks(path: Path) -> dict[str, bool]:
     if not path.is_file():
         raise InputError(f"{path}: no marks file")
     marks = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
-            if not isinstance(row.get("asks_help"), bool) or not row.get("id"):
-                raise InputError(f"{path}:{n}: needs an id and asks_help true or false")
-            marks[str(row["id"])] = row["asks_help"]
+    for n, row in read_objects(path):
+        if not isinstance(row.get("asks_help"), bool) or not row.get("id"):
+            raise InputError(f"{path}:{n}: needs an id and asks_help true or false")
+        marks[str(row["id"])] = row["asks_help"]
     return marks
 
 
@@ -54,13 +49,7 @@ def file_questions(path: Path) -> list[Question]:
     if not path.is_file():
         raise InputError(f"--data {path}: no such file")
     if path.suffix == ".jsonl":
-        rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        rows = [row for _, row in read_objects(path)]
     elif path.suffix == ".csv":
         csv.field_size_limit(1 << 24)
         with path.open(encoding="utf-8", newline="") as fh:
