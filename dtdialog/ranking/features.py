@@ -241,15 +241,7 @@ def list_features(signals: Sequence[CandidateSignals]) -> list[dict[str, float]]
             "term_overlap": s.shared_terms / s.query_terms if s.query_terms else 0.0,
             "log_answer_words": math.log1p(answer_words),
             "length_ratio": math.log1p(answer_words) - math.log1p(max(s.query_words, 0)),
-            "agreement_verdict": 1.0 if s.agreement_verdict else 0.0,
-            "agreement_score": float(s.agreement_score),
-            "addressed": float(s.addressed), "required": float(s.required),
-            "addressed_share": s.addressed / s.required if s.required else 1.0,
-            "rr_edu_matches": float(s.rr_edu_matches),
-            "entity_overlap": float(min(s.entity_overlap, MAX_ENTITY_OVERLAP)),
-            "compat_any": 1.0 if s.compat_any else 0.0, "compat_all": 1.0 if s.compat_all else 0.0,
-            "sg": float(s.sg) if s.sg is not None else 0.0,
-            "has_relation": 1.0 if s.has_relation else 0.0,
+            **_tree_signals(s),
         }
         for side in sides.values():
             row.update({name: values[i] for name, values in side.items()})
@@ -259,6 +251,21 @@ def list_features(signals: Sequence[CandidateSignals]) -> list[dict[str, float]]
         row.update(s.extra)
         out.append({k: float(v) for k, v in row.items()})
     return out
+
+
+def _tree_signals(s: CandidateSignals) -> dict[str, float]:
+    """Return one candidate's discourse-tree signals, which need no list normalisation."""
+    return {
+        "agreement_verdict": 1.0 if s.agreement_verdict else 0.0,
+        "agreement_score": float(s.agreement_score),
+        "addressed": float(s.addressed), "required": float(s.required),
+        "addressed_share": s.addressed / s.required if s.required else 1.0,
+        "rr_edu_matches": float(s.rr_edu_matches),
+        "entity_overlap": float(min(s.entity_overlap, MAX_ENTITY_OVERLAP)),
+        "compat_any": 1.0 if s.compat_any else 0.0, "compat_all": 1.0 if s.compat_all else 0.0,
+        "sg": float(s.sg) if s.sg is not None else 0.0,
+        "has_relation": 1.0 if s.has_relation else 0.0,
+    }
 
 
 def _side_features(signals: Sequence[CandidateSignals], side: str) -> dict[str, np.ndarray]:
