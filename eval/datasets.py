@@ -16,6 +16,7 @@ Datasets (the files are read from the shared data directory, never copied):
 
 from __future__ import annotations
 
+import csv
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -232,6 +233,23 @@ def load_file_set(path: str | Path, fmt: str | None) -> EvalSet:
         raise InputError(f"data file {path} not found")
     # a team's logs are real data, not text written for the project: no "own data" label
     return build_eval_set(path.stem, load_corpus(path, fmt=fmt), description=f"{path} ({fmt})")
+
+
+#: the shared Reddit car posts: subreddit -> file under ``car_texts/``
+REDDIT_FILES = {"MechanicAdvice": "reddit_mechanicadvice_top.csv", "Cartalk": "reddit_cartalk_top.csv"}
+
+
+def reddit_questions(data_dir: Path) -> dict[str, str]:
+    """Return ``reddit:<subreddit>:<id>`` -> title and text of the shared Reddit car posts."""
+    out: dict[str, str] = {}
+    for sub, name in REDDIT_FILES.items():
+        path = _require(data_dir / "car_texts" / name)
+        csv.field_size_limit(1 << 24)
+        with path.open(encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                text = f"{row.get('title', '').strip()}\n{row.get('selftext', '').strip()}".strip()
+                out[f"reddit:{sub}:{row.get('id', '')}"] = text  # as stored, like the mechanics questions
+    return out
 
 
 DATASETS: dict[str, Callable[[Path], EvalSet]] = {

@@ -17,8 +17,8 @@ import re
 import sys
 from pathlib import Path
 
-from eval.already_tried.gold import MAX_CANDIDATES, judged_builtin_pool, reddit_questions
-from eval.datasets import default_data_dir, load_mechanics
+from eval.already_tried.gold import MAX_CANDIDATES, judged_builtin_pool
+from eval.datasets import default_data_dir, load_mechanics, reddit_questions
 from eval.entry import one_line_errors
 from parsers.files import atomic_write_text
 

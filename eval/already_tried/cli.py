@@ -22,6 +22,7 @@ LONG_WORDS = 80
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
+    from dtdialog.setup.assembly import engine_parser_name
     from eval.methods import available_methods, get_method
     from eval.provenance import encoder_runtime, git_commit, ranker_model
 
@@ -54,7 +55,6 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                 None if base is None else subset(questions, base, keep))))
     extraction = None
     if not args.no_extraction:
-        from dtdialog.setup.assembly import engine_parser_name
         from eval.already_tried.extraction import score_extraction
         from parsers.base import get_parser
 
@@ -66,9 +66,10 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         found = agreement(first, read_judgments(second))
         agree = {"questions": found.questions, "labels": [a.to_dict() for a in found.labels],
                  "disagreements": found.disagreements}
+    ranker = ranker_model()
     header = [f"Data: {gold.name}: {len(questions)} questions state what was tried, of {gold.judged} judged; "
-              f"pool {len(gold.pool)} answers. Parser {engine_parser_name_safe()}; encoder {encoder_runtime()}; "
-              f"ranker {ranker_model()['version'] or ranker_model()['name']}; commit {git_commit()}."]
+              f"pool {len(gold.pool)} answers. Parser {engine_parser_name(None)}; encoder {encoder_runtime()}; "
+              f"ranker {ranker['version'] or ranker['name']}; commit {git_commit()}."]
     report = markdown(command=command, header=header, sections=sections, extraction=extraction, agreement=agree)
     print(report)
     if args.out:
@@ -83,12 +84,6 @@ def run(args: argparse.Namespace, *, command: str) -> int:
             "questions": [q.id for q in questions]}, indent=1))
         plot(out / "already_tried.png", results)
     return 0
-
-
-def engine_parser_name_safe() -> str:
-    from dtdialog.setup.assembly import engine_parser_name
-
-    return engine_parser_name(None)
 
 
 def _run_method(method, name: str, gold: GoldSet) -> MethodResult:

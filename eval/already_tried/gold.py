@@ -12,12 +12,10 @@ questions, candidates by pool id (a mechanics accepted answer or a built-in corp
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datasets import DatasetUnavailable, PoolAnswer, default_data_dir, load_builtin, load_mechanics
+from eval.datasets import PoolAnswer, default_data_dir, load_builtin, load_mechanics, reddit_questions
 from eval.jsonl import read_objects
 from parsers.errors import InputError
 
@@ -26,7 +24,6 @@ JUDGMENTS_PATH = Path(__file__).resolve().parent / "judgments.jsonl"
 POOL_BUILTIN_PATH = Path(__file__).resolve().parent / "pool_builtin_dialogues.txt"
 SECOND_JUDGE_PATH = Path(__file__).resolve().parent / "judgments_second.jsonl"
 MAX_CANDIDATES = 10
-REDDIT_FILES = {"MechanicAdvice": "reddit_mechanicadvice_top.csv", "Cartalk": "reddit_cartalk_top.csv"}
 
 
 @dataclass(frozen=True)
@@ -108,21 +105,6 @@ def judged_builtin_pool() -> tuple[PoolAnswer, ...]:
     return tuple(a for a in load_builtin().pool if a.dialogue_id in keep)
 
 
-def reddit_questions(data_dir: Path) -> dict[str, str]:
-    """Return ``reddit:<subreddit>:<id>`` -> title and text of the shared Reddit car posts."""
-    out: dict[str, str] = {}
-    for sub, name in REDDIT_FILES.items():
-        path = data_dir / "car_texts" / name
-        if not path.is_file():
-            raise DatasetUnavailable(f"{path} not found (set --data-dir or $DTDIALOG_SHARED_DATA)")
-        csv.field_size_limit(1 << 24)
-        with path.open(encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
-                text = f"{row.get('title', '').strip()}\n{row.get('selftext', '').strip()}".strip()
-                out[f"reddit:{sub}:{row.get('id', '')}"] = text  # as stored, like the mechanics questions
-    return out
-
-
 def _question(row: dict, where: str, *, text_of, gold_id: str | None = None) -> TriedQuestion | None:
     """Return the question of ``row``, or None when it states nothing tried (judged, but not in the benchmark)."""
     tried = row.get("tried")
@@ -161,10 +143,3 @@ def _string(row: dict, name: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}: '{name}' must be a non-empty string")
     return value
-
-
-def tried_counts(questions: Iterable[TriedQuestion]) -> dict[str, int]:
-    """Return how many questions and candidates the set holds, and how many candidates repeat / are relevant."""
-    cands: Sequence[Candidate] = [c for q in questions for c in q.candidates]
-    return {"candidates": len(cands), "repeats_tried": sum(c.repeats_tried for c in cands),
-            "relevant": sum(c.relevant for c in cands), "relevant_and_new": sum(c.relevant_and_new for c in cands)}

@@ -8,7 +8,7 @@ counts as neither repeating nor relevant, and the report says how often that hap
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,7 +44,6 @@ class MethodResult:
     relevant_new: Share | None = None
     relevant: Share | None = None
     unranked: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def first_answers(gold: GoldSet, method: RankingMethod, *, progress=None) -> list[str | None]:

@@ -21,7 +21,7 @@ class Question:
 
 def held_out_questions(data_dir: Path, marks_path: Path = MARKS_PATH) -> tuple[list[Question], int]:
     """Return the held-out posts marked as asking for help with a car problem, and how many posts were marked."""
-    from eval.already_tried.gold import reddit_questions
+    from eval.datasets import reddit_questions
 
     posts = {pid: text for pid, text in reddit_questions(data_dir).items() if held_out(pid)}
     marks = read_marks(marks_path)
