@@ -341,25 +341,23 @@ def builtin_openings(profile) -> list[tuple[str, float, float]]:
 
 
 def _nearest_cosine(engine):
-    """Return ``(text, exclude_ids) -> largest cosine to a stored answer`` of the engine's dense signals, or None."""
+    """Return ``(text, exclude_ids) -> largest cosine to a stored answer or a glossary entry``, as the engine's gate
+    reads it, or None without dense signals."""
     from dtdialog.ranking.learned_scorer import LearnedScorer
+    from dtdialog.runtime.paths import data_home
+    from dtdialog.understanding.glossary_vectors import nearest_domain_cosine
 
     if not isinstance(engine.scorer, LearnedScorer) or engine.scorer.extractor.dense is None:
         return None
-    dense = engine.scorer.extractor.dense
-
-    def nearest(text: str, exclude: tuple[str, ...] = ()) -> float:
-        hits = dense.search(text, k=1, exclude_ids=exclude)
-        return float(hits[0][1]) if hits else 0.0
-
-    return nearest
+    return nearest_domain_cosine(engine.scorer.extractor.dense, engine.manager.scope.glossary, cache_dir=data_home())
 
 
 def _score_sets(engine, data_dir: Path, *, seed: int, files: list[Path], fmt: str | None = None):
     """Return ``(profile, oos, builtin, real)``: every message scored with the domain check off."""
     from dtdialog.understanding.scope import ScopeGate
 
-    gate = ScopeGate(engine.index, threshold=0.0)  # the domain check off: the rules are applied here
+    # the domain check off (the rules are applied here), over the domain texts the engine's gate reads
+    gate = ScopeGate(engine.index, threshold=0.0, glossary=engine.manager.scope.glossary)
     profile = gate.profile()
     nearest = _nearest_cosine(engine)
     oos = score_all(gate, out_of_scope_texts(data_dir, random.Random(seed)), nearest)

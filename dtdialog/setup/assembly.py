@@ -250,7 +250,7 @@ class Engine:
 
             warm_up_scorer(self.selector.scorer)
         if self.manager is not None and self.manager.scope is not None:
-            self.manager.scope.profile()  # learn the domain (about 1 s on the built-in index)
+            self.manager.scope.warm_up()
 
     def close(self) -> None:
         """Close the session store and the index."""
@@ -394,14 +394,17 @@ def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
     path = Path(spec.sessions_path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     store = SessionStore(path)
-    # out-of-scope gate: learns the domain from the selector's own index
+    # out-of-scope gate: learns the domain from the selector's own index, and from the profile's glossary where an
+    # encoder reads meaning too (the rule scorer's calibrator cannot tell a near-miss answer from a right one, so
+    # under it the gate keeps to the index's own words)
     from dtdialog.understanding.scope import ScopeGate
 
-    nearest, prefetch = _nearest_answer_cosine(selector)
+    nearest, prefetch = _nearest_domain_cosine(selector, profile.glossary)
     options = spec.config.scope
     scope = ScopeGate(selector.index, quantile=options.scope_quantile, threshold=options.scope_threshold,
                       mass=options.scope_mass, dense=nearest, prefetch=prefetch,
-                      dense_floor=options.scope_dense_floor, dense_sure=options.scope_dense_sure)
+                      dense_floor=options.scope_dense_floor, dense_sure=options.scope_dense_sure,
+                      glossary=profile.glossary if nearest is not None else ())
     from dtdialog.dialogue.abstain import load_followup_calibrator
 
     return store, DialogueManager(selector=selector, store=store, config=spec.config, scope=scope,
@@ -409,19 +412,17 @@ def _manager(spec: EngineSpec, selector: AnswerSelector, profile: Profile):
                                   followup_calibrator=load_followup_calibrator(selector.calibrator))
 
 
-def _nearest_answer_cosine(selector: AnswerSelector):
-    """Return ``(text -> largest cosine to a stored answer, text -> start encoding it on a worker)`` from the
-    learned ranker's dense signals, or ``(None, None)``."""
+def _nearest_domain_cosine(selector: AnswerSelector, glossary: tuple[str, ...]):
+    """Return ``(text -> largest cosine to a stored answer or a glossary entry, text -> start encoding it on a
+    worker)`` from the learned ranker's dense signals, or ``(None, None)``."""
     from dtdialog.ranking.learned_scorer import LearnedScorer
+    from dtdialog.runtime.paths import data_home
+    from dtdialog.understanding.glossary_vectors import nearest_domain_cosine
 
     if not isinstance(selector.scorer, LearnedScorer) or selector.scorer.extractor.dense is None:
         return None, None
     dense = selector.scorer.extractor.dense
-
-    def nearest(text: str) -> float:
-        hits = dense.search(text, k=1)
-        return float(hits[0][1]) if hits else 0.0
-
+    nearest = nearest_domain_cosine(dense, glossary, cache_dir=data_home())
     return nearest, dense.prefetch
 
 

@@ -228,8 +228,8 @@ class ScopeConfig:
     scope_quantile: float = 0.2
     scope_threshold: float | None = None
     scope_mass: float | None = 40.0
-    scope_dense_floor: float = 0.16
-    scope_dense_sure: float = 0.30
+    scope_dense_floor: float = 0.26
+    scope_dense_sure: float = 0.32
 
     def __post_init__(self) -> None:
         _check(_is_number(self.scope_quantile) and 0.0 <= self.scope_quantile <= 0.5,

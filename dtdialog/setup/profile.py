@@ -49,6 +49,9 @@ class Profile:
     prompts: ``Replies`` field -> wording, replacing the generic default of that field.
     synonyms: canonical term -> aliases for entity matching (loaded from the file the YAML names, relative to
         it); None: the engine's default list.
+    glossary: short texts describing the domain beyond the stored answers, one per entry (``term: definition``,
+        loaded from the text file the YAML names, relative to it): the out-of-scope gate counts their words as the
+        domain's, so a question the answers do not cover is asked about, not refused as off-topic.
     """
 
     name: str = "support assistant"
@@ -60,6 +63,7 @@ class Profile:
     language: str = "en"
     prompts: Mapping[str, str] = field(default_factory=dict)
     synonyms: Mapping[str, tuple[str, ...]] | None = None
+    glossary: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("name", "domain", "greeting", "page_title", "placeholder", "handoff", "language"):
@@ -80,6 +84,7 @@ class Profile:
         if self.synonyms is not None:
             object.__setattr__(self, "synonyms", _checked_synonyms(self.synonyms, "profile: synonyms"))
         object.__setattr__(self, "prompts", dict(self.prompts))
+        object.__setattr__(self, "glossary", _checked_glossary(self.glossary, "profile: glossary"))
 
     def replies(self) -> Replies:
         """Return the ``Replies`` this profile words: the generic defaults, the domain, then ``prompts``."""
@@ -106,6 +111,7 @@ class Profile:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["prompts"] = dict(self.prompts)
         data["synonyms"] = {k: list(v) for k, v in self.synonyms.items()} if self.synonyms is not None else None
+        data["glossary"] = list(self.glossary)
         return data
 
     @classmethod
@@ -127,6 +133,15 @@ class Profile:
                 values["synonyms"] = load_synonyms(path if path.is_absolute() or base is None else base / path)
             except ConfigError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+        glossary = values.get("glossary")
+        if isinstance(glossary, str):
+            path = Path(glossary).expanduser()
+            try:
+                values["glossary"] = load_glossary(path if path.is_absolute() or base is None else base / path)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        elif glossary is None:
+            values.pop("glossary", None)
         try:
             return cls(**values)
         except ConfigError as exc:
@@ -169,15 +184,19 @@ def _checked_synonyms(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def read_yaml(path: Path, what: str) -> Any:
-    """Return the YAML document at ``path`` (``yaml.safe_load``); every problem is a one-line ``ConfigError``."""
-    import yaml
+def _checked_glossary(raw: Any, where: str) -> tuple[str, ...]:
+    if isinstance(raw, str) or not isinstance(raw, (list, tuple)) or not all(isinstance(t, str) for t in raw):
+        raise ConfigError(f"{where}: expected a list of text entries (or a file name in the YAML)")
+    return tuple(t.strip() for t in raw if t.strip())
 
+
+def read_text(path: Path, what: str) -> str:
+    """Return the UTF-8 text at ``path`` (at most ``MAX_PROFILE_BYTES``); every problem is a one-line ``ConfigError``."""
     try:
         size = path.stat().st_size
         if size > MAX_PROFILE_BYTES:
             raise ConfigError(f"{what} {path} is {size} bytes; expected at most {MAX_PROFILE_BYTES}")
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{what} {path} does not exist") from None
     except IsADirectoryError:
@@ -186,6 +205,13 @@ def read_yaml(path: Path, what: str) -> Any:
         raise ConfigError(f"{what} {path} is not UTF-8 text") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
+def read_yaml(path: Path, what: str) -> Any:
+    """Return the YAML document at ``path`` (``yaml.safe_load``); every problem is a one-line ``ConfigError``."""
+    import yaml
+
+    text = read_text(path, what)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -212,6 +238,12 @@ def load_synonyms(path: Path) -> dict[str, tuple[str, ...]]:
     else:
         raw = read_yaml(path, "synonyms file")
     return _checked_synonyms(raw, f"synonyms file {path}")
+
+
+def load_glossary(path: Path) -> tuple[str, ...]:
+    """Return the entries of the glossary text file at ``path``: one per line, ``#`` lines and blank lines skipped."""
+    lines = read_text(path, "glossary file").splitlines()
+    return tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -243,11 +275,12 @@ def stored_profile(info: Mapping[str, Any]) -> Profile | None:
 
 
 def resolve_profile(*, path: str | Path | None, info: Mapping[str, Any] | None, builtin: bool) -> Profile:
-    """Return the profile an engine speaks with: the file ``path`` names, else the one stored in the index
-    (``info``: its build information), else the built-in corpus's (``builtin``), else the generic one."""
+    """Return the profile an engine speaks with: the file ``path`` names, else the built-in corpus's (``builtin``:
+    the shipped file, not the copy an older index stored), else the one stored in the index (``info``: its build
+    information), else the generic one."""
     if path is not None:
         return load_profile(path)
+    if builtin:
+        return builtin_profile()
     stored = stored_profile(info or {})
-    if stored is not None:
-        return stored
-    return builtin_profile() if builtin else generic_profile()
+    return stored if stored is not None else generic_profile()

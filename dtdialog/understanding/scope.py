@@ -15,7 +15,9 @@ in scope, or out of scope for one ``reason``:
 * ``domain`` - English, but about something the index does not cover (a mortgage question to the car bot).
 
 The domain is learned from the index, never from a word list (``DomainProfile``): the stems of every
-stored answer and logged question, counted per dialogue. A message's ``domain_score`` is the IDF-weighted
+stored answer and logged question, counted per dialogue, and of the profile's glossary (``Profile.glossary``:
+the domain described in a few hundred short entries, each counted as one more document), because the answers
+cover what customers asked before, not everything they may ask about (engine design, motorcycles). A message's ``domain_score`` is the IDF-weighted
 share of its content stems the index knows (a stem the index never saw weighs as the rarest, a stem in
 every dialogue almost nothing), each counted by ``df/(df+1)``. The threshold is derived from the same index:
 each logged question is scored leave-one-dialogue-out, and the threshold is the ``scope_quantile`` of those
@@ -106,25 +108,32 @@ class DomainProfile:
     own_scores: list[float]
     #: stem -> the dialogues (their positions) that use it; empty for a profile built without them
     postings: dict[str, frozenset[int]] = field(default_factory=dict)
+    #: glossary entries counted in ``df`` beside the ``n`` dialogues (documents of the domain, not answers: they
+    #: never make a message vague, which is about what retrieval can tell apart)
+    glossary_entries: int = 0
 
     @classmethod
-    def of(cls, dialogues: Iterable[tuple[str, list[str]]]) -> DomainProfile:
-        """Return the profile of ``(question, texts)`` pairs: one per dialogue (texts = its answers)."""
+    def of(cls, dialogues: Iterable[tuple[str, list[str]]], *, glossary: Iterable[str] = ()) -> DomainProfile:
+        """Return the profile of ``(question, texts)`` pairs: one per dialogue (texts = its answers), plus the
+        domain's ``glossary`` entries (``Profile.glossary``), each counted as a document of its own."""
         rows = [(q, frozenset(s for t in [q, *texts] for s in message_stems(t))) for q, texts in dialogues]
+        entries = [frozenset(message_stems(text)) for text in glossary]
         df: Counter[str] = Counter()
         postings: dict[str, set[int]] = {}
         for position, (_, stems) in enumerate(rows):
             df.update(stems)
             for s in stems:
                 postings.setdefault(s, set()).add(position)
-        profile = cls(n=len(rows), df=dict(df), own_scores=[],
+        for stems in entries:
+            df.update(stems)
+        profile = cls(n=len(rows), df=dict(df), own_scores=[], glossary_entries=len(entries),
                       postings={s: frozenset(p) for s, p in postings.items()})
         profile.own_scores = sorted(profile.score(q, leave_out=stems)[0] for q, stems in rows if q.strip())
         return profile
 
     @classmethod
-    def of_index(cls, index: AnswerIndex) -> DomainProfile:
-        """Return the profile of every stored answer and logged question, grouped by dialogue."""
+    def of_index(cls, index: AnswerIndex, *, glossary: Iterable[str] = ()) -> DomainProfile:
+        """Return the profile of every stored answer and logged question, grouped by dialogue, and ``glossary``."""
         grouped: dict[str, tuple[str, list[str]]] = {}
         for doc_id in index.ids():
             doc = index.get(doc_id)
@@ -132,14 +141,14 @@ class DomainProfile:
                 continue
             question, texts = grouped.setdefault(doc.dialogue_id, (str(doc.meta.get("question", "")), []))
             texts.append(doc.text)
-        return cls.of(grouped.values())
+        return cls.of(grouped.values(), glossary=glossary)
 
     def score(self, text: str, *, leave_out: frozenset[str] = frozenset()) -> tuple[float, dict[str, Any]]:
         """Return ``(domain score, detail)`` of ``text``; ``leave_out`` stems lose one dialogue (their own)."""
         stems = message_stems(text)
         if not stems or self.n < 2:
             return 0.0, {"terms": 0, "known": 0, "domain_mass": 0.0}
-        n = self.n - (1 if leave_out else 0)
+        n = self.n + self.glossary_entries - (1 if leave_out else 0)
         rarest = math.log(n + 1)
         total = known_mass = 0.0
         known = 0
@@ -234,6 +243,7 @@ def _non_latin_share(text: str) -> float:
 class ScopeGate:
     """Decides whether a new question is in scope; the domain profile is learned lazily from ``index``.
 
+    ``glossary``: the profile's domain texts (``Profile.glossary``), learned beside the index.
     ``threshold`` (None: derived from the index at ``quantile``), ``quantile``, ``mass`` (None: the share alone
     decides), ``dense_floor`` and ``dense_sure`` come from ``EngineConfig``. ``dense`` maps a message to its
     largest cosine to a stored answer (None: no encoder, the vocabulary alone decides); ``prefetch`` starts that
@@ -243,9 +253,11 @@ class ScopeGate:
 
     def __init__(self, index: AnswerIndex | None = None, *, quantile: float = 0.2, threshold: float | None = None,
                  mass: float | None = None, profile: DomainProfile | None = None,
-                 dense: Callable[[str], float] | None = None, dense_floor: float = 0.16,
-                 dense_sure: float = 0.30, prefetch: Callable[[str], None] | None = None) -> None:
+                 dense: Callable[[str], float] | None = None, dense_floor: float = 0.26,
+                 dense_sure: float = 0.32, prefetch: Callable[[str], None] | None = None,
+                 glossary: tuple[str, ...] = ()) -> None:
         self.index = index
+        self.glossary = glossary
         self.mass = mass
         self.dense = dense
         self.prefetch = prefetch
@@ -262,10 +274,17 @@ class ScopeGate:
             if self.index is not None:
                 generation = self.index.generation()
                 if self._profile is None or generation != self._generation:
-                    self._profile, self._generation = DomainProfile.of_index(self.index), generation
+                    self._profile = DomainProfile.of_index(self.index, glossary=self.glossary)
+                    self._generation = generation
             if self._profile is None:
                 self._profile = DomainProfile(n=0, df={}, own_scores=[])
             return self._profile
+
+    def warm_up(self) -> None:
+        """Learn the domain (about 1 s on the built-in index) and, with an encoder, read the glossary's vectors."""
+        self.profile()
+        if self.dense is not None and self.glossary:
+            self.dense(self.glossary[0])
 
     def threshold(self) -> float:
         return self.fixed_threshold if self.fixed_threshold is not None else self.profile().threshold(self.quantile)
