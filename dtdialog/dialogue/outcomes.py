@@ -6,6 +6,7 @@ returns the ``TurnResult``; the policies (``abstain``, ``clarify``, ``handoff``)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dtdialog.dialogue.abstain import detail_to_ask
@@ -84,16 +85,22 @@ class Outcomes:
         trace.decide(ReplyKind.FALLBACK, state_after=State.AWAITING_DETAIL, missing=missing)
         return TurnResult(session_id=record.id, reply=reply, kind=ReplyKind.FALLBACK, state=State.AWAITING_DETAIL)
 
-    def abstain(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace, confidence: float) -> TurnResult:
-        """Ask for the missing detail instead of an answer the engine is unsure of; the second time, hand off.
+    def abstain(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace, confidence: float, *,
+                closest: Sequence[AnswerDocument] = ()) -> TurnResult:
+        """Ask for the missing detail instead of an answer the engine is unsure of; the second time, offer the
+        ``closest`` answers to pick from (``options_when_unsure``), else hand off.
 
         Counts as a failed step like a fallback, so a step that stays unsure ends with the hand-off (and its
-        transcript) after ``max_failures``.
+        transcript) after ``max_failures``; "none of these" after the offer is one more failure, so it hands off.
         """
         config = self.ctx.config
         record.failures += 1
         trace.note(f"confidence {confidence:.2f} is below {config.abstention.abstain_below:.2f}: not answering")
         if record.failures >= config.dialogue.max_failures:
+            if config.dialogue.options_when_unsure and len(closest) >= 2:
+                trace.note("the confidence has run out: the closest answers are offered before a hand-off")
+                return self.offer(record, trace, list(closest[: config.clarify.max_options]),
+                                  head=self.ctx.replies.unsure_options)
             return self.hand_off(record, trace, HandoffReason.UNSURE)
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried))
         record.state = State.AWAITING_DETAIL

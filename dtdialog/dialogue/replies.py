@@ -69,6 +69,8 @@ class Replies:
                             "(the symptom), and which product, part or service is involved? Or say 'human' to talk to a person.")
     #: said before other strong candidates are offered after "none of these"
     none_fit_others: str = "OK, not those. "
+    #: said before the closest answers are offered when the bot is still unsure after asking for detail
+    unsure_options: str = "I'm still not sure which answer fits, so here are the closest ones I have. "
     handoff_none_fit: str = "none of the suggested answers fit"
     handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
     # --- out-of-scope gate: what the bot says instead of answering from the index ---

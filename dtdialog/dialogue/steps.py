@@ -82,7 +82,7 @@ class Steps:
             return self.select(record, trace, plan=plan, allow_clarify=allow_clarify, after_rejection=True)
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
-        return self.outcomes.abstain(record, outcome, trace, confidence)
+        return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked])
 
     def fresh(self, record: SessionRecord, ranked: Sequence[Any]) -> list[Any]:
         """Return the candidates that repeat no answer already shown."""

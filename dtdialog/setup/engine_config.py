@@ -250,6 +250,9 @@ class DialogueLimits:
     max_failures: after this many steps without an answer the bot is sure of (fallbacks, abstentions, none of the
         offered answers fitting) hand off to a human: the confidence has run out.
     max_rejections: after the customer turned down this many answers ("no, that didn't help") hand off to a human.
+    options_when_unsure: when the confidence runs out (the last unsure step before ``max_failures``), first offer the
+        closest answers (up to ``clarify.max_options``) to pick from, and hand off only when none fits; False hands
+        off at once.
     max_input_chars: longer user turns are refused with a prompt instead of being processed (default
         ``intents.MAX_TURN_CHARS``; at most the parser's ``MAX_CHARS``).
     max_traces: how many per-turn traces a session keeps.
@@ -257,11 +260,14 @@ class DialogueLimits:
 
     max_failures: int = 2
     max_rejections: int = 3
+    options_when_unsure: bool = True
     max_input_chars: int = MAX_TURN_CHARS
     max_traces: int = 50
 
     def __post_init__(self) -> None:
         _check_counts(self, "max_failures", "max_rejections", "max_input_chars", "max_traces")
+        _check(isinstance(self.options_when_unsure, bool),
+               f"options_when_unsure must be true or false, got {self.options_when_unsure!r}")
         _check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
 
 

@@ -24,8 +24,9 @@ from engine_helpers import (
 )
 
 from dtdialog.dialogue.abstain import WHEN
-from dtdialog.dialogue.manager import ABSTAIN, ANSWER, HANDOFF, DialogueManager
-from dtdialog.dialogue.session import AWAITING_DETAIL, HANDED_OFF
+from dtdialog.dialogue.manager import ABSTAIN, ANSWER, CLARIFY, HANDOFF, DialogueManager
+from dtdialog.dialogue.replies import Replies
+from dtdialog.dialogue.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
 from dtdialog.dialogue.session_store import SessionStore
 from dtdialog.selection.abstention import CONTEXT, PART, SYMPTOM, missing_detail
 from dtdialog.selection.confidence import load_calibrator
@@ -54,7 +55,7 @@ def test_answer_turns_carry_a_confidence_in_0_1(tmp_path):
 
 def test_an_unsure_step_asks_for_a_detail_offers_a_person_then_hands_off_with_the_transcript(tmp_path):
     # abstain_below=1 makes every ranked answer "too unsure": the mechanism, independent of today's calibrator
-    manager = _world(tmp_path, ANSWERS, abstain_below=1.0)
+    manager = _world(tmp_path, ANSWERS, abstain_below=1.0, options_when_unsure=False)
     sid = manager.start_session()
     first = manager.handle(session_id=sid, text=text_of(BRAKE_Q))
     assert first.kind == ABSTAIN, first.reply
@@ -66,6 +67,26 @@ def test_an_unsure_step_asks_for_a_detail_offers_a_person_then_hands_off_with_th
     assert second.kind == HANDOFF and second.state == HANDED_OFF
     transcript = second.trace["decision"]["transcript"]
     assert transcript[0]["text"] == text_of(BRAKE_Q) and any(m["text"] == first.reply for m in transcript)
+
+
+def test_when_still_unsure_the_closest_answers_are_offered_before_the_hand_off(tmp_path):
+    """Before: the second unsure step handed off, though the right answer was often among the closest ones. Now the
+    customer picks among them, gets the one picked, and a "none of these" hands off with a true reason."""
+    manager = _world(tmp_path, ANSWERS, abstain_below=1.0)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text=text_of(BRAKE_Q)).kind == ABSTAIN
+    offer = manager.handle(session_id=sid, text="It happens every morning when I back out of the garage")
+    assert offer.kind == CLARIFY and offer.state == AWAITING_CHOICE, offer.reply
+    assert offer.reply.startswith(Replies.unsure_options) and 2 <= len(offer.options) <= 3
+    assert "closest answers are offered" in " ".join(offer.trace["notes"])
+    picked = manager.handle(session_id=sid, text="1")
+    assert picked.kind == ANSWER and picked.answer_id == offer.options[0].answer_id
+
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=text_of(BRAKE_Q))
+    manager.handle(session_id=sid, text="It happens every morning when I back out of the garage")
+    none = manager.handle(session_id=sid, text="none of these")
+    assert none.kind == HANDOFF and Replies.handoff_none_fit in none.reply
 
 
 def test_without_a_calibrator_the_engine_never_abstains(tmp_path):
