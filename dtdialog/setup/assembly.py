@@ -55,7 +55,12 @@ class EngineSpec:
 
     parser: RST parser name (None: ``engine_parser_name()``, i.e. ``$DTDIALOG_PARSER`` or the parser the
         shipped ranker was trained with).
-    backend: ``sqlite`` or ``elasticsearch``; index_url: the Elasticsearch URL (None: ``$ELASTICSEARCH_URL``).
+    parser_encoder: neural parser only - what its MiniLM runs (``parsers.neural.encoder.runtime_id``: the model
+        file's pin, int8 arithmetic on ONNX Runtime, whatever ``$DTDIALOG_ENCODER_RUNTIME`` says); recorded when
+        the spec is saved, another is refused when it is loaded (None: not checked).
+    backend: ``sqlite`` or ``elasticsearch``; index_url: the Elasticsearch URL (None: ``$ELASTICSEARCH_URL``); a
+        saved spec records it without user:password, which ``$ELASTICSEARCH_URL`` or ``--es-url`` for the same server
+        supply when it is loaded (``dtdialog.setup.spec_resolution.saved_es_url``).
     index_path: the SQLite index file (built there from ``corpus`` when missing, rebuilt when both are given).
     corpus, corpus_format: the dialogues to index (None: the built-in corpus).
     ranker: ``auto``, ``learned`` or ``rules`` (None: ``$DTDIALOG_RANKER`` or ``auto``); ``auto`` is the learned
@@ -75,6 +80,7 @@ class EngineSpec:
     """
 
     parser: str | None = None
+    parser_encoder: str | None = None
     backend: str = "sqlite"
     index_path: str | None = None
     index_url: str | None = None
@@ -98,7 +104,7 @@ class EngineSpec:
                 setattr(self, name, str(value))
             elif value is not None and not isinstance(value, str):
                 raise ConfigError(f"engine spec: {name} must be a path or null, got {value!r}")
-        for name in ("parser", "index_url", "ranker_version"):
+        for name in ("parser", "parser_encoder", "index_url", "ranker_version"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(f"engine spec: {name} must be a string or null")
         _check_choice("backend", self.backend, BACKENDS)
