@@ -40,6 +40,7 @@ from index.es_knn import (
     meta_index_name,
 )
 from index.es_query import INDEX_MAPPINGS, INDEX_SETTINGS, build_search_body, document_source, hits_from_response
+from index.es_url import without_credentials
 from parsers.errors import DTDialogError, InputError, ModelNotAvailableError
 
 if TYPE_CHECKING:
@@ -73,13 +74,14 @@ class ElasticsearchIndex(AnswerIndex):
     def __init__(self, url: str, *, index_name: str = "dtdialog-answers", client: Any = None) -> None:
         if not index_name or index_name != index_name.lower() or any(c in index_name for c in ' "*\\<|,>/?'):
             raise InputError(f"invalid Elasticsearch index name {index_name!r}: use lower-case letters, digits and '-'")
-        self.url = url
+        #: the server as error messages name it: never its password
+        self.url = without_credentials(url)
         self.index_name = index_name
         if client is None:
             try:
                 client = _client_class()(url, request_timeout=REQUEST_TIMEOUT, max_retries=0)
             except ValueError as exc:
-                raise InputError(f"invalid Elasticsearch URL {url!r}: {exc}") from None
+                raise InputError(f"invalid Elasticsearch URL {self.url!r}: {exc}") from None
         self.client = client
         info = self._call("connect", lambda: self.client.info())
         #: (major, minor) of the server; (99, 0) when it does not say (assume a current one)

@@ -48,8 +48,14 @@ def open_index(
 
 
 def es_url(url: str | None) -> str:
-    """Return ``url`` or ``$ELASTICSEARCH_URL``; raises ``ConfigError`` when neither is set."""
-    found = url or os.environ.get(ES_URL_ENV)
-    if not found:
+    """Return ``url`` or ``$ELASTICSEARCH_URL``; raises ``ConfigError`` when neither is set.
+
+    A ``url`` without credentials (a saved engine spec keeps none) takes the user and password of
+    ``$ELASTICSEARCH_URL`` when that names the same server (``index.es_url.with_credentials_of``).
+    """
+    from index.es_url import with_credentials_of
+
+    env = os.environ.get(ES_URL_ENV)
+    if not (url or env):
         raise ConfigError(f"no Elasticsearch URL: pass --es-url or set {ES_URL_ENV} (e.g. http://localhost:9200)")
-    return found
+    return with_credentials_of(url, env) if url else env

@@ -9,9 +9,10 @@
   ("dense retrieval unavailable ... ranking lexically");
 * ``learned_ranking`` returns the ``HybridGenerator`` (or ``ElasticHybridGenerator``) and ``LearnedScorer``.
 
-Dense vectors of a SQLite index live beside it (``index.dense_store``); the learned ranker builds them on
-first use (a progress bar, once per index); so are the answers' syntactic-generalization phrases
-(``index.sg_store``) when the model uses the ``sg`` feature.
+Dense vectors of a SQLite index live beside it (``index.dense_store``), and so do the answers'
+syntactic-generalization phrases (``index.sg_store``) the model's ``sg`` feature reads: ``dense_vectors`` and
+``sg_phrases`` build what is missing (a progress bar, once per index), and ``build_engine`` calls them before the
+ranking is made.
 """
 
 from __future__ import annotations
@@ -105,9 +106,23 @@ def dense_vectors(index: AnswerIndex, index_path: str | Path | None, *, encoder,
     return _store_for(index, Path(index_path), encoder=encoder, progress=progress)
 
 
+def sg_phrases(index: AnswerIndex, index_path: str | Path | None, *, progress: bool):
+    """Return the answers' SG phrases parsed at index time, parsing the answers the store beside a SQLite index lacks
+    first (the index build's SG step), or those stored in an Elasticsearch index; None when there are none."""
+    if index_path is not None:
+        from index.sg_store import sg_store_for
+
+        return sg_store_for(index, Path(index_path), progress=progress)
+    if (_es_dense_info(index) or {}).get("sg"):  # phrases stored in the Elasticsearch documents
+        from index.sg_store import ElasticSGPhrases
+
+        return ElasticSGPhrases(index=index)
+    return None
+
+
 def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model, config: EngineConfig,
                     depth: int | None = None, encoder=None, require_agreement: bool = False, progress: bool = True,
-                    warm: bool = True, store=None):
+                    warm: bool = True, store=None, sg_store=None):
     """Return ``(generator, scorer)`` of the learned ranker over ``index`` (``learned_usable`` said it can run).
 
     ``depth`` is the candidate-list depth of each retriever; by default the one the model was trained on.
@@ -115,7 +130,8 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
     False: the model was trained with agreement as a feature, and on the built-in dialogues the hard filter on
     top of it cost 40 points of step-1 accuracy (docs/ranking.md).
     ``warm=False`` leaves the query encoder and spaCy to load on first use, or in ``warm_up_scorer``.
-    ``store``: the dense store ``dense_vectors`` returned (None: it is opened, or built, here).
+    ``store``: the dense store ``dense_vectors`` returned; ``sg_store``: the phrases ``sg_phrases`` returned, read
+    when the model uses the ``sg`` feature (None: each is opened, or built, here).
     """
     from dtdialog.ranking.learned_scorer import LearnedScorer
     from dtdialog.ranking.signals import SignalExtractor
@@ -124,7 +140,10 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
     depth = depth or int(model.manifest.get("k") or config.retrieval.candidates)
     generator, dense = _hybrid_generator(index, index_path, depth=depth, encoder=encoder, progress=progress,
                                          store=store)
-    sg_store = _sg_store(index, index_path, progress=progress) if model.uses_sg else None
+    if not model.uses_sg:
+        sg_store = None
+    elif sg_store is None:  # a caller without build_engine's index step: open (or build) the phrases here
+        sg_store = sg_phrases(index, index_path, progress=progress)
     extractor = SignalExtractor(dense=dense, use_sg=model.uses_sg, sg_store=sg_store, use_sides=model.uses_sides)
     scorer = LearnedScorer(model=model, extractor=extractor, config=config, require_agreement=require_agreement)
     if index_path is not None:  # HybridGenerator: the query's SG parse overlaps the searches and agreement checks
@@ -150,19 +169,6 @@ def _hybrid_generator(index: AnswerIndex, index_path: str | Path | None, *, dept
     store = store or _store_for(index, Path(index_path), encoder=encoder, progress=progress)
     dense = DenseSignals(store=store, encoder=encoder)
     return HybridGenerator(index=index, dense=dense, dense_k=depth, lexical_k=depth), dense
-
-
-def _sg_store(index: AnswerIndex, index_path: str | Path | None, *, progress: bool):
-    """Return the answers' SG phrases parsed at index time (no answer is spaCy-parsed per turn), or None."""
-    if index_path is not None:
-        from index.sg_store import sg_store_for
-
-        return sg_store_for(index, Path(index_path), progress=progress)
-    if (_es_dense_info(index) or {}).get("sg"):  # phrases stored in the Elasticsearch documents
-        from index.sg_store import ElasticSGPhrases
-
-        return ElasticSGPhrases(index=index)
-    return None
 
 
 def warm_up_scorer(scorer) -> None:

@@ -55,7 +55,12 @@ class EngineSpec:
 
     parser: RST parser name (None: ``engine_parser_name()``, i.e. ``$DTDIALOG_PARSER`` or the parser the
         shipped ranker was trained with).
-    backend: ``sqlite`` or ``elasticsearch``; index_url: the Elasticsearch URL (None: ``$ELASTICSEARCH_URL``).
+    parser_encoder: neural parser only - what its MiniLM runs (``parsers.neural.encoder.runtime_id``: the model
+        file's pin, int8 arithmetic on ONNX Runtime, whatever ``$DTDIALOG_ENCODER_RUNTIME`` says); recorded when
+        the spec is saved, another is refused when it is loaded (None: not checked).
+    backend: ``sqlite`` or ``elasticsearch``; index_url: the Elasticsearch URL (None: ``$ELASTICSEARCH_URL``); a
+        saved spec records it without user:password, which ``$ELASTICSEARCH_URL`` or ``--es-url`` for the same server
+        supply when it is loaded (``dtdialog.setup.spec_resolution.saved_es_url``).
     index_path: the SQLite index file (built there from ``corpus`` when missing, rebuilt when both are given).
     corpus, corpus_format: the dialogues to index (None: the built-in corpus).
     ranker: ``auto``, ``learned`` or ``rules`` (None: ``$DTDIALOG_RANKER`` or ``auto``); ``auto`` is the learned
@@ -75,6 +80,7 @@ class EngineSpec:
     """
 
     parser: str | None = None
+    parser_encoder: str | None = None
     backend: str = "sqlite"
     index_path: str | None = None
     index_url: str | None = None
@@ -98,7 +104,7 @@ class EngineSpec:
                 setattr(self, name, str(value))
             elif value is not None and not isinstance(value, str):
                 raise ConfigError(f"engine spec: {name} must be a path or null, got {value!r}")
-        for name in ("parser", "index_url", "ranker_version"):
+        for name in ("parser", "parser_encoder", "index_url", "ranker_version"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(f"engine spec: {name} must be a string or null")
         _check_choice("backend", self.backend, BACKENDS)
@@ -318,8 +324,9 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
 
 def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tuple[AnswerIndex, Path | None, str, bool]:
     """Return ``(index, SQLite path or None, location, built)``: the spec's index opened, built first when missing
-    or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``). Its dense vectors are the
-    learned ranker's, encoded before its ranking is made (``dtdialog.ranking.factory.dense_vectors``)."""
+    or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``). Its dense vectors and SG
+    phrases are the learned ranker's, built before its ranking is made (``dtdialog.ranking.factory.dense_vectors``,
+    ``sg_phrases``)."""
     from dtdialog.setup.index_location import open_spec_index
 
     return open_spec_index(spec, parser, progress=progress)
@@ -348,7 +355,14 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
 
 def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
     """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
-    from dtdialog.ranking.factory import dense_vectors, learned_ranking, learned_usable, load_model, resolve_ranker
+    from dtdialog.ranking.factory import (
+        dense_vectors,
+        learned_ranking,
+        learned_usable,
+        load_model,
+        resolve_ranker,
+        sg_phrases,
+    )
     from dtdialog.ranking.features import DT_FEATURES
 
     name = resolve_ranker(spec.ranker)
@@ -373,11 +387,13 @@ def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, h
     encoder = hooks.encoder or DenseEncoder(runtime=spec.encoder_runtime)
     if hooks.seed_vectors is not None and index_path is not None:
         hooks.seed_vectors(index, index_path)
-    store = dense_vectors(index, index_path, encoder=encoder, progress=progress)  # the one place vectors are encoded
+    # the index's side files the ranking reads, built here before it is made: vectors, then the answers' SG phrases
+    store = dense_vectors(index, index_path, encoder=encoder, progress=progress)
+    phrases = sg_phrases(index, index_path, progress=progress) if model.uses_sg else None
     generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
                                         depth=spec.candidate_depth, encoder=encoder,
                                         require_agreement=spec.learned_require_agreement, progress=progress,
-                                        warm=hooks.warm, store=store)
+                                        warm=hooks.warm, store=store, sg_store=phrases)
     if hooks.wrap_scorer is not None:
         scorer = hooks.wrap_scorer(scorer)
     return generator, scorer

@@ -34,7 +34,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                        help="build a missing --index from --corpus (default: the built-in corpus) first")
     # no argparse choices: the spec refuses an unknown backend in its one-line error
     group.add_argument("--backend", default="sqlite", help="index backend: sqlite (default) or elasticsearch")
-    group.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL)")
+    group.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL); beside "
+                       "--engine, the saved server's URL with its user:password (a saved spec holds none)")
     group.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the parser "
                        "the shipped ranker was trained with, rules)")
     group.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
@@ -64,11 +65,15 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
 
     if args.engine is not None:
         options = {**ENGINE_OPTIONS, **(extra_options or {})}
-        given = [name for name, default in options.items() if getattr(args, name, default) != default]
+        # --es-url may give the saved server's credentials, which a saved spec never holds
+        given = [name for name, default in options.items()
+                 if name != "es_url" and getattr(args, name, default) != default]
         if given:
             names = ", ".join("--" + ("format" if n == "corpus_format" else n.replace("_", "-")) for n in given)
             raise InputError(f"--engine {args.engine} describes the whole engine; drop {names} or edit the spec")
         spec = EngineSpec.load(args.engine)
+        if getattr(args, "es_url", None) is not None:
+            spec = replace(spec, index_url=_saved_server(spec, args.es_url, args.engine))
         if args.sessions is not None or spec.sessions_path is None:
             spec = replace(spec, sessions_path=str(args.sessions or sessions_path()))
         return spec
@@ -82,3 +87,14 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
                       corpus=target.corpus, corpus_format=target.corpus_format or "builtin", ranker=args.ranker,
                       profile=target.profile, sessions_path=args.sessions or sessions_path(),
                       config=config if config is not None else EngineConfig(), use_tree=not args.no_dt)
+
+
+def _saved_server(spec, url: str, path: Path) -> str:
+    """Return ``url``, the ``--es-url`` beside ``--engine``: it may add credentials, never name another server."""
+    from index.es_url import same_server, without_credentials
+
+    if spec.backend != "elasticsearch" or spec.index_url is None or not same_server(url, spec.index_url):
+        saved = spec.index_url if spec.backend == "elasticsearch" else "a SQLite index"
+        raise InputError(f"--es-url {without_credentials(url)} is not the server the spec {path} names ({saved}); "
+                         "drop --es-url or edit the spec")
+    return url

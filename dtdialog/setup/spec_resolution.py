@@ -1,8 +1,9 @@
 """What a saved ``EngineSpec`` pins down, and whether this machine can build it.
 
 ``resolve_spec`` writes into a spec what this machine's defaults and environment chose (parser, ranker, the
-learned ranker's model version, the encoder runtime, absolute paths), so that loading it elsewhere builds the same
-engine; ``spec_problem`` says in one line why this machine cannot (``EngineSpec.load`` raises it).
+learned ranker's model version, the encoder runtime, the Elasticsearch URL without credentials, absolute paths), so
+that loading it elsewhere builds the same engine; ``spec_problem`` says in one line why this machine cannot
+(``EngineSpec.load`` raises it).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def resolve_spec(spec: Any) -> Any:
 
     ``auto`` becomes ``learned`` or ``rules`` over a SQLite index (over Elasticsearch it depends on the index's
     vectors, so it stays ``auto``); under the learned ranker the model's version and the encoder runtime are
-    recorded. A learned ranker whose model cannot be read raises ``ModelNotAvailableError``.
+    recorded; over Elasticsearch the server's URL (``saved_es_url``). A learned ranker whose model cannot be read
+    raises ``ModelNotAvailableError``; Elasticsearch without a URL raises ``ConfigError``.
     """
     from dtdialog.ranking.factory import resolve_ranker
     from parsers.encoder import resolved_runtime
@@ -43,8 +45,31 @@ def resolve_spec(spec: Any) -> Any:
         version = version or model_version(spec.model_path())
         runtime = resolved_runtime(runtime)
     paths = {name: os.path.abspath(getattr(spec, name)) for name in _PATHS if getattr(spec, name) is not None}
-    return replace(spec, parser=engine_parser_name(spec.parser), ranker=ranker, ranker_version=version,
-                   encoder_runtime=runtime, **paths)
+    parser = engine_parser_name(spec.parser)
+    return replace(spec, parser=parser, parser_encoder=spec.parser_encoder or parser_encoder(parser), ranker=ranker,
+                   ranker_version=version, encoder_runtime=runtime, index_url=saved_es_url(spec), **paths)
+
+
+def parser_encoder(parser: str) -> str | None:
+    """Return what the ``parser``'s own encoder runs (``parsers.neural.encoder.runtime_id`` for the neural parser,
+    which no environment variable changes), or None for a parser without one."""
+    if parser != "neural":
+        return None
+    from parsers.neural.encoder import runtime_id
+
+    return runtime_id()
+
+
+def saved_es_url(spec: Any) -> str | None:
+    """Return the Elasticsearch URL a saved ``spec`` names: ``index_url`` or ``$ELASTICSEARCH_URL`` as resolved here,
+    without its user and password (loading takes them from ``$ELASTICSEARCH_URL`` or ``--es-url`` for the same
+    server, ``index.registry.es_url``); the spec's own ``index_url`` for a SQLite spec."""
+    if spec.backend != "elasticsearch":
+        return spec.index_url
+    from index.es_url import without_credentials
+    from index.registry import es_url
+
+    return without_credentials(es_url(spec.index_url))
 
 
 def spec_problem(spec: Any) -> str | None:
@@ -53,6 +78,9 @@ def spec_problem(spec: Any) -> str | None:
 
     if spec.parser is not None and spec.parser not in available_parsers():
         return f"parser {spec.parser!r} is not installed here (installed: {', '.join(available_parsers())})"
+    problem = _parser_encoder_problem(spec)
+    if problem is not None:
+        return problem
     for name in ("corpus", "profile", "ranker_model"):
         path = getattr(spec, name)
         if path is not None and not os.path.isfile(path):
@@ -72,6 +100,22 @@ def spec_problem(spec: Any) -> str | None:
         from parsers.encoder import runtime_problem
 
         return runtime_problem(spec.encoder_runtime)
+    return None
+
+
+def _parser_encoder_problem(spec: Any) -> str | None:
+    """Return in one line why the parser's encoder here is not the one ``spec`` was saved with, or None."""
+    from parsers.base import neural_ready
+
+    name = engine_parser_name(spec.parser)
+    here = parser_encoder(name)
+    if spec.parser_encoder is not None and here != spec.parser_encoder:
+        runs = repr(here) if here is not None else "no encoder"
+        return f"the {name} parser here runs {runs}, the spec was saved with {spec.parser_encoder!r}"
+    if name == "neural" and not neural_ready():
+        from parsers.encoder import INSTALL_HINT
+
+        return f"the neural parser needs onnxruntime, tokenizers, onnx and its int8 MiniLM heads ({INSTALL_HINT})"
     return None
 
 

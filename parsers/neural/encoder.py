@@ -16,7 +16,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parsers.encoder import DIMENSION, INSTALL_HINT, MAX_SUBWORDS, model_label, onnx_available, shared_encoder
+from parsers.encoder import (
+    DIMENSION,
+    INSTALL_HINT,
+    MAX_SUBWORDS,
+    model_label,
+    onnx_available,
+    shared_encoder,
+    vectors_label,
+)
 from parsers.errors import ModelNotAvailableError
 
 #: Subwords per window, without [CLS]/[SEP].
@@ -25,12 +33,15 @@ WINDOW = MAX_SUBWORDS
 LAYERS = (4, 6)
 HIDDEN = DIMENSION
 FEATURE_DIM = HIDDEN * len(LAYERS)
-__all__ = ["FEATURE_DIM", "INSTALL_HINT", "LAYERS", "WINDOW", "MiniLMWordEncoder", "encoder_available", "encoder_id"]
+__all__ = ["FEATURE_DIM", "INSTALL_HINT", "LAYERS", "WINDOW", "MiniLMWordEncoder", "encoder_available", "encoder_id",
+           "runtime_id"]
 
 
 #: The parser runs MiniLM with int8 arithmetic (``parsers.encoder.int8_arithmetic_model``): about twice as fast
 #: as the float arithmetic dense retrieval needs, and the heads are trained on these states.
 ARITHMETIC = "int8"
+#: int8 arithmetic runs on ONNX Runtime only, so ``$DTDIALOG_ENCODER_RUNTIME`` (dense retrieval's choice) is not read.
+RUNTIME = "onnxruntime"
 
 
 def encoder_available() -> bool:
@@ -41,6 +52,12 @@ def encoder_available() -> bool:
 def encoder_id() -> str:
     """Return the label of the encoder whose vectors the heads read (the ONNX model's pin and arithmetic)."""
     return model_label(arithmetic=ARITHMETIC)
+
+
+def runtime_id() -> str:
+    """Return what the parser's MiniLM runs: the file's pin, int8 arithmetic, on ONNX Runtime
+    (``parsers.encoder.vectors_label``); a saved engine spec records it as ``parser_encoder``."""
+    return vectors_label(arithmetic=ARITHMETIC, runtime=RUNTIME)
 
 
 def window_bounds(n: int, window: int = WINDOW) -> list[tuple[int, int]]:
@@ -68,7 +85,7 @@ class MiniLMWordEncoder:
         if encoder is None:
             if not encoder_available():
                 raise ModelNotAvailableError(f"the neural parser needs onnxruntime, tokenizers and the shipped MiniLM: {INSTALL_HINT}")
-            encoder = shared_encoder(ARITHMETIC)
+            encoder = shared_encoder(ARITHMETIC, runtime=RUNTIME)
         self.encoder = encoder
 
     def encode(self, docs: Sequence[Sequence[str]]) -> list[np.ndarray]:
