@@ -145,6 +145,12 @@ def detect_position(tree: DiscourseTree, *, role: str = OPENING) -> Position:
     return Position(role, True)
 
 
+@lru_cache(maxsize=50_000)
+def _text_opening_phrase(prefix: str) -> tuple[str, ...] | None:
+    """``_opening_phrase`` of a stored answer's first characters: every turn reads the same candidates again."""
+    return _opening_phrase(words_of(prefix))
+
+
 def _opening_phrase(words: list[str]) -> tuple[str, ...] | None:
     """Return the back-pointing formula ``words`` open with ("in that case", "since you already"), or None."""
     if _courteous(words):
@@ -187,7 +193,7 @@ def position_of(doc: AnswerDocument) -> Position:
     if "role" in meta and "stands_alone" in meta:
         stored = Position(str(meta["role"]), bool(meta["stands_alone"]), str(meta.get("position_reason", "")))
         # the formulas are read from the text again: an index built before one was listed still sees it
-        phrase = _opening_phrase(words_of(doc.text[:_PHRASE_CHARS])) if stored.stands_alone else None
+        phrase = _text_opening_phrase(doc.text[:_PHRASE_CHARS]) if stored.stands_alone else None
         return replace(stored, stands_alone=False, reason=f"back-pointing opener: {' '.join(phrase)}") \
             if phrase else stored
     return _computed(doc.id, doc.position, json.dumps(doc.tree, sort_keys=True) if doc.tree else "", doc.text)
