@@ -271,15 +271,13 @@ class _Hooks:
 
     encoder: Any = None
     wrap_scorer: Callable[[Any], Any] | None = None
-    seed_vectors: Callable[[AnswerIndex, Path], None] | None = None
     #: False: ``learned_ranking`` leaves the warm-up to ``Engine.warm_up`` (``build_engine(warm=False)``)
     warm: bool = True
 
 
 def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parser: RSTParser | None = None,
                  index: AnswerIndex | None = None, index_path: str | Path | None = None, encoder=None,
-                 wrap_scorer: Callable[[Any], Any] | None = None,
-                 seed_vectors: Callable[[AnswerIndex, Path], None] | None = None, warm: bool = True) -> Engine:
+                 wrap_scorer: Callable[[Any], Any] | None = None, warm: bool = True) -> Engine:
     """Return the ``Engine`` that ``spec`` describes; the only place where its parts are joined.
 
     * ``parser``: an already loaded ``RSTParser`` to use instead of loading ``spec.parser``.
@@ -288,8 +286,6 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     * ``encoder``: the dense query encoder (default: a new ``DenseEncoder``).
     * ``wrap_scorer``: called with the learned ranker's ``LearnedScorer``; what it returns scores instead
       (the evaluation's out-of-fold scorer and feature recorder).
-    * ``seed_vectors(index, path)``: called before the learned ranker loads the dense vectors beside ``path``
-      (the evaluation writes them from its cross-run vector cache).
     * ``warm=False``: leave the lazily loaded parts (spaCy, the query encoder, the domain profile) to
       ``Engine.warm_up`` or the first turn, so a caller can show its first prompt sooner.
 
@@ -305,7 +301,7 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
         location, built = str(path) if path is not None else getattr(index, "backend", ""), False
     else:
         index, path, location, built = ensure_index(spec, rst, progress=progress)
-    hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, seed_vectors=seed_vectors, warm=warm)
+    hooks = _Hooks(encoder=encoder, wrap_scorer=wrap_scorer, warm=warm)
     try:
         profile = resolve_profile(path=spec.profile, info=index.info(),
                                   builtin=not given_index and spec.index_path is None and spec.corpus is None)
@@ -385,8 +381,6 @@ def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, h
     from index.dense import DenseEncoder
 
     encoder = hooks.encoder or DenseEncoder(runtime=spec.encoder_runtime)
-    if hooks.seed_vectors is not None and index_path is not None:
-        hooks.seed_vectors(index, index_path)
     # the index's side files the ranking reads, built here before it is made: vectors, then the answers' SG phrases
     store = dense_vectors(index, index_path, encoder=encoder, progress=progress)
     phrases = sg_phrases(index, index_path, progress=progress) if model.uses_sg else None

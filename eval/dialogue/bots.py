@@ -84,8 +84,10 @@ def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker
     parser = get_parser(engine_parser_name(None))
     path, _ = pool_index(pool, parser=parser, progress=progress)
     spec = EngineSpec(ranker=ranker, sessions_path=str(sessions_path), use_tree=use_tree)
-    return build_engine(spec, progress=progress, parser=parser, index=open_index(backend="sqlite", path=path),
-                        index_path=path, seed_vectors=lambda index, p: seed_dense_store(index, p, progress=progress),
+    index = open_index(backend="sqlite", path=path)
+    if ranker != "rules":  # the pool's vectors from the cross-run cache, before the engine would encode them
+        seed_dense_store(index, path, progress=progress)
+    return build_engine(spec, progress=progress, parser=parser, index=index, index_path=path,
                         wrap_scorer=out_of_fold(spec.model_path()))
 
 

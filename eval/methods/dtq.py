@@ -68,9 +68,10 @@ class DTQMethod(RankingMethod):
         spec = EngineSpec(parser=parser_name, ranker=self.ranker, ranker_model=self.ranker_model, config=config,
                           learned_require_agreement=bool(self.require_agreement), use_tree=self.use_tree)
         # a question of the ranker's training pool is scored by the fold model that held it out
-        engine = build_engine(spec, progress=self.progress, parser=parser,
-                              index=open_index(backend="sqlite", path=path), index_path=path,
-                              seed_vectors=lambda index, p: seed_dense_store(index, p, progress=self.progress),
+        index = open_index(backend="sqlite", path=path)
+        if self.ranker != "rules":  # the pool's vectors from the cross-run cache, before the engine would encode them
+            seed_dense_store(index, path, progress=self.progress)
+        engine = build_engine(spec, progress=self.progress, parser=parser, index=index, index_path=path,
                               wrap_scorer=out_of_fold(spec.model_path()))
         self._index, self._selector = engine.index, engine.selector
         # Reports must say which ranker the engine resolved to (rules, or the learned hybrid ranker).

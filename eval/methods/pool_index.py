@@ -95,9 +95,8 @@ def clear() -> None:
 def seed_dense_store(index, path: Path, *, progress: bool = False) -> None:
     """Write the dense store beside the pool index at ``path`` from the cross-run vector cache, if it is missing.
 
-    The learned ranker (``dtdialog.setup.assembly.build_engine`` calls this as its ``seed_vectors``) would otherwise
-    encode the whole pool again for each index; with the store in step with the index (same generation) it
-    just loads it.
+    Called before ``dtdialog.setup.assembly.build_engine``, whose learned ranker would otherwise encode the whole pool
+    again for each index; with the store in step with the index (same generation) it just loads it.
     """
     from eval.methods.vector_cache import encode_cached
     from index.dense import DenseEncoder, dense_available
