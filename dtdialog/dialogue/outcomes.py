@@ -57,8 +57,9 @@ class Outcomes:
         return self.abstain(record, outcome, trace, confidence)
 
     def offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
-              head: str = "") -> TurnResult:
-        """Return a clarification over ``docs`` (best first); ``head`` is said before the options."""
+              head: str = "", question: str | None = None) -> TurnResult:
+        """Return a clarification over ``docs`` (best first); ``head`` is said before the options, ``question``
+        asks instead of the usual "which one fits"."""
         selector, config = self.ctx.selector, self.ctx.config
         pending = build_options([(d.id, selector.answer_edus(d), selector.answer_tree(d)) for d in docs],
                                 normalizer=selector, max_options=config.clarify.max_options,
@@ -67,7 +68,7 @@ class Outcomes:
         record.state = State.AWAITING_CHOICE
         trace.decide(ReplyKind.CLARIFY, state_after=State.AWAITING_CHOICE,
                      options=[o.to_dict() for o in pending.options])
-        return TurnResult(session_id=record.id, reply=head + self.ctx.replies.options_text(pending.options),
+        return TurnResult(session_id=record.id, reply=head + self.ctx.replies.options_text(pending.options, question=question),
                           kind=ReplyKind.CLARIFY, options=pending.options, state=State.AWAITING_CHOICE)
 
     def said_terms(self, record: SessionRecord) -> frozenset[str]:
@@ -100,7 +101,7 @@ class Outcomes:
             if config.dialogue.options_when_unsure and len(closest) >= 2:
                 trace.note("the confidence has run out: the closest answers are offered before a hand-off")
                 return self.offer(record, trace, list(closest[: config.clarify.max_options]),
-                                  head=self.ctx.replies.unsure_options)
+                                  question=self.ctx.replies.unsure_options)
             return self.hand_off(record, trace, HandoffReason.UNSURE)
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried))
         record.state = State.AWAITING_DETAIL

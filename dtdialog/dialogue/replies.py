@@ -69,8 +69,9 @@ class Replies:
                             "(the symptom), and which product, part or service is involved? Or say 'human' to talk to a person.")
     #: said before other strong candidates are offered after "none of these"
     none_fit_others: str = "OK, not those. "
-    #: said before the closest answers are offered when the bot is still unsure after asking for detail
-    unsure_options: str = "I'm still not sure which answer fits, so here are the closest ones I have. "
+    #: asked over the closest answers when the bot is still unsure after asking for a detail
+    unsure_options: str = ("I'm still not sure which answer fits. These are the closest ones I have - does one of "
+                           "them match your situation?")
     handoff_none_fit: str = "none of the suggested answers fit"
     handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
     # --- out-of-scope gate: what the bot says instead of answering from the index ---
@@ -131,9 +132,10 @@ class Replies:
     def constraint_noted_text(self, said: str) -> str:
         return self.constraint_noted.format(said=said)
 
-    def options_text(self, options: Sequence[_Option], *, again: bool = False) -> str:
-        """Return the question that lists ``options`` (``again`` for a reply that matched none)."""
-        head = self.choose_again if again else self.choose
+    def options_text(self, options: Sequence[_Option], *, again: bool = False, question: str | None = None) -> str:
+        """Return the question that lists ``options`` (``again`` for a reply that matched none; ``question`` asks
+        instead of ``choose``)."""
+        head = self.choose_again if again else (question or self.choose)
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
 
     def abstain_text(self, detail: str) -> str:
