@@ -120,7 +120,7 @@ def run(args: argparse.Namespace, *, command: str) -> dict[str, Any]:
     if args.pairs < 1 or args.answers < 1:
         raise InputError("--pairs and --answers must be at least 1")
     checkouts = {"before": check_checkout(args.before, "before"), "after": check_checkout(args.after, "after")}
-    out = check_out_dir(Path(args.out))
+    out = check_out_dir(Path(args.out)).resolve()  # absolute: each child runs in its own checkout
     out.mkdir(parents=True, exist_ok=True)
     corpus = assemble_corpus(answers=args.answers, data_dir=args.data_dir)
     index, _ = cached_index(corpus, cache=args.cache or DEFAULT_CACHE, progress=not args.no_progress)
