@@ -126,22 +126,15 @@ class Profile:
         values = dict(data)
         if values.get("prompts") is None:
             values.pop("prompts", None)
-        synonyms = values.get("synonyms")
-        if isinstance(synonyms, str):
-            path = Path(synonyms).expanduser()
-            try:
-                values["synonyms"] = load_synonyms(path if path.is_absolute() or base is None else base / path)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-        glossary = values.get("glossary")
-        if isinstance(glossary, str):
-            path = Path(glossary).expanduser()
-            try:
-                values["glossary"] = load_glossary(path if path.is_absolute() or base is None else base / path)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-        elif glossary is None:
-            values.pop("glossary", None)
+        for key, load in (("synonyms", load_synonyms), ("glossary", load_glossary)):
+            if isinstance(values.get(key), str):  # a file named in the YAML, relative to it
+                path = Path(values[key]).expanduser()
+                try:
+                    values[key] = load(path if path.is_absolute() or base is None else base / path)
+                except ConfigError as exc:
+                    raise ConfigError(f"{where}: {exc}") from None
+        if values.get("glossary", ()) is None:
+            values.pop("glossary")
         try:
             return cls(**values)
         except ConfigError as exc:

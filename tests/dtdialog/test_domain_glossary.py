@@ -10,6 +10,7 @@ import hashlib
 
 import numpy as np
 import pytest
+from test_scope import COOKING
 
 from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.setup.profile import Profile, builtin_profile, load_profile, stored_profile
@@ -17,18 +18,6 @@ from dtdialog.understanding.glossary_vectors import GlossaryVectors
 from dtdialog.understanding.scope import DOMAIN, DomainProfile, ScopeGate
 from parsers.errors import ConfigError
 
-COOKING = [
-    ("How long should I rest a steak after grilling?", ["Rest a grilled steak for five to ten minutes so the juices "
-                                                        "settle before you slice it against the grain."]),
-    ("Why is my bread dough not rising?", ["Dough that will not rise usually has old yeast or water that was too "
-                                           "hot. Proof the yeast in warm water with a pinch of sugar first."]),
-    ("How do I keep pasta from sticking together?", ["Use plenty of boiling salted water and stir the pasta during "
-                                                     "the first two minutes of cooking."]),
-    ("Can I freeze cooked rice?", ["Yes. Cool cooked rice quickly, freeze it flat in bags and reheat it until "
-                                   "steaming hot."]),
-    ("What oil is best for deep frying?", ["Pick an oil with a high smoke point such as peanut or sunflower oil "
-                                           "and keep the frying temperature steady."]),
-]
 GLOSSARY = (
     "sous vide: cooking food sealed in a bag in a water bath held at an exact low temperature for hours.",
     "brisket: a tough beef cut from the chest that needs long slow cooking, smoking or braising to turn tender.",
