@@ -1,6 +1,7 @@
 """Train the neural discourse parser on the permissively licensed GUM genres.
 
-    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2 [--resume]
+    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v3 [--resume]
+    python -m parsers.train --gum ../shared/data/gum_rst --out /tmp/logo-news --hold-out-genre news
 
 Trains on ``train``, picks settings on ``dev`` and reports RST-Parseval scores on ``test`` (written into the
 manifest and the model card; ``parsers.neural.training``). The BY-NC-SA genres and reddit
@@ -30,9 +31,11 @@ def _train_neural(args: argparse.Namespace) -> dict[str, Any]:
         raise ModelNotAvailableError("training the neural parser needs torch: pip install 'dtdialog[train]'")
 
     epochs = {"seg_epochs": 1, "tree_epochs": 1} if args.quick else {}
-    settings = NeuralSettings(seed=args.seed, threads=args.threads, **epochs)
+    heads = tuple(h for h in args.cue_heads.split(",") if h and h != "none")
+    settings = NeuralSettings(seed=args.seed, threads=args.threads, cue_heads=heads, **epochs)
     return train_neural(args.gum, args.out, settings=settings, limit=args.limit,
-                        cache_dir=args.cache or DEFAULT_CACHE, resume=args.resume, report_test=not args.no_test)
+                        cache_dir=args.cache or DEFAULT_CACHE, resume=args.resume, report_test=not args.no_test,
+                        hold_out=args.hold_out_genre)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="one epoch per head (fast smoke runs)")
     ap.add_argument("--resume", action="store_true", help="continue from the checkpoints in OUT/checkpoints")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads for training")
+    ap.add_argument("--cue-heads", default="split,label", help="tree heads that read explicit-connective inputs: "
+                    "split,label (default), label, split or none (the gum-neural-v2 architecture)")
+    ap.add_argument("--hold-out-genre", default=None, metavar="GENRE", help="leave one GUM genre out of train and "
+                    "dev and score its documents of every split instead of test (leave-one-genre-out)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     if args.limit is not None and args.limit <= 0:
