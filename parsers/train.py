@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="one epoch per head (fast smoke runs)")
     ap.add_argument("--resume", action="store_true", help="continue from the checkpoints in OUT/checkpoints")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads for training")
-    ap.add_argument("--cue-heads", default="split,label", help="tree heads that read explicit-connective inputs: "
-                    "split,label (default), label, split or none (the gum-neural-v2 architecture)")
+    ap.add_argument("--cue-heads", default="label", help="tree heads that read explicit-connective inputs: "
+                    "label (default), split,label, split or none (the gum-neural-v2 architecture)")
     ap.add_argument("--hold-out-genre", default=None, metavar="GENRE", help="leave one GUM genre out of train and "
                     "dev and score its documents of every split instead of test (leave-one-genre-out)")
     args = ap.parse_args(argv)

@@ -72,7 +72,8 @@ from parsers.neural.training import (  # noqa: E402
 )
 
 LABELS = ["Elaboration|NS", "Joint|NN", "Contrast|NN", "Concession|SN"]
-SMALL = NeuralSettings(seg_proj=8, seg_hidden=8, edu_dim=8, hidden=8, dropout=0.1)
+BOTH = ("split", "label")
+SMALL = NeuralSettings(seg_proj=8, seg_hidden=8, edu_dim=8, hidden=8, dropout=0.1, cue_heads=BOTH)
 
 
 def _model(settings: NeuralSettings = SMALL, seed: int = 3) -> tuple[NeuralModel, object]:
@@ -122,7 +123,7 @@ def test_cue_model_round_trips_through_disk(tmp_path):
     model, _ = _model()
     model.to_disk(tmp_path / "m", manifest={"name": "m"})
     loaded = NeuralModel.from_disk(tmp_path / "m")
-    assert loaded.cue_words == WORDS and loaded.cue_heads == ("split", "label")
+    assert loaded.cue_words == WORDS and loaded.cue_heads == BOTH
     doc = _doc(8, 4)
     assert loaded.build(doc.raw, doc.sent, doc.cues) == model.build(doc.raw, doc.sent, doc.cues)
 
@@ -150,7 +151,7 @@ def _stage(module, docs, epochs: int, checkpoint) -> Stage:
 
 def test_resume_continues_the_cue_head_exactly(tmp_path):
     docs = [_doc(6, s) for s in range(3)]
-    settings = NeuralSettings(seg_proj=8, seg_hidden=8, edu_dim=8, hidden=8, patience=10)
+    settings = NeuralSettings(seg_proj=8, seg_hidden=8, edu_dim=8, hidden=8, patience=10, cue_heads=BOTH)
     straight = _model(settings)[1]
     straight.train()
     run_stage(_stage(straight, docs, 2, tmp_path / "a.pt"), settings, resume=False)
@@ -167,7 +168,7 @@ def test_resume_continues_the_cue_head_exactly(tmp_path):
 
 def test_resume_from_a_checkpoint_of_other_settings_is_one_line(tmp_path):
     docs = [_doc(5, 1)]
-    settings = NeuralSettings(seg_proj=8, seg_hidden=8, edu_dim=8, hidden=8)
+    settings = NeuralSettings(seg_proj=8, seg_hidden=8, edu_dim=8, hidden=8, cue_heads=BOTH)
     run_stage(_stage(_model(settings)[1], docs, 1, tmp_path / "t.pt"), settings, resume=False)
     plain = NeuralSettings(seg_proj=8, seg_hidden=8, edu_dim=8, hidden=8, cue_heads=())
     _, tree = build_modules(plain, len(LABELS))
@@ -176,8 +177,11 @@ def test_resume_from_a_checkpoint_of_other_settings_is_one_line(tmp_path):
 
 
 def test_cue_heads_setting_is_validated():
+    assert NeuralSettings().cue_heads == ("label",)  # the shipped model's: the cue-aware relation head
     with pytest.raises(ConfigError, match="cue heads"):
         NeuralSettings(cue_heads=("segmenter",))
+    with pytest.raises(ConfigError, match="tree_dropout"):
+        NeuralSettings(tree_dropout=1.0)
 
 
 def _genre_doc(name: str) -> SimpleNamespace:
