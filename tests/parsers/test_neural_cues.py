@@ -57,6 +57,16 @@ def test_but_elsewhere_sets_other_features_or_none():
     assert second[0, WORDS.index("if")] == 1  # the connective is often the second word
 
 
+def test_train_refuses_an_unknown_genre_to_hold_out_in_one_line(tmp_path, capsys):
+    from parsers.train import main
+
+    (tmp_path / "splits.tsv").write_text("GUM_news_a\ttrain\nGUM_bio_b\tdev\nGUM_reddit_c\ttest\n")
+    assert main(["--gum", str(tmp_path), "--out", str(tmp_path / "m"), "--hold-out-genre", "reddit"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: unknown GUM genre 'reddit' to hold out; known: bio, news"  # reddit is never read
+    assert not (tmp_path / "m").exists()
+
+
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'dtdialog[train]')")
 
 from parsers.neural.training import (  # noqa: E402
