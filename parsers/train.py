@@ -1,6 +1,8 @@
 """Train the neural discourse parser on the permissively licensed GUM genres.
 
-    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2 [--resume]
+    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v3 [--resume]
+    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2 --cue-heads none --tree-dropout 0.2
+    python -m parsers.train --gum ../shared/data/gum_rst --out /tmp/logo-news --hold-out-genre news
 
 Trains on ``train``, picks settings on ``dev`` and reports RST-Parseval scores on ``test`` (written into the
 manifest and the model card; ``parsers.neural.training``). The BY-NC-SA genres and reddit
@@ -16,23 +18,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from parsers.errors import DTDialogError, ModelNotAvailableError
+from parsers.errors import ConfigError, DTDialogError, ModelNotAvailableError
 
 
 def _train_neural(args: argparse.Namespace) -> dict[str, Any]:
     import importlib.util
 
-    from parsers.gum import read_splits
+    from parsers.gum import NON_COMMERCIAL_GENRES, genre_of, read_splits
     from parsers.neural.training import DEFAULT_CACHE, NeuralSettings, train_neural
 
-    read_splits(args.gum)  # a wrong --gum is the likelier mistake: say so before anything else
+    names = read_splits(args.gum)  # a wrong --gum is the likelier mistake: say so before anything else
+    genres = sorted({genre_of(n) for n in names} - NON_COMMERCIAL_GENRES)
+    if args.hold_out_genre is not None and args.hold_out_genre not in genres:
+        raise ConfigError(f"unknown GUM genre {args.hold_out_genre!r} to hold out; known: {', '.join(genres)}")
     if importlib.util.find_spec("torch") is None:
         raise ModelNotAvailableError("training the neural parser needs torch: pip install 'dtdialog[train]'")
 
     epochs = {"seg_epochs": 1, "tree_epochs": 1} if args.quick else {}
-    settings = NeuralSettings(seed=args.seed, threads=args.threads, **epochs)
+    heads = tuple(h for h in args.cue_heads.split(",") if h and h != "none")
+    settings = NeuralSettings(seed=args.seed, threads=args.threads, cue_heads=heads, tree_dropout=args.tree_dropout,
+                              **epochs)
     return train_neural(args.gum, args.out, settings=settings, limit=args.limit,
-                        cache_dir=args.cache or DEFAULT_CACHE, resume=args.resume, report_test=not args.no_test)
+                        cache_dir=args.cache or DEFAULT_CACHE, resume=args.resume, report_test=not args.no_test,
+                        hold_out=args.hold_out_genre)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="one epoch per head (fast smoke runs)")
     ap.add_argument("--resume", action="store_true", help="continue from the checkpoints in OUT/checkpoints")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads for training")
+    ap.add_argument("--cue-heads", default="label", help="tree heads that read explicit-connective inputs: "
+                    "label (default), split,label, split or none (the gum-neural-v2 architecture)")
+    ap.add_argument("--tree-dropout", type=float, default=0.4, help="dropout of the tree heads (gum-neural-v2: 0.2)")
+    ap.add_argument("--hold-out-genre", default=None, metavar="GENRE", help="leave one GUM genre out of train and "
+                    "dev and score its documents of every split instead of test (leave-one-genre-out)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     if args.limit is not None and args.limit <= 0:

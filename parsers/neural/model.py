@@ -18,6 +18,8 @@ Architecture (all sizes in ``NeuralModel.config``):
   covering several sentences may only split at a sentence boundary.
 * **Labeller**: an MLP (``label_hidden``/``label_out``) over the same inputs of the chosen split, over
   joint ``Relation|NS`` classes.
+* **Cues** (format 2): the heads named in ``cue_heads`` also read one-hot explicit connectives at the EDUs
+  bounding the two spans (``parsers.neural.cues``; the cue words are stored with the weights).
 """
 
 from __future__ import annotations
@@ -32,14 +34,19 @@ import numpy as np
 
 from parsers.errors import ModelNotAvailableError
 from parsers.files import atomic_write
+from parsers.neural.cues import pair_cues
 from parsers.nlp_base import Token
 from parsers.tree import Node
 from parsers.tree_builder import Merge, assemble
 
 WEIGHTS_FILE = "heads.npz"
 MANIFEST_FILE = "manifest.json"
-#: Bumped when the weights layout or the inputs change; ``from_disk`` refuses other versions.
-FORMAT_VERSION = 1
+#: Bumped when the weights layout or the inputs change; ``from_disk`` refuses versions outside ``READABLE_FORMATS``.
+FORMAT_VERSION = 2
+#: Format 1 models have no cue inputs; they load as models with empty ``cue_words``.
+READABLE_FORMATS = (1, 2)
+#: Tree heads that may read cue inputs.
+CUE_HEADS = ("split", "label")
 UPOS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
         "SCONJ", "SYM", "VERB", "X")
 #: en_core_web_sm's dependency labels (a label outside the list sets no bit).
@@ -186,6 +193,10 @@ class NeuralModel:
     labels: list[str]
     seg_threshold: float = 0.5
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: The connectives the cue inputs are one-hot over (empty: the heads read no cues).
+    cue_words: list[str] = field(default_factory=list)
+    #: The heads (of ``CUE_HEADS``) that read the cue inputs.
+    cue_heads: tuple[str, ...] = ()
 
     # --- segmentation -------------------------------------------------------
     def seg_probs(self, words: np.ndarray, flags: np.ndarray,
@@ -211,8 +222,18 @@ class NeuralModel:
         h = _relu(x @ P[f"{name}_hidden.weight"].T + P[f"{name}_hidden.bias"])
         return h @ P[f"{name}_out.weight"].T + P[f"{name}_out.bias"]
 
-    def splits(self, H: np.ndarray, sent: np.ndarray) -> list[Split]:
-        """Return the top-down greedy splits of EDUs ``0..n-1`` (parents before children)."""
+    def _inputs(self, head: str, H: np.ndarray, csum: np.ndarray, i: np.ndarray, k: np.ndarray, j: np.ndarray,
+                sent: np.ndarray, cues: np.ndarray | None) -> np.ndarray:
+        x = pair_inputs(H, csum, i, k, j, shape_features(i, k, j, sent, len(H)))
+        if head not in self.cue_heads:
+            return x
+        if cues is None:
+            raise ValueError(f"the {head} head reads cue inputs: pass the EDUs' cues (parsers.neural.cues.edu_cues)")
+        return np.concatenate([x, pair_cues(cues, i, k, j)], axis=1)
+
+    def splits(self, H: np.ndarray, sent: np.ndarray, cues: np.ndarray | None = None) -> list[Split]:
+        """Return the top-down greedy splits of EDUs ``0..n-1`` (parents before children); ``cues``: the EDUs'
+        ``edu_cues`` rows, needed when a head reads cues."""
         n = len(H)
         csum = np.vstack([np.zeros((1, H.shape[1]), dtype=H.dtype), np.cumsum(H, axis=0)])
         out: list[Split] = []
@@ -225,7 +246,7 @@ class NeuralModel:
             if len(ks) > 1:
                 Is = np.full(len(ks), i)
                 Js = np.full(len(ks), j)
-                x = pair_inputs(H, csum, Is, ks, Js, shape_features(Is, ks, Js, sent, n))
+                x = self._inputs("split", H, csum, Is, ks, Js, sent, cues)
                 k = int(ks[int(self._mlp("split", x)[:, 0].argmax())])
             else:
                 k = int(ks[0])
@@ -233,22 +254,23 @@ class NeuralModel:
             stack.extend([(k + 1, j), (i, k)])
         return out
 
-    def label(self, H: np.ndarray, sent: np.ndarray, splits: Sequence[Split]) -> list[tuple[str, str]]:
+    def label(self, H: np.ndarray, sent: np.ndarray, splits: Sequence[Split],
+              cues: np.ndarray | None = None) -> list[tuple[str, str]]:
         """Return (relation, nuclearity) of each split."""
         if not splits:
             return []
-        n = len(H)
         csum = np.vstack([np.zeros((1, H.shape[1]), dtype=H.dtype), np.cumsum(H, axis=0)])
         Is, Ks, Js = (np.array(c) for c in zip(*splits))
-        x = pair_inputs(H, csum, Is, Ks, Js, shape_features(Is, Ks, Js, sent, n))
+        x = self._inputs("label", H, csum, Is, Ks, Js, sent, cues)
         best = self._mlp("label", x).argmax(axis=1)
         return [tuple(self.labels[int(c)].split("|")) for c in best]  # type: ignore[misc]
 
-    def build(self, raw: np.ndarray, sent: np.ndarray) -> Node:
-        """Return the root of the tree over EDUs with ``edu_raw`` rows ``raw`` and sentence groups ``sent``."""
+    def build(self, raw: np.ndarray, sent: np.ndarray, cues: np.ndarray | None = None) -> Node:
+        """Return the root of the tree over EDUs with ``edu_raw`` rows ``raw``, sentence groups ``sent`` and
+        ``edu_cues`` rows ``cues``."""
         H = self.edu_vectors(raw)
-        splits = self.splits(H, sent)
-        labels = self.label(H, sent, splits)
+        splits = self.splits(H, sent, cues)
+        labels = self.label(H, sent, splits, cues)
         merges = [Merge(left=(i, k), right=(k + 1, j), level="") for i, k, j in reversed(splits)]
         return assemble(len(H), merges, list(reversed(labels)))
 
@@ -262,7 +284,8 @@ class NeuralModel:
         if manifest is not None:
             self.manifest = manifest
         arrays = {k: np.asarray(v, dtype=np.float32) for k, v in self.params.items()}
-        meta = json.dumps({"format": FORMAT_VERSION, "labels": self.labels, "seg_threshold": self.seg_threshold})
+        meta = json.dumps({"format": FORMAT_VERSION, "labels": self.labels, "seg_threshold": self.seg_threshold,
+                           "cue_words": self.cue_words, "cue_heads": list(self.cue_heads)})
         atomic_write(out / WEIGHTS_FILE, lambda fh: np.savez_compressed(fh, __meta__=np.array(meta), **arrays))
         atomic_write(out / MANIFEST_FILE,
                      lambda fh: fh.write((json.dumps(self.manifest, indent=2, sort_keys=True) + "\n").encode()))
@@ -279,12 +302,15 @@ class NeuralModel:
             with np.load(weights, allow_pickle=False) as data:
                 meta = json.loads(str(data["__meta__"]))
                 params = {k: data[k] for k in data.files if k != "__meta__"}
-            if meta.get("format") != FORMAT_VERSION:
-                raise ValueError(f"weights format {meta.get('format')!r}, this code reads {FORMAT_VERSION}")
+            if meta.get("format") not in READABLE_FORMATS:
+                raise ValueError(f"weights format {meta.get('format')!r}, this code reads {READABLE_FORMATS}")
+            cue_heads = tuple(meta.get("cue_heads", ()))
+            if not set(cue_heads) <= set(CUE_HEADS) or bool(cue_heads) != bool(meta.get("cue_words")):
+                raise ValueError(f"cue heads {cue_heads!r} need cue words and must be among {CUE_HEADS}")
             manifest = {}
             if (folder / MANIFEST_FILE).is_file():
                 manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
         except Exception as exc:  # numpy/zipfile/json raise many types on damaged files
             raise ModelNotAvailableError(f"cannot load neural parser model {weights}: {exc}") from None
         return cls(params=params, labels=list(meta["labels"]), seg_threshold=float(meta["seg_threshold"]),
-                   manifest=manifest)
+                   manifest=manifest, cue_words=list(meta.get("cue_words", [])), cue_heads=cue_heads)

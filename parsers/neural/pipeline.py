@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from parsers.features import EduView, boundary_labels, edus_from_labels, edus_to_tree_edus, label_spans
+from parsers.neural.cues import edu_cues
 from parsers.neural.model import NeuralModel, edu_raw, sentence_chunks, word_flags
 from parsers.nlp_base import AnalyzedText
 from parsers.tree import DiscourseTree
@@ -51,7 +52,9 @@ def tree_from_views(model: NeuralModel, analyzed: AnalyzedText, words: np.ndarra
     edus = edus_to_tree_edus(analyzed, views)
     if len(edus) == 1:
         return DiscourseTree.single(analyzed.text, edus[0], parser=parser)
-    root = model.build(edu_raw(words, [(v.start, v.end) for v in views]), groups)
+    bounds = [(v.start, v.end) for v in views]
+    cues = edu_cues(analyzed.tokens, bounds, model.cue_words) if model.cue_words else None
+    root = model.build(edu_raw(words, bounds), groups, cues)
     return DiscourseTree(text=analyzed.text, edus=tuple(edus), root=root, parser=parser)
 
 

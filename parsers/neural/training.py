@@ -1,9 +1,10 @@
 """Train the neural parser's heads over cached frozen MiniLM features.
 
-    python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2
+    python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v3
 
 Trains on GUM ``train`` (permissive genres only), picks each head's epoch (and the segmenter's threshold)
-on ``dev``, reports ``test``. The spaCy analyses and the word vectors are cached on disk (``--cache``);
+on ``dev``, reports ``test``. With ``hold_out`` (a genre), that genre's documents of every split are left out
+of training and selection and scored instead (leave-one-genre-out: an out-of-domain figure). The spaCy analyses and the word vectors are cached on disk (``--cache``);
 each head is checkpointed after every epoch under ``<out>/checkpoints`` (``--resume`` continues from there;
 the folder is removed when the run finishes, so the shipped folder holds only the model).
 """
@@ -29,8 +30,10 @@ from parsers.errors import ConfigError, InputError
 from parsers.files import atomic_write_text
 from parsers.gum import NON_COMMERCIAL_GENRES
 from parsers.home import data_home
+from parsers.neural.cues import cue_words, edu_cues, pair_cue_dim
 from parsers.neural.encoder import FEATURE_DIM, LAYERS, WINDOW, MiniLMWordEncoder, encoder_id
 from parsers.neural.model import (
+    CUE_HEADS,
     N_SHAPE,
     N_WORD_FLAGS,
     SEG_CONTEXT,
@@ -59,18 +62,25 @@ class NeuralSettings:
     edu_dim: int = 256
     hidden: int = 256
     dropout: float = 0.2
+    #: The tree heads' dropout: they reach their best dev epoch after 3-4 epochs at 0.2 (docs/parsers.md).
+    tree_dropout: float = 0.4
     lr: float = 1e-3
     seg_epochs: int = 25
     tree_epochs: int = 30
     patience: int = 5
     threads: int = 2
+    #: Tree heads that read the explicit-connective inputs (``parsers.neural.cues``); empty: none.
+    cue_heads: tuple[str, ...] = ("label",)
 
     def __post_init__(self) -> None:
+        if not set(self.cue_heads) <= set(CUE_HEADS):
+            raise ConfigError(f"cue heads must be among {', '.join(CUE_HEADS)}, got {', '.join(self.cue_heads)}")
         for name in ("seg_proj", "seg_hidden", "edu_dim", "hidden", "seg_epochs", "tree_epochs", "patience", "threads"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not 0.0 <= self.dropout < 1.0 or self.lr <= 0:
-            raise ConfigError(f"dropout must be in [0, 1) and lr positive, got {self.dropout!r} and {self.lr!r}")
+        if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.tree_dropout < 1.0) or self.lr <= 0:
+            raise ConfigError(f"dropout and tree_dropout must be in [0, 1) and lr positive, got {self.dropout!r}, "
+                              f"{self.tree_dropout!r} and {self.lr!r}")
 
 
 @dataclass
@@ -84,6 +94,7 @@ class NeuralDoc:
     raw: np.ndarray  # edu_raw over the gold EDUs
     sent: np.ndarray
     nodes: list[tuple[int, int, int, str]]  # gold binary constituents (i, k, j, "Rel|NS")
+    cues: np.ndarray  # edu_cues over the gold EDUs (no columns without cue words)
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -118,29 +129,35 @@ def gold_nodes(tree) -> list[tuple[int, int, int, str]]:
 
 
 def prepare_neural(gum_dir: Path, split: str, *, limit: int | None, cache_dir: Path | None,
-                   encoder_factory) -> list[NeuralDoc]:
-    """Return the permissive-genre documents of ``split`` with word vectors and gold tree inputs."""
+                   encoder_factory, words: Sequence[str] = ()) -> list[NeuralDoc]:
+    """Return the permissive-genre documents of ``split`` with word vectors and gold tree inputs
+    (``words``: the cue words)."""
     from parsers.gum_prepare import prepare
 
     prepared = prepare(gum_dir, split, limit=limit, cache_dir=cache_dir)
     vectors = _feature_cache(prepared, cache_dir, encoder_factory)
     out = []
-    for d, words in zip(prepared, vectors):
-        views = d.gold_views
-        out.append(NeuralDoc(prepared=d, words=words, flags=word_flags(d.analyzed.tokens),
-                             chunks=sentence_chunks(d.analyzed.tokens),
-                             raw=edu_raw(words, [(v.start, v.end) for v in views]), sent=sentence_groups(views),
-                             nodes=gold_nodes(d.gold)))
+    for d, vectors_ in zip(prepared, vectors):
+        bounds = [(v.start, v.end) for v in d.gold_views]
+        out.append(NeuralDoc(prepared=d, words=vectors_, flags=word_flags(d.analyzed.tokens),
+                             chunks=sentence_chunks(d.analyzed.tokens), raw=edu_raw(vectors_, bounds),
+                             sent=sentence_groups(d.gold_views), nodes=gold_nodes(d.gold),
+                             cues=edu_cues(d.analyzed.tokens, bounds, words)))
     return out
 
 
 # --- torch heads --------------------------------------------------------------------------------
-def build_modules(settings: NeuralSettings, n_labels: int):
-    """Return the torch segmenter and tree modules (parameter names match ``NeuralModel.params``)."""
+def build_modules(settings: NeuralSettings, n_labels: int, n_cue_words: int = 0):
+    """Return the torch segmenter and tree modules (parameter names match ``NeuralModel.params``); the heads
+    in ``settings.cue_heads`` read cue inputs over ``n_cue_words`` words (none when 0)."""
     import torch
     from torch import nn
 
     pair_dim = 7 * 2 * settings.edu_dim + N_SHAPE
+    cue_heads = tuple(settings.cue_heads) if n_cue_words else ()
+
+    def in_dim(head: str) -> int:
+        return pair_dim + (pair_cue_dim(n_cue_words) if head in cue_heads else 0)
 
     class Segmenter(nn.Module):
         def __init__(self) -> None:
@@ -167,16 +184,23 @@ def build_modules(settings: NeuralSettings, n_labels: int):
             super().__init__()
             self.edu_proj = nn.Linear(3 * FEATURE_DIM, settings.edu_dim)
             self.edu_rnn = nn.GRU(settings.edu_dim, settings.edu_dim // 2, batch_first=True, bidirectional=True)
-            self.split_hidden = nn.Linear(pair_dim, settings.hidden)
+            self.cue_heads = cue_heads
+            self.split_hidden = nn.Linear(in_dim("split"), settings.hidden)
             self.split_out = nn.Linear(settings.hidden, 1)
-            self.label_hidden = nn.Linear(pair_dim, settings.hidden)
+            self.label_hidden = nn.Linear(in_dim("label"), settings.hidden)
             self.label_out = nn.Linear(settings.hidden, n_labels)
-            self.drop = nn.Dropout(settings.dropout)
+            self.drop = nn.Dropout(settings.tree_dropout)
 
         def pair(self, H, csum, i, k, j, shape):
             L = (csum[k + 1] - csum[i]) / (k - i + 1).unsqueeze(1)
             R = (csum[j + 1] - csum[k + 1]) / (j - k).unsqueeze(1)
             return torch.cat([L, R, L * R, H[i], H[k], H[k + 1], H[j], shape], dim=1)
+
+        def inputs(self, head, H, csum, i, k, j, shape, cues=None):
+            x = self.pair(H, csum, i, k, j, shape)
+            if head not in self.cue_heads:
+                return x
+            return torch.cat([x, cues[i], cues[k], cues[k + 1], cues[j]], dim=1)
 
         def mlp(self, name, x):
             h = torch.relu(getattr(self, f"{name}_hidden")(self.drop(x)))
@@ -200,6 +224,7 @@ class TreeBatch:
     gold_pos: Any  # position of the gold split in each row
     lab: tuple[Any, Any, Any, Any]  # i, k, j, shape of the gold splits
     lab_y: Any
+    cues: Any  # the EDUs' cue rows
 
 
 def tree_batch(doc: NeuralDoc, label_index: dict[str, int]) -> TreeBatch:
@@ -241,6 +266,7 @@ def tree_batch(doc: NeuralDoc, label_index: dict[str, int]) -> TreeBatch:
         pad_index=t(pad), gold_pos=t(gold_pos),
         lab=(t(LI), t(LK), t(LJ), t(shape_features(LI, LK, LJ, doc.sent, n), torch.float32)),
         lab_y=t([label_index[x[3]] for x in labelled]),
+        cues=t(doc.cues, torch.float32),
     )
 
 
@@ -254,11 +280,11 @@ def tree_loss(heads, b: TreeBatch):
     csum = torch.cat([torch.zeros(1, H.shape[1]), torch.cumsum(H, dim=0)])
     loss = torch.zeros(())
     if len(b.gold_pos):
-        scores = heads.mlp("split", heads.pair(H, csum, *b.cand))[:, 0]
+        scores = heads.mlp("split", heads.inputs("split", H, csum, *b.cand, b.cues))[:, 0]
         padded = torch.where(b.pad_index >= 0, scores[b.pad_index.clamp(min=0)], torch.tensor(-1e9))
         loss = loss + F.cross_entropy(padded, b.gold_pos, reduction="sum")
     if len(b.lab_y):
-        logits = heads.mlp("label", heads.pair(H, csum, *b.lab))
+        logits = heads.mlp("label", heads.inputs("label", H, csum, *b.lab, b.cues))
         loss = loss + F.cross_entropy(logits, b.lab_y, reduction="sum")
     return loss
 
@@ -294,7 +320,11 @@ def run_stage(stage: Stage, settings: NeuralSettings, *, resume: bool) -> dict[s
                              "best_params": None, "history": []}
     if resume and stage.checkpoint.is_file():
         saved = torch.load(stage.checkpoint, weights_only=False)
-        stage.module.load_state_dict(saved["module"])
+        try:
+            stage.module.load_state_dict(saved["module"])
+        except RuntimeError:  # torch lists every mismatched tensor: one line is enough
+            raise ConfigError(f"checkpoint {stage.checkpoint} was written with other settings (sizes, cue heads); "
+                              "train without --resume or with the same settings") from None
         opt.load_state_dict(saved["optimizer"])
         state = saved["state"]
         log.info("%s: resumed after epoch %d (best dev %.4f at epoch %d)", stage.name, state["epoch"],
@@ -379,7 +409,7 @@ def _fmt(scores: dict[str, float]) -> str:
 
 # --- the run --------------------------------------------------------------------------------------
 def _seg_stage(settings: NeuralSettings, module, train: list[NeuralDoc], dev: list[NeuralDoc], ckpt: Path,
-               labels: list[str]) -> Stage:
+               make_model) -> Stage:
     import torch
     import torch.nn.functional as F
 
@@ -391,28 +421,47 @@ def _seg_stage(settings: NeuralSettings, module, train: list[NeuralDoc], dev: li
         return F.binary_cross_entropy_with_logits(m(words, flags, chunks), y, reduction="sum")
 
     def score(params):
-        f1, thr = best_threshold(NeuralModel(params=params, labels=labels), dev)
+        f1, thr = best_threshold(make_model(params), dev)
         return f1, {"threshold": thr}
 
     return Stage("segmenter", module, items, loss, score, settings.seg_epochs, ckpt / "segmenter.pt")
 
 
 def _tree_stage(settings: NeuralSettings, module, train: list[NeuralDoc], dev: list[NeuralDoc], ckpt: Path,
-                labels: list[str]) -> Stage:
+                labels: list[str], make_model) -> Stage:
     index = {lab: k for k, lab in enumerate(labels)}
     items = [tree_batch(d, index) for d in train if len(d.raw) > 1]
 
     def score(params):
-        s = evaluate_model(NeuralModel(params=params, labels=labels), dev, gold_edus=True)
+        s = evaluate_model(make_model(params), dev, gold_edus=True)
         # Span decides the tree; Nuc and Rel are read off it, so the three are summed.
         return s["span_f1"] + s["nuc_f1"] + s["rel_f1"], {k: round(s[k], 4) for k in ("span_f1", "nuc_f1", "rel_f1")}
 
     return Stage("tree", module, items, lambda m, b: tree_loss(m, b), score, settings.tree_epochs, ckpt / "tree.pt")
 
 
+def split_hold_out(train: list[NeuralDoc], dev: list[NeuralDoc], test: list[NeuralDoc],
+                   genre: str) -> tuple[list[NeuralDoc], list[NeuralDoc], list[NeuralDoc]]:
+    """Return (train, dev, held out): ``genre``'s documents of every split leave train and dev and are scored."""
+    known = sorted({d.prepared.doc.genre for d in (*train, *dev, *test)})
+    if genre not in known:
+        raise ConfigError(f"unknown GUM genre {genre!r} to hold out; known: {', '.join(known)}")
+
+    def keep(docs: list[NeuralDoc]) -> list[NeuralDoc]:
+        return [d for d in docs if d.prepared.doc.genre != genre]
+
+    held = [d for d in (*train, *dev, *test) if d.prepared.doc.genre == genre]
+    return keep(train), keep(dev), held
+
+
 def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | None = None, limit: int | None = None,
-                 cache_dir: Path | None = DEFAULT_CACHE, resume: bool = False, report_test: bool = True) -> dict[str, Any]:
-    """Train the heads, select on dev, score on test, save into ``out_dir``; return the manifest written."""
+                 cache_dir: Path | None = DEFAULT_CACHE, resume: bool = False, report_test: bool = True,
+                 hold_out: str | None = None) -> dict[str, Any]:
+    """Train the heads, select on dev, score on test, save into ``out_dir``; return the manifest written.
+
+    ``hold_out``: a GUM genre left out of train and dev; its documents of all splits are scored as ``held_out``
+    (``test`` is then not scored).
+    """
     import torch
 
     settings = settings or NeuralSettings()
@@ -428,23 +477,42 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
             encoder.append(MiniLMWordEncoder())
         return encoder[0]
 
-    train = prepare_neural(gum_dir, "train", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
-    dev = prepare_neural(gum_dir, "dev", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
+    words = cue_words() if settings.cue_heads else []
+
+    def load(split: str) -> list[NeuralDoc]:
+        return prepare_neural(gum_dir, split, limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder,
+                              words=words)
+
+    train, dev = load("train"), load("dev")
+    held: list[NeuralDoc] = []
+    if hold_out is not None:
+        train, dev, held = split_hold_out(train, dev, load("test"), hold_out)
     label_counts = Counter(lab for d in train for *_, lab in d.nodes)
     labels = sorted(label_counts)
     if not labels:
         raise InputError("the training documents have no relations to learn")
-    seg_module, tree_module = build_modules(settings, len(labels))
+    cue_heads = tuple(settings.cue_heads) if words else ()
+
+    def make_model(params: dict[str, np.ndarray], threshold: float = 0.5) -> NeuralModel:
+        return NeuralModel(params=params, labels=labels, seg_threshold=threshold, cue_words=list(words),
+                           cue_heads=cue_heads)
+
+    seg_module, tree_module = build_modules(settings, len(labels), len(words))
     ckpt = out_dir / "checkpoints"
-    seg_record = run_stage(_seg_stage(settings, seg_module, train, dev, ckpt, labels), settings, resume=resume)
-    tree_record = run_stage(_tree_stage(settings, tree_module, train, dev, ckpt, labels), settings, resume=resume)
-    model = NeuralModel(params=export_params(seg_module, tree_module), labels=labels,
-                        seg_threshold=float(seg_record["best_info"].get("threshold", 0.5)))
+    seg_record = run_stage(_seg_stage(settings, seg_module, train, dev, ckpt, make_model), settings, resume=resume)
+    tree_record = run_stage(_tree_stage(settings, tree_module, train, dev, ckpt, labels, make_model), settings,
+                            resume=resume)
+    model = make_model(export_params(seg_module, tree_module), float(seg_record["best_info"].get("threshold", 0.5)))
     scores: dict[str, Any] = {"dev_gold_edus": evaluate_model(model, dev, gold_edus=True),
                               "dev": evaluate_model(model, dev, gold_edus=False)}
     test_names: list[str] = []
-    if report_test:
-        test = prepare_neural(gum_dir, "test", limit=limit, cache_dir=cache_dir, encoder_factory=get_encoder)
+    if held:
+        test_names = [d.prepared.doc.name for d in held]
+        scores["held_out_gold_edus"] = evaluate_model(model, held, gold_edus=True)
+        scores["held_out"] = evaluate_model(model, held, gold_edus=False)
+        scores["rules_held_out"] = rules_scores(held)
+    elif report_test:
+        test = load("test")
         test_names = [d.prepared.doc.name for d in test]
         scores["test_gold_edus"] = evaluate_model(model, test, gold_edus=True)
         scores["test"] = evaluate_model(model, test, gold_edus=False)
@@ -454,6 +522,9 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
     manifest = neural_manifest(out_dir.name, settings, train, dev, test_names, labels, label_counts,
                                {"segmenter": seg_record, "tree": tree_record}, scores,
                                train_seconds=round(time.perf_counter() - t0, 1))
+    manifest["cue_words"], manifest["cue_heads"] = list(words), list(cue_heads)
+    if hold_out is not None:
+        manifest["data"]["held_out_genre"] = hold_out
     model.to_disk(out_dir, manifest=manifest)
     atomic_write_text(out_dir / "MODEL_CARD.md", neural_model_card(manifest))
     shutil.rmtree(ckpt, ignore_errors=True)
@@ -542,12 +613,22 @@ def _card_rows(m: dict[str, Any]) -> list[str]:
     sc = m["scores"]
     rows = [_row(label, sc[key]) for key, label in (
         ("test", "neural, GUM test (end to end)"), ("test_gold_edus", "neural, GUM test (gold EDUs)"),
-        ("dev", "neural, GUM dev (end to end)"), ("dev_gold_edus", "neural, GUM dev (gold EDUs)")) if key in sc]
+        ("dev", "neural, GUM dev (end to end)"), ("dev_gold_edus", "neural, GUM dev (gold EDUs)"),
+        ("held_out", "neural, held-out genre (end to end)"), ("held_out_gold_edus", "neural, held-out genre (gold EDUs)"),
+        ("rules_held_out", "rules, held-out genre (end to end)")) if key in sc]
     if m["rules_gum_test"]:
         rows.append(_row("rules, GUM test (end to end, same documents)", m["rules_gum_test"]))
     rows.append(_row("isanlp-rst v3 gumrrg (published; XLM-R large; GUM 9.1)", m["published"]["isanlp_rst_v3_gumrrg"]))
     rows.append(_row("DMRST (published; XLM-R base; GUM version unknown)", m["published"]["dmrst_xlmr_base_gum"]))
     return rows
+
+
+def _cue_line(m: dict[str, Any]) -> str:
+    heads, words = m.get("cue_heads") or [], m.get("cue_words") or []
+    if not heads:
+        return "none (the heads read no explicit-connective inputs)."
+    return (f"the {' and '.join(heads)} heads also read one-hot explicit connectives ({len(words)} words, "
+            "`parsers/neural/cues.py`) at the first two and the last word of the EDUs bounding both spans.")
 
 
 def neural_model_card(m: dict[str, Any]) -> str:
@@ -573,6 +654,7 @@ Heads only: the encoder is the frozen all-MiniLM-L6-v2 (Apache-2.0) as the int8 
   side of the split, shape features; epoch {tr['tree']['best_epoch']} of {tr['tree']['epoch']} run
   (dev gold-EDU {tr['tree']['best_info']}).
 - **Labeller**: MLP over the same inputs, {len(m['labels'])} joint `Relation|nuclearity` classes.
+- **Cues**: {_cue_line(m)}
 
 Trained with `python -m parsers.train --parser neural --gum ../shared/data/gum_rst --out parsers/models/{m['name']}`
 (seed {m['seeds']['torch']} for Python, numpy and torch; torch {m['torch_version']}, transformers
