@@ -1,7 +1,7 @@
 """Train the neural discourse parser on the permissively licensed GUM genres.
 
-    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v3 [--resume]
-    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2 --cue-heads none --tree-dropout 0.2
+    python -m parsers.train --gum ../shared/data/gum_rst --out parsers/models/gum-neural-v2 [--resume]
+    python -m parsers.train --gum ../shared/data/gum_rst --out /tmp/gum-neural-v3 --cue-heads label --tree-dropout 0.4
     python -m parsers.train --gum ../shared/data/gum_rst --out /tmp/logo-news --hold-out-genre news
 
 Trains on ``train``, picks settings on ``dev`` and reports RST-Parseval scores on ``test`` (written into the
@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="one epoch per head (fast smoke runs)")
     ap.add_argument("--resume", action="store_true", help="continue from the checkpoints in OUT/checkpoints")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads for training")
-    ap.add_argument("--cue-heads", default="label", help="tree heads that read explicit-connective inputs: "
-                    "label (default), split,label, split or none (the gum-neural-v2 architecture)")
-    ap.add_argument("--tree-dropout", type=float, default=0.4, help="dropout of the tree heads (gum-neural-v2: 0.2)")
+    ap.add_argument("--cue-heads", default="none", help="tree heads that read explicit-connective inputs: "
+                    "none (default, the shipped gum-neural-v2), label (the cue-aware gum-neural-v3), split,label or split")
+    ap.add_argument("--tree-dropout", type=float, default=0.2, help="dropout of the tree heads (gum-neural-v3: 0.4)")
     ap.add_argument("--hold-out-genre", default=None, metavar="GENRE", help="leave one GUM genre out of train and "
                     "dev and score its documents of every split instead of test (leave-one-genre-out)")
     args = ap.parse_args(argv)

@@ -187,7 +187,7 @@ def test_resume_from_a_checkpoint_of_other_settings_is_one_line(tmp_path):
 
 
 def test_cue_heads_setting_is_validated():
-    assert NeuralSettings().cue_heads == ("label",)  # the shipped model's: the cue-aware relation head
+    assert NeuralSettings().cue_heads == () and NeuralSettings().tree_dropout == 0.2  # the shipped v2's recipe
     with pytest.raises(ConfigError, match="cue heads"):
         NeuralSettings(cue_heads=("segmenter",))
     with pytest.raises(ConfigError, match="tree_dropout"):
