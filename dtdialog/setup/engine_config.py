@@ -266,8 +266,7 @@ class DialogueLimits:
 
     def __post_init__(self) -> None:
         _check_counts(self, "max_failures", "max_rejections", "max_input_chars", "max_traces")
-        _check(isinstance(self.options_when_unsure, bool),
-               f"options_when_unsure must be true or false, got {self.options_when_unsure!r}")
+        _check_flags(self, "options_when_unsure")
         _check(self.max_input_chars <= MAX_CHARS, f"max_input_chars must be at most the parser's {MAX_CHARS}")
 
 
