@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -455,6 +456,26 @@ def split_hold_out(train: list[NeuralDoc], dev: list[NeuralDoc], test: list[Neur
     return keep(train), keep(dev), held
 
 
+def _seed_and_threads(settings: NeuralSettings) -> None:
+    import torch
+
+    random.seed(settings.seed)
+    np.random.seed(settings.seed)
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(settings.threads)
+
+
+def _scores(model: NeuralModel, splits: dict[str, list[NeuralDoc]], *, rules: bool) -> dict[str, Any]:
+    """Return ``<split>_gold_edus`` and ``<split>`` (end to end) scores of each split, and ``rules_<split>``."""
+    out: dict[str, Any] = {}
+    for name, docs in splits.items():
+        out[f"{name}_gold_edus"] = evaluate_model(model, docs, gold_edus=True)
+        out[name] = evaluate_model(model, docs, gold_edus=False)
+        if rules:
+            out[f"rules_{name}"] = rules_scores(docs)
+    return out
+
+
 def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | None = None, limit: int | None = None,
                  cache_dir: Path | None = DEFAULT_CACHE, resume: bool = False, report_test: bool = True,
                  hold_out: str | None = None) -> dict[str, Any]:
@@ -463,20 +484,10 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
     ``hold_out``: a GUM genre left out of train and dev; its documents of all splits are scored as ``held_out``
     (``test`` is then not scored).
     """
-    import torch
-
     settings = settings or NeuralSettings()
-    random.seed(settings.seed)
-    np.random.seed(settings.seed)
-    torch.manual_seed(settings.seed)
-    torch.set_num_threads(settings.threads)
+    _seed_and_threads(settings)
     t0 = time.perf_counter()
-    encoder: list[MiniLMWordEncoder] = []
-
-    def get_encoder() -> MiniLMWordEncoder:
-        if not encoder:
-            encoder.append(MiniLMWordEncoder())
-        return encoder[0]
+    get_encoder = lru_cache(maxsize=1)(MiniLMWordEncoder)  # loaded once, and only when a split is not cached
 
     words = cue_words() if settings.cue_heads else []
 
@@ -504,20 +515,11 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
     tree_record = run_stage(_tree_stage(settings, tree_module, train, dev, ckpt, labels, make_model), settings,
                             resume=resume)
     model = make_model(export_params(seg_module, tree_module), float(seg_record["best_info"].get("threshold", 0.5)))
-    scores: dict[str, Any] = {"dev_gold_edus": evaluate_model(model, dev, gold_edus=True),
-                              "dev": evaluate_model(model, dev, gold_edus=False)}
-    test_names: list[str] = []
-    if held:
-        test_names = [d.prepared.doc.name for d in held]
-        scores["held_out_gold_edus"] = evaluate_model(model, held, gold_edus=True)
-        scores["held_out"] = evaluate_model(model, held, gold_edus=False)
-        scores["rules_held_out"] = rules_scores(held)
-    elif report_test:
-        test = load("test")
-        test_names = [d.prepared.doc.name for d in test]
-        scores["test_gold_edus"] = evaluate_model(model, test, gold_edus=True)
-        scores["test"] = evaluate_model(model, test, gold_edus=False)
-        scores["rules_test"] = rules_scores(test)
+    scores = _scores(model, {"dev": dev}, rules=False)
+    scored = held or (load("test") if report_test else [])
+    test_names = [d.prepared.doc.name for d in scored]
+    if scored:
+        scores.update(_scores(model, {"held_out" if held else "test": scored}, rules=True))
     for key, value in scores.items():
         log.info("%s: %s", key, _fmt(value))
     manifest = neural_manifest(out_dir.name, settings, train, dev, test_names, labels, label_counts,
@@ -526,12 +528,17 @@ def train_neural(gum_dir: Path, out_dir: Path, *, settings: NeuralSettings | Non
     manifest["cue_words"], manifest["cue_heads"] = list(words), list(cue_heads)
     if hold_out is not None:
         manifest["data"]["held_out_genre"] = hold_out
-    model.to_disk(out_dir, manifest=manifest)
-    atomic_write_text(out_dir / "MODEL_CARD.md", neural_model_card(manifest))
-    shutil.rmtree(ckpt, ignore_errors=True)
+    _save(model, manifest, out_dir)
     log.info("saved model to %s (%.2f MB) in %.0f s", out_dir,
              sum(p.stat().st_size for p in out_dir.iterdir() if p.is_file()) / 1e6, time.perf_counter() - t0)
     return manifest
+
+
+def _save(model: NeuralModel, manifest: dict[str, Any], out_dir: Path) -> None:
+    """Write the model and its card; the checkpoints go, so the folder holds only the model."""
+    model.to_disk(out_dir, manifest=manifest)
+    atomic_write_text(out_dir / "MODEL_CARD.md", neural_model_card(manifest))
+    shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
 
 
 def beats_rules(scores: dict[str, Any], rules: dict[str, float]) -> bool:

@@ -7,6 +7,17 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture
+def engine_workdir(tmp_path, monkeypatch) -> Path:
+    """A working folder that is no project, with its own data home and no engine variables set."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DTDIALOG_HOME", str(tmp_path / "home"))
+    for name in ("DTDIALOG_PARSER", "DTDIALOG_RANKER", "DTDIALOG_API_KEY", "DTDIALOG_ENCODER_RUNTIME",
+                 "ELASTICSEARCH_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def builtin_rules_index(tmp_path_factory) -> Path:
     """Return the built-in corpus indexed once per test run with the rule parser (the chat tests only read it)."""

@@ -16,14 +16,10 @@ from parsers.errors import ConfigError
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    """A working folder that is no project, with its own data home and no engine variables set."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DTDIALOG_HOME", str(tmp_path / "home"))
-    for name in ("DTDIALOG_PARSER", "DTDIALOG_RANKER", "DTDIALOG_API_KEY", "DTDIALOG_ENCODER_RUNTIME"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / "answers.sqlite").touch()
-    return tmp_path
+def workdir(engine_workdir):
+    """The engine work folder with an (empty) index file in it."""
+    (engine_workdir / "answers.sqlite").touch()
+    return engine_workdir
 
 
 def _specs(argv: list[str]) -> dict[str, EngineSpec]:

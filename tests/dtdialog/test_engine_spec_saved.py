@@ -18,13 +18,8 @@ WITH_PASSWORD = "http://elastic:s3cret@es.saved:9200"
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    """A working folder that is no project, with its own data home and no engine variables set."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DTDIALOG_HOME", str(tmp_path / "home"))
-    for name in ("DTDIALOG_PARSER", "DTDIALOG_RANKER", "DTDIALOG_ENCODER_RUNTIME", "ELASTICSEARCH_URL"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path
+def workdir(engine_workdir):
+    return engine_workdir
 
 
 class _Connected(Exception):
