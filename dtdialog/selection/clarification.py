@@ -10,6 +10,7 @@ position sensor", never between keyword lists, relation labels or ids. The last 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -94,6 +95,11 @@ _INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "s
 #: A clause that continues a sentence on a function word ("are the high-pressure hose", "of starting fluid")
 #: is a fragment, not a name for a fix; its worth is multiplied by this.
 CONTINUATION_FACTOR = 0.6
+#: An aside names no fix: a clause in parentheses, a footnote ("¹ - The handbook explains …", "[2] see …") or a
+#: forum's meta line ("Related posts: …", "Edit: …"); its worth is multiplied by this.
+ASIDE_FACTOR = 0.1
+_ASIDE = re.compile(r"^\s*(?:[(\[]|[\u00b9\u00b2\u00b3\u2070-\u2079*\u2020]|(?:related(?: posts?)?|edit|update|source|"
+                    r"sources|see also|ps|p\.s\.)\s*:)", re.IGNORECASE)
 
 
 def satellite_depths(tree: DiscourseTree) -> dict[int, int]:
@@ -196,6 +202,7 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
         worth = _clause_worth(normalizer.terms_of_edus(span), others=others, ignored=ignored, depth=depth,
                               question_mark=text.rstrip().endswith("?"), continues=_fragment(text))
         worth *= LONG_LABEL_FACTOR if len(label) > MAX_LABEL_CHARS else 1.0
+        worth *= ASIDE_FACTOR if _ASIDE.match(text) else 1.0
         if label and (best is None or worth > best[0]):
             best = (worth, order, label)
     return best[2] if best else ""

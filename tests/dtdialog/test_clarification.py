@@ -208,3 +208,18 @@ def test_every_label_over_the_builtin_corpus_ends_at_a_clause_boundary(builtin_r
         assert _ends_at_a_clause_boundary(label, text, ends), (label, text)
         assert len(label) <= MAX_LABEL_CHARS or not clause_ends(text.split(), ends), (label, text)
     assert sum(len(label) > MAX_LABEL_CHARS for label in labels) <= len(labels) // 50
+
+
+def test_an_aside_is_no_name_for_a_fix():
+    # a parenthesis, a footnote and a forum's meta line carry distinctive words, but they name no fix
+    asides = [
+        ("a#1", build_tree(("Elaboration", "NS", ["Check the ground strap to the engine block.",
+                                                 "(I bought the truck with only 31K miles on it.)"])).edus),
+        ("b#1", build_tree(("Elaboration", "NS", ["Check the starter relay in the fuse box.",
+                                                 "\u00b9 - The workshop handbook explains how to estimate wiring loss."])).edus),
+        ("c#1", build_tree(("Elaboration", "NS", ["Clean the battery terminals with a wire brush.",
+                                                 "Related posts: gearbox impact and clutch wear"])).edus),
+    ]
+    labels = [o.label for o in build_options(asides, normalizer=NORM, max_options=3).options[:3]]
+    assert labels == ["Check the ground strap to the engine block", "Check the starter relay in the fuse box",
+                      "Clean the battery terminals with a wire brush"]
