@@ -55,10 +55,12 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                 None if base is None else subset(questions, base, keep))))
     extraction = None
     if not args.no_extraction:
-        from eval.already_tried.extraction import score_extraction
+        from eval.already_tried.extraction import score_extraction, score_repeats
         from parsers.base import get_parser
 
-        extraction = score_extraction(questions, get_parser(engine_parser_name(None))).to_dict()
+        parser = get_parser(engine_parser_name(None))
+        extraction = {**score_extraction(questions, parser).to_dict(),
+                      "repeat_reading": score_repeats(questions, parser).to_dict()}
     second = args.second or (SECOND_JUDGE_PATH if not args.data and SECOND_JUDGE_PATH.is_file() else None)
     agree = None
     if second:

@@ -1,4 +1,5 @@
-"""How well the engine reads what was tried: its extracted actions against the judges' ``tried`` phrases.
+"""How well the engine reads what was tried: its extracted actions against the judges' ``tried`` phrases, and its
+reading of which candidate answers repeat them against the judges' ``repeats_tried``.
 
 A judged phrase ("replaced the battery") is found when an extracted action names one of its part terms (entity
 terms, synonyms and stems applied); an extracted action is right when its part is in some judged phrase. This is
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dtdialog.understanding.entities import EntityNormalizer
-from dtdialog.understanding.tried import extract_tried, head_terms
+from dtdialog.understanding.tried import extract_tried, head_terms, main_recommendation, repeated_action
 from eval.already_tried.gold import TriedQuestion
 
 
@@ -49,3 +50,38 @@ def score_extraction(questions: Sequence[TriedQuestion], parser, normalizer: Ent
             progress.update(1)
     return ExtractionScore(questions=len(questions), detected=detected, phrases=phrases, phrases_found=found_phrases,
                            actions=actions, actions_right=right)
+
+
+@dataclass(frozen=True)
+class RepeatScore:
+    """Judged candidates, those judged to repeat what was tried, and how many of each the engine's reading flags."""
+
+    candidates: int
+    repeats: int
+    caught: int
+    flagged_wrong: int
+
+    def to_dict(self) -> dict:
+        flagged = self.caught + self.flagged_wrong
+        return {**self.__dict__, "recall": round(self.caught / max(self.repeats, 1), 3),
+                "precision": round(self.caught / max(flagged, 1), 3)}
+
+
+def score_repeats(questions: Sequence[TriedQuestion], parser, normalizer: EntityNormalizer | None = None,
+                  *, progress=None) -> RepeatScore:
+    """Return how often the engine's demotion rule (the question's extracted actions against each candidate's main
+    recommendation, ``repeated_action``) flags the candidates the judges marked ``repeats_tried``, and the others."""
+    normalizer = normalizer or EntityNormalizer()
+    candidates = repeats = caught = wrong = 0
+    for q in questions:
+        tried = extract_tried(parser.parse(q.question), normalizer)
+        for cand in q.candidates:
+            flagged = bool(tried) and repeated_action(main_recommendation(parser.parse(cand.text), normalizer),
+                                                      tried) is not None
+            candidates += 1
+            repeats += cand.repeats_tried
+            caught += flagged and cand.repeats_tried
+            wrong += flagged and not cand.repeats_tried
+        if progress is not None:
+            progress.update(1)
+    return RepeatScore(candidates=candidates, repeats=repeats, caught=caught, flagged_wrong=wrong)

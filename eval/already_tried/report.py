@@ -43,6 +43,12 @@ def markdown(*, command: str, header: Sequence[str], sections: Sequence[tuple[st
                   f"judged phrases found {extraction['phrases_found']}/{extraction['phrases']} "
                   f"(recall {extraction['recall']:.2f}); extracted actions naming a judged part "
                   f"{extraction['actions_right']}/{extraction['actions']} (precision {extraction['precision']:.2f}).", ""]
+        reading = extraction.get("repeat_reading")
+        if reading:
+            lines += [f"The demotion rule (those actions against each candidate's main recommendation) over "
+                      f"{reading['candidates']} judged candidates: flags {reading['caught']} of the {reading['repeats']} "
+                      f"judged to repeat what was tried (recall {reading['recall']:.2f}) and {reading['flagged_wrong']} "
+                      f"others (precision {reading['precision']:.2f}).", ""]
     if agreement:
         lines += ["## Agreement of two independent judges", "",
                   f"{agreement['questions']} questions judged twice.", "", "| label | items | agree | Cohen's kappa |",
