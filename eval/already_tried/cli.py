@@ -53,21 +53,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
             sections.append((f"{source} ({sum(keep)})", _section(
                 [subset(questions, r, keep) for r in results], [q for q, k in zip(questions, keep, strict=True) if k],
                 None if base is None else subset(questions, base, keep))))
-    extraction = None
-    if not args.no_extraction:
-        from eval.already_tried.extraction import score_extraction, score_repeats
-        from parsers.base import get_parser
-
-        parser = get_parser(engine_parser_name(None))
-        extraction = {**score_extraction(questions, parser).to_dict(),
-                      "repeat_reading": score_repeats(questions, parser).to_dict()}
-    second = args.second or (SECOND_JUDGE_PATH if not args.data and SECOND_JUDGE_PATH.is_file() else None)
-    agree = None
-    if second:
-        first = read_judgments(args.data or JUDGMENTS_PATH)
-        found = agreement(first, read_judgments(second))
-        agree = {"questions": found.questions, "labels": [a.to_dict() for a in found.labels],
-                 "disagreements": found.disagreements}
+    extraction = None if args.no_extraction else _reading(questions)
+    agree = _agreement(args)
     ranker = ranker_model()
     header = [f"Data: {gold.name}: {len(questions)} questions state what was tried, of {gold.judged} judged; "
               f"pool {len(gold.pool)} answers. Parser {engine_parser_name(None)}; encoder {encoder_runtime()}; "
@@ -86,6 +73,26 @@ def run(args: argparse.Namespace, *, command: str) -> int:
             "questions": [q.id for q in questions]}, indent=1))
         plot(out / "already_tried.png", results)
     return 0
+
+
+def _reading(questions) -> dict:
+    """Return how the engine reads what was tried (extraction) and which candidates repeat it (the demotion rule)."""
+    from dtdialog.setup.assembly import engine_parser_name
+    from eval.already_tried.extraction import score_extraction, score_repeats
+    from parsers.base import get_parser
+
+    parser = get_parser(engine_parser_name(None))
+    return {**score_extraction(questions, parser).to_dict(), "repeat_reading": score_repeats(questions, parser).to_dict()}
+
+
+def _agreement(args: argparse.Namespace) -> dict | None:
+    """Return the two judges' agreement when a second judge's file is given (or shipped beside the judgments)."""
+    second = args.second or (SECOND_JUDGE_PATH if not args.data and SECOND_JUDGE_PATH.is_file() else None)
+    if not second:
+        return None
+    found = agreement(read_judgments(args.data or JUDGMENTS_PATH), read_judgments(second))
+    return {"questions": found.questions, "labels": [a.to_dict() for a in found.labels],
+            "disagreements": found.disagreements}
 
 
 def _run_method(method, name: str, gold: GoldSet) -> MethodResult:
