@@ -89,6 +89,8 @@ _FAULTY = frozenset({"bad", "faulty", "failing", "failed", "worn", "dead", "weak
 _SITUATION_SATELLITES = frozenset({"Concession", "Condition", "Background", "Circumstance", "Contrast", "Temporal"})
 #: how far into an answer its main advice is looked for when its nuclei hold none
 _OPENING_EDUS = 8
+#: "the solution is to replace …", "your best bet would be to check …"
+_IS_TO = frozenset({("is", "to"), ("be", "to"), ("was", "to")})
 #: "the pump needs replacing", "needs to be replaced", "needs a replacement"
 _NEEDS = frozenset({"need", "needs", "needed"})
 #: non-object words a clause often carries ("replaced it myself yesterday")
@@ -454,7 +456,8 @@ def _diagnosis(tokens: Sequence[str], normalizer: Vocabulary, phrases: frozenset
 
 
 def _fix_word(words: Sequence[str]) -> bool:
-    return any(_verb_class(w) == REPLACED or w.startswith("replac") for w in words)
+    """Return True when ``words`` (after "needs") name a replacement: "replacing", "to be replaced", "a renewal"."""
+    return any(_verb_class(w) == REPLACED for w in words)
 
 
 def _blocked_diagnosis(tokens: Sequence[str], i: int) -> bool:
@@ -475,10 +478,6 @@ def _is_advice(head: Sequence[str]) -> bool:
     """Return True when the words before a verb make it advice: nothing, "you should", "first", "try to", or
     "the fix is to"."""
     return all(t in _ADVICE or t in ("you", "to", "i", "we") for t in head) or tuple(head[-2:]) in _IS_TO
-
-
-#: "the solution is to replace …", "your best bet would be to check …"
-_IS_TO = frozenset({("is", "to"), ("be", "to"), ("was", "to")})
 
 
 def _is_base(token: str) -> bool:
