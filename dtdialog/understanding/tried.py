@@ -15,9 +15,7 @@ concrete in two halves:
 - ``main_recommendation(tree, normalizer)`` is the first recommendation (imperative "check the grounds",
   "you should replace …", "have the alternator tested") in the answer's nucleus EDUs: the EDUs reached
   from the root through nuclei only. A tried part mentioned in a satellite ("since you replaced the
-  battery, check the starter relay") is not the answer's recommendation. Answers that advise by diagnosing
-  recommend too: a gerund of advice ("try replacing the coil", "replacing the thermostat is a cheap fix") and a
-  part called faulty ("the battery is dead", "a bad ground", "the pump needs replacing") recommend fixing that part.
+  battery, check the starter relay") is not the answer's recommendation.
 
 ``repeated_action(recommendation, tried)`` says which tried action an answer's main recommendation repeats.
 The verb classes are English grammar, not domain vocabulary: the objects come from the entity terms.
@@ -33,7 +31,7 @@ from typing import Any, Protocol
 
 from dtdialog.understanding.entities import EntityNormalizer
 from index.vocabulary import stem, words_of
-from parsers.relations import canonical, is_default
+from parsers.relations import is_default
 from parsers.tree import EDU, DiscourseTree, Node
 
 REPLACED, CHECKED, CLEANED, RULED_OUT = "replaced", "checked", "cleaned", "ruled-out"
@@ -79,20 +77,6 @@ _BREAKS = frozenset({"but", "because", "so", "then", "since", "although", "thoug
 _ADVICE = frozenset({"should", "must", "need", "needs", "try", "recommend", "suggest", "would", "i'd", "you'd",
                      "please", "first", "then", "next", "also", "just", "now", "so", "and", "start", "begin"})
 _HAVE_DONE = frozenset({"have", "get"})
-#: words before a gerund that make it advice: "try cleaning", "start by checking", "I'd recommend replacing"
-_GERUND_ADVICE = _ADVICE | frozenset({"by", "recommend", "suggest", "consider", "worth", "i", "you", "we", "to", "is",
-                                       "it's", "be"})
-#: a part called one of these is diagnosed as the fault, and an answer saying so recommends fixing it
-_FAULTY = frozenset({"bad", "faulty", "failing", "failed", "worn", "dead", "weak", "defective", "seized", "blown",
-                     "clogged", "cracked", "broken", "leaking", "leaky", "shorted", "corroded", "burnt", "burned", "stuck"})
-#: satellites that state the customer's situation or a condition, not what the answer advises
-_SITUATION_SATELLITES = frozenset({"Concession", "Condition", "Background", "Circumstance", "Contrast", "Temporal"})
-#: how far into an answer its main advice is looked for when its nuclei hold none
-_OPENING_EDUS = 8
-#: "the solution is to replace …", "your best bet would be to check …"
-_IS_TO = frozenset({("is", "to"), ("be", "to"), ("was", "to")})
-#: "the pump needs replacing", "needs to be replaced", "needs a replacement"
-_NEEDS = frozenset({"need", "needs", "needed"})
 #: non-object words a clause often carries ("replaced it myself yesterday")
 _NOT_OBJECT_WORDS = ("yesterday", "today", "week", "last", "weekend", "month", "ago", "already", "also", "again",
                      "myself", "twice", "recently", "new", "brand", "everything", "still", "fine", "good", "okay",
@@ -385,31 +369,18 @@ def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
 
 # --- the answer side ----------------------------------------------------------------------------------------
 def main_recommendation(tree: DiscourseTree, normalizer: EntityNormalizer) -> Recommendation | None:
-    """Return the first recommendation in the answer's nucleus EDUs (its main clause), else the first one in its
-    opening EDUs outside a satellite that states a situation or condition, or None."""
+    """Return the first recommendation in the answer's nucleus EDUs (its main clause), or None."""
     for edu in tree.nucleus_chain_edus():
         found = recommendation_in(edu, normalizer)
         if found is not None:
             return found
-    # a parser's nuclearity on a long answer often puts its advice in an Elaboration or Explanation satellite
-    roles = satellite_relations(tree)
-    for edu in tree.edus[:_OPENING_EDUS]:
-        if edu.index not in roles or canonical(roles[edu.index]) not in _SITUATION_SATELLITES:
-            found = recommendation_in(edu, normalizer)
-            if found is not None:
-                return found
     return None
 
 
 def recommendation_in(edu: EDU, normalizer: Vocabulary) -> Recommendation | None:
-    """Return the first recommended action of an EDU ("check the grounds", "have the alternator tested"), else its
-    first advice by diagnosis ("try replacing the coil", "the battery is dead")."""
+    """Return the first recommended action of an EDU ("check the grounds", "have the alternator tested")."""
     tokens = words_of(edu.text)
     phrases = normalizer.terms_of_edus([edu])
-    return _imperative(tokens, normalizer, phrases) or _diagnosis(tokens, normalizer, phrases, _piece_starts(edu.text))
-
-
-def _imperative(tokens: Sequence[str], normalizer: Vocabulary, phrases: frozenset[str]) -> Recommendation | None:
     for i, token in enumerate(tokens):
         verb_class = _verb_class(token)
         if verb_class is None:
@@ -428,44 +399,6 @@ def _imperative(tokens: Sequence[str], normalizer: Vocabulary, phrases: frozense
     return None
 
 
-def _diagnosis(tokens: Sequence[str], normalizer: Vocabulary, phrases: frozenset[str],
-               pieces: frozenset[int]) -> Recommendation | None:
-    """Return the advice of a gerund ("try replacing the coil") or of a part called faulty ("the battery is dead",
-    "a bad ground", "the pump needs replacing": fixing it, a replacement), unless the clause negates or doubts it.
-    ``pieces`` are where comma-separated pieces start ("since it is fine, replacing the coil …")."""
-    for i, token in enumerate(tokens):
-        verb_class = _verb_class(token) if token.endswith("ing") else None
-        start = max([_advice_start(tokens, i), *(p for p in pieces if p <= i)])
-        if verb_class and all(t in _GERUND_ADVICE for t in tokens[start:i]) and not _blocked_diagnosis(tokens, i):
-            after = _object_tokens(tokens, i, normalizer)
-            objects = _objects(after, normalizer, phrases)
-            if objects:
-                return Recommendation(verb_class, objects, " ".join([token, *after]))
-        if token in _FAULTY and not _blocked_diagnosis(tokens, i):
-            # "a worn pad" or "the cause is worn pads" names it after; "the battery is (totally) dead" before
-            predicative = i + 1 >= len(tokens) or tokens[i + 1] in _BREAKS
-            objects = _objects(tokens[start:i] if predicative else _object_tokens(tokens, i, normalizer)[:3],
-                               normalizer, phrases)
-            if objects:
-                return Recommendation(REPLACED, objects, " ".join(tokens[start:i + 1 + 3]))
-        if token in _NEEDS and i + 1 < len(tokens) and _fix_word(tokens[i + 1:i + 4]):
-            objects = _objects(tokens[start:i], normalizer, phrases)
-            if objects:
-                return Recommendation(REPLACED, objects, " ".join(tokens[start:i + 2]))
-    return None
-
-
-def _fix_word(words: Sequence[str]) -> bool:
-    """Return True when ``words`` (after "needs") name a replacement: "replacing", "to be replaced", "a renewal"."""
-    return any(_verb_class(w) == REPLACED for w in words)
-
-
-def _blocked_diagnosis(tokens: Sequence[str], i: int) -> bool:
-    """Return True when a negation or "if"/"whether" in the clause makes the diagnosis not the answer's."""
-    start = _clause_start(tokens, i)
-    return any(t in _NEGATIONS or t.endswith("n't") or t in ("if", "whether", "unless") for t in tokens[start:i])
-
-
 def _advice_start(tokens: Sequence[str], i: int) -> int:
     """Return where the clause of the verb at ``i`` starts ("pull the coil and check …": after "and")."""
     for j in range(i - 1, -1, -1):
@@ -475,9 +408,8 @@ def _advice_start(tokens: Sequence[str], i: int) -> int:
 
 
 def _is_advice(head: Sequence[str]) -> bool:
-    """Return True when the words before a verb make it advice: nothing, "you should", "first", "try to", or
-    "the fix is to"."""
-    return all(t in _ADVICE or t in ("you", "to", "i", "we") for t in head) or tuple(head[-2:]) in _IS_TO
+    """Return True when the words before a verb make it advice: nothing, "you should", "first", "try to"."""
+    return all(t in _ADVICE or t in ("you", "to", "i", "we") for t in head)
 
 
 def _is_base(token: str) -> bool:

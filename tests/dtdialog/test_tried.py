@@ -111,24 +111,6 @@ def test_repeats_needs_a_covering_verb_class_on_the_same_thing(said, answer, rep
     assert (repeated_action(rec, _tried(said)) is not None) is repeats
 
 
-@pytest.mark.parametrize("said, answer, repeats", [
-    # advice by diagnosis: a part called faulty, a gerund of advice, "the fix is to"
-    ("I already replaced the battery.", "Your description sounds like the battery is totally dead and needs replacing.",
-     True),
-    ("I replaced the front brake pads.", "The most likely cause is worn pads.", True),
-    ("I replaced the thermostat.", "Since the coolant level is fine, replacing the thermostat is a cheap fix.", True),
-    ("I replaced the rotors and pads.", "So the solution here is to replace the brake rotors.", True),
-    ("I replaced the water pump.", "The water pump needs to be replaced.", True),
-    # a diagnosis the answer denies or only supposes is not its advice
-    ("I replaced the battery.", "It is not a bad battery, check the starter relay.", False),
-    ("I replaced the battery.", "If the battery were dead, the dash lights would be dim.", False),
-    ("I replaced the battery.", "A bad ground at the starter is the likely cause.", False),
-])
-def test_an_answer_advising_by_diagnosis_repeats_a_part_already_fixed(said, answer, repeats):
-    rec = main_recommendation(build_tree(answer), NORMALIZER)
-    assert (repeated_action(rec, _tried(said)) is not None) is repeats
-
-
 # --- session memory and demotion through the dialogue manager ---------------------------------------
 QUESTION = "My car struggles to start in the cold morning and the dash lights flicker."
 ANSWERS = {
