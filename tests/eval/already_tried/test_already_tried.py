@@ -112,10 +112,11 @@ def test_the_repeat_reading_counts_caught_and_wrongly_flagged_candidates():
 
     question = TriedQuestion(id="q", question="I replaced the battery, but the car still only clicks.",
                              tried=("replaced the battery",), candidates=(
-        Candidate(id="dead", text="The battery is dead and needs replacing.", relevant=True, repeats_tried=True),
+        Candidate(id="again", text="Replace the battery.", relevant=True, repeats_tried=True),
         Candidate(id="relay", text="Check the starter relay.", relevant=True, repeats_tried=False),
-        Candidate(id="again", text="Replace the battery.", relevant=True, repeats_tried=False),  # a judge's slip
-        Candidate(id="missed", text="Fit a fresh battery from the store.", relevant=True, repeats_tried=True)))
+        Candidate(id="test", text="Test the battery with a meter.", relevant=True, repeats_tried=False),  # a judge's slip
+        Candidate(id="missed", text="Your description sounds like the battery is dead.", relevant=True,
+                  repeats_tried=True)))
     score = score_repeats([question], get_parser("rules"))
     assert (score.candidates, score.repeats, score.caught, score.flagged_wrong) == (4, 2, 1, 1)
     assert score.to_dict()["recall"] == 0.5 and score.to_dict()["precision"] == 0.5
