@@ -21,6 +21,7 @@ from dtdialog.dialogue.outcomes import Outcomes
 from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.steps import Steps
+from dtdialog.dialogue.topic_shift import TopicShift
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import match_reply
 from dtdialog.understanding import intents
@@ -42,6 +43,7 @@ class TurnHandlers:
         self.intake = QuestionIntake(ctx, self.steps)
         self.none_fit = NoneFits(ctx, self.steps, self.outcomes)
         self.choices = Choices(ctx, self.steps, self.outcomes, self.none_fit)
+        self.topic = TopicShift(ctx, self.steps)
         # every handler the table names must exist: a typo fails here, not on some rare turn
         self.handlers: dict[str, Handler] = {name: getattr(self, f"on_{name}") for name in transitions.HANDLERS}
 
@@ -70,6 +72,16 @@ class TurnHandlers:
         else:
             message = self.outcomes.idle_prompt(record) if record.state in _IDLE_STATES else replies.did_it_help
         return self.outcomes.reply(record, trace, ReplyKind.PROMPT, message, state=record.state, options=options)
+
+    def new_problem(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult | None:
+        """Start ``text`` as a question of its own when it tells a new problem (``topic_shift``), else None."""
+        why = self.topic.new_problem(record, text)
+        if why is None:
+            return None
+        trace.note(f"a new problem, not a reply to the open question: {why}")
+        result = self.intake.start(record, text, trace)
+        result.reply = self.ctx.replies.new_problem + result.reply
+        return result
 
     def unreadable(self, record: SessionRecord, error: Exception, trace: TurnTrace) -> TurnResult:
         """Explain a turn the engine could not read (e.g. a question the parser cannot use); the session goes on."""
@@ -150,12 +162,16 @@ class TurnHandlers:
         return self.handlers[otherwise](record, text, intent, trace)
 
     def on_next_step(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        if (started := self.new_problem(record, text, trace)) is not None:
+            return started
         memory.add_constraints(record, intent.constraints, trace)
         return self.steps.next_step(record, text, trace)
 
     def on_add_detail(self, record: SessionRecord, text: str, intent: intents.Intent,
                       trace: TurnTrace) -> TurnResult:
         # the user adds detail to the step we could not answer: same step, more words
+        if (started := self.new_problem(record, text, trace)) is not None:
+            return started
         memory.add_constraints(record, intent.constraints, trace)
         if record.pending and memory.pending_of(record).asked_detail:  # the detail asked after none fitted
             return self.none_fit.detail_after_none(record, text, trace)
@@ -189,6 +205,8 @@ class TurnHandlers:
             return self.choices.constrain(record, pending, text, intent.constraints, trace)
         option = match_reply(text, pending, normalizer=self.ctx.selector,
                              number=intent.number if intent.kind == IntentKind.CHOICE else None)
+        if option is None and intent.has_content and (started := self.new_problem(record, text, trace)) is not None:
+            return started
         return self.choices.settle(record, pending, text, intent, option, trace)
 
     def on_none_fits(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:

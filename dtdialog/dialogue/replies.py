@@ -36,6 +36,8 @@ class Replies:
     reset: str = "Sure. What is the new question?"
     #: "thanks" after an answer
     concluded: str = "Glad that sorted it out! If anything else comes up, just describe it here."
+    #: said before the reply to a message that tells a new problem while another question is open
+    new_problem: str = "That sounds like a new problem, so let's look at it. "
     #: "thanks" while options are on offer
     concluded_in_choice: str = "Glad to help! Come back any time."
     too_long: str = "That message is too long (over {limit} characters). Please describe the problem in a few sentences."

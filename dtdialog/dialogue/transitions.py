@@ -17,18 +17,18 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
-    AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step
+    AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step; a new problem opens a question
     AWAITING_CHOICE   conclude       -> conclude_choice    done while options are on offer -> CONCLUDED
     AWAITING_CHOICE   none_of_these  -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   reject         -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   constraint     -> constrain_choice   drop offered answers it rules out; re-offer or deliver
-    AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify or re-ask
+    AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify, open a new problem or re-ask
     AWAITING_DETAIL   conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_DETAIL   choice         -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
     AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
     AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
-    AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
+    AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again; a new problem opens a question
     CONCLUDED         conclude       -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         reject         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         choice         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
@@ -71,12 +71,12 @@ HANDLERS: dict[str, str] = {
     "retry": "next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)",
     "constrain_answer": "record it; retry if it rules the answer out or adds nothing",
     "followup": "ask again if it has no content, else as the fallback row",
-    "next_step": "the reply is follow-up C_i: rank the next dialogue step",
-    "add_detail": "more words for the step that had no answer: rank it again",
+    "next_step": "the reply is follow-up C_i: rank the next dialogue step; a new problem opens a question",
+    "add_detail": "more words for the step that had no answer: rank it again; a new problem opens a question",
     "conclude_choice": "done while options are on offer -> CONCLUDED",
     "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
     "constrain_choice": "drop offered answers it rules out; re-offer or deliver",
-    "choose": "pick an option by number or phrase, else clarify or re-ask",
+    "choose": "pick an option by number or phrase, else clarify, open a new problem or re-ask",
     "none_fits": "the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)",
     "await_person": "handed off: the message joins the transcript; a person will pick it up",
     "no_detail": "no answer on screen: words are detail, a bare no means none to give (counts a failure)",
