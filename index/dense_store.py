@@ -81,7 +81,7 @@ class _OneBlasThread:
                         from threadpoolctl import ThreadpoolController
                     except ImportError:
                         cls._controller = False
-                    else:  # built once: finding the loaded BLAS libraries costs ~0.5 ms
+                    else:  # built once: finding the loaded BLAS libraries is too slow to repeat per search
                         cls._controller = ThreadpoolController()
                 if cls._controller:
                     cls._limiter = cls._controller.limit(limits=1, user_api="blas")

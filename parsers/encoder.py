@@ -125,11 +125,11 @@ def int8_arithmetic_model(source: Path | None = None, sha256: str = MODEL_SHA256
     """Return the shipped graph with its MatMuls computing in int8, derived once into ``data_home()/models``.
 
     The shipped file stores int8 weights but computes in float (``Cast`` + ``Mul`` before each MatMul), which
-    keeps sentence vectors within cosine 0.9995 of fp32. The neural parser needs speed more than that: ONNX
-    Runtime's dynamic quantisation (int8 activations scaled per call, ``MatMulInteger``) runs MiniLM about 2x
-    faster, with its states within mean cosine ~0.99 of the float ones, and the parser's heads are trained on
-    exactly these states. The derivation (float weights rebuilt from the int8 ones, then
-    ``onnxruntime.quantization.quantize_dynamic``, per channel) needs the ``onnx`` package and takes ~2 s.
+    keeps sentence vectors close to fp32. The neural parser needs speed more than that: ONNX Runtime's dynamic
+    quantisation (int8 activations scaled per call, ``MatMulInteger``) runs MiniLM faster, with its states close
+    to the float ones, and the parser's heads are trained on exactly these states. The derivation (float weights
+    rebuilt from the int8 ones, then ``onnxruntime.quantization.quantize_dynamic``, per channel) needs the
+    ``onnx`` package.
     """
     def build(model, out: Path) -> None:
         import logging

@@ -51,10 +51,10 @@ class OpenVinoSession:
     SQLite and other workers.
 
     Why inputs are padded to ``WIDTH_STEP`` and one-text requests kept per width: OpenVINO re-plans a request's
-    kernels and buffers whenever its input shape changes (about 1 ms, a third of a short query), so a request
-    that only ever sees one shape never pays it, and padding leaves at most 16 widths to see. Batches (an index
-    build's answers) share requests of any shape: there 1 ms is a few per cent, and a request per batch shape
-    would hold hundreds of MB of buffers.
+    kernels and buffers whenever its input shape changes, a large share of a short query, so a request that only
+    ever sees one shape never pays it, and padding leaves at most 16 widths to see. Batches (an index build's
+    answers) share requests of any shape: there the re-plan is small beside the batch, and a request per batch
+    shape would hold large buffers.
     """
 
     def __init__(self, model_path: Path, *, threads: int, streams: int) -> None:
@@ -68,8 +68,7 @@ class OpenVinoSession:
         self._idle: dict[tuple[int, ...], queue.SimpleQueue] = {}  # one text's shape, or () -> free requests
         self._lock = threading.Lock()
         # OpenVINO's bindings set up their numpy bridge (pybind11) on the first tensor read in the process, and two
-        # threads making their first reads at once can deadlock there: an encoding's first batches, on two worker
-        # threads, hung a benchmark here once. One pass now, on the thread that opens the session, sets it up.
+        # threads making their first reads at once can deadlock there: one pass now, on this thread, sets it up.
         ids = np.array([[101, 102]], dtype=np.int64)  # [CLS] [SEP]
         self.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
 

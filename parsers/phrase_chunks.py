@@ -52,7 +52,7 @@ class PhraseChunk:
     @classmethod
     def _trusted(cls, kind: str, lemmas: tuple[str, ...], pos: tuple[str, ...]) -> PhraseChunk:
         """Return the chunk of fields already checked (a phrase store validated at load): no dataclass __init__,
-        which with its frozen field setting was most of decoding a candidate's ~35 phrases, ~1300 per turn."""
+        whose frozen field setting would dominate decoding the many phrases a turn reads."""
         self = object.__new__(cls)
         self.__dict__.update(kind=kind, lemmas=lemmas, pos=pos, _content=None, _hash=None)
         return self
@@ -134,7 +134,7 @@ def extract_phrases(text: AnalyzedText) -> list[PhraseChunk]:
 def unused_pipes(nlp) -> list[str]:
     """Return the pipes of ``nlp`` phrase extraction can skip: NER runs last in spaCy's English pipelines and
     sets only entities, so skipping it leaves POS, dependencies, lemmas and noun chunks - the phrases - unchanged
-    (and the parse ~40% cheaper)."""
+    and the parse cheaper."""
     names = list(getattr(nlp, "pipe_names", ()))
     return ["ner"] if names and names[-1] == "ner" else []
 

@@ -1,9 +1,8 @@
 """A bound on how fast the server's log can grow: the same message passes a few times per interval, the rest
 are counted and reported in one line.
 
-The probe filled 233 MB in 15 s with one error repeated 525,000 times ("Too many open files" from accept). A
-flood of anything a client can cause (refused or timed-out connections, bad requests) is now a few lines a
-minute, whatever its rate.
+One error a client can cause, repeated at its rate ("Too many open files" from accept, refused or timed-out
+connections, bad requests), would otherwise fill the disk; with this bound a flood is a few lines a minute.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 the files the engine needs and the connections accepted but not yet refused.
 
 asyncio accepts up to ``backlog`` waiting connections in one go, before any of them reaches the protocol that
-counts and refuses them, and on "Too many open files" it logs a traceback for every one it could not accept
-(525,000 lines in 15 s in the probe). So the connection cap and the accept batch are sized together, below the
-limit, and the refusals close connections before the descriptors run out.
+counts and refuses them, and on "Too many open files" it logs a traceback for every one it could not accept.
+So the connection cap and the accept batch are sized together, below the limit, and the refusals close
+connections before the descriptors run out.
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"resuming session {session_id} ({record.state}, {len(record.transcript)} messages)", file=sys.stderr)
             last_bot = next((m["text"] for m in reversed(record.transcript) if m.get("role") == "bot"), None)
             if last_bot and script is None:  # remind an interactive user where the conversation stopped
-                print(f"bot> (last time) {last_bot.splitlines()[0][:300]}", file=out)
+                print(f"bot> {manager.replies.last_time.format(text=last_bot.splitlines()[0][:300])}", file=out)
         else:
             session_id = manager.start_session()
             print(f"session {session_id} (resume with --session {session_id})", file=sys.stderr)
@@ -215,14 +215,12 @@ def _turn(manager, session_id: str, text: str, args, out, trace_file) -> None:
     except StorageError:
         raise  # disk full, read-only, locked: no later turn could be saved either, so stop with the one-line error
     except DTDialogError as exc:
-        print(f"bot> Sorry, something went wrong with that message ({exc}). Your session is saved; please try again.",
-              file=out)
+        print(f"bot> {manager.replies.turn_failed.format(error=exc)}", file=out)
         return
     except Exception as exc:  # noqa: BLE001 - a chat must never crash; the session was saved by the last turn
         if os.environ.get("DTDIALOG_DEBUG"):
             traceback.print_exc()
-        print(f"bot> Sorry, an internal error occurred ({type(exc).__name__}). Your session is saved; "
-              "please rephrase or try again.", file=out)
+        print(f"bot> {manager.replies.internal_error.format(error=type(exc).__name__)}", file=out)
         return
     # an answer picked from options was ranked on an earlier turn: the explanations look there
     history = manager.session(session_id).traces[:-1] if args.explain or needs_history(result.trace or {}) else None
@@ -255,7 +253,7 @@ def _interactive(manager, session_id: str, args, out, trace_file, *, ready) -> N
             print(file=out)
             break
         if not line.strip():
-            print("bot> (type your message, or 'quit' to leave)", file=out)
+            print(f"bot> {manager.replies.empty_line}", file=out)
             continue
         if line.strip().lower() in QUIT_WORDS:
             break

@@ -1,4 +1,4 @@
-"""Every sentence the dialogue manager says to the user, in one place.
+"""Every sentence the dialogue manager and ``dtdialog chat`` say to the user, in one place.
 
 ``Replies`` holds the wording as plain templates so a deployment for another domain can pass its
 own instance (``DialogueManager(replies=...)``) without touching the state machine; ``DEFAULT_REPLIES``
@@ -114,6 +114,16 @@ class Replies:
     abstain_when: str = "When does it happen, and did anything change after what you already tried?"
     #: the hand-off reason after an abstention did not lead to a confident answer
     handoff_unsure: str = "I could not find an answer I'm confident about"
+    # --- the chat command's own lines (``dtdialog chat``) ---
+    #: a turn the engine refused with an error of its own; ``{error}`` is its one-line message
+    turn_failed: str = "Sorry, something went wrong with that message ({error}). Your session is saved; please try again."
+    #: a turn that failed unexpectedly; ``{error}`` is the kind of error, never its details
+    internal_error: str = ("Sorry, an internal error occurred ({error}). Your session is saved; "
+                           "please rephrase or try again.")
+    #: an empty line typed in the interactive chat
+    empty_line: str = "(type your message, or 'quit' to leave)"
+    #: shown when a saved session is resumed; ``{text}`` is the bot's last message
+    last_time: str = "(last time) {text}"
 
     def too_long_text(self, limit: int) -> str:
         return self.too_long.format(limit=limit)

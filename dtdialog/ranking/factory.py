@@ -127,8 +127,8 @@ def learned_ranking(*, index: AnswerIndex, index_path: str | Path | None, model,
 
     ``depth`` is the candidate-list depth of each retriever; by default the one the model was trained on.
     ``require_agreement=True`` drops candidates whose rhetorical agreement verdict is negative. Its default is
-    False: the model was trained with agreement as a feature, and on the built-in dialogues the hard filter on
-    top of it cost 40 points of step-1 accuracy (docs/ranking.md).
+    False: the model was trained with agreement as a feature, so a hard filter on top of it drops right answers
+    the model already weighs (docs/ranking.md).
     ``warm=False`` leaves the query encoder and spaCy to load on first use, or in ``warm_up_scorer``.
     ``store``: the dense store ``dense_vectors`` returned; ``sg_store``: the phrases ``sg_phrases`` returned, read
     when the model uses the ``sg`` feature (None: each is opened, or built, here).

@@ -29,8 +29,7 @@ from dtdialog.understanding.tried import (
 from parsers.tree import DiscourseTree
 
 #: answer id -> (the DT it was read from, its main recommendation): a stored answer's recommendation never
-#: changes while its tree is the same object (the selector's analysis cache), and reading it for the ~100
-#: candidates the learned ranker keeps cost ~0.7 ms each per step
+#: changes while its tree is the same object (the selector's analysis cache), so it is read once, not every step
 _CACHE_SIZE = 50_000
 _cache: OrderedDict[str, tuple[DiscourseTree, Recommendation | None]] = OrderedDict()
 _cache_lock = threading.Lock()

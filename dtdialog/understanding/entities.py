@@ -19,8 +19,8 @@ from parsers.tree import EDU
 
 __all__ = ["EntityNormalizer", "load_default_synonyms", "short_phrase"]
 
-#: EDUs whose terms are remembered, by their lemmas (or text) and noun phrases: ~1 KB each (the key's strings
-#: and the term set), ~15 MB when full
+#: EDUs whose terms are remembered, by their lemmas (or text) and noun phrases: bounded so the cache stays small
+#: beside the indexes
 EDU_TERMS_CACHE = 16384
 
 

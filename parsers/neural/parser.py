@@ -102,8 +102,7 @@ class NeuralParser(RSTParser):
             if not a.tokens:
                 raise InputError("text has no words to parse")
         vectors = self.encoder.encode([[t.text for t in a.tokens] for a in analyses])
-        # The heads' matrices are small: OpenBLAS threads only fight each other (and torch) over the cores,
-        # which made the heads 10x slower on a busy machine.
+        # The heads' matrices are small: OpenBLAS threads would only fight each other (and torch) over the cores.
         with threadpool_limits(limits=1, user_api="blas"):
             trees = [self._tree(analyzed, words, starts[k] if starts is not None else None)
                      for k, (analyzed, words) in enumerate(zip(analyses, vectors))]
