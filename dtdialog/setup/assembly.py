@@ -47,6 +47,8 @@ CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 RANKER_CHOICES = (None, "auto", "learned", "rules")
 ENCODER_RUNTIMES = (None, "auto", "onnxruntime", "openvino")
 _PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile")
+#: Fields a saved spec leaves out, and ignores in older files: the loading machine's runtime state, like $DTDIALOG_HOME.
+_NOT_SAVED = ("sessions_path",)
 
 
 @dataclass
@@ -71,7 +73,8 @@ class EngineSpec:
         ``$DTDIALOG_ENCODER_RUNTIME`` or ``auto``).
     learned_require_agreement: learned ranker only - drop candidates whose agreement verdict is negative.
     candidate_depth: learned ranker only - each retriever's list depth (None: the model's training depth).
-    sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager).
+    sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager); never saved, and
+        ignored in a saved spec that has it: the loading machine's ``--sessions`` or default decides.
     config: the ``EngineConfig``.
     profile: a profile YAML file (``dtdialog.setup.profile``) whose wording the engine speaks (None: the profile stored
         in the index, else the built-in corpus's, else the generic one); stored in an index the spec builds.
@@ -167,7 +170,7 @@ class EngineSpec:
         from parsers.files import atomic_write_text
 
         path = Path(path)
-        data = resolve_spec(self).to_dict()
+        data = {k: v for k, v in resolve_spec(self).to_dict().items() if k not in _NOT_SAVED}
         try:
             atomic_write_text(path, json.dumps(data, indent=2) + "\n")
         except OSError as exc:
@@ -178,8 +181,9 @@ class EngineSpec:
 
     @classmethod
     def load(cls, path: str | Path) -> EngineSpec:
-        """Return the spec saved at ``path``; an unreadable file, or one this machine cannot build
-        (``dtdialog.setup.spec_resolution.spec_problem``), raises ``ConfigError``."""
+        """Return the spec saved at ``path``, without a session store (``sessions_path`` None whatever the file says);
+        an unreadable file, or one this machine cannot build (``dtdialog.setup.spec_resolution.spec_problem``), raises
+        ``ConfigError``."""
         from dtdialog.setup.spec_resolution import spec_problem
 
         try:
@@ -188,6 +192,8 @@ class EngineSpec:
             raise ConfigError(f"cannot read engine spec {path}: {exc}") from None
         except RecursionError:
             raise ConfigError(f"cannot read engine spec {path}: not valid JSON (nested too deeply)") from None
+        if isinstance(data, dict):  # a spec saved with another machine's session store: that store is not ours
+            data = {k: v for k, v in data.items() if k not in _NOT_SAVED}
         spec = cls.from_dict(data)
         problem = spec_problem(spec)
         if problem is not None:

@@ -56,7 +56,7 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
 
     ``extra_options`` maps further option names (``args`` attributes) to their defaults: with ``--engine`` they
     must be left at them too. ``config`` is the ``EngineConfig`` (default: the defaults). The session store is
-    ``--sessions``, else the spec's, else ``$DTDIALOG_HOME/sessions.sqlite``.
+    ``--sessions``, else ``$DTDIALOG_HOME/sessions.sqlite``; a saved spec names none (``EngineSpec.load``).
     """
     from dataclasses import replace
 
@@ -74,9 +74,7 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
         spec = EngineSpec.load(args.engine)
         if getattr(args, "es_url", None) is not None:
             spec = replace(spec, index_url=_saved_server(spec, args.es_url, args.engine))
-        if args.sessions is not None or spec.sessions_path is None:
-            spec = replace(spec, sessions_path=str(args.sessions or sessions_path()))
-        return spec
+        return replace(spec, sessions_path=str(args.sessions or sessions_path()))
 
     from dtdialog.setup.engine_config import EngineConfig
     from dtdialog.setup.project import engine_target

@@ -23,7 +23,7 @@ def engine_parser_name(name: str | None = None) -> str:
     return default_parser_name(name)
 
 
-_PATHS = ("index_path", "corpus", "ranker_model", "profile", "sessions_path")
+_PATHS = ("index_path", "corpus", "ranker_model", "profile")
 
 
 def resolve_spec(spec: Any) -> Any:

@@ -117,3 +117,27 @@ def test_a_neural_spec_saved_with_another_encoder_is_refused_in_one_line(workdir
     with pytest.raises(ConfigError, match="saved with 'all-MiniLM-L6-v2-other/openvino-bf16'") as caught:
         EngineSpec.load(workdir / "engine.json")
     assert "\n" not in str(caught.value)
+
+
+# --- the session store ------------------------------------------------------------------------------------
+def test_a_saved_spec_holds_no_session_store(workdir):
+    assert main(["chat", "--ranker", "rules", "--sessions", "mine.sqlite", "--save-engine", "engine.json"]) == 0
+    data = json.loads((workdir / "engine.json").read_text())
+    assert "sessions_path" not in data and "mine.sqlite" not in json.dumps(data)
+    EngineSpec(ranker="rules", sessions_path=str(workdir / "s.sqlite")).save(workdir / "api.json")
+    assert "sessions_path" not in json.loads((workdir / "api.json").read_text())
+
+
+def test_a_spec_naming_another_machines_session_store_creates_nothing_there(workdir, builtin_rules_index):
+    foreign = workdir / "someoneelse" / ".cache" / "dtdialog" / "sessions.sqlite"
+    old = resolve_spec(EngineSpec(index_path=str(builtin_rules_index), ranker="rules", sessions_path=str(foreign)))
+    (workdir / "engine.json").write_text(json.dumps(old.to_dict()))  # as specs were saved before
+    assert json.loads((workdir / "engine.json").read_text())["sessions_path"] == str(foreign)
+    assert EngineSpec.load(workdir / "engine.json").sessions_path is None
+    (workdir / "turns.txt").write_text("my brakes squeal\n")
+    assert main(["chat", "--engine", "engine.json", "--script", "turns.txt", "--quiet"]) == 0
+    assert not (workdir / "someoneelse").exists()
+    assert (workdir / "home" / "sessions.sqlite").is_file()  # this machine's default store
+    assert main(["chat", "--engine", "engine.json", "--sessions", "here.sqlite", "--script", "turns.txt",
+                 "--quiet"]) == 0
+    assert (workdir / "here.sqlite").is_file() and not (workdir / "someoneelse").exists()
