@@ -65,6 +65,8 @@ class EngineSpec:
         supply when it is loaded (``dtdialog.setup.spec_resolution.saved_es_url``).
     index_path: the SQLite index file (built there from ``corpus`` when missing, rebuilt when both are given).
     corpus, corpus_format: the dialogues to index (None: the built-in corpus).
+    corpus_digest: the content digest of the corpus the spec reads (``spec_resolution.corpus_digest``), recorded
+        when it is saved; ``load`` and ``build_engine`` refuse other content in one line (None: not checked).
     ranker: ``auto``, ``learned`` or ``rules`` (None: ``$DTDIALOG_RANKER`` or ``auto``); ``auto`` is the learned
         hybrid ranker when the [dense] extra is installed, else the rules (see ``dtdialog.ranking.factory``).
     ranker_model: learned ranker only - the model file (None: the shipped ``ranker-v1.joblib``).
@@ -89,6 +91,7 @@ class EngineSpec:
     index_url: str | None = None
     corpus: str | None = None
     corpus_format: str = "builtin"
+    corpus_digest: str | None = None
     ranker: str | None = None
     ranker_model: str | None = None
     ranker_version: str | None = None
@@ -107,7 +110,7 @@ class EngineSpec:
                 setattr(self, name, str(value))
             elif value is not None and not isinstance(value, str):
                 raise ConfigError(f"engine spec: {name} must be a path or null, got {value!r}")
-        for name in ("parser", "parser_encoder", "index_url", "ranker_version"):
+        for name in ("parser", "parser_encoder", "index_url", "ranker_version", "corpus_digest"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(f"engine spec: {name} must be a string or null")
         _check_choice("backend", self.backend, BACKENDS)
@@ -180,10 +183,11 @@ class EngineSpec:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> EngineSpec:
+    def load(cls, path: str | Path, *, accept_corpus: bool = False) -> EngineSpec:
         """Return the spec saved at ``path``, without a session store (``sessions_path`` None whatever the file says);
         an unreadable file, or one this machine cannot build (``dtdialog.setup.spec_resolution.spec_problem``), raises
-        ``ConfigError``."""
+        ``ConfigError``. ``accept_corpus``: a corpus changed since the spec was saved is taken as it is now (to
+        re-save the spec, which records its new digest); otherwise it is refused."""
         from dtdialog.setup.spec_resolution import spec_problem
 
         try:
@@ -195,7 +199,7 @@ class EngineSpec:
         if isinstance(data, dict):  # a spec saved with another machine's session store: that store is not ours
             data = {k: v for k, v in data.items() if k not in _NOT_SAVED}
         spec = cls.from_dict(data)
-        problem = spec_problem(spec)
+        problem = spec_problem(spec, accept_corpus=accept_corpus, saved_as=str(path))
         if problem is not None:
             raise ConfigError(f"engine spec {path} cannot be built here: {problem}")
         return spec
@@ -328,9 +332,13 @@ def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tupl
     """Return ``(index, SQLite path or None, location, built)``: the spec's index opened, built first when missing
     or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``). Its dense vectors and SG
     phrases are the learned ranker's, built before its ranking is made (``dtdialog.ranking.factory.dense_vectors``,
-    ``sg_phrases``)."""
+    ``sg_phrases``). A corpus whose content is not the one a saved spec recorded raises ``InputError``."""
     from dtdialog.setup.index_location import open_spec_index
+    from dtdialog.setup.spec_resolution import corpus_change
 
+    problem = corpus_change(spec)
+    if problem is not None:
+        raise InputError(f"engine spec: {problem}")
     return open_spec_index(spec, parser, progress=progress)
 
 
