@@ -7,10 +7,12 @@ and loaded as JSON stamped with a format version, so a run can say exactly which
 ``build_engine`` joins parser, index, candidate generation, scorer, ``AnswerSelector``, session store and
 ``DialogueManager`` into an ``Engine``. The chat and serve commands, the API and every evaluation method and
 benchmark call it; the evaluation's needs are explicit keyword hooks (an already open pool index, a scorer
-wrapper, a dense-vector seed, an encoder), never flags that change what a spec means.
+wrapper, a query encoder), never flags that change what a spec means, and none reaches into index building.
 
-Opening (or building) the index is one explicit step, ``ensure_index``; a saved spec records what this machine
-resolved (``dtdialog.setup.spec_resolution``). With no index location the built-in corpus is used: its index is built once into
+Building the index is explicit and comes first: ``ensure_index`` opens the index (building it when missing or
+when the spec names a corpus), then ``build_side_files`` makes the learned ranker's dense vectors and SG phrases
+beside it ready; the ranking only loads them. A saved spec records what this machine resolved
+(``dtdialog.setup.spec_resolution``). With no index location the built-in corpus is used: its index is built once into
 ``dtdialog.runtime.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
 corpus or another parser gets a fresh index and an unchanged one is reused.
 
@@ -246,9 +248,11 @@ class Engine:
 
         The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
         """
+        model = learned_model(self.spec, index=self.index, index_path=self.index_path)
+        side = build_side_files(self.spec, self.index, self.index_path, model=model, progress=progress)
         self.selector, self.ranker = _selector(self.spec, parser=self.parser, index=self.index,
-                                               index_path=self.index_path, hooks=_Hooks(), progress=progress,
-                                               profile=self.profile)
+                                               index_path=self.index_path, side=side, hooks=_Hooks(),
+                                               progress=progress, profile=self.profile)
         if self.manager is not None:
             self.manager.selector = self.selector
 
@@ -293,7 +297,8 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     * ``parser``: an already loaded ``RSTParser`` to use instead of loading ``spec.parser``.
     * ``index`` (with ``index_path``, its SQLite file, where the learned ranker keeps dense vectors): an
       already open index, e.g. an evaluation's pool index; the spec must then name no index or corpus.
-    * ``encoder``: the dense query encoder (default: a new ``DenseEncoder``).
+    * ``encoder``: the dense query encoder (default: the one ``build_side_files`` encoded the answers with); it must
+      make the same vectors as the index's, so an evaluation encoding them itself calls ``build_side_files`` first.
     * ``wrap_scorer``: called with the learned ranker's ``LearnedScorer``; what it returns scores instead
       (the evaluation's out-of-fold scorer and feature recorder).
     * ``warm=False``: leave the lazily loaded parts (spaCy, the query encoder, the domain profile) to
@@ -315,8 +320,10 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     try:
         profile = resolve_profile(path=spec.profile, info=index.info(),
                                   builtin=not given_index and spec.index_path is None and spec.corpus is None)
-        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, hooks=hooks, progress=progress,
-                                     profile=profile)
+        model = learned_model(spec, index=index, index_path=path, warm=warm)
+        side = build_side_files(spec, index, path, model=model, progress=progress)  # the index step, before the ranking
+        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, side=side, hooks=hooks,
+                                     progress=progress, profile=profile)
         store, manager = _manager(spec, selector, profile)
     except BaseException:
         index.close()
@@ -330,9 +337,9 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
 
 def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tuple[AnswerIndex, Path | None, str, bool]:
     """Return ``(index, SQLite path or None, location, built)``: the spec's index opened, built first when missing
-    or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``). Its dense vectors and SG
-    phrases are the learned ranker's, built before its ranking is made (``dtdialog.ranking.factory.dense_vectors``,
-    ``sg_phrases``). A corpus whose content is not the one a saved spec recorded raises ``InputError``."""
+    or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``); the learned ranker's side
+    files beside it are the next step, ``build_side_files``. A corpus whose content is not the one a saved spec
+    recorded raises ``InputError``."""
     from dtdialog.setup.index_location import open_spec_index
     from dtdialog.setup.spec_resolution import corpus_change
 
@@ -342,13 +349,76 @@ def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tupl
     return open_spec_index(spec, parser, progress=progress)
 
 
-def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
-              progress: bool, profile: Profile) -> tuple[AnswerSelector, str]:
+@dataclass
+class SideFiles:
+    """The learned ranker ``model`` and the files beside its index ``build_side_files`` made ready (all None: the
+    rule scorer)."""
+
+    model: Any = None
+    #: the encoder that made the answers' vectors, the query encoder too unless ``build_engine`` is given one
+    encoder: Any = None
+    #: the dense vectors beside a SQLite index (None over Elasticsearch, whose documents hold them)
+    vectors: Any = None
+    #: the answers' SG phrases (None when the model reads no ``sg`` feature)
+    phrases: Any = None
+
+
+def learned_model(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, warm: bool = True):
+    """Return the learned ranker's ``RankerModel`` the spec resolves to over ``index``, or None for the rule scorer.
+
+    ``ConfigError``: learned-only options under the rules, a model reading tree features without the tree, a model
+    other than ``ranker_version``, or rule-scorer options under it. ``warm=False`` defers unpickling the estimator.
+    """
+    from dtdialog.ranking.factory import learned_usable, load_model, resolve_ranker
+    from dtdialog.ranking.features import DT_FEATURES
+
+    name = resolve_ranker(spec.ranker)
+    model = None
+    if name != "rules" and learned_usable(name, index=index, index_path=index_path):
+        model = load_model(name, spec.model_path(), deferred=not warm)
+    if model is None:
+        if spec.learned_options():
+            raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
+                              "remove it or use --ranker learned")
+        return None
+    version = str(model.manifest.get("name") or "")
+    tree_features = [n for n in model.feature_names if n in DT_FEATURES]
+    if not spec.use_tree and tree_features:
+        raise ConfigError(f"engine spec: the ranker model {version!r} reads discourse-tree features "
+                          f"({', '.join(tree_features[:3])}, ...); without the tree use a 'hybrid' feature-set model")
+    if spec.ranker_version is not None and version != spec.ranker_version:
+        raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
+    spec.config.check_ranker("learned")
+    return model
+
+
+def build_side_files(spec: EngineSpec, index: AnswerIndex, index_path: Path | None, *, model, progress: bool,
+                     encoder=None) -> SideFiles:
+    """Return the side files of the learned ranker ``model`` over ``index``, building what is missing or out of step
+    first: the index step after ``ensure_index`` (``model`` None, the rule scorer: nothing to build).
+
+    The answers' dense vectors (``dtdialog.ranking.factory.dense_vectors``) and, when the model reads the ``sg``
+    feature, their SG phrases (``sg_phrases``), each with its progress bar. ``encoder`` encodes the answers (default:
+    a ``DenseEncoder`` on ``spec.encoder_runtime``); an evaluation with an encoder of its own passes it here.
+    """
+    if model is None:
+        return SideFiles()
+    from dtdialog.ranking.factory import dense_vectors, sg_phrases
+    from index.dense import DenseEncoder
+
+    encoder = encoder or DenseEncoder(runtime=spec.encoder_runtime)
+    vectors = dense_vectors(index, index_path, encoder=encoder, progress=progress)
+    phrases = sg_phrases(index, index_path, progress=progress) if model.uses_sg else None
+    return SideFiles(model=model, encoder=encoder, vectors=vectors, phrases=phrases)
+
+
+def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, side: SideFiles,
+              hooks: _Hooks, progress: bool, profile: Profile) -> tuple[AnswerSelector, str]:
     """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks, entity
     matching with the profile's synonyms (the default list when it names none)."""
     from dtdialog.understanding.entities import EntityNormalizer
 
-    generator, scorer = _ranking(spec, index=index, index_path=index_path, hooks=hooks, progress=progress)
+    generator, scorer = _ranking(spec, index=index, index_path=index_path, side=side, hooks=hooks, progress=progress)
     ranker = "rules" if scorer is None else "learned"
     normalizer = EntityNormalizer(synonyms=profile.synonyms) if profile.synonyms is not None else None
     config = spec.config
@@ -363,45 +433,25 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     return selector, ranker
 
 
-def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
-    """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
-    from dtdialog.ranking.factory import (
-        dense_vectors,
-        learned_ranking,
-        learned_usable,
-        load_model,
-        resolve_ranker,
-        sg_phrases,
-    )
-    from dtdialog.ranking.features import DT_FEATURES
+def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, side: SideFiles, hooks: _Hooks,
+             progress: bool):
+    """Return ``(generator, scorer)`` over the side files ``build_side_files`` made ready, which it only loads;
+    ``(None, None)`` (no learned model) is the selector's lexical generator and ``RuleScorer``."""
+    from dtdialog.ranking.factory import learned_ranking
 
-    name = resolve_ranker(spec.ranker)
-    model = None
-    if name != "rules" and learned_usable(name, index=index, index_path=index_path):
-        model = load_model(name, spec.model_path(), deferred=not hooks.warm)
-    if model is None:
-        if spec.learned_options():
-            raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
-                              "remove it or use --ranker learned")
+    if side.model is None:
         return None, None
-    version = str(model.manifest.get("name") or "")
-    tree_features = [n for n in model.feature_names if n in DT_FEATURES]
-    if not spec.use_tree and tree_features:
-        raise ConfigError(f"engine spec: the ranker model {version!r} reads discourse-tree features "
-                          f"({', '.join(tree_features[:3])}, ...); without the tree use a 'hybrid' feature-set model")
-    if spec.ranker_version is not None and version != spec.ranker_version:
-        raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
-    spec.config.check_ranker("learned")
-    from index.dense import DenseEncoder
+    encoder = hooks.encoder or side.encoder
+    if hooks.encoder is not None and side.vectors is not None:
+        from index.dense_store import encoder_id
 
-    encoder = hooks.encoder or DenseEncoder(runtime=spec.encoder_runtime)
-    # the index's side files the ranking reads, built here before it is made: vectors, then the answers' SG phrases
-    store = dense_vectors(index, index_path, encoder=encoder, progress=progress)
-    phrases = sg_phrases(index, index_path, progress=progress) if model.uses_sg else None
-    generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
+        if encoder_id(encoder) != side.vectors.model:  # cosines between two encoders' vectors mean nothing
+            raise ConfigError(f"build_engine: the query encoder makes {encoder_id(encoder)!r} vectors, the index's "
+                              f"are {side.vectors.model!r}; build its side files with it first (build_side_files)")
+    generator, scorer = learned_ranking(index=index, index_path=index_path, model=side.model, config=spec.config,
                                         depth=spec.candidate_depth, encoder=encoder,
                                         require_agreement=spec.learned_require_agreement, progress=progress,
-                                        warm=hooks.warm, store=store, sg_store=phrases)
+                                        warm=hooks.warm, store=side.vectors, sg_store=side.phrases)
     if hooks.wrap_scorer is not None:
         scorer = hooks.wrap_scorer(scorer)
     return generator, scorer
