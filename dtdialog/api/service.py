@@ -322,7 +322,7 @@ class EngineService:
         if index_path is None:
             return self.settings.engine
         return replace(self.settings.engine, backend="sqlite", index_path=str(index_path), index_url=None,
-                       corpus=None, corpus_format="builtin")
+                       corpus=None, corpus_format="builtin", corpus_digest=None)
 
     def profile(self) -> Any:
         """Return the ``Profile`` the served bot speaks: the loaded engine's, else read without loading the engine

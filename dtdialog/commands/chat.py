@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-why", dest="why", action="store_false",
                         help="do not print the short plain-language reason under each answer")
     parser.add_argument("--save-engine", type=Path, default=None, metavar="SPEC.json",
-                        help="write the engine the other options describe as a JSON spec, then exit")
+                        help="write the engine the other options describe as a JSON spec, then exit; beside "
+                             "--engine, re-save that spec over its corpus as it is now")
 
 
 def _read_script(path: Path) -> list[str]:
@@ -190,8 +191,8 @@ def engine_spec(args: argparse.Namespace):
     """Return the ``EngineSpec`` the chat options describe (or the saved one ``--engine`` names)."""
     from dtdialog.setup.engine_config import AgreementConfig, ClarifyConfig, EngineConfig
 
-    if args.engine is not None:
-        return spec_from_args(args, extra_options=CHAT_ENGINE_OPTIONS)
+    if args.engine is not None:  # --save-engine beside it re-saves the spec over its corpus as it is now
+        return spec_from_args(args, extra_options=CHAT_ENGINE_OPTIONS, accept_corpus=args.save_engine is not None)
     clarify = {name: getattr(args, name) for name in ("clarify_margin", "clarify_ratio")
                if getattr(args, name) is not None}
     config = EngineConfig(agreement=AgreementConfig(agreement_table=args.agreement_table,

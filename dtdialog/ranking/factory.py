@@ -11,8 +11,8 @@
 
 Dense vectors of a SQLite index live beside it (``index.dense_store``), and so do the answers'
 syntactic-generalization phrases (``index.sg_store``) the model's ``sg`` feature reads: ``dense_vectors`` and
-``sg_phrases`` build what is missing (a progress bar, once per index), and ``build_engine`` calls them before the
-ranking is made.
+``sg_phrases`` build what is missing (a progress bar, once per index); ``dtdialog.setup.assembly.build_side_files``,
+the index step ``build_engine`` runs before it makes the ranking, calls them.
 """
 
 from __future__ import annotations

@@ -7,10 +7,12 @@ and loaded as JSON stamped with a format version, so a run can say exactly which
 ``build_engine`` joins parser, index, candidate generation, scorer, ``AnswerSelector``, session store and
 ``DialogueManager`` into an ``Engine``. The chat and serve commands, the API and every evaluation method and
 benchmark call it; the evaluation's needs are explicit keyword hooks (an already open pool index, a scorer
-wrapper, a dense-vector seed, an encoder), never flags that change what a spec means.
+wrapper, a query encoder), never flags that change what a spec means, and none reaches into index building.
 
-Opening (or building) the index is one explicit step, ``ensure_index``; a saved spec records what this machine
-resolved (``dtdialog.setup.spec_resolution``). With no index location the built-in corpus is used: its index is built once into
+Building the index is explicit and comes first: ``ensure_index`` opens the index (building it when missing or
+when the spec names a corpus), then ``build_side_files`` makes the learned ranker's dense vectors and SG phrases
+beside it ready; the ranking only loads them. A saved spec records what this machine resolved
+(``dtdialog.setup.spec_resolution``). With no index location the built-in corpus is used: its index is built once into
 ``dtdialog.runtime.paths.data_home()`` under a name derived from the parser and the corpus content, so an edited
 corpus or another parser gets a fresh index and an unchanged one is reused.
 
@@ -47,6 +49,8 @@ CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 RANKER_CHOICES = (None, "auto", "learned", "rules")
 ENCODER_RUNTIMES = (None, "auto", "onnxruntime", "openvino")
 _PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile")
+#: Fields a saved spec leaves out, and ignores in older files: the loading machine's runtime state, like $DTDIALOG_HOME.
+_NOT_SAVED = ("sessions_path",)
 
 
 @dataclass
@@ -63,6 +67,8 @@ class EngineSpec:
         supply when it is loaded (``dtdialog.setup.spec_resolution.saved_es_url``).
     index_path: the SQLite index file (built there from ``corpus`` when missing, rebuilt when both are given).
     corpus, corpus_format: the dialogues to index (None: the built-in corpus).
+    corpus_digest: the content digest of the corpus the spec reads (``spec_resolution.corpus_digest``), recorded
+        when it is saved; ``load`` and ``build_engine`` refuse other content in one line (None: not checked).
     ranker: ``auto``, ``learned`` or ``rules`` (None: ``$DTDIALOG_RANKER`` or ``auto``); ``auto`` is the learned
         hybrid ranker when the [dense] extra is installed, else the rules (see ``dtdialog.ranking.factory``).
     ranker_model: learned ranker only - the model file (None: the shipped ``ranker-v1.joblib``).
@@ -71,7 +77,8 @@ class EngineSpec:
         ``$DTDIALOG_ENCODER_RUNTIME`` or ``auto``).
     learned_require_agreement: learned ranker only - drop candidates whose agreement verdict is negative.
     candidate_depth: learned ranker only - each retriever's list depth (None: the model's training depth).
-    sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager).
+    sessions_path: the session store of the engine's ``DialogueManager`` (None: no manager); never saved, and
+        ignored in a saved spec that has it: the loading machine's ``--sessions`` or default decides.
     config: the ``EngineConfig``.
     profile: a profile YAML file (``dtdialog.setup.profile``) whose wording the engine speaks (None: the profile stored
         in the index, else the built-in corpus's, else the generic one); stored in an index the spec builds.
@@ -86,6 +93,7 @@ class EngineSpec:
     index_url: str | None = None
     corpus: str | None = None
     corpus_format: str = "builtin"
+    corpus_digest: str | None = None
     ranker: str | None = None
     ranker_model: str | None = None
     ranker_version: str | None = None
@@ -104,7 +112,7 @@ class EngineSpec:
                 setattr(self, name, str(value))
             elif value is not None and not isinstance(value, str):
                 raise ConfigError(f"engine spec: {name} must be a path or null, got {value!r}")
-        for name in ("parser", "parser_encoder", "index_url", "ranker_version"):
+        for name in ("parser", "parser_encoder", "index_url", "ranker_version", "corpus_digest"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(f"engine spec: {name} must be a string or null")
         _check_choice("backend", self.backend, BACKENDS)
@@ -167,7 +175,7 @@ class EngineSpec:
         from parsers.files import atomic_write_text
 
         path = Path(path)
-        data = resolve_spec(self).to_dict()
+        data = {k: v for k, v in resolve_spec(self).to_dict().items() if k not in _NOT_SAVED}
         try:
             atomic_write_text(path, json.dumps(data, indent=2) + "\n")
         except OSError as exc:
@@ -177,9 +185,11 @@ class EngineSpec:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> EngineSpec:
-        """Return the spec saved at ``path``; an unreadable file, or one this machine cannot build
-        (``dtdialog.setup.spec_resolution.spec_problem``), raises ``ConfigError``."""
+    def load(cls, path: str | Path, *, accept_corpus: bool = False) -> EngineSpec:
+        """Return the spec saved at ``path``, without a session store (``sessions_path`` None whatever the file says);
+        an unreadable file, or one this machine cannot build (``dtdialog.setup.spec_resolution.spec_problem``), raises
+        ``ConfigError``. ``accept_corpus``: a corpus changed since the spec was saved is taken as it is now (to
+        re-save the spec, which records its new digest); otherwise it is refused."""
         from dtdialog.setup.spec_resolution import spec_problem
 
         try:
@@ -188,8 +198,10 @@ class EngineSpec:
             raise ConfigError(f"cannot read engine spec {path}: {exc}") from None
         except RecursionError:
             raise ConfigError(f"cannot read engine spec {path}: not valid JSON (nested too deeply)") from None
+        if isinstance(data, dict):  # a spec saved with another machine's session store: that store is not ours
+            data = {k: v for k, v in data.items() if k not in _NOT_SAVED}
         spec = cls.from_dict(data)
-        problem = spec_problem(spec)
+        problem = spec_problem(spec, accept_corpus=accept_corpus, saved_as=str(path))
         if problem is not None:
             raise ConfigError(f"engine spec {path} cannot be built here: {problem}")
         return spec
@@ -236,9 +248,11 @@ class Engine:
 
         The ranking is rebuilt too: the learned ranker's dense vectors are refreshed for the changed answers.
         """
+        model = learned_model(self.spec, index=self.index, index_path=self.index_path)
+        side = build_side_files(self.spec, self.index, self.index_path, model=model, progress=progress)
         self.selector, self.ranker = _selector(self.spec, parser=self.parser, index=self.index,
-                                               index_path=self.index_path, hooks=_Hooks(), progress=progress,
-                                               profile=self.profile)
+                                               index_path=self.index_path, side=side, hooks=_Hooks(),
+                                               progress=progress, profile=self.profile)
         if self.manager is not None:
             self.manager.selector = self.selector
 
@@ -283,7 +297,8 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     * ``parser``: an already loaded ``RSTParser`` to use instead of loading ``spec.parser``.
     * ``index`` (with ``index_path``, its SQLite file, where the learned ranker keeps dense vectors): an
       already open index, e.g. an evaluation's pool index; the spec must then name no index or corpus.
-    * ``encoder``: the dense query encoder (default: a new ``DenseEncoder``).
+    * ``encoder``: the dense query encoder (default: the one ``build_side_files`` encoded the answers with); it must
+      make the same vectors as the index's, so an evaluation encoding them itself calls ``build_side_files`` first.
     * ``wrap_scorer``: called with the learned ranker's ``LearnedScorer``; what it returns scores instead
       (the evaluation's out-of-fold scorer and feature recorder).
     * ``warm=False``: leave the lazily loaded parts (spaCy, the query encoder, the domain profile) to
@@ -305,8 +320,10 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
     try:
         profile = resolve_profile(path=spec.profile, info=index.info(),
                                   builtin=not given_index and spec.index_path is None and spec.corpus is None)
-        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, hooks=hooks, progress=progress,
-                                     profile=profile)
+        model = learned_model(spec, index=index, index_path=path, warm=warm)
+        side = build_side_files(spec, index, path, model=model, progress=progress)  # the index step, before the ranking
+        selector, ranker = _selector(spec, parser=rst, index=index, index_path=path, side=side, hooks=hooks,
+                                     progress=progress, profile=profile)
         store, manager = _manager(spec, selector, profile)
     except BaseException:
         index.close()
@@ -320,21 +337,88 @@ def build_engine(spec: EngineSpec | None = None, *, progress: bool = True, parse
 
 def ensure_index(spec: EngineSpec, parser: RSTParser, *, progress: bool) -> tuple[AnswerIndex, Path | None, str, bool]:
     """Return ``(index, SQLite path or None, location, built)``: the spec's index opened, built first when missing
-    or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``). Its dense vectors and SG
-    phrases are the learned ranker's, built before its ranking is made (``dtdialog.ranking.factory.dense_vectors``,
-    ``sg_phrases``)."""
+    or when the spec names a corpus (``dtdialog.setup.index_location.open_spec_index``); the learned ranker's side
+    files beside it are the next step, ``build_side_files``. A corpus whose content is not the one a saved spec
+    recorded raises ``InputError``."""
     from dtdialog.setup.index_location import open_spec_index
+    from dtdialog.setup.spec_resolution import corpus_change
 
+    problem = corpus_change(spec)
+    if problem is not None:
+        raise InputError(f"engine spec: {problem}")
     return open_spec_index(spec, parser, progress=progress)
 
 
-def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, hooks: _Hooks,
-              progress: bool, profile: Profile) -> tuple[AnswerSelector, str]:
+@dataclass
+class SideFiles:
+    """The learned ranker ``model`` and the files beside its index ``build_side_files`` made ready (all None: the
+    rule scorer)."""
+
+    model: Any = None
+    #: the encoder that made the answers' vectors, the query encoder too unless ``build_engine`` is given one
+    encoder: Any = None
+    #: the dense vectors beside a SQLite index (None over Elasticsearch, whose documents hold them)
+    vectors: Any = None
+    #: the answers' SG phrases (None when the model reads no ``sg`` feature)
+    phrases: Any = None
+
+
+def learned_model(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, warm: bool = True):
+    """Return the learned ranker's ``RankerModel`` the spec resolves to over ``index``, or None for the rule scorer.
+
+    ``ConfigError``: learned-only options under the rules, a model reading tree features without the tree, a model
+    other than ``ranker_version``, or rule-scorer options under it. ``warm=False`` defers unpickling the estimator.
+    """
+    from dtdialog.ranking.factory import learned_usable, load_model, resolve_ranker
+    from dtdialog.ranking.features import DT_FEATURES
+
+    name = resolve_ranker(spec.ranker)
+    model = None
+    if name != "rules" and learned_usable(name, index=index, index_path=index_path):
+        model = load_model(name, spec.model_path(), deferred=not warm)
+    if model is None:
+        if spec.learned_options():
+            raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
+                              "remove it or use --ranker learned")
+        return None
+    version = str(model.manifest.get("name") or "")
+    tree_features = [n for n in model.feature_names if n in DT_FEATURES]
+    if not spec.use_tree and tree_features:
+        raise ConfigError(f"engine spec: the ranker model {version!r} reads discourse-tree features "
+                          f"({', '.join(tree_features[:3])}, ...); without the tree use a 'hybrid' feature-set model")
+    if spec.ranker_version is not None and version != spec.ranker_version:
+        raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
+    spec.config.check_ranker("learned")
+    return model
+
+
+def build_side_files(spec: EngineSpec, index: AnswerIndex, index_path: Path | None, *, model, progress: bool,
+                     encoder=None) -> SideFiles:
+    """Return the side files of the learned ranker ``model`` over ``index``, building what is missing or out of step
+    first: the index step after ``ensure_index`` (``model`` None, the rule scorer: nothing to build).
+
+    The answers' dense vectors (``dtdialog.ranking.factory.dense_vectors``) and, when the model reads the ``sg``
+    feature, their SG phrases (``sg_phrases``), each with its progress bar. ``encoder`` encodes the answers (default:
+    a ``DenseEncoder`` on ``spec.encoder_runtime``); an evaluation with an encoder of its own passes it here.
+    """
+    if model is None:
+        return SideFiles()
+    from dtdialog.ranking.factory import dense_vectors, sg_phrases
+    from index.dense import DenseEncoder
+
+    encoder = encoder or DenseEncoder(runtime=spec.encoder_runtime)
+    vectors = dense_vectors(index, index_path, encoder=encoder, progress=progress)
+    phrases = sg_phrases(index, index_path, progress=progress) if model.uses_sg else None
+    return SideFiles(model=model, encoder=encoder, vectors=vectors, phrases=phrases)
+
+
+def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_path: Path | None, side: SideFiles,
+              hooks: _Hooks, progress: bool, profile: Profile) -> tuple[AnswerSelector, str]:
     """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks, entity
     matching with the profile's synonyms (the default list when it names none)."""
     from dtdialog.understanding.entities import EntityNormalizer
 
-    generator, scorer = _ranking(spec, index=index, index_path=index_path, hooks=hooks, progress=progress)
+    generator, scorer = _ranking(spec, index=index, index_path=index_path, side=side, hooks=hooks, progress=progress)
     ranker = "rules" if scorer is None else "learned"
     normalizer = EntityNormalizer(synonyms=profile.synonyms) if profile.synonyms is not None else None
     config = spec.config
@@ -349,45 +433,25 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     return selector, ranker
 
 
-def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, hooks: _Hooks, progress: bool):
-    """Return ``(generator, scorer)``; ``(None, None)`` is the selector's lexical generator and ``RuleScorer``."""
-    from dtdialog.ranking.factory import (
-        dense_vectors,
-        learned_ranking,
-        learned_usable,
-        load_model,
-        resolve_ranker,
-        sg_phrases,
-    )
-    from dtdialog.ranking.features import DT_FEATURES
+def _ranking(spec: EngineSpec, *, index: AnswerIndex, index_path: Path | None, side: SideFiles, hooks: _Hooks,
+             progress: bool):
+    """Return ``(generator, scorer)`` over the side files ``build_side_files`` made ready, which it only loads;
+    ``(None, None)`` (no learned model) is the selector's lexical generator and ``RuleScorer``."""
+    from dtdialog.ranking.factory import learned_ranking
 
-    name = resolve_ranker(spec.ranker)
-    model = None
-    if name != "rules" and learned_usable(name, index=index, index_path=index_path):
-        model = load_model(name, spec.model_path(), deferred=not hooks.warm)
-    if model is None:
-        if spec.learned_options():
-            raise ConfigError(f"engine spec: {spec.learned_options()[0]} has no effect under the rule scorer; "
-                              "remove it or use --ranker learned")
+    if side.model is None:
         return None, None
-    version = str(model.manifest.get("name") or "")
-    tree_features = [n for n in model.feature_names if n in DT_FEATURES]
-    if not spec.use_tree and tree_features:
-        raise ConfigError(f"engine spec: the ranker model {version!r} reads discourse-tree features "
-                          f"({', '.join(tree_features[:3])}, ...); without the tree use a 'hybrid' feature-set model")
-    if spec.ranker_version is not None and version != spec.ranker_version:
-        raise ConfigError(f"engine spec: the ranker model is {version!r}, the spec names {spec.ranker_version!r}")
-    spec.config.check_ranker("learned")
-    from index.dense import DenseEncoder
+    encoder = hooks.encoder or side.encoder
+    if hooks.encoder is not None and side.vectors is not None:
+        from index.dense_store import encoder_id
 
-    encoder = hooks.encoder or DenseEncoder(runtime=spec.encoder_runtime)
-    # the index's side files the ranking reads, built here before it is made: vectors, then the answers' SG phrases
-    store = dense_vectors(index, index_path, encoder=encoder, progress=progress)
-    phrases = sg_phrases(index, index_path, progress=progress) if model.uses_sg else None
-    generator, scorer = learned_ranking(index=index, index_path=index_path, model=model, config=spec.config,
+        if encoder_id(encoder) != side.vectors.model:  # cosines between two encoders' vectors mean nothing
+            raise ConfigError(f"build_engine: the query encoder makes {encoder_id(encoder)!r} vectors, the index's "
+                              f"are {side.vectors.model!r}; build its side files with it first (build_side_files)")
+    generator, scorer = learned_ranking(index=index, index_path=index_path, model=side.model, config=spec.config,
                                         depth=spec.candidate_depth, encoder=encoder,
                                         require_agreement=spec.learned_require_agreement, progress=progress,
-                                        warm=hooks.warm, store=store, sg_store=phrases)
+                                        warm=hooks.warm, store=side.vectors, sg_store=side.phrases)
     if hooks.wrap_scorer is not None:
         scorer = hooks.wrap_scorer(scorer)
     return generator, scorer

@@ -51,12 +51,14 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                             "options above that choose an engine")
 
 
-def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = None, config=None):
+def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = None, config=None,
+                   accept_corpus: bool = False):
     """Return the ``EngineSpec`` the engine options describe, or the saved one ``--engine`` names.
 
     ``extra_options`` maps further option names (``args`` attributes) to their defaults: with ``--engine`` they
     must be left at them too. ``config`` is the ``EngineConfig`` (default: the defaults). The session store is
-    ``--sessions``, else the spec's, else ``$DTDIALOG_HOME/sessions.sqlite``.
+    ``--sessions``, else ``$DTDIALOG_HOME/sessions.sqlite``; a saved spec names none (``EngineSpec.load``).
+    ``accept_corpus``: load a spec whose corpus changed since it was saved, to re-save it (``EngineSpec.load``).
     """
     from dataclasses import replace
 
@@ -71,12 +73,10 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
         if given:
             names = ", ".join("--" + ("format" if n == "corpus_format" else n.replace("_", "-")) for n in given)
             raise InputError(f"--engine {args.engine} describes the whole engine; drop {names} or edit the spec")
-        spec = EngineSpec.load(args.engine)
+        spec = EngineSpec.load(args.engine, accept_corpus=accept_corpus)
         if getattr(args, "es_url", None) is not None:
             spec = replace(spec, index_url=_saved_server(spec, args.es_url, args.engine))
-        if args.sessions is not None or spec.sessions_path is None:
-            spec = replace(spec, sessions_path=str(args.sessions or sessions_path()))
-        return spec
+        return replace(spec, sessions_path=str(args.sessions or sessions_path()))
 
     from dtdialog.setup.engine_config import EngineConfig
     from dtdialog.setup.project import engine_target

@@ -1,18 +1,20 @@
 """What a saved ``EngineSpec`` pins down, and whether this machine can build it.
 
 ``resolve_spec`` writes into a spec what this machine's defaults and environment chose (parser, ranker, the
-learned ranker's model version, the encoder runtime, the Elasticsearch URL without credentials, absolute paths), so
-that loading it elsewhere builds the same engine; ``spec_problem`` says in one line why this machine cannot
-(``EngineSpec.load`` raises it).
+learned ranker's model version, the encoder runtime, the Elasticsearch URL without credentials, absolute paths, the
+content digest of the corpus it reads), so that loading it elsewhere builds the same engine; ``spec_problem`` says in
+one line why this machine cannot (``EngineSpec.load`` raises it, ``build_engine`` refuses a changed corpus too).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from parsers.errors import ModelNotAvailableError
+from parsers.errors import InputError, ModelNotAvailableError
 
 
 def engine_parser_name(name: str | None = None) -> str:
@@ -23,7 +25,7 @@ def engine_parser_name(name: str | None = None) -> str:
     return default_parser_name(name)
 
 
-_PATHS = ("index_path", "corpus", "ranker_model", "profile", "sessions_path")
+_PATHS = ("index_path", "corpus", "ranker_model", "profile")
 
 
 def resolve_spec(spec: Any) -> Any:
@@ -46,8 +48,50 @@ def resolve_spec(spec: Any) -> Any:
         runtime = resolved_runtime(runtime)
     paths = {name: os.path.abspath(getattr(spec, name)) for name in _PATHS if getattr(spec, name) is not None}
     parser = engine_parser_name(spec.parser)
+    digest = corpus_digest(spec.corpus, spec.corpus_format) if reads_corpus(spec) else None
     return replace(spec, parser=parser, parser_encoder=spec.parser_encoder or parser_encoder(parser), ranker=ranker,
-                   ranker_version=version, encoder_runtime=runtime, index_url=saved_es_url(spec), **paths)
+                   ranker_version=version, encoder_runtime=runtime, index_url=saved_es_url(spec),
+                   corpus_digest=digest, **paths)
+
+
+def reads_corpus(spec: Any) -> bool:
+    """Return True when building ``spec`` reads a corpus: the one it names, or the built-in one it indexes itself (a
+    SQLite spec naming no index file); a spec naming only an index file or server reads that, not a corpus."""
+    return spec.corpus is not None or (spec.backend == "sqlite" and spec.index_path is None)
+
+
+def corpus_digest(corpus: str | None, corpus_format: str) -> str:
+    """Return ``sha256:`` and the hex digest of the corpus files' bytes, read as ``data.loaders.load_corpus`` reads
+    them: the file, or a folder's ``*.jsonl`` files by name (None: the built-in corpus's files).
+
+    Line ends count as ``\n``, so a checkout that turned them into ``\r\n`` is the same corpus; any other edit is not.
+    """
+    from data.builtin import builtin_corpus_dir
+
+    root = builtin_corpus_dir() if corpus is None else Path(corpus)
+    folder = (corpus is None or corpus_format == "jsonl") and root.is_dir()
+    digest = hashlib.sha256()
+    try:
+        for file in sorted(root.glob("*.jsonl")) if folder else [root]:
+            if folder:
+                digest.update(file.name.encode() + b"\0")
+            digest.update(file.read_bytes().replace(b"\r\n", b"\n"))
+    except OSError as exc:
+        raise InputError(f"cannot read the corpus {root}: {exc.strerror or exc}") from None
+    return "sha256:" + digest.hexdigest()
+
+
+def corpus_change(spec: Any, saved_as: str = "SPEC.json") -> str | None:
+    """Return in one line which corpus differs from the digest ``spec`` (the file ``saved_as``) was saved with, or
+    None (same content, no digest saved, or a spec that reads no corpus)."""
+    if spec.corpus_digest is None or not reads_corpus(spec):
+        return None
+    here = corpus_digest(spec.corpus, spec.corpus_format)
+    if here == spec.corpus_digest:
+        return None
+    which = "the built-in corpus" if spec.corpus is None else f"the corpus {spec.corpus}"
+    return (f"{which} changed since the spec was saved (content {here[:19]}, saved {spec.corpus_digest[:19]}); to "
+            f"build on it as it is now, re-save the spec: dtdialog chat --engine {saved_as} --save-engine {saved_as}")
 
 
 def parser_encoder(parser: str) -> str | None:
@@ -72,8 +116,12 @@ def saved_es_url(spec: Any) -> str | None:
     return without_credentials(es_url(spec.index_url))
 
 
-def spec_problem(spec: Any) -> str | None:
-    """Return in one line why this machine cannot build ``spec`` as it was saved, or None when it can."""
+def spec_problem(spec: Any, *, accept_corpus: bool = False, saved_as: str = "SPEC.json") -> str | None:
+    """Return in one line why this machine cannot build ``spec`` as it was saved, or None when it can.
+
+    ``accept_corpus``: a corpus whose content changed since is no problem (the spec is being re-saved over it);
+    ``saved_as``: the spec's file, named in the advice to re-save it.
+    """
     from parsers.base import available_parsers
 
     if spec.parser is not None and spec.parser not in available_parsers():
@@ -85,6 +133,9 @@ def spec_problem(spec: Any) -> str | None:
         path = getattr(spec, name)
         if path is not None and not os.path.isfile(path):
             return f"the {name.replace('_', ' ')} file {path} is missing"
+    problem = None if accept_corpus else corpus_change(spec, saved_as)
+    if problem is not None:
+        return problem
     if spec.ranker == "learned":
         from index.dense import INSTALL_HINT, dense_available
 

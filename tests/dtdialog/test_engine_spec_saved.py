@@ -1,5 +1,6 @@
 """A saved engine spec pins what the environment would otherwise choose at build time: the Elasticsearch server (without
-its password) and what the neural parser's encoder runs."""
+its password), what the neural parser's encoder runs and the corpus's content; it leaves out the machine's session
+store."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import json
 import pytest
 
 from dtdialog.cli import main
-from dtdialog.setup.assembly import EngineSpec
+from dtdialog.setup.assembly import EngineSpec, build_engine
 from dtdialog.setup.index_location import open_spec_index
-from dtdialog.setup.spec_resolution import resolve_spec
-from parsers.errors import ConfigError
+from dtdialog.setup.spec_resolution import corpus_digest, resolve_spec
+from parsers.errors import ConfigError, InputError
 
 SAVED = "http://es.saved:9200"
 WITH_PASSWORD = "http://elastic:s3cret@es.saved:9200"
@@ -117,3 +118,102 @@ def test_a_neural_spec_saved_with_another_encoder_is_refused_in_one_line(workdir
     with pytest.raises(ConfigError, match="saved with 'all-MiniLM-L6-v2-other/openvino-bf16'") as caught:
         EngineSpec.load(workdir / "engine.json")
     assert "\n" not in str(caught.value)
+
+
+# --- the session store ------------------------------------------------------------------------------------
+def test_a_saved_spec_holds_no_session_store(workdir):
+    assert main(["chat", "--ranker", "rules", "--sessions", "mine.sqlite", "--save-engine", "engine.json"]) == 0
+    data = json.loads((workdir / "engine.json").read_text())
+    assert "sessions_path" not in data and "mine.sqlite" not in json.dumps(data)
+    EngineSpec(ranker="rules", sessions_path=str(workdir / "s.sqlite")).save(workdir / "api.json")
+    assert "sessions_path" not in json.loads((workdir / "api.json").read_text())
+
+
+def test_a_spec_naming_another_machines_session_store_creates_nothing_there(workdir, builtin_rules_index):
+    foreign = workdir / "someoneelse" / ".cache" / "dtdialog" / "sessions.sqlite"
+    old = resolve_spec(EngineSpec(index_path=str(builtin_rules_index), ranker="rules", sessions_path=str(foreign)))
+    (workdir / "engine.json").write_text(json.dumps(old.to_dict()))  # as specs were saved before
+    assert json.loads((workdir / "engine.json").read_text())["sessions_path"] == str(foreign)
+    assert EngineSpec.load(workdir / "engine.json").sessions_path is None
+    (workdir / "turns.txt").write_text("my brakes squeal\n")
+    assert main(["chat", "--engine", "engine.json", "--script", "turns.txt", "--quiet"]) == 0
+    assert not (workdir / "someoneelse").exists()
+    assert (workdir / "home" / "sessions.sqlite").is_file()  # this machine's default store
+    assert main(["chat", "--engine", "engine.json", "--sessions", "here.sqlite", "--script", "turns.txt",
+                 "--quiet"]) == 0
+    assert (workdir / "here.sqlite").is_file() and not (workdir / "someoneelse").exists()
+
+
+# --- the corpus's content ---------------------------------------------------------------------------------
+FAQ = ('{"id": "d1", "turns": [{"role": "Q", "text": "My brakes squeal when I stop."}, '
+       '{"role": "A", "text": "Replace the worn brake pads."}]}\n')
+
+
+@pytest.fixture
+def faq(workdir):
+    (workdir / "faq.jsonl").write_text(FAQ)
+    return workdir / "faq.jsonl"
+
+
+def _one_line_error(argv, capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    return err
+
+
+def test_a_saved_spec_records_the_content_of_the_corpus_it_reads(workdir, faq):
+    assert main(["chat", "--corpus", "faq.jsonl", "--format", "jsonl", "--ranker", "rules",
+                 "--save-engine", "engine.json"]) == 0
+    assert json.loads((workdir / "engine.json").read_text())["corpus_digest"] == corpus_digest(str(faq), "jsonl")
+    assert main(["chat", "--ranker", "rules", "--save-engine", "builtin.json"]) == 0  # the built-in corpus too
+    assert json.loads((workdir / "builtin.json").read_text())["corpus_digest"] == corpus_digest(None, "builtin")
+    (workdir / "answers.sqlite").touch()  # an index file alone: the file is what it reads, no corpus
+    assert main(["chat", "--index", "answers.sqlite", "--ranker", "rules", "--save-engine", "index.json"]) == 0
+    assert json.loads((workdir / "index.json").read_text())["corpus_digest"] is None
+
+
+def test_an_edited_corpus_is_refused_in_one_line_when_loaded_and_when_built(workdir, faq, capsys):
+    EngineSpec(corpus=str(faq), corpus_format="jsonl", ranker="rules").save(workdir / "engine.json")
+    loaded = EngineSpec.load(workdir / "engine.json")
+    faq.write_text(FAQ.replace("worn brake pads", "brake rotors"))
+    err = _one_line_error(["chat", "--engine", "engine.json", "--script", "/dev/null"], capsys)
+    assert f"the corpus {faq} changed since the spec was saved" in err
+    assert "dtdialog chat --engine engine.json --save-engine engine.json" in err
+    with pytest.raises(InputError, match="changed since the spec was saved") as caught:
+        build_engine(loaded, progress=False)  # edited after the spec was loaded
+    assert "\n" not in str(caught.value)
+
+
+def test_re_saving_a_spec_takes_its_corpus_as_it_is_now(workdir, faq, capsys):
+    EngineSpec(corpus=str(faq), corpus_format="jsonl", ranker="rules").save(workdir / "engine.json")
+    faq.write_text(FAQ.replace("worn brake pads", "brake rotors"))
+    assert main(["chat", "--engine", "engine.json", "--save-engine", "engine.json"]) == 0
+    assert EngineSpec.load(workdir / "engine.json").corpus_digest == corpus_digest(str(faq), "jsonl")
+
+
+def test_other_line_ends_are_the_same_corpus_and_older_specs_load(workdir, faq):
+    EngineSpec(corpus=str(faq), corpus_format="jsonl", ranker="rules").save(workdir / "engine.json")
+    faq.write_bytes(FAQ.replace("\n", "\r\n").encode())
+    assert EngineSpec.load(workdir / "engine.json").corpus == str(faq)
+    data = json.loads((workdir / "engine.json").read_text())
+    del data["corpus_digest"]  # saved before digests were recorded: not checked
+    faq.write_text(FAQ.replace("worn brake pads", "brake rotors"))
+    (workdir / "old.json").write_text(json.dumps(data))
+    assert EngineSpec.load(workdir / "old.json").corpus_digest is None
+
+
+def test_a_changed_built_in_corpus_is_named(workdir, monkeypatch, capsys):
+    import shutil
+
+    import data.builtin
+
+    copy = workdir / "car_repair"
+    shutil.copytree(data.builtin.builtin_corpus_dir(), copy)
+    monkeypatch.setattr(data.builtin, "builtin_corpus_dir", lambda: copy)
+    assert main(["chat", "--ranker", "rules", "--save-engine", "engine.json"]) == 0
+    capsys.readouterr()
+    first = sorted(copy.glob("*.jsonl"))[0]
+    first.write_text(first.read_text() + FAQ)
+    err = _one_line_error(["chat", "--engine", "engine.json", "--script", "/dev/null"], capsys)
+    assert "the built-in corpus changed since the spec was saved" in err
