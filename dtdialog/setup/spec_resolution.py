@@ -131,7 +131,9 @@ def spec_problem(spec: Any, *, accept_corpus: bool = False, saved_as: str = "SPE
         return problem
     for name in ("corpus", "profile", "ranker_model"):
         path = getattr(spec, name)
-        if path is not None and not os.path.isfile(path):
+        # a jsonl corpus may be a folder of files (``data.loaders``)
+        folder = name == "corpus" and spec.corpus_format == "jsonl" and os.path.isdir(path or "")
+        if path is not None and not (folder or os.path.isfile(path)):
             return f"the {name.replace('_', ' ')} file {path} is missing"
     problem = None if accept_corpus else corpus_change(spec, saved_as)
     if problem is not None:

@@ -185,6 +185,16 @@ def test_an_edited_corpus_is_refused_in_one_line_when_loaded_and_when_built(work
     assert "\n" not in str(caught.value)
 
 
+def test_a_folder_of_jsonl_files_is_a_corpus_a_spec_loads_and_guards(workdir, capsys):
+    (workdir / "faq").mkdir()
+    (workdir / "faq" / "brakes.jsonl").write_text(FAQ)
+    EngineSpec(corpus=str(workdir / "faq"), corpus_format="jsonl", ranker="rules").save(workdir / "engine.json")
+    assert EngineSpec.load(workdir / "engine.json").corpus == str(workdir / "faq")
+    (workdir / "faq" / "more.jsonl").write_text(FAQ.replace("d1", "d2"))  # a file added to the folder
+    err = _one_line_error(["chat", "--engine", "engine.json", "--script", "/dev/null"], capsys)
+    assert "changed since the spec was saved" in err
+
+
 def test_re_saving_a_spec_takes_its_corpus_as_it_is_now(workdir, faq, capsys):
     EngineSpec(corpus=str(faq), corpus_format="jsonl", ranker="rules").save(workdir / "engine.json")
     faq.write_text(FAQ.replace("worn brake pads", "brake rotors"))
