@@ -169,9 +169,8 @@ class TurnHandlers:
 
     def on_add_detail(self, record: SessionRecord, text: str, intent: intents.Intent,
                       trace: TurnTrace) -> TurnResult:
-        # the user adds detail to the step we could not answer: same step, more words
-        if (started := self.new_problem(record, text, trace)) is not None:
-            return started
+        # the user adds detail to the step we could not answer: same step, more words (never a new problem: the
+        # bot has just asked for them, and details name new things - "I meant a command line tool")
         memory.add_constraints(record, intent.constraints, trace)
         if record.pending and memory.pending_of(record).asked_detail:  # the detail asked after none fitted
             return self.none_fit.detail_after_none(record, text, trace)

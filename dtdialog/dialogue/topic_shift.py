@@ -1,8 +1,9 @@
 """A new problem told mid-question: a reply that belongs to no part of the open question starts a question of its own.
 
-While an answer, a request for detail or options are on screen, a customer may move on to another fault ("it squeals
-when I brake" under options about a no-start). Read as detail, such a reply corrupts the open question's search;
-read as an option it matches nothing and ends in a hand-off. A reply is a new problem when all of these hold:
+While an answer or options are on screen, a customer may move on to another fault ("it squeals when I brake" under
+options about a no-start). Read as a follow-up, such a reply corrupts the open question's search; read as an option it
+matches nothing and ends in a hand-off. After a request for detail the reply is the detail asked for, however new its
+words (on IRC every such reading was wrong). A reply is a new problem when all of these hold:
 
 * it does not open as an answer to the bot ("yes, ...", "no, ...", "it did"): those reply to what is on screen;
 * it names at least ``MIN_TERMS`` things the index knows, and none of the open question, its replies or the answer

@@ -28,7 +28,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
     AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
     AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
-    AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again; a new problem opens a question
+    AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
     CONCLUDED         conclude       -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         reject         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         choice         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
@@ -72,7 +72,7 @@ HANDLERS: dict[str, str] = {
     "constrain_answer": "record it; retry if it rules the answer out or adds nothing",
     "followup": "ask again if it has no content, else as the fallback row",
     "next_step": "the reply is follow-up C_i: rank the next dialogue step; a new problem opens a question",
-    "add_detail": "more words for the step that had no answer: rank it again; a new problem opens a question",
+    "add_detail": "more words for the step that had no answer: rank it again",
     "conclude_choice": "done while options are on offer -> CONCLUDED",
     "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
     "constrain_choice": "drop offered answers it rules out; re-offer or deliver",

@@ -51,6 +51,15 @@ def test_a_new_problem_under_options_starts_a_question_of_its_own(engine):
     assert "a new problem" in " ".join(reply.trace.get("notes", []))
 
 
+def test_after_a_request_for_detail_the_reply_is_the_detail_whatever_it_names(engine):
+    manager = engine.manager
+    sid, (first,) = _open(manager, NO_START)
+    assert first.state == State.AWAITING_DETAIL, "the no-start opening is answered now: pick one the bot asks about"
+    reply = manager.handle(session_id=sid, text=SQUEAL)
+    assert not reply.reply.startswith(DEFAULT_REPLIES.new_problem.strip())
+    assert manager.session(sid).question == NO_START and SQUEAL in manager.session(sid).followups
+
+
 def test_a_new_problem_after_an_answer_is_not_ranked_as_its_follow_up(engine):
     manager = engine.manager
     sid, (first,) = _open(manager, _dialogue("brakes-006").question)
