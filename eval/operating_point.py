@@ -567,7 +567,7 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
                       for e in eval_sets if unseen and e.name in ("mechanics", "builtin")}
     shipped = EngineConfig().abstention.abstain_below
     result = {"coverage": coverage, "band": BAND, "folds": k, "seed": seed, "ranker": sets[0].ranker,
-              "command": command, "provenance": provenance(eval_sets, parser=parser, ranker=ranker),
+              "command": command, "provenance": provenance(eval_sets, parser=parser, ranker=sets[0].ranker),
               "sets": [{"name": s.name, "first": len(s.first), "later": len(s.later)} for s in sets],
               "first": [h.to_dict() for h in first_step_schemes(sets, **kw)],
               "later": [h.to_dict() for h in later_step_schemes(sets, **kw)],

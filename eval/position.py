@@ -296,7 +296,9 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                                    margins=margins, parser=args.parser))
     if all(r.skipped for r in results):
         raise InputError(f"none of the datasets {', '.join(names)} is there: {results[0].skipped}")
-    prov = provenance(sets, parser=args.parser, ranker=args.ranker)
+    # the ranker the engine resolved to, when one ran; else the option, resolved as the engine would
+    ranker = next((r.ranker for r in results if getattr(r, "ranker", "")), args.ranker)
+    prov = provenance(sets, parser=args.parser, ranker=ranker)
     report = render_detector(results, command) if parser else render(results, command)
     report = report.replace("\n\n", "\n\n" + "\n".join(provenance_lines(prov)) + "\n\n", 1)
     print(report)

@@ -73,6 +73,7 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
         method.prepare(dialogues=eval_set.dialogues)
         run.fit_seconds = time.perf_counter() - t0
         run.label = method.label  # fitting may settle what the method is (e.g. which ranker the engine uses)
+        run.ranker = getattr(method, "resolved_ranker", "")
         t0 = time.perf_counter()
         results = reconstruct(method, eval_set, k=k, progress=progress)
         run.rank_seconds = time.perf_counter() - t0
@@ -130,16 +131,17 @@ def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, lim
             return DatasetRun(dataset=name, skipped=str(exc), command=command)
     ds = DatasetRun(dataset=name, description=eval_set.description, own_data=eval_set.own_data,
                     n_dialogues=len(eval_set.dialogues), n_pool=len(eval_set.pool), command=command, seed=seed,
-                    n_resamples=n_resamples, k=k,
-                    provenance=provenance([eval_set], parser=getattr(args, "parser", None),
-                                          ranker=getattr(args, "ranker", None),
-                                          tree_ablation=any(m in TREE_TWINS.values() for m in methods)))
+                    n_resamples=n_resamples, k=k)
     for m in methods:
         run = evaluate_method(m, eval_set, k=k, seed=seed, n_resamples=n_resamples, progress=progress,
                               options=method_options(m, args))
         if run.skipped:
             print(f"{name}/{m}: skipped: {run.skipped}", file=sys.stderr)
         ds.runs.append(run)
+    # the ranker the engine of a method that follows --ranker resolved to; else the option, resolved as it would be
+    ranker = next((r.ranker for r in ds.runs if r.method in RANKER_METHODS and r.ranker), getattr(args, "ranker", None))
+    ds.provenance = provenance([eval_set], parser=getattr(args, "parser", None), ranker=ranker,
+                               tree_ablation=any(m in TREE_TWINS.values() for m in methods))
     ds.paired = tree_pairs(ds.runs, seed=seed, n_resamples=n_resamples)
     return ds
 

@@ -160,6 +160,9 @@ def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverag
             continue
         out["rows"][name] = rows
         out["systems"][name] = summarise(rows, coverage=coverage, how=how)
+        if name == "dtq" and rows_dir is not None:  # the ranker its engine resolved to, kept with its rows
+            out["ranker"] = json.loads((rows_dir / f"rows_{eval_set.name}_{name}.json").read_text(
+                encoding="utf-8"))["engine"]["ranker"]
     _compare(out, n_resamples=n_resamples, seed=seed)
     return out
 
@@ -341,7 +344,8 @@ def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, comm
                            ranker=ranker, rows_dir=check_out_dir(out / "rows"), reuse=reuse, parser=parser)
                for s in sets]
     check_out_dir(out).mkdir(parents=True, exist_ok=True)
-    prov = provenance(sets, parser=parser, ranker=ranker, tree_ablation="dtq-no-dt" in systems)
+    resolved = next((r["ranker"] for r in results if r.get("ranker")), ranker)
+    prov = provenance(sets, parser=parser, ranker=resolved, tree_ablation="dtq-no-dt" in systems)
     atomic_write_text(out / "results.md", markdown(results, command=command, seed=seed, coverage=coverage,
                                                    header=provenance_lines(prov)))
     summary = [{**{k: v for k, v in r.items() if k != "rows"}, "provenance": {**prov, "data": [data]}}

@@ -56,9 +56,11 @@ def _bots(text: str) -> list[str]:
     return bots
 
 
-def _setup(args: argparse.Namespace, sets: Sequence[EvalSet], bots: Sequence[str]) -> dict:
-    return {**provenance(sets, parser=args.parser, ranker=args.ranker, tree_ablation="dtq-no-dt" in bots), "seed": args.seed,
-            "bootstrap": args.bootstrap, "limit": args.limit}
+def _setup(args: argparse.Namespace, sets: Sequence[EvalSet], bots: Sequence[str], results: Sequence[dict]) -> dict:
+    # the ranker the dtq engine resolved to, when it ran; else the option, resolved as the engine would
+    ranker = next((r["ranker"] for r in results if r.get("ranker")), args.ranker)
+    return {**provenance(sets, parser=args.parser, ranker=ranker, tree_ablation="dtq-no-dt" in bots),
+            "seed": args.seed, "bootstrap": args.bootstrap, "limit": args.limit}
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
@@ -69,7 +71,6 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise ConfigError("--bootstrap and --limit must be at least 1, --sample-transcripts at least 0")
     out = check_out_dir(args.out or DEFAULT_OUT)  # before the slow part
     sets = load_sets(args)
-    setup = _setup(args, sets, bots)
     results = []
     for eval_set in sets:
         set_run = run_set(eval_set, bots, seed=args.seed, ranker=args.ranker, progress=not args.no_progress,
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         for pool, by_bot in set_run.sessions.items():
             if by_bot and ids:
                 print(write_transcripts(out, eval_set.name, pool, by_bot, ids, gold))
+    setup = _setup(args, sets, bots, results)
     check_out_dir(out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "results.json", json.dumps({"setup": setup, "command": command, "results": results},
                                                        indent=2) + "\n")
