@@ -85,7 +85,8 @@ def check_data_arguments(args: argparse.Namespace) -> None:
     """Raise ``InputError`` for options that do not go together (``--format`` without ``--data`` or ``--pool``)."""
     pool = getattr(args, "pool", None)
     if args.format is not None and args.data is None and pool in (None, *POOL_KINDS):
-        raise InputError("--format applies to --data FILE (or --pool FILE); a named dataset knows its own format")
+        also = " (or --pool FILE)" if hasattr(args, "pool") else ""
+        raise InputError(f"--format applies to --data FILE{also}; a named dataset knows its own format")
 
 
 def _with_file_pool(eval_set: EvalSet, path: Path, fmt: str | None) -> EvalSet:

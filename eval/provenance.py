@@ -60,14 +60,15 @@ def data_record(eval_set: EvalSet) -> dict:
             "dialogues": len(eval_set.dialogues), "pool": {**pool, "size": len(eval_set.pool)}}
 
 
-def provenance(sets: Sequence[EvalSet], *, parser: str | None = None, ranker: str | None = None,
+def provenance(sets: Sequence[EvalSet | dict], *, parser: str | None = None, ranker: str | None = None,
                model_path: str | None = None, tree_ablation: bool = False) -> dict:
     """Return the provenance every report records: data and pool per set, parser, encoder runtime, ranker, commit;
     with ``tree_ablation`` also the ranker of the engine without the tree (``ranker_without_tree``). ``ranker``: the
-    one the evaluation's engine resolved to, when it has one (``ranker_model``)."""
+    one the evaluation's engine resolved to, when it has one (``ranker_model``). A set may be given as its
+    ``data_record`` already (a bench whose questions and pool are no ``EvalSet``)."""
     from dtdialog.setup.assembly import EngineSpec, engine_parser_name
 
-    out = {"data": [data_record(s) for s in sets], "parser": engine_parser_name(parser),
+    out = {"data": [s if isinstance(s, dict) else data_record(s) for s in sets], "parser": engine_parser_name(parser),
            "encoder_runtime": encoder_runtime(), "ranker": ranker_model(ranker, model_path), "commit": git_commit()}
     if tree_ablation:
         out["ranker_without_tree"] = ranker_model(ranker, EngineSpec(ranker_model=model_path, use_tree=False).model_path())

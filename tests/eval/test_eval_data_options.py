@@ -77,3 +77,88 @@ def test_calibrate_followup_takes_a_pool_for_its_named_sets(toy_file):
     more = load_sets(parser.parse_args(["--sets", "builtin", "--pool", str(toy_file), "--format", "jsonl"]))[0]
     assert len(more.pool) == len(whole.pool) + 5
     assert more.meta["pool"] == {"kind": "answer file", "source": str(toy_file)}
+
+
+def test_hybrid_bench_times_a_dialogue_file_and_records_the_provenance(toy_file, smoke_env, capsys):
+    from eval.hybrid_bench import main
+
+    out = smoke_env / "bench.json"
+    assert main(["--data", str(toy_file), "--format", "jsonl", "--data-dir", str(smoke_env / "no-shared-data"),
+                 "--answers", "12", "--questions", "2", "--cache", str(smoke_env / "cache"), "--json", str(out)]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["sources"] == {"toy_dialogues": 5} and result["answers_indexed"] == 12
+    prov = result["provenance"]
+    assert prov["data"] == [{"name": "toy_dialogues", "data": str(toy_file), "dialogues": 2,
+                             "pool": {"kind": "distinct bench corpus", "source": "toy_dialogues", "size": 12}}]
+    assert prov["ranker"]["name"] == "learned" and prov["ranker"]["version"] == "ranker-v1"
+    assert prov["parser"] == "rules" and prov["encoder_runtime"] in ("onnx/onnxruntime", "onnx/openvino")
+    assert "Data: toy_dialogues" in capsys.readouterr().out
+
+
+def test_the_hybrid_bench_index_starts_with_the_timed_files_answers(toy_file, tmp_path):
+    from eval.datasets import load_file_set
+    from eval.hybrid_bench import assemble_corpus
+
+    own = load_file_set(toy_file, "jsonl")
+    corpus = assemble_corpus(answers=7, data_dir=tmp_path, first=(own.name, own.pool))
+    assert [a.id for a in corpus.answers[:5]] == [a.id for a in own.pool]  # kept: the follow-ups find them
+    assert corpus.sources == {"toy_dialogues": 5} and corpus.replicas == 2
+    assert "builtin" in assemble_corpus(answers=7, data_dir=tmp_path).sources  # no file: the built-in answers
+
+
+def test_hybrid_bench_refuses_a_format_without_a_file(capsys):
+    from eval.hybrid_bench import main
+
+    assert main(["--format", "jsonl"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --format applies to --data FILE; a named dataset knows its own "
+                                               "format")
+
+
+def _fake_haystack(monkeypatch, eval_set_answers: dict[str, str]):
+    """Stand Haystack and the engine's build in, so the bench's data and report handling run without them."""
+    from types import SimpleNamespace
+
+    from dtdialog.ranking.learned_scorer import MODELS_DIR
+    from eval import haystack_bench as hb
+
+    class Selector:
+        def plan(self, question):
+            return question
+
+        def rank(self, *, question, step, size):
+            return [SimpleNamespace(document=SimpleNamespace(id=eval_set_answers.get(question, "none")))]
+
+    engine = SimpleNamespace(selector=Selector(), parser=None, ranker="learned", close=lambda: None,
+                             spec=SimpleNamespace(ranker_model=MODELS_DIR / "ranker-v1.joblib"))
+    settings = {"parser": "rules", "haystack_version": "fake", "torch_threads": 1, "encoder_threads": 1,
+                "encoder_workers": 1, "cpu_count": 2}
+    monkeypatch.setattr(hb, "haystack_available", lambda: None)
+    monkeypatch.setattr(hb, "_settings", lambda threads: dict(settings))
+    monkeypatch.setattr(hb, "build_dtdialog", lambda eval_set, *, tmp, progress: (engine, 100.0, None))
+    monkeypatch.setattr(hb, "build_haystack", lambda eval_set, *, progress: ({"haystack RRF": None}, 20.0))
+    monkeypatch.setattr(hb, "haystack_top", lambda pipe, question: None)
+    monkeypatch.setattr(hb, "time_floors", lambda eval_set, *, parser, encoder, progress: (1.0, 1.0, [1.0]))
+
+
+def test_haystack_bench_reads_a_dialogue_file_with_its_pool_and_records_the_provenance(toy_file, toy_dialogues,
+                                                                                       monkeypatch, tmp_path, capsys):
+    from eval.haystack_bench import main
+
+    _fake_haystack(monkeypatch, {d.question: d.answer_ids[0] for d in toy_dialogues})
+    out = tmp_path / "bench.json"
+    assert main(["--data", str(toy_file), "--format", "jsonl", "--pool", "file", "--limit", "3", "--quiet",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["questions"] == 3 and result["pool"] == 5 and result["rows"]["dtdialog hybrid+dt"]["p1"] == 1.0
+    prov = result["provenance"]
+    assert prov["data"] == [{"name": "toy_dialogues", "data": str(toy_file), "dialogues": 3,
+                             "pool": {"kind": "file", "source": str(toy_file), "size": 5}}]
+    assert prov["ranker"]["name"] == "learned" and prov["ranker"]["version"] == "ranker-v1"
+    assert "Data: toy_dialogues" in capsys.readouterr().out
+
+
+def test_haystack_bench_names_mechanics_its_one_named_set(capsys):
+    from eval.haystack_bench import main
+
+    assert main(["--dataset", "twitter"]) == 2
+    assert "the bench's named set is mechanics" in capsys.readouterr().err
