@@ -162,3 +162,43 @@ def test_haystack_bench_names_mechanics_its_one_named_set(capsys):
 
     assert main(["--dataset", "twitter"]) == 2
     assert "the bench's named set is mechanics" in capsys.readouterr().err
+
+
+def test_train_ranker_reads_its_data_directory_and_records_the_provenance(tmp_path, monkeypatch, capsys):
+    import numpy as np
+    from test_train_ranker import synthetic
+
+    from eval import train_ranker
+    from eval.datasets import EvalDialogue, EvalSet, PoolAnswer
+
+    queries = synthetic(30)
+    mechanics = EvalSet("mechanics", tuple(EvalDialogue(q.question_id, f"question {q.question_id}", ("a0",))
+                                           for q in queries), (PoolAnswer("a0", "an answer", "d0", 1),))
+    read_from = []
+
+    def collect(*, data_dir, cache, k, limit, progress):
+        read_from.append(data_dir)
+        return queries
+
+    monkeypatch.setattr(train_ranker, "collect", collect)
+    monkeypatch.setattr(train_ranker, "full_pool_dense_ranks", lambda **_: np.zeros(len(queries), dtype=int))
+    monkeypatch.setattr("eval.datasets.load_mechanics", lambda data_dir: mechanics)
+    out = tmp_path / "report.json"
+    assert train_ranker.main(["--data-dir", str(tmp_path / "shared"), "--no-save", "--no-progress",
+                              "--cache", str(tmp_path / "cache"), "--json", str(out)]) == 0
+    assert read_from == [tmp_path / "shared"]
+    prov = json.loads(out.read_text(encoding="utf-8"))["provenance"]
+    assert prov["data"] == [{"name": "mechanics", "data": "mechanics", "dialogues": 30,
+                             "pool": {"kind": "dataset", "source": "mechanics", "size": 1}}]
+    assert prov["ranker"]["name"] == "learned" and prov["ranker"]["version"] == "ranker-v1"
+    assert prov["encoder_runtime"] in ("onnx/onnxruntime", "onnx/openvino")
+    assert "Data: mechanics (mechanics), 30 dialogues" in capsys.readouterr().out
+
+
+def test_encoder_probe_names_its_data_directory_data_dir(tmp_path, monkeypatch):
+    from eval import encoder_probe
+
+    seen = []
+    monkeypatch.setattr(encoder_probe, "run", seen.append)
+    assert encoder_probe.main(["--model", "m", "--data-dir", str(tmp_path)]) == 0
+    assert seen[0].data_dir == str(tmp_path)
