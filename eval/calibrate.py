@@ -12,7 +12,9 @@ Writes ``calibrator-v1.json`` (learned ranker ``ranker-v1``), ``calibrator-v1-hy
 engine without the discourse tree, ranker ``ranker-v1-hybrid``) and ``calibrator-v1-rules.json`` (rule scorer)
 to ``dtdialog/ranking/models/`` (or ``--models-dir``), and to ``--out`` the reliability diagrams
 (``reliability_<ranker>.png``) and ECE of a 5-fold cross-fit: each question's confidence comes from a
-calibrator fitted on the other folds, so the diagram shows held-out calibration.
+calibrator fitted on the other folds, so the diagram shows held-out calibration. ``--data FILE --format F`` fits on
+a dialogue file of one's own instead of ``--sets``; ``--pool`` names the candidate answers (``eval.data_args``);
+``calibration.json`` records each calibrator's provenance (``eval.provenance``).
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ import numpy as np
 
 from dtdialog.selection.confidence import MODELS_DIR
 from eval.calibrator import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliability, reliability
+from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
 from eval.entry import one_line_errors
+from eval.provenance import provenance, provenance_lines
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
 
 DEFAULT_OUT = Path("runs") / "calibration"
+DEFAULT_SETS = ("mechanics", "builtin")
 
 
 def calibrate_ranker(ranker: str, eval_sets: Sequence, *, seed: int, out: Path, models_dir: Path, progress: bool,
@@ -62,21 +67,23 @@ def calibrate_ranker(ranker: str, eval_sets: Sequence, *, seed: int, out: Path, 
     png = plot_reliability(out / f"reliability_{label}.png", probs, correct,
                            title=f"{label} ranker, {names} open pool, every step, {N_FOLDS}-fold held out")
     threshold = fit_operating(rows, folds, ranker=ranker, coverage=coverage).threshold
-    manifest = {"fitted_on": f"{names} open pool (seed {seed}), first and later answers "
-                             f"({', '.join(f'{s.name} {len(s.first)}+{len(s.later)}' for s in sets)}); mechanics "
-                             "scored out-of-fold", "command": command, "n": len(rows),
+    steps = ", ".join(f"{s.name} {len(s.first)}+{len(s.later)}" for s in sets)
+    out_of_fold = "; mechanics scored out-of-fold" if any(s.name == "mechanics" for s in sets) else ""
+    manifest = {"fitted_on": f"{names} open pool (seed {seed}), first and later answers ({steps}){out_of_fold}",
+                "command": command, "n": len(rows),
                 "held_out_ece": round(held_out_ece, 4), "method": "platt (logistic regression)",
                 "abstain_below": round(threshold, 3), "abstain_coverage": coverage}
     calibrator = fit_calibrator(rows, ranker=ranker, model_name=sets[0].model_name, manifest=manifest)
-    name = "calibrator-v1.json" if ranker == "learned" else "calibrator-v1-rules.json"
+    name, model_path = ("calibrator-v1.json" if ranker == "learned" else "calibrator-v1-rules.json"), None
     if not use_tree:
         from dtdialog.ranking.learned_scorer import TREELESS_MODEL
         from dtdialog.selection.confidence import calibrator_path
 
-        name = calibrator_path("learned", TREELESS_MODEL).name
+        name, model_path = calibrator_path("learned", TREELESS_MODEL).name, str(TREELESS_MODEL)
     path = calibrator.save(models_dir / name)
-    return {"ranker": label, "calibrator": str(path), "ece_held_out": held_out_ece, "abstain_below": threshold,
-            "reliability": reliability(probs, correct), "png": str(png) if png else None, "n": len(rows),
+    prov = provenance(eval_sets, ranker=sets[0].ranker, model_path=model_path)
+    return {"ranker": label, "provenance": prov, "calibrator": str(path), "ece_held_out": held_out_ece,
+            "abstain_below": threshold, "reliability": reliability(probs, correct), "png": str(png) if png else None, "n": len(rows),
             "accuracy": float(np.mean(correct))}
 
 
@@ -87,13 +94,13 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
     parser.add_argument("--no-dt", action="store_true",
                         help="fit the calibrator of the engine without the discourse tree (--rankers learned: "
                              "calibrator-v1-hybrid.json, for the ranker-v1-hybrid model)")
-    parser.add_argument("--sets", default="mechanics,builtin",
+    parser.add_argument("--sets", default=None,
                         help="comma-separated sets whose first and later answers the calibrators are fitted on "
                              "(default: the car-repair ones, mechanics and the built-in corpus)")
+    add_data_arguments(parser, dataset=False)
     parser.add_argument("--seed", type=int, default=13, help="seed of the open-pool coin")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the reliability diagrams go")
     parser.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the calibrators go")
-    parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (a smoke run)")
     parser.add_argument("--from-rows", action="store_true",
                         help="refit from the rows a previous run kept in --out (no ranking)")
@@ -103,15 +110,25 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
     return one_line_errors(lambda: run(args, command=command))
 
 
-def run(args: argparse.Namespace, *, command: str) -> int:
-    from eval.datasets import DATASETS, load_eval_set
+def load_sets(args: argparse.Namespace) -> list:
+    """Return the sets to fit on: the ``--data`` file, or the ``--sets``, each with the pool ``--pool`` names."""
+    from eval.datasets import DATASETS
 
-    names = [n.strip() for n in args.sets.split(",") if n.strip()]
+    check_data_arguments(args)
+    if args.data is not None:
+        if args.sets is not None:
+            raise InputError("give --data FILE or --sets, not both")
+        return [load_data_file(args).limited(args.limit)]
+    names = [n.strip() for n in (args.sets or ",".join(DEFAULT_SETS)).split(",") if n.strip()]
     unknown = [n for n in names if n not in DATASETS]
     if unknown or not names:
         raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(DATASETS)}")
+    return [load_dataset(n, args).limited(args.limit) for n in names]
+
+
+def run(args: argparse.Namespace, *, command: str) -> int:
     check_out_dir(args.out)  # before the slow part
-    eval_sets = [load_eval_set(n, data_dir=args.data_dir).limited(args.limit) for n in names]
+    eval_sets = load_sets(args)
     report = [calibrate_ranker(r.strip(), eval_sets, seed=args.seed, out=args.out, models_dir=args.models_dir,
                                progress=not args.no_progress, command=command, from_rows=args.from_rows,
                                use_tree=not args.no_dt)
@@ -121,6 +138,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     for r in report:
         print(f"{r['ranker']}: {r['calibrator']}  held-out ECE {r['ece_held_out']:.3f}  accuracy {r['accuracy']:.3f}"
               f"  n {r['n']}  abstain_below {r['abstain_below']:.3f}  {r['png']}")
+        print("\n".join(f"  {line}" for line in provenance_lines(r["provenance"])))
     return 0
 
 

@@ -14,6 +14,8 @@ Data: the built-in car-repair corpus and the IRC train split (never the dev sets
 report on). Writes ``calibrator-v1-rules-followup.json`` (``--rankers learned`` writes
 ``calibrator-v1-followup.json``, which the engine then prefers on follow-up steps) beside the first-answer
 calibrators, and to ``--out`` the held-out (5-fold, grouped by dialogue) ECE and reliability diagram.
+``--data FILE --format F`` fits on a dialogue file of one's own instead of ``--sets``; ``--pool`` names the candidate
+answers (``eval.data_args``); ``calibration_followup.json`` records each calibrator's provenance.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ import numpy as np
 
 from dtdialog.dialogue.abstain import followup_calibrator_path
 from eval.calibrator import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliability, reliability
+from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, with_pool
 from eval.entry import one_line_errors
 from eval.open_pool import EngineSystem, OpenPoolRow
+from eval.provenance import provenance, provenance_lines
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
 
@@ -80,20 +84,7 @@ def dialogue_fold(dialogue_id: str) -> int:
 def calibrate(ranker: str, sets: Sequence, *, seed: int, out: Path, models_dir: Path, progress: bool,
               command: str) -> dict:
     """Score the later steps of ``sets`` under ``ranker``; write its follow-up calibrator and diagram."""
-    rows: list[OpenPoolRow] = []
-    by_set: dict[str, int] = {}
-    for eval_set in sets:
-        system = EngineSystem(ranker=ranker, progress=progress)
-        try:
-            system.fit(eval_set)
-            if system.ranker != ranker:
-                raise InputError(f"the engine resolved to the {system.ranker} ranker, not {ranker} (is [dense] installed?)")
-            found = followup_rows(system, eval_set, seed=seed, progress=progress)
-        finally:
-            system.close()
-        by_set[eval_set.name] = len(found)
-        rows += found
-        model_name = system.model_name
+    rows, by_set, model_name = _followup_rows(ranker, sets, seed=seed, progress=progress)
     if len(rows) < 4 * N_FOLDS:
         raise InputError(f"only {len(rows)} follow-up steps: too few to fit a calibrator")
     folds = [dialogue_fold(r.dialogue_id) for r in rows]
@@ -106,9 +97,30 @@ def calibrate(ranker: str, sets: Sequence, *, seed: int, out: Path, models_dir: 
                 "method": "platt (logistic regression)", "step": "followup"}
     calibrator = fit_calibrator(rows, ranker=ranker, model_name=model_name, manifest=manifest)
     path = calibrator.save(models_dir / followup_calibrator_path(ranker).name)
-    return {"ranker": ranker, "calibrator": str(path), "ece_held_out": manifest["held_out_ece"], "n": len(rows),
+    return {"ranker": ranker, "provenance": provenance(sets, ranker=ranker), "calibrator": str(path), "ece_held_out": manifest["held_out_ece"], "n": len(rows),
             "steps": by_set, "accuracy": float(np.mean(correct)), "reliability": reliability(probs, correct),
             "png": str(png) if png else None}
+
+
+def _followup_rows(ranker: str, sets: Sequence, *, seed: int, progress: bool) -> tuple[list[OpenPoolRow], dict, str]:
+    """Return the later steps of every set scored by the engine under ``ranker``, their count per set and the
+    ranker's model name; an engine that resolved to another ranker is refused."""
+    rows: list[OpenPoolRow] = []
+    by_set: dict[str, int] = {}
+    model_name = ""
+    for eval_set in sets:
+        system = EngineSystem(ranker=ranker, progress=progress)
+        try:
+            system.fit(eval_set)
+            if system.ranker != ranker:
+                raise InputError(f"the engine resolved to the {system.ranker} ranker, not {ranker} (is [dense] installed?)")
+            found = followup_rows(system, eval_set, seed=seed, progress=progress)
+        finally:
+            system.close()
+        by_set[eval_set.name] = len(found)
+        rows += found
+        model_name = system.model_name
+    return rows, by_set, model_name
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate_followup",
@@ -118,28 +130,39 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--rankers", default="rules", help="comma-separated: rules, learned")
-    parser.add_argument("--sets", default=",".join(DEFAULT_SETS), help="comma-separated dataset names to fit on")
+    parser.add_argument("--sets", default=None,
+                        help=f"comma-separated dataset names to fit on (default {','.join(DEFAULT_SETS)})")
+    add_data_arguments(parser, dataset=False)
     parser.add_argument("--seed", type=int, default=13, help="seed of the open-pool coin")
     parser.add_argument("--limit", type=int, default=None, help="only the first N dialogues of each set")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the report and diagrams go")
     parser.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the calibrators go")
-    parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
     command = command or f"{prog} " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     return one_line_errors(lambda: run(args, command=command))
 
 
-def run(args: argparse.Namespace, *, command: str) -> int:
+def load_sets(args: argparse.Namespace) -> list:
+    """Return the sets to fit on: the ``--data`` file, or the ``--sets``, each with the pool ``--pool`` names."""
     from eval.datasets import DATASETS, default_data_dir, load_irc_train
 
+    check_data_arguments(args)
+    if args.data is not None:
+        if args.sets is not None:
+            raise InputError("give --data FILE or --sets, not both")
+        return [load_data_file(args).limited(args.limit)]
     loaders = {**DATASETS, "irc-train": load_irc_train}
-    names = [n.strip() for n in args.sets.split(",") if n.strip()]
+    names = [n.strip() for n in (args.sets or ",".join(DEFAULT_SETS)).split(",") if n.strip()]
     unknown = [n for n in names if n not in loaders]
     if unknown or not names:
         raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(loaders)}")
     data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
-    sets = [loaders[n](Path(data_dir)).limited(args.limit) for n in names]
+    return [with_pool(loaders[n](Path(data_dir)), n, args).limited(args.limit) for n in names]
+
+
+def run(args: argparse.Namespace, *, command: str) -> int:
+    sets = load_sets(args)
     check_out_dir(args.out).mkdir(parents=True, exist_ok=True)
     report = [calibrate(r.strip(), sets, seed=args.seed, out=args.out, models_dir=args.models_dir,
                         progress=not args.no_progress, command=command)
@@ -148,6 +171,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     for r in report:
         print(f"{r['ranker']}: {r['calibrator']}  held-out ECE {r['ece_held_out']:.3f}  accuracy {r['accuracy']:.3f}"
               f"  n {r['n']} {r['steps']}  {r['png']}")
+        print("\n".join(f"  {line}" for line in provenance_lines(r["provenance"])))
     return 0
 
 

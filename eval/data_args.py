@@ -21,17 +21,24 @@ POOL_KINDS = ("file", "dataset")
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, dataset_default: str = "mechanics",
-                       dataset_help: str = "mechanics, twitter, irc, builtin, or all") -> None:
-    """Declare ``--dataset``, ``--data``, ``--format``, ``--pool`` and ``--data-dir`` on ``parser``."""
-    parser.add_argument("--dataset", default=dataset_default, help=dataset_help)
+                       dataset_help: str = "mechanics, twitter, irc, builtin, or all", dataset: bool = True,
+                       pool: bool = True) -> None:
+    """Declare ``--dataset``, ``--data``, ``--format``, ``--pool`` and ``--data-dir`` on ``parser``.
+
+    ``dataset=False``: no ``--dataset`` (the command names its sets another way); ``pool=False``: no ``--pool`` (it
+    builds no candidate pool from the dialogues it reads).
+    """
+    if dataset:
+        parser.add_argument("--dataset", default=dataset_default, help=dataset_help)
     parser.add_argument("--data", type=Path, default=None,
                         help="a dialogue file of your own instead of --dataset (with --format)")
     # checked on loading, so a bad name is the evaluations' one-line error, not argparse's usage block
     parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(FILE_FORMATS)}")
-    parser.add_argument("--pool", default=None, metavar="file|dataset|FILE",
-                        help="the candidate answers: file (the evaluated dialogues' own answers), dataset (a known "
-                             "dataset's whole pool) or FILE (the dialogues' answers plus FILE's); default dataset for "
-                             "--dataset, file for --data")
+    if pool:
+        parser.add_argument("--pool", default=None, metavar="file|dataset|FILE",
+                            help="the candidate answers: file (the evaluated dialogues' own answers), dataset (a "
+                                 "known dataset's whole pool) or FILE (the dialogues' answers plus FILE's); default "
+                                 "dataset for a named set, file for --data")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="shared data directory (default $DTDIALOG_SHARED_DATA or ../shared/data)")
 
@@ -40,7 +47,7 @@ def load_data_file(args: argparse.Namespace) -> EvalSet:
     """Return the set of ``--data FILE`` with the pool ``--pool`` names, warning when a known dataset's is bigger."""
     eval_set = load_file_set(args.data, args.format)
     eval_set = replace(eval_set, meta={**eval_set.meta, "data": str(args.data)})
-    kind = args.pool or "file"
+    kind = getattr(args, "pool", None) or "file"
     known = _dataset_of(eval_set, args)
     if kind == "dataset":
         if known is None:
@@ -57,7 +64,12 @@ def load_data_file(args: argparse.Namespace) -> EvalSet:
 
 def load_dataset(name: str, args: argparse.Namespace) -> EvalSet:
     """Return dataset ``name`` with the pool ``--pool`` names; raises ``DatasetUnavailable`` when it is absent."""
-    eval_set = load_eval_set(name, data_dir=args.data_dir)
+    return with_pool(load_eval_set(name, data_dir=args.data_dir), name, args)
+
+
+def with_pool(eval_set: EvalSet, name: str, args: argparse.Namespace) -> EvalSet:
+    """Return the named set ``eval_set`` (a dataset, or another set an evaluation loads by name) with the pool
+    ``--pool`` names: its whole pool (``dataset``, the default), its dialogues' own answers, or those plus a file's."""
     eval_set = replace(eval_set, meta={**eval_set.meta, "data": name})
     kind = getattr(args, "pool", None) or "dataset"
     if kind == "dataset":
@@ -73,7 +85,8 @@ def check_data_arguments(args: argparse.Namespace) -> None:
     """Raise ``InputError`` for options that do not go together (``--format`` without ``--data`` or ``--pool``)."""
     pool = getattr(args, "pool", None)
     if args.format is not None and args.data is None and pool in (None, *POOL_KINDS):
-        raise InputError("--format applies to --data FILE (or --pool FILE); a named --dataset knows its own format")
+        also = " (or --pool FILE)" if hasattr(args, "pool") else ""
+        raise InputError(f"--format applies to --data FILE{also}; a named dataset knows its own format")
 
 
 def _with_file_pool(eval_set: EvalSet, path: Path, fmt: str | None) -> EvalSet:

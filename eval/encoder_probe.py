@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> dict:
     model = Path(args.model)
     if not (model / "modules.json").is_file() and not (model / "config.json").is_file():
         raise InputError(f"--model {model} is not a sentence-transformers model directory")
-    data_dir = Path(args.data) if args.data else default_data_dir()
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     cache = Path(args.cache)
     eval_set = load_mechanics(data_dir)
     queries = collect(data_dir=data_dir, cache=cache, k=args.k, limit=None, progress=not args.no_progress)
@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m eval.encoder_probe", description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True, help="a local sentence-transformers model directory")
-    parser.add_argument("--data", help="shared data directory (default: ../shared/data or $DTDIALOG_SHARED_DATA)")
+    parser.add_argument("--data-dir", help="shared data directory (default: ../shared/data or $DTDIALOG_SHARED_DATA)")
     parser.add_argument("--cache", default=str(DEFAULT_CACHE), help="eval.train_ranker's cache (index, features)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=13)

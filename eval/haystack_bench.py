@@ -1,9 +1,12 @@
 """dtdialog against a Haystack hybrid pipeline on the real mechanics questions, in one run: ``python -m eval.haystack_bench``.
 
     python -m eval.haystack_bench --data-dir /work/shared/data [--limit N] [--torch-threads N] [--json OUT]
+    python -m eval.haystack_bench --data FILE --format F [--pool file|dataset|FILE]
 
 Both systems index the same pool of ``mechanics_qa_dev`` (``eval.datasets.load_mechanics``: 497 long,
-multi-sentence car-repair questions, each with its accepted answer among the pool) in the same process:
+multi-sentence car-repair questions, each with its accepted answer among the pool) in the same process; or the
+questions of a dialogue file of one's own (``--data FILE --format F``, first answers only) and the pool ``--pool``
+names (``eval.data_args``). The report records its provenance (``eval.provenance``):
 
 - **dtdialog**: ``index.builder.build_index(..., dense=True)`` into a fresh temporary SQLite file (the engine's
   parser, ``dtdialog.setup.assembly.engine_parser_name()``; MiniLM vectors and SG phrases beside it, as
@@ -162,7 +165,9 @@ def bound_lines(b: dict[str, Any]) -> list[str]:
 
 
 def markdown_table(result: dict[str, Any]) -> str:
-    """Return the result as a markdown table plus the target lines and the run's settings."""
+    """Return the result as a markdown table plus the target lines, the run's settings and its provenance."""
+    from eval.provenance import provenance_lines
+
     rates = result["indexing_answers_per_second"]
     lines = ["| system | P@1 [95% CI] | dtdialog P@1 minus this [paired CI] | p50 ms | p95 ms | p99 ms | indexing answers/s |",
              "|---|---|---|---|---|---|---|"]
@@ -179,6 +184,8 @@ def markdown_table(result: dict[str, Any]) -> str:
               f"DTDIALOG_ENCODER_THREADS {s['encoder_threads']}, DTDIALOG_ENCODER_WORKERS {s['encoder_workers']}, "
               f"MiniLM on {s.get('encoder_runtime', 'onnxruntime')}; "
               f"{s['cpu_count']} cores; load average {s['load_average'][0]} -> {s['load_average'][1]}"]
+    if "provenance" in result:
+        lines += ["", *provenance_lines(result["provenance"])]
     return "\n".join(lines)
 
 
@@ -341,34 +348,53 @@ def _settings(torch_threads: int | None) -> dict[str, Any]:
             "retriever_top_k": RETRIEVER_TOP_K, "sg_alignment": sg_alignment()}
 
 
-def run(*, data_dir: Path, limit: int | None = None, torch_threads: int | None = None, seed: int = 0,
-        progress: bool = True) -> dict[str, Any]:
-    """Index the pool with both systems, time every question on each, interleaved; return the report dict."""
-    from eval.datasets import load_mechanics
+def time_questions(eval_set, engine, pipelines: dict[str, Any], *, progress: bool) -> dict[str, SystemRun]:
+    """Return each system's outcome on every question (its first answer), the systems interleaved per question."""
+    systems = {DT_ROW: lambda q: dtdialog_top(engine.selector, q),
+               **{name: (lambda q, p=pipe: haystack_top(p, q)) for name, pipe in pipelines.items()}}
+    dtdialog_top(engine.selector, eval_set.dialogues[0].question)  # warm-up outside the timing
+    runs = {name: SystemRun(name) for name in systems}
+    order = list(systems)
+    for i, d in enumerate(tqdm(eval_set.dialogues, desc="timing questions", unit="question", file=sys.stderr,
+                               disable=not progress)):
+        for name in order[i % len(order):] + order[:i % len(order)]:  # rotate who goes first
+            top, ms = _time(systems[name], d.question)
+            runs[name].correct.append(top == d.answer_ids[0])
+            runs[name].ms.append(ms)
+    return runs
+
+
+def load_set(args: argparse.Namespace):
+    """Return the questions and pool: mechanics, or the ``--data`` file, with the pool ``--pool`` names."""
+    from eval.data_args import check_data_arguments, load_data_file, load_dataset
+
+    check_data_arguments(args)
+    if args.data is not None:
+        return load_data_file(args).limited(args.limit)
+    if args.dataset != "mechanics":
+        raise InputError(f"--dataset {args.dataset}: the bench's named set is mechanics, the ranker's training pool "
+                         "(scored out-of-fold); give --data FILE --format F for other dialogues")
+    return load_dataset("mechanics", args).limited(args.limit)
+
+
+def run(eval_set, *, torch_threads: int | None = None, seed: int = 0, progress: bool = True) -> dict[str, Any]:
+    """Index the pool of ``eval_set`` with both systems, time every question on each, interleaved; return the
+    report dict."""
+    from eval.provenance import provenance
 
     why = haystack_available()
     if why:
         raise InputError(why)
-    eval_set = load_mechanics(data_dir).limited(limit)
     settings = _settings(torch_threads)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="dtdialog-haystack-bench-") as tmp:
         engine, dt_rate, encoder = build_dtdialog(eval_set, tmp=Path(tmp), progress=progress)
         try:
             pipelines, hay_rate = build_haystack(eval_set, progress=progress)
-            systems = {DT_ROW: lambda q: dtdialog_top(engine.selector, q),
-                       **{name: (lambda q, p=pipe: haystack_top(p, q)) for name, pipe in pipelines.items()}}
-            dtdialog_top(engine.selector, eval_set.dialogues[0].question)  # warm-up outside the timing
-            runs = {name: SystemRun(name) for name in systems}
-            order = list(systems)
-            for i, d in enumerate(tqdm(eval_set.dialogues, desc="timing questions", unit="question",
-                                       file=sys.stderr, disable=not progress)):
-                for name in order[i % len(order):] + order[:i % len(order)]:  # rotate who goes first
-                    top, ms = _time(systems[name], d.question)
-                    runs[name].correct.append(top == d.answer_ids[0])
-                    runs[name].ms.append(ms)
+            runs = time_questions(eval_set, engine, pipelines, progress=progress)
             encode_cpu, parse_cpu, floors = time_floors(eval_set, parser=engine.parser, encoder=encoder,
                                                         progress=progress)
+            prov = provenance([eval_set], ranker=engine.ranker, model_path=str(engine.spec.ranker_model))
         finally:
             engine.close()
     load_after = os.getloadavg()[0]
@@ -379,14 +405,16 @@ def run(*, data_dir: Path, limit: int | None = None, torch_threads: int | None =
     limits = bounds(encode_cpu_ms=encode_cpu, parse_cpu_ms=parse_cpu, cores=settings["cpu_count"],
                     haystack_rate=hay_rate, floor_ms=floors, haystack_p95=rows[targets["p95_ratio"]["against"]]["p95_ms"])
     return {"dataset": eval_set.name, "questions": len(eval_set.dialogues), "pool": len(eval_set.pool),
-            "rows": rows, "indexing_answers_per_second": rates, "targets": targets, "bounds": limits,
+            "provenance": prov, "rows": rows, "indexing_answers_per_second": rates, "targets": targets, "bounds": limits,
             "settings": settings,
             "timing": "dtdialog: planning + ranking of a first turn; Haystack: one Pipeline.run; wall clock"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from eval.data_args import add_data_arguments
+
     ap = argparse.ArgumentParser(prog="python -m eval.haystack_bench", description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=None, help="shared data directory (default: ../shared/data)")
+    add_data_arguments(ap, dataset_help="mechanics (the bench's one named set; --data FILE --format F for others)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions (the pool stays whole)")
     ap.add_argument("--torch-threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
@@ -395,11 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if (args.limit is not None and args.limit < 1) or (args.torch_threads is not None and args.torch_threads < 1):
         ap.error("--limit and --torch-threads must be at least 1")
-    from eval.datasets import default_data_dir
-
     try:
-        result = run(data_dir=args.data_dir or default_data_dir(), limit=args.limit, torch_threads=args.torch_threads,
-                     seed=args.seed, progress=not args.quiet)
+        result = run(load_set(args), torch_threads=args.torch_threads, seed=args.seed, progress=not args.quiet)
     except DTDialogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

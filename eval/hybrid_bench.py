@@ -1,7 +1,7 @@
 """Turn latency with dense retrieval + the learned ranker on, and answer-encoding throughput.
 
     python -m eval.hybrid_bench [--answers 10000] [--questions 40] [--model hybrid+dt|hybrid]
-                                [--corpus distinct|replicated] [--data-dir DIR] [--json OUT]
+                                [--corpus distinct|replicated] [--data-dir DIR] [--data FILE --format F] [--json OUT]
 
 ``--corpus distinct`` (default): the index holds distinct real answers - the built-in corpus's
 answers plus the answer pools of the shared datasets found under ``--data-dir`` (mechanics,
@@ -9,6 +9,10 @@ twitter, IRC; ``eval.datasets``), in that order, topped up with "[copy k]" repli
 fewer than ``--answers`` are distinct (the output says how many are distinct). The index, its
 MiniLM vectors and its SG phrases are built once and cached under
 ``$DTDIALOG_HOME/hybrid_bench`` (default ``~/.cache/dtdialog``) keyed by a digest of the corpus, so a re-run does not re-encode.
+
+``--data FILE --format F``: the timed dialogues are the file's instead of the built-in ones, and its answers take the
+built-in answers' place at the head of the index (their ids kept, so the logged follow-ups find their successors).
+The output records its provenance (``eval.provenance``): the timed data, the index's size, parser, encoder, ranker.
 
 ``--corpus replicated``: the old mode - the built-in answers replicated to ``--answers``. It
 under-counts: the selector merges near-duplicates (entity-term Jaccard >= 0.9), so a turn scores
@@ -33,6 +37,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,13 +80,14 @@ class BenchCorpus:
 
 
 def assemble_corpus(*, answers: int, data_dir: Path | str | None = None,
-                    datasets: tuple[str, ...] = SHARED_DATASETS) -> BenchCorpus:
+                    datasets: tuple[str, ...] = SHARED_DATASETS, first: tuple[str, Sequence] | None = None) -> BenchCorpus:
     """Return ``answers`` answers: built-in first, then each dataset's pool, distinct texts only, then replicas.
 
     Built-in ids are kept (the timed dialogues' follow-ups need their logged successors); the
     shared datasets' dialogue ids get a ``"{dataset}/"`` prefix so no two sources collide. A dataset
     whose files are absent is listed in ``missing`` with the reason. Replicas ("[copy k]" text
-    suffix, ``~rk`` ids) fill up only what the distinct answers cannot.
+    suffix, ``~rk`` ids) fill up only what the distinct answers cannot. ``first``: the name and answers that take
+    the built-in answers' place (a ``--data`` file's, whose dialogues are timed).
     """
     from dataclasses import replace
 
@@ -93,11 +99,11 @@ def assemble_corpus(*, answers: int, data_dir: Path | str | None = None,
     seen: set[str] = set()
     sources: dict[str, int] = {}
     missing: dict[str, str] = {}
-    for name in ("builtin", *datasets):
+    for i, (name, given) in enumerate([first or ("builtin", None), *((d, None) for d in datasets)]):
         if len(chosen) >= answers:
             break
         try:
-            pool = load_eval_set(name, data_dir=data_dir).pool
+            pool = given if given is not None else load_eval_set(name, data_dir=data_dir).pool
         except DatasetUnavailable as exc:
             missing[name] = str(exc)
             continue
@@ -107,7 +113,7 @@ def assemble_corpus(*, answers: int, data_dir: Path | str | None = None,
             if not key or key in seen:
                 continue
             seen.add(key)
-            if name != "builtin":
+            if i:  # the timed dialogues' own answers keep their ids
                 a = replace(a, id=f"{name}/{a.id}", dialogue_id=f"{name}/{a.dialogue_id}")
             chosen.append(a)
             added += 1
@@ -126,9 +132,10 @@ def assemble_corpus(*, answers: int, data_dir: Path | str | None = None,
     return BenchCorpus(answers=chosen, distinct=distinct, sources=sources, missing=missing)
 
 
-def replicated_corpus(*, answers: int) -> BenchCorpus:
-    """Return the old bench's corpus: the built-in answers replicated to ``answers`` (``assemble_corpus`` without data)."""
-    return assemble_corpus(answers=answers, datasets=())
+def replicated_corpus(*, answers: int, first: tuple[str, Sequence] | None = None) -> BenchCorpus:
+    """Return the old bench's corpus: the built-in answers (or ``first``'s) replicated to ``answers``
+    (``assemble_corpus`` without data)."""
+    return assemble_corpus(answers=answers, datasets=(), first=first)
 
 
 def cached_index(corpus: BenchCorpus, *, cache: Path, progress: bool = True,
@@ -213,26 +220,45 @@ def _encode_throughput(encoder, texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - t0)
 
 
+def bench_data(*, answers: int, corpus_mode: str, data_dir: Path | None, data: Path | None,
+               fmt: str | None) -> tuple[BenchCorpus, list, str]:
+    """Return the corpus to index, the dialogues to time (the built-in ones, or the ``data`` file's) and their
+    set's name."""
+    if corpus_mode not in ("distinct", "replicated"):
+        raise InputError(f"unknown corpus mode {corpus_mode!r}; expected distinct or replicated")
+    first = None
+    if data is not None:
+        from data.loaders import load_corpus
+        from eval.datasets import load_file_set
+
+        own = load_file_set(data, fmt)
+        first, dialogues = (own.name, own.pool), list(load_corpus(data, fmt=fmt))
+    else:
+        from data.builtin import load_builtin_corpus
+
+        dialogues = load_builtin_corpus()
+    corpus = (assemble_corpus(answers=answers, data_dir=data_dir, first=first) if corpus_mode == "distinct"
+              else replicated_corpus(answers=answers, first=first))
+    return corpus, dialogues, first[0] if first else "builtin"
+
+
 def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinct", data_dir: Path | None = None,
-        cache: Path = DEFAULT_CACHE, encode_sample: int = 256, seed: int = 0, progress: bool = True) -> dict[str, Any]:
-    """Return the corpus, throughput and per-turn latency summaries (milliseconds) and the stage split."""
-    from data.builtin import load_builtin_corpus
+        cache: Path = DEFAULT_CACHE, encode_sample: int = 256, seed: int = 0, progress: bool = True,
+        data: Path | None = None, fmt: str | None = None) -> dict[str, Any]:
+    """Return the corpus, throughput and per-turn latency summaries (milliseconds), the stage split and the
+    provenance; ``data``/``fmt``: a dialogue file whose dialogues are timed (``bench_data``)."""
     from dtdialog.ranking.learned_scorer import MODELS_DIR
     from dtdialog.runtime.gc_tuning import freeze_loaded
     from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
-    from eval.latency import sg_alignment, summarize
     from index.dense import DenseEncoder
     from index.sqlite_index import SqliteIndex
     from parsers.base import get_parser
 
-    if corpus_mode not in ("distinct", "replicated"):
-        raise InputError(f"unknown corpus mode {corpus_mode!r}; expected distinct or replicated")
-    corpus = (assemble_corpus(answers=answers, data_dir=data_dir) if corpus_mode == "distinct"
-              else replicated_corpus(answers=answers))
+    corpus, dialogues, name = bench_data(answers=answers, corpus_mode=corpus_mode, data_dir=data_dir, data=data,
+                                          fmt=fmt)
     path, manifest = cached_index(corpus, cache=cache, progress=progress)
     parser = get_parser(engine_parser_name())
     parser.parse("The car starts.")  # the parser's NLP pipeline loads outside the ranking's load time
-    dialogues = load_builtin_corpus()
     random.Random(seed).shuffle(dialogues)
     dialogues = dialogues[:questions]
     encoder = DenseEncoder()
@@ -248,48 +274,63 @@ def run(*, answers: int, questions: int, model: str, corpus_mode: str = "distinc
         engine = build_engine(spec, progress=progress, parser=parser, index=index, index_path=path, encoder=encoder)
         freeze_loaded()  # as a serving process does
         load_s = time.perf_counter() - t0
-        manager, generator, scorer = engine.manager, engine.generator, engine.scorer
-        for d in dialogues[:3]:  # warm-up: model, spaCy, SQLite pages, imports
-            manager.handle(session_id=manager.start_session(), text=d.question)
-        stages = _timed_stages(manager, generator, scorer, parser)
-        scored: list[int] = []
-        real_score = scorer.score
-
-        def counting_score(**kwargs):
-            scored.append(len(kwargs["candidates"]))
-            return real_score(**kwargs)
-
-        scorer.score = counting_score  # type: ignore[method-assign]
-        first: list[float] = []
-        follow: list[float] = []
-        cpu: list[float] = []  # process CPU time per turn (all threads): what the turn costs, whatever the load
-        load_before = os.getloadavg()[0]
-        for d in tqdm(dialogues, desc="timing turns", unit="dialogue", file=sys.stderr, disable=not progress):
-            sid = manager.start_session()
-            start, cpu_start = time.perf_counter(), time.process_time()
-            result = manager.handle(session_id=sid, text=d.question)
-            first.append((time.perf_counter() - start) * 1000)
-            cpu.append((time.process_time() - cpu_start) * 1000)
-            c1 = next((t.text for t in d.turns[1:] if t.role == "C"), None)
-            if c1 and result.kind == "answer":
-                start, cpu_start = time.perf_counter(), time.process_time()
-                manager.handle(session_id=sid, text=c1)
-                follow.append((time.perf_counter() - start) * 1000)
-                cpu.append((time.process_time() - cpu_start) * 1000)
-        load_after = os.getloadavg()[0]
+        turns = time_turns(engine, parser, dialogues, progress=progress)
         size = index.count()
+        ranker = engine.ranker
         engine.close()
+    from eval.provenance import provenance
+
+    # the timed dialogues, and the index they were answered from as their pool
+    timed = {"name": name, "data": str(data) if data else "builtin", "dialogues": len(dialogues),
+             "pool": {"kind": f"{corpus_mode} bench corpus", "source": " + ".join(corpus.sources), "size": size}}
+    prov = provenance([timed], ranker=ranker, model_path=spec.ranker_model)
+    return {"provenance": prov, "corpus": corpus_mode, "answers_indexed": size, "distinct_answers": corpus.distinct,
+            "replicas": corpus.replicas, "sources": corpus.sources, "missing_datasets": corpus.missing,
+            "questions": len(dialogues), "model": model,
+            "encode_answers_per_second": round(encode_rate, 1), "encode_sample": len(sample),
+            "build": manifest, "ranking_load_seconds": round(load_s, 2), **turns}
+
+
+def time_turns(engine, parser, dialogues: list, *, progress: bool) -> dict[str, Any]:
+    """Time each dialogue's opening question (turn 1) and its logged follow-up C1 (turn 2) in a new session, after
+    warm-up turns; return the per-turn summaries, the candidates scored, the stage split and the load."""
+    from eval.latency import sg_alignment, summarize
+
+    manager, generator, scorer = engine.manager, engine.generator, engine.scorer
+    for d in dialogues[:3]:  # warm-up: model, spaCy, SQLite pages, imports
+        manager.handle(session_id=manager.start_session(), text=d.question)
+    stages = _timed_stages(manager, generator, scorer, parser)
+    scored: list[int] = []
+    real_score = scorer.score
+
+    def counting_score(**kwargs):
+        scored.append(len(kwargs["candidates"]))
+        return real_score(**kwargs)
+
+    scorer.score = counting_score  # type: ignore[method-assign]
+    first: list[float] = []
+    follow: list[float] = []
+    cpu: list[float] = []  # process CPU time per turn (all threads): what the turn costs, whatever the load
+    load_before = os.getloadavg()[0]
+    for d in tqdm(dialogues, desc="timing turns", unit="dialogue", file=sys.stderr, disable=not progress):
+        sid = manager.start_session()
+        start, cpu_start = time.perf_counter(), time.process_time()
+        result = manager.handle(session_id=sid, text=d.question)
+        first.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - cpu_start) * 1000)
+        c1 = next((t.text for t in d.turns[1:] if t.role == "C"), None)
+        if c1 and result.kind == "answer":
+            start, cpu_start = time.perf_counter(), time.process_time()
+            manager.handle(session_id=sid, text=c1)
+            follow.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - cpu_start) * 1000)
+    load_after = os.getloadavg()[0]
     everything = first + follow
     total_ms = sum(everything)
     turns = len(everything)
     split = _stage_split(stages, total_ms)
     p95 = summarize(everything)["p95_ms"] if everything else float("nan")
     return {
-        "corpus": corpus_mode, "answers_indexed": size, "distinct_answers": corpus.distinct,
-        "replicas": corpus.replicas, "sources": corpus.sources, "missing_datasets": corpus.missing,
-        "questions": len(dialogues), "model": model,
-        "encode_answers_per_second": round(encode_rate, 1), "encode_sample": len(sample),
-        "build": manifest, "ranking_load_seconds": round(load_s, 2),
         "mean_candidates_scored_per_turn": round(float(np.mean(scored)), 1) if scored else 0.0,
         "first_turn": summarize(first), "follow_up_turn": summarize(follow), "all_turns": summarize(everything),
         "cpu_per_turn": summarize(cpu), "load_average": [round(load_before, 2), round(load_after, 2)],
@@ -352,6 +393,8 @@ def _stage_split(stages: dict[str, Any], total_ms: float) -> dict[str, float]:
 
 
 def _print(result: dict[str, Any]) -> None:
+    from eval.provenance import provenance_lines
+
     src = ", ".join(f"{k} {v}" for k, v in result["sources"].items())
     print(f"{result['answers_indexed']} answers indexed ({result['corpus']} corpus): {result['distinct_answers']} "
           f"distinct ({src}), {result['replicas']} replicas; model {result['model']}")
@@ -371,16 +414,19 @@ def _print(result: dict[str, Any]) -> None:
     print(f"load average {result['load_average'][0]} -> {result['load_average'][1]} on {result['cpu_count']} cores "
           f"(cpu_per_turn: process CPU time, all threads); SG phrase alignment: {result['sg_alignment']}")
     print(f"target p95 <= {TARGET_P95_MS:.0f} ms: {'met' if result['meets_target'] else 'MISSED'}")
+    print("\n".join(provenance_lines(result["provenance"])))
 
 
 def main(argv: list[str] | None = None) -> int:
+    from eval.data_args import add_data_arguments, check_data_arguments
+
     ap = argparse.ArgumentParser(prog="python -m eval.hybrid_bench", description=__doc__.split("\n")[0])
     ap.add_argument("--answers", type=int, default=10_000)
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--model", choices=list(MODELS), default="hybrid+dt")
     ap.add_argument("--corpus", choices=("distinct", "replicated"), default="distinct",
                     help="distinct real answers (default) or the built-in answers replicated (under-counts)")
-    ap.add_argument("--data-dir", type=Path, default=None, help="shared data directory (default: ../shared/data)")
+    add_data_arguments(ap, dataset=False, pool=False)
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the built index is kept")
     ap.add_argument("--encode-sample", type=int, default=256, help="answers encoded to measure throughput")
     ap.add_argument("--seed", type=int, default=0)
@@ -389,8 +435,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.answers < 1 or args.questions < 1 or args.encode_sample < 1:
         ap.error("--answers, --questions and --encode-sample must be at least 1")
     try:
+        check_data_arguments(args)
         result = run(answers=args.answers, questions=args.questions, model=args.model, corpus_mode=args.corpus,
-                     data_dir=args.data_dir, cache=args.cache, encode_sample=args.encode_sample, seed=args.seed)
+                     data_dir=args.data_dir, cache=args.cache, encode_sample=args.encode_sample, seed=args.seed,
+                     data=args.data, fmt=args.format)
     except DTDialogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -70,10 +70,11 @@ class EngineSystem:
     """``dtq`` (``dtq-no-dt`` without the tree): the engine's top answer and the step numbers its calibrator reads
     (``step_features``)."""
 
-    def __init__(self, *, ranker: str | None = None, progress: bool = False, use_tree: bool = True) -> None:
+    def __init__(self, *, ranker: str | None = None, progress: bool = False, use_tree: bool = True,
+                 parser: str | None = None) -> None:
         from eval.methods.dtq import DTQMethod
 
-        self.method = DTQMethod(ranker=ranker, progress=progress, use_tree=use_tree)
+        self.method = DTQMethod(ranker=ranker, progress=progress, use_tree=use_tree, parser=parser)
         self.name = self.method.name
         self.ranker = "rules"
         self.folds = None
@@ -157,7 +158,7 @@ def calibrate_rows(system: EngineInfo, rows: list[OpenPoolRow], *, dataset: str)
 
 
 def system_rows(name: str, eval_set: EvalSet, *, removed: frozenset[str], progress: bool, ranker: str | None,
-                cache: Path | None, reuse: bool) -> tuple[list[OpenPoolRow], str]:
+                cache: Path | None, reuse: bool, parser: str | None = None) -> tuple[list[OpenPoolRow], str]:
     """Return one system's rows (ranked now, or read from ``cache`` with ``reuse``) and how its confidence was set."""
     if reuse and cache is not None and cache.is_file():
         data = json.loads(cache.read_text(encoding="utf-8"))
@@ -166,7 +167,8 @@ def system_rows(name: str, eval_set: EvalSet, *, removed: frozenset[str], progre
             return rows, "top score"
         info = data["engine"]
         return rows, calibrate_rows(EngineInfo(**info), rows, dataset=eval_set.name)
-    system = (EngineSystem(ranker=ranker, progress=progress, use_tree=name == "dtq") if name in ENGINE_SYSTEMS
+    system = (EngineSystem(ranker=ranker, progress=progress, use_tree=name == "dtq", parser=parser)
+              if name in ENGINE_SYSTEMS
               else RankerSystem(name, progress=progress))
     try:
         system.fit(eval_set)

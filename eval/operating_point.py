@@ -262,7 +262,7 @@ class SetRows:
 
 
 def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse: bool, progress: bool,
-             use_tree: bool = True) -> SetRows:
+             use_tree: bool = True, parser: str | None = None) -> SetRows:
     """Return a set's scored rows (ranked now, or read from ``rows_dir`` with ``reuse``) and their folds.
 
     On mechanics, the learned ranker's training pool, the folds are the ranker's own; elsewhere ``k`` seeded
@@ -274,7 +274,7 @@ def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse
     system = "dtq" if use_tree else "dtq-no-dt"
     cache = rows_dir / f"rows_{eval_set.name}_{system}.json"
     first, _ = system_rows(system, eval_set, removed=removed, progress=progress, ranker=ranker, cache=cache,
-                           reuse=reuse)
+                           reuse=reuse, parser=parser)
     info = json.loads(cache.read_text(encoding="utf-8"))["engine"]
     if eval_set.name == "mechanics" and info["has_folds"]:  # the ranker's training pool: keep its folds
         folds = [int(f) for f in info["folds"]]
@@ -288,15 +288,17 @@ def set_rows(eval_set, *, k: int, seed: int, ranker: str | None, rows_dir, reuse
     if reuse and later_cache.is_file():
         out.later = [OpenPoolRow(**r) for r in json.loads(later_cache.read_text(encoding="utf-8"))["rows"]]
     else:
-        out.later = _rank_later(eval_set, ranker=ranker, seed=seed, progress=progress, use_tree=use_tree)
+        out.later = _rank_later(eval_set, ranker=ranker, seed=seed, progress=progress, use_tree=use_tree,
+                                parser=parser)
         atomic_write_text(later_cache, json.dumps({"rows": [r.__dict__ for r in out.later]}) + "\n")
     fold_of = dict(zip((r.dialogue_id for r in first), folds))
     out.later_folds = [fold_of[r.dialogue_id] for r in out.later]
     return out
 
 
-def _rank_later(eval_set, *, ranker: str | None, seed: int, progress: bool, use_tree: bool = True) -> list:
-    system = EngineSystem(ranker=ranker, progress=progress, use_tree=use_tree)
+def _rank_later(eval_set, *, ranker: str | None, seed: int, progress: bool, use_tree: bool = True,
+                parser: str | None = None) -> list:
+    system = EngineSystem(ranker=ranker, progress=progress, use_tree=use_tree, parser=parser)
     try:
         system.fit(eval_set)
         return later_step_rows(system, eval_set, seed=seed, progress=progress)
@@ -305,7 +307,7 @@ def _rank_later(eval_set, *, ranker: str | None, seed: int, progress: bool, use_
 
 
 def unseen_rows(eval_set, questions: Sequence[str], *, ranker: str | None, rows_dir, reuse: bool,
-                progress: bool) -> list:
+                progress: bool, parser: str | None = None) -> list:
     """Return one row per real car question with no logged answer (Reddit posts), ranked against the set's pool
     as a served engine ranks a new question; whether a right answer is there is unknown."""
     import json
@@ -313,7 +315,7 @@ def unseen_rows(eval_set, questions: Sequence[str], *, ranker: str | None, rows_
     cache = rows_dir / f"rows_{eval_set.name}_unseen.json"
     if reuse and cache.is_file():
         return [OpenPoolRow(**r) for r in json.loads(cache.read_text(encoding="utf-8"))["rows"]]
-    system = EngineSystem(ranker=ranker, progress=progress)
+    system = EngineSystem(ranker=ranker, progress=progress, parser=parser)
     try:
         system.fit(eval_set)
         rows = []
@@ -545,7 +547,7 @@ def plot(path, result: dict):
 
 def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: int = 13, coverage: float = 0.8,
                  n_resamples: int = 1000, ranker: str | None = None, reuse: bool = False,
-                 progress: bool = True, unseen: Sequence[str] = ()) -> list:
+                 progress: bool = True, unseen: Sequence[str] = (), parser: str | None = None) -> list:
     """Score every set, run every scheme, write ``crossfit.json``, ``crossfit.md`` and ``crossfit.png`` to
     ``out``; return the written paths. ``unseen``: real car questions without answers, ranked against each car
     set's pool (mechanics, builtin) to see how many the shipped operating point answers."""
@@ -555,16 +557,17 @@ def run_crossfit(eval_sets: Sequence, *, out, command: str, k: int = 5, seed: in
 
     rows_dir = check_out_dir(check_out_dir(out) / "rows")
     rows_dir.mkdir(parents=True, exist_ok=True)
-    sets = [set_rows(e, k=k, seed=seed, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress)
-            for e in eval_sets]
+    sets = [set_rows(e, k=k, seed=seed, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress,
+                     parser=parser) for e in eval_sets]
     if len({s.ranker for s in sets}) > 1:
         raise InputError("the sets were scored by different rankers; give --ranker")
     kw = {"coverage": coverage, "n_resamples": n_resamples, "seed": seed}
-    unseen_rows_of = {e.name: unseen_rows(e, unseen, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress)
+    unseen_rows_of = {e.name: unseen_rows(e, unseen, ranker=ranker, rows_dir=rows_dir, reuse=reuse, progress=progress,
+                                          parser=parser)
                       for e in eval_sets if unseen and e.name in ("mechanics", "builtin")}
     shipped = EngineConfig().abstention.abstain_below
     result = {"coverage": coverage, "band": BAND, "folds": k, "seed": seed, "ranker": sets[0].ranker,
-              "command": command, "provenance": provenance(eval_sets, ranker=ranker),
+              "command": command, "provenance": provenance(eval_sets, parser=parser, ranker=sets[0].ranker),
               "sets": [{"name": s.name, "first": len(s.first), "later": len(s.later)} for s in sets],
               "first": [h.to_dict() for h in first_step_schemes(sets, **kw)],
               "later": [h.to_dict() for h in later_step_schemes(sets, **kw)],

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from dtdialog.setup.engine_args import POOL_ENGINE_OPTIONS, add_engine_arguments
 from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
 from eval.datasets import DatasetUnavailable, EvalSet, PoolAnswer
 from eval.entry import one_line_errors
@@ -93,16 +94,16 @@ def true_roles(pool: Sequence[PoolAnswer]) -> dict[str, str]:
 
 
 def measure(eval_set: EvalSet, *, ranker: str | None, modes: Sequence[str], progress: bool,
-            margins: Sequence[float] = ()) -> DatasetPosition:
+            margins: Sequence[float] = (), parser: str | None = None) -> DatasetPosition:
     """Return the detector's accuracy and the step-1 position figures of ``eval_set`` under each mode and
-    ``opening_margin`` (``margins``; default the engine's)."""
+    ``opening_margin`` (``margins``; default the engine's); ``parser``: the RST parser's name (default the engine's)."""
     from dtdialog.setup.engine_config import PositionConfig
     from eval.methods.dtq import DTQMethod
     from index.position import position_of
 
     out = DatasetPosition(dataset=eval_set.name, n_dialogues=len(eval_set.dialogues), n_pool=len(eval_set.pool))
     roles = true_roles(eval_set.pool)
-    method = DTQMethod(ranker=ranker, progress=progress)
+    method = DTQMethod(ranker=ranker, progress=progress, parser=parser)
     method.fit(pool=eval_set.pool)
     try:
         out.ranker = method.resolved_ranker
@@ -281,7 +282,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise ConfigError(f"--margins must be comma-separated numbers, got {args.margins!r}") from None
     if args.out:
         check_out_dir(args.out)  # before the slow part
-    parser = _engine_parser() if args.detector_only else None
+    parser = _engine_parser(args.parser) if args.detector_only else None
     results: list = []
     sets: list[EvalSet] = []
     for name, eval_set, skipped in _eval_sets(args, names):
@@ -292,10 +293,12 @@ def run(args: argparse.Namespace, *, command: str) -> int:
             results.append(measure_detector(eval_set, parser))
         else:
             results.append(measure(eval_set, ranker=args.ranker, modes=modes, progress=args.progress,
-                                   margins=margins))
+                                   margins=margins, parser=args.parser))
     if all(r.skipped for r in results):
         raise InputError(f"none of the datasets {', '.join(names)} is there: {results[0].skipped}")
-    prov = provenance(sets, parser=None, ranker=args.ranker)
+    # the ranker the engine resolved to, when one ran; else the option, resolved as the engine would
+    ranker = next((r.ranker for r in results if getattr(r, "ranker", "")), args.ranker)
+    prov = provenance(sets, parser=args.parser, ranker=ranker)
     report = render_detector(results, command) if parser else render(results, command)
     report = report.replace("\n\n", "\n\n" + "\n".join(provenance_lines(prov)) + "\n\n", 1)
     print(report)
@@ -320,11 +323,11 @@ def _eval_sets(args: argparse.Namespace, names: list[str]):
             yield name, None, str(exc)
 
 
-def _engine_parser():
+def _engine_parser(name: str | None = None):
     from dtdialog.setup.assembly import engine_parser_name
     from parsers.base import get_parser
 
-    return get_parser(engine_parser_name())
+    return get_parser(engine_parser_name(name))
 
 
 def _write(out: Path, stem: str, report: str, results: Sequence, prov: dict) -> None:
@@ -346,10 +349,10 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.position"
     parser.add_argument("--modes", default=",".join(MODES), help="step1_position modes to compare")
     parser.add_argument("--margins", default=None,
                         help="comma-separated opening_margin values to compare (default: the engine's)")
-    parser.add_argument("--ranker", default=None, help="auto (default), learned or rules")
     parser.add_argument("--limit", type=int, default=None, help="only the first N test dialogues per dataset")
     parser.add_argument("--out", default=None, help="directory for position.md and position.json")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)
+    add_engine_arguments(parser, only=POOL_ENGINE_OPTIONS)
     args = parser.parse_args(argv)
     command = command or "python -m eval.position " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     return one_line_errors(lambda: run(args, command=command))

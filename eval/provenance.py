@@ -21,21 +21,27 @@ def git_commit() -> str:
 
 
 def encoder_runtime() -> str:
-    """Return who encodes: ``torch`` (the fp32 reference) or ``onnx/<DTDIALOG_ENCODER_RUNTIME>``, without loading it."""
+    """Return who encodes: ``torch`` (the fp32 reference) or ``onnx/<runtime>``, the runtime the encoder resolves
+    ``$DTDIALOG_ENCODER_RUNTIME`` to here (``onnxruntime`` or ``openvino``: ``auto`` decided), without loading it."""
     import index.dense as dense
-    from parsers.encoder import default_runtime
+    from parsers.encoder import resolved_runtime
 
     backend = dense.current_encoder()
-    return backend if backend == "torch" else f"{backend}/{default_runtime()}"
+    return backend if backend == "torch" else f"{backend}/{resolved_runtime()}"
 
 
 def ranker_model(ranker: str | None = None, model_path: str | None = None) -> dict:
-    """Return the ranker's name (as resolved from ``ranker`` and ``$DTDIALOG_RANKER``), its model file, the model's
-    version and feature set (``hybrid+dt``, or ``hybrid`` without discourse-tree features)."""
-    from dtdialog.ranking.factory import resolve_ranker
-    from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+    """Return the ranker's name, its model file, the model's version and feature set (``hybrid+dt``, or ``hybrid``
+    without discourse-tree features).
 
-    name = resolve_ranker(ranker)
+    ``ranker``: the one the engine built (``Engine.ranker``, ``DTQMethod.resolved_ranker``) when the evaluation has
+    it, else the option given; ``auto`` and None are resolved as the engine resolves them over its SQLite pool index
+    (``sqlite_ranker``), so a report never says ``auto``.
+    """
+    from dtdialog.ranking.learned_scorer import DEFAULT_MODEL
+    from dtdialog.setup.spec_resolution import sqlite_ranker
+
+    name = sqlite_ranker(ranker, model_path)
     if name == "rules":
         return {"name": name, "model": "", "version": "", "feature_set": ""}
     path = Path(model_path) if model_path else DEFAULT_MODEL
@@ -54,13 +60,15 @@ def data_record(eval_set: EvalSet) -> dict:
             "dialogues": len(eval_set.dialogues), "pool": {**pool, "size": len(eval_set.pool)}}
 
 
-def provenance(sets: Sequence[EvalSet], *, parser: str | None = None, ranker: str | None = None,
+def provenance(sets: Sequence[EvalSet | dict], *, parser: str | None = None, ranker: str | None = None,
                model_path: str | None = None, tree_ablation: bool = False) -> dict:
     """Return the provenance every report records: data and pool per set, parser, encoder runtime, ranker, commit;
-    with ``tree_ablation`` also the ranker of the engine without the tree (``ranker_without_tree``)."""
+    with ``tree_ablation`` also the ranker of the engine without the tree (``ranker_without_tree``). ``ranker``: the
+    one the evaluation's engine resolved to, when it has one (``ranker_model``). A set may be given as its
+    ``data_record`` already (a bench whose questions and pool are no ``EvalSet``)."""
     from dtdialog.setup.assembly import EngineSpec, engine_parser_name
 
-    out = {"data": [data_record(s) for s in sets], "parser": engine_parser_name(parser),
+    out = {"data": [s if isinstance(s, dict) else data_record(s) for s in sets], "parser": engine_parser_name(parser),
            "encoder_runtime": encoder_runtime(), "ranker": ranker_model(ranker, model_path), "commit": git_commit()}
     if tree_ablation:
         out["ranker_without_tree"] = ranker_model(ranker, EngineSpec(ranker_model=model_path, use_tree=False).model_path())

@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from dtdialog.setup.engine_args import POOL_ENGINE_OPTIONS, add_engine_arguments
 from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
 from eval.datasets import DATASETS, DatasetUnavailable, EvalSet
 from eval.entry import one_line_errors
@@ -72,6 +73,7 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
         method.prepare(dialogues=eval_set.dialogues)
         run.fit_seconds = time.perf_counter() - t0
         run.label = method.label  # fitting may settle what the method is (e.g. which ranker the engine uses)
+        run.ranker = getattr(method, "resolved_ranker", "")
         t0 = time.perf_counter()
         results = reconstruct(method, eval_set, k=k, progress=progress)
         run.rank_seconds = time.perf_counter() - t0
@@ -87,6 +89,16 @@ def evaluate_method(name: str, eval_set: EvalSet, *, k: int, seed: int, n_resamp
 
 #: the engine's methods and their twins without the discourse tree (``--tree-ablation``)
 TREE_TWINS = {"dtq": "dtq-no-dt", "dtq-rules": "dtq-rules-no-dt"}
+#: the methods that run the engine, so ``--parser`` reaches them; ``--ranker`` only those whose name fixes none
+PARSER_METHODS = ("dtq", "dtq-rules", "dtq-nocontext", "dtq-no-dt", "dtq-rules-no-dt", "hybrid", "hybrid+dt")
+RANKER_METHODS = ("dtq", "dtq-no-dt")
+
+
+def method_options(name: str, args: argparse.Namespace | None) -> dict:
+    """Return the engine options (``--parser``, ``--ranker``) given in ``args`` that method ``name`` takes."""
+    parser, ranker = getattr(args, "parser", None), getattr(args, "ranker", None)
+    return {**({"parser": parser} if parser is not None and name in PARSER_METHODS else {}),
+            **({"ranker": ranker} if ranker is not None and name in RANKER_METHODS else {})}
 
 
 def with_tree_twins(methods: Sequence[str]) -> list[str]:
@@ -119,13 +131,17 @@ def run_dataset(name: str, methods: Sequence[str], *, data_dir: Path | None, lim
             return DatasetRun(dataset=name, skipped=str(exc), command=command)
     ds = DatasetRun(dataset=name, description=eval_set.description, own_data=eval_set.own_data,
                     n_dialogues=len(eval_set.dialogues), n_pool=len(eval_set.pool), command=command, seed=seed,
-                    n_resamples=n_resamples, k=k,
-                    provenance=provenance([eval_set], tree_ablation=any(m in TREE_TWINS.values() for m in methods)))
+                    n_resamples=n_resamples, k=k)
     for m in methods:
-        run = evaluate_method(m, eval_set, k=k, seed=seed, n_resamples=n_resamples, progress=progress)
+        run = evaluate_method(m, eval_set, k=k, seed=seed, n_resamples=n_resamples, progress=progress,
+                              options=method_options(m, args))
         if run.skipped:
             print(f"{name}/{m}: skipped: {run.skipped}", file=sys.stderr)
         ds.runs.append(run)
+    # the ranker the engine of a method that follows --ranker resolved to; else the option, resolved as it would be
+    ranker = next((r.ranker for r in ds.runs if r.method in RANKER_METHODS and r.ranker), getattr(args, "ranker", None))
+    ds.provenance = provenance([eval_set], parser=getattr(args, "parser", None), ranker=ranker,
+                               tree_ablation=any(m in TREE_TWINS.values() for m in methods))
     ds.paired = tree_pairs(ds.runs, seed=seed, n_resamples=n_resamples)
     return ds
 
@@ -197,8 +213,9 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> int:
     if systems:
         from eval.selective import run_sets
 
-        for path in run_sets([given[datasets[0]]], systems, out=check_out_dir(out / "selective"), command=command, seed=args.seed,
-                             n_resamples=args.bootstrap, progress=not args.no_progress):
+        for path in run_sets([given[datasets[0]]], systems, out=check_out_dir(out / "selective"), command=command,
+                             seed=args.seed, n_resamples=args.bootstrap, progress=not args.no_progress,
+                             ranker=args.ranker, parser=args.parser):
             print(path)
     return 0
 
@@ -234,6 +251,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--systems", default="dtq,dense,bm25",
                         help="with --data: the selective evaluation's systems (dtq, dense, bm25), or none to skip it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_engine_arguments(parser, only=POOL_ENGINE_OPTIONS)
 
 
 #: The other evaluations of the issue-13 work, reached through this entry point by their name as the first

@@ -41,6 +41,8 @@ class MethodRun:
     skipped: str | None = None
     fit_seconds: float = 0.0
     rank_seconds: float = 0.0
+    #: an engine method's ranker as its engine resolved it (``learned`` or ``rules``); empty for the others
+    ranker: str = ""
     #: every dialogue's reconstruction, kept so a paired difference can be taken against another method's
     results: list = field(default_factory=list, repr=False)
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dtdialog.setup.engine_args import POOL_ENGINE_OPTIONS, add_engine_arguments
 from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
 from eval.datasets import DATASETS, DatasetUnavailable, EvalSet
 from eval.entry import one_line_errors
@@ -138,7 +139,8 @@ def paired_aurc_ci(a: Sequence[OpenPoolRow], b: Sequence[OpenPoolRow], *, n_resa
 # --- the run ----------------------------------------------------------------------------------------------
 
 def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverage: float, n_resamples: int,
-                progress: bool, ranker: str | None, rows_dir: Path | None = None, reuse: bool = False) -> dict:
+                progress: bool, ranker: str | None, rows_dir: Path | None = None, reuse: bool = False,
+                parser: str | None = None) -> dict:
     """Run the protocol for ``systems`` on ``eval_set``; return the summary and every system's rows.
 
     Each system's scored rows are kept in ``rows_dir`` (``rows_<dataset>_<system>.json``); with ``reuse`` a kept
@@ -151,13 +153,16 @@ def run_dataset(eval_set: EvalSet, systems: Sequence[str], *, seed: int, coverag
         try:
             rows, how = system_rows(name, eval_set, removed=removed, progress=progress, ranker=ranker,
                                     cache=rows_dir / f"rows_{eval_set.name}_{name}.json" if rows_dir else None,
-                                    reuse=reuse)
+                                    reuse=reuse, parser=parser)
         except (ModelNotAvailableError, DTDialogError, ImportError) as exc:
             out["systems"][name] = {"skipped": str(exc)}
             print(f"{eval_set.name}/{name}: skipped: {exc}", file=sys.stderr)
             continue
         out["rows"][name] = rows
         out["systems"][name] = summarise(rows, coverage=coverage, how=how)
+        if name == "dtq" and rows_dir is not None:  # the ranker its engine resolved to, kept with its rows
+            out["ranker"] = json.loads((rows_dir / f"rows_{eval_set.name}_{name}.json").read_text(
+                encoding="utf-8"))["engine"]["ranker"]
     _compare(out, n_resamples=n_resamples, seed=seed)
     return out
 
@@ -305,12 +310,12 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         unseen = _unseen_car_questions(args.unseen, args.data_dir, args.seed)
         for path in run_crossfit(sets, out=out, command=command, k=args.folds, seed=args.seed, coverage=args.coverage,
                                  n_resamples=args.bootstrap, ranker=args.ranker, reuse=args.reuse_rows,
-                                 progress=not args.no_progress, unseen=unseen):
+                                 progress=not args.no_progress, unseen=unseen, parser=args.parser):
             print(path)
         return 0
     for path in run_sets(sets, systems, out=out, command=command, seed=args.seed, coverage=args.coverage,
                          n_resamples=args.bootstrap, progress=not args.no_progress, ranker=args.ranker,
-                         reuse=args.reuse_rows):
+                         reuse=args.reuse_rows, parser=args.parser):
         print(path)
     return 0
 
@@ -331,14 +336,16 @@ def _unseen_car_questions(n: int, data_dir: Path | None, seed: int) -> list[str]
 
 def run_sets(sets: Sequence[EvalSet], systems: Sequence[str], *, out: Path, command: str, seed: int = 13,
              coverage: float = 0.8, n_resamples: int = 1000, progress: bool = True, ranker: str | None = None,
-             reuse: bool = False) -> list[Path]:
+             reuse: bool = False, parser: str | None = None) -> list[Path]:
     """Run the protocol on every set and write results.md, results.json and the risk-coverage charts to ``out``;
     return the written paths."""
     check_out_dir(out)
     results = [run_dataset(s, systems, seed=seed, coverage=coverage, n_resamples=n_resamples, progress=progress,
-                           ranker=ranker, rows_dir=check_out_dir(out / "rows"), reuse=reuse) for s in sets]
+                           ranker=ranker, rows_dir=check_out_dir(out / "rows"), reuse=reuse, parser=parser)
+               for s in sets]
     check_out_dir(out).mkdir(parents=True, exist_ok=True)
-    prov = provenance(sets, ranker=ranker, tree_ablation="dtq-no-dt" in systems)
+    resolved = next((r["ranker"] for r in results if r.get("ranker")), ranker)
+    prov = provenance(sets, parser=parser, ranker=resolved, tree_ablation="dtq-no-dt" in systems)
     atomic_write_text(out / "results.md", markdown(results, command=command, seed=seed, coverage=coverage,
                                                    header=provenance_lines(prov)))
     summary = [{**{k: v for k, v in r.items() if k != "rows"}, "provenance": {**prov, "data": [data]}}
@@ -360,7 +367,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree-ablation", action="store_true",
                         help="add dtq-no-dt (and dtq): the same engine without the tree, paired with dtq on the same "
                              "questions")
-    parser.add_argument("--ranker", default=None, help="the engine's ranker for dtq: auto, learned or rules")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--coverage", type=float, default=0.8,
                         help="share of answerable questions the operating threshold answers (default 0.8)")
@@ -377,6 +383,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --crossfit: also rank N Reddit car posts (seeded sample) against the car pools and "
                              "report the share the shipped operating point answers")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_engine_arguments(parser, only=POOL_ENGINE_OPTIONS)
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m eval.selective", command: str | None = None) -> int:

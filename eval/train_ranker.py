@@ -224,15 +224,14 @@ def _line(name: str, s: dict[str, float]) -> str:
 
 def run(args: argparse.Namespace) -> dict:
     """Run the whole procedure; return the report dict (also written to ``--json``)."""
-    from dtdialog.ranking.learned_scorer import MODELS_DIR, RankerModel
     from eval.datasets import default_data_dir, load_mechanics
-    from eval.methods.pool_index import pool_digest
+    from eval.provenance import provenance, provenance_lines
     from index.dense import INSTALL_HINT, DenseEncoder, dense_available, select_encoder
 
     if not dense_available():
         raise InputError(f"training the ranker needs the [dense] extra ({INSTALL_HINT})")
     select_encoder(args.encoder)
-    data_dir = Path(args.data) if args.data else default_data_dir()
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     # the candidates and features depend on the encoder: the fp32 reference keeps the cache it always had
     cache = Path(args.cache) / DenseEncoder().model_id if args.encoder == "onnx" else Path(args.cache)
     t0 = time.perf_counter()
@@ -245,14 +244,45 @@ def run(args: argparse.Namespace) -> dict:
                     "collect_seconds": round(seconds_collect, 1), "results": {}}
     print(f"{len(queries)} questions, k={args.k}: gold answer among the candidates for {recall:.3f} "
           f"(mean {report['mean_candidates']} candidates)")
-    extra: list[QueryRows] = []
-    if args.extra == "irc":
-        from eval.datasets import load_irc_train
+    extra = _extra_rows(args, report, data_dir=data_dir, cache=cache)
+    sets = list(FEATURE_SETS) if args.feature_set == "all" else [args.feature_set]
+    fold_models, set_ranks, dense_ranks = _cross_validate_sets(args, report, queries, sets, extra, data_dir=data_dir,
+                                                               cache=cache, collect_seconds=seconds_collect)
+    mechanics = load_mechanics(data_dir).limited(args.limit)
+    questions = [d.question for d in mechanics.dialogues]
+    report["subsets"] = subset_report(subsets_of(queries, questions), {"dense (full pool)": dense_ranks, **set_ranks})
+    _print_subsets(report["subsets"])
+    if not args.no_save:
+        _save_models(args, report, queries, questions, sets, fold_models, extra, data_dir=data_dir)
+    # the model of the tree's feature set this run wrote (or, without --save, the one it would replace)
+    report["provenance"] = provenance([mechanics], ranker="learned",
+                                      model_path=str(_model_target(args, "hybrid+dt")))
+    print("\n".join(provenance_lines(report["provenance"])))
+    if args.json:
+        atomic_write_text(Path(args.json), json.dumps(report, indent=2) + "\n")
+    if args.plot:
+        plot(report, Path(args.plot))
+    return report
 
-        extra = collect_dialogue_rows(load_irc_train(data_dir), cache=cache, k=args.k, progress=not args.no_progress)
-        report["extra"] = {"dataset": "irc train split", "steps": len(extra), "weight": args.extra_weight,
-                           "candidate_recall": round(float(np.mean([any(q.gold) for q in extra])), 4) if extra else 0}
-        print(f"+ {len(extra)} IRC train dialogue steps in every training fold (weight {args.extra_weight})")
+
+def _extra_rows(args: argparse.Namespace, report: dict, *, data_dir: Path, cache: Path) -> list[QueryRows]:
+    """Return the IRC train split's dialogue steps added to every training fold (``--extra irc``), else none."""
+    if args.extra != "irc":
+        return []
+    from eval.datasets import load_irc_train
+
+    extra = collect_dialogue_rows(load_irc_train(data_dir), cache=cache, k=args.k, progress=not args.no_progress)
+    report["extra"] = {"dataset": "irc train split", "steps": len(extra), "weight": args.extra_weight,
+                       "candidate_recall": round(float(np.mean([any(q.gold) for q in extra])), 4) if extra else 0}
+    print(f"+ {len(extra)} IRC train dialogue steps in every training fold (weight {args.extra_weight})")
+    return extra
+
+
+def _cross_validate_sets(args: argparse.Namespace, report: dict, queries: list[QueryRows], sets: list[str],
+                         extra: list[QueryRows], *, data_dir: Path, cache: Path,
+                         collect_seconds: float) -> tuple[dict, dict, np.ndarray]:
+    """Cross-validate each feature set beside the single-feature rankings; fill ``report`` and print it; return
+    the fold models, the ranks of each set and the full-pool dense ranks."""
     results = report["results"]
     dense_ranks = full_pool_dense_ranks(data_dir=data_dir, cache=cache, limit=args.limit)
     results["dense (full pool)"] = summarize(dense_ranks)
@@ -260,7 +290,6 @@ def run(args: argparse.Namespace) -> dict:
     results["bm25 (whole question)"] = summarize(single_feature_ranks(queries, "bm25"))
     results["dense csls"] = summarize(single_feature_ranks(queries, "dense_csls"))
     report["vs_dense"] = {}
-    sets = list(FEATURE_SETS) if args.feature_set == "all" else [args.feature_set]
     t1 = time.perf_counter()
     fold_models: dict[str, list] = {}
     set_ranks: dict[str, np.ndarray] = {}
@@ -273,61 +302,74 @@ def run(args: argparse.Namespace) -> dict:
     report["cv_seconds"] = round(time.perf_counter() - t1, 1)
     for name, s in results.items():
         print(_line(name, s))
-    print(f"features collected in {seconds_collect:.0f} s, cross-validated in {report['cv_seconds']:.0f} s")
+    print(f"features collected in {collect_seconds:.0f} s, cross-validated in {report['cv_seconds']:.0f} s")
     for name, d in report["vs_dense"].items():
         print(f"{name} - dense: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
     if {"hybrid", "hybrid+dt"} <= set(set_ranks):
         # what the discourse-tree features add, question by question on the same folds
         d = report["dt_minus_hybrid"] = paired_difference(set_ranks["hybrid+dt"], set_ranks["hybrid"])
         print(f"hybrid+dt - hybrid: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
-    questions = [d.question for d in load_mechanics(data_dir).limited(args.limit).dialogues]
-    report["subsets"] = subset_report(subsets_of(queries, questions), {"dense (full pool)": dense_ranks, **set_ranks})
-    for subset, entry in report["subsets"].items():
+    return fold_models, set_ranks, dense_ranks
+
+
+def _print_subsets(subsets: dict) -> None:
+    for subset, entry in subsets.items():
         print(f"-- {subset} ({entry['n']} questions)")
         for name, s in entry["results"].items():
             print("   " + _line(name, s))
         if "dt_minus_hybrid" in entry:
             d = entry["dt_minus_hybrid"]
             print(f"   hybrid+dt - hybrid: P@1 {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (paired bootstrap)")
-    if not args.no_save:
-        usable = [q for q in queries if q.rows]
-        # which fold held out each question, by question text: evaluations on this pool stay out-of-fold
-        held_out = {question_key(questions[i]): f
-                    for f, test in enumerate(folds_of(len(queries), folds=args.folds, seed=args.seed)) for i in test}
-        for name in sets:
-            target = Path(args.out_dir or MODELS_DIR) / MODEL_FILES[name]
-            kept = None if args.force else worse_than_shipped(results[name], target)
-            if kept is not None:
-                print(f"kept {target}: its CV P@1 {kept:.3f} is above this run's {results[name]['p1']:.3f} "
-                      "(--force writes it anyway)")
-                continue
-            names = FEATURE_SETS[name]
-            estimator = fit(usable, names, kind=args.model, c=args.c, extra=extra, extra_weight=args.extra_weight)
-            X = np.vstack([feature_matrix(q.rows, names) for q in usable])
-            manifest = {"name": Path(MODEL_FILES[name]).stem, "feature_set": name, "model": args.model, "C": args.c,
-                        "trained_on": f"mechanics_qa_dev ({len(usable)} questions, all folds)"
-                                      + (f" + IRC train split ({len(extra)} dialogue steps, weight {args.extra_weight})"
-                                         if extra else ""), "k": args.k,
-                        "pool_digest": pool_digest(load_mechanics(data_dir).pool),
-                        "parser": engine_parser_name(),  # the trees its DT features were fitted on
-                        "command": "python -m eval.train_ranker"
-                                   + (f" --extra {args.extra} --extra-weight {args.extra_weight}" if extra else "")
-                                   + (f" --folds {args.folds}" if args.folds != 5 else "")
-                                   + (f" --seed {args.seed}" if args.seed != 13 else ""),
-                        "cv": results[name], "cv_dense": results["dense (full pool)"],
-                        "cv_minus_dense": report["vs_dense"][name],
-                        "feature_means": [round(float(v), 6) for v in X.mean(axis=0)]}
-            path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(target)
-            print(f"wrote {path}")
-            # the CV models serve only the evaluation's out-of-fold scoring: they stay out of the shipped file
-            folds = FoldModels(model_name=manifest["name"], feature_names=tuple(names),
-                               fold_estimators=tuple(fold_models[name]), held_out=held_out).save(folds_path(path))
-            print(f"wrote {folds}")
-    if args.json:
-        atomic_write_text(Path(args.json), json.dumps(report, indent=2) + "\n")
-    if args.plot:
-        plot(report, Path(args.plot))
-    return report
+
+
+def _model_target(args: argparse.Namespace, feature_set: str) -> Path:
+    from dtdialog.ranking.learned_scorer import MODELS_DIR
+
+    return Path(args.out_dir or MODELS_DIR) / MODEL_FILES[feature_set]
+
+
+def _save_models(args: argparse.Namespace, report: dict, queries: list[QueryRows], questions: list[str],
+                 sets: list[str], fold_models: dict, extra: list[QueryRows], *, data_dir: Path) -> None:
+    """Fit each feature set's model on all folds and write it with its manifest and its fold models, unless the
+    model it would replace has a higher CV P@1 on as many questions (``--force`` writes it anyway)."""
+    from dtdialog.ranking.learned_scorer import RankerModel
+    from eval.datasets import load_mechanics
+    from eval.methods.pool_index import pool_digest
+
+    results = report["results"]
+    usable = [q for q in queries if q.rows]
+    # which fold held out each question, by question text: evaluations on this pool stay out-of-fold
+    held_out = {question_key(questions[i]): f
+                for f, test in enumerate(folds_of(len(queries), folds=args.folds, seed=args.seed)) for i in test}
+    for name in sets:
+        target = _model_target(args, name)
+        kept = None if args.force else worse_than_shipped(results[name], target)
+        if kept is not None:
+            print(f"kept {target}: its CV P@1 {kept:.3f} is above this run's {results[name]['p1']:.3f} "
+                  "(--force writes it anyway)")
+            continue
+        names = FEATURE_SETS[name]
+        estimator = fit(usable, names, kind=args.model, c=args.c, extra=extra, extra_weight=args.extra_weight)
+        X = np.vstack([feature_matrix(q.rows, names) for q in usable])
+        manifest = {"name": Path(MODEL_FILES[name]).stem, "feature_set": name, "model": args.model, "C": args.c,
+                    "trained_on": f"mechanics_qa_dev ({len(usable)} questions, all folds)"
+                                  + (f" + IRC train split ({len(extra)} dialogue steps, weight {args.extra_weight})"
+                                     if extra else ""), "k": args.k,
+                    "pool_digest": pool_digest(load_mechanics(data_dir).pool),
+                    "parser": engine_parser_name(),  # the trees its DT features were fitted on
+                    "command": "python -m eval.train_ranker"
+                               + (f" --extra {args.extra} --extra-weight {args.extra_weight}" if extra else "")
+                               + (f" --folds {args.folds}" if args.folds != 5 else "")
+                               + (f" --seed {args.seed}" if args.seed != 13 else ""),
+                    "cv": results[name], "cv_dense": results["dense (full pool)"],
+                    "cv_minus_dense": report["vs_dense"][name],
+                    "feature_means": [round(float(v), 6) for v in X.mean(axis=0)]}
+        path = RankerModel(estimator=estimator, feature_names=tuple(names), manifest=manifest).save(target)
+        print(f"wrote {path}")
+        # the CV models serve only the evaluation's out-of-fold scoring: they stay out of the shipped file
+        folds = FoldModels(model_name=manifest["name"], feature_names=tuple(names),
+                           fold_estimators=tuple(fold_models[name]), held_out=held_out).save(folds_path(path))
+        print(f"wrote {folds}")
 
 
 def plot(report: dict, path: Path) -> None:
@@ -355,7 +397,7 @@ def plot(report: dict, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.train_ranker", description=__doc__.split("\n")[0])
-    parser.add_argument("--data", help="shared data directory (default: ../shared/data or $DTDIALOG_SHARED_DATA)")
+    parser.add_argument("--data-dir", help="shared data directory (default: ../shared/data or $DTDIALOG_SHARED_DATA)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--feature-set", choices=[*FEATURE_SETS, "all"], default="all")

@@ -120,7 +120,7 @@ class EngineSpec:
         _check_choice("ranker", self.ranker, RANKER_CHOICES)
         _check_choice("encoder_runtime", self.encoder_runtime, ENCODER_RUNTIMES)
         if self.corpus is not None and self.corpus_format == "builtin":
-            raise ConfigError("--corpus needs --format (csv, jsonl, mechanics, twitter or irc)")
+            raise ConfigError("--corpus needs --format or --corpus-format (csv, jsonl, mechanics, twitter or irc)")
         for name in ("learned_require_agreement", "use_tree"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"engine spec: {name} must be true or false, got {getattr(self, name)!r}")

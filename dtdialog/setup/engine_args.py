@@ -1,4 +1,5 @@
-"""The options that choose an engine, shared by ``chat``, ``test`` and ``serve``: one set of names and defaults.
+"""The options that choose an engine, shared by ``chat``, ``test``, ``serve`` and the evaluations: one set of names,
+defaults and checks.
 
 ``add_engine_arguments`` adds them; ``spec_from_args`` turns them into the ``EngineSpec`` (or loads the saved one
 ``--engine`` names). The environment (``$DTDIALOG_PARSER``, ``$DTDIALOG_RANKER``, ...) fills in what the options
@@ -8,6 +9,7 @@ leave open; a saved spec records what it chose (``dtdialog.setup.spec_resolution
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 from pathlib import Path
 
 from parsers.errors import InputError
@@ -15,40 +17,68 @@ from parsers.errors import InputError
 #: The options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
 ENGINE_OPTIONS = {"corpus": None, "corpus_format": None, "index": None, "build": False, "profile": None,
                   "backend": "sqlite", "es_url": None, "parser": None, "ranker": None, "no_dt": False}
+#: The engine options of an evaluation that builds its own index of the evaluated pool (no corpus, index or server).
+POOL_ENGINE_OPTIONS = ("parser", "ranker")
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options that choose an engine (``ENGINE_OPTIONS``), ``--sessions`` and ``--engine``."""
+def add_engine_arguments(parser: argparse.ArgumentParser, *, only: Collection[str] | None = None,
+                         data_format: bool = False) -> None:
+    """Add the options that choose an engine (``ENGINE_OPTIONS``), ``--sessions`` and ``--engine``.
+
+    ``only``: just those of them, by ``ENGINE_OPTIONS`` name (an evaluation over its own pool index takes
+    ``POOL_ENGINE_OPTIONS``). ``data_format``: the command's own ``--format`` names its data file's format, so the
+    corpus format is ``--corpus-format`` alone (elsewhere ``--format`` and ``--corpus-format`` are the same option).
+    """
+    options = _engine_options(data_format)
+    unknown = set(only or ()) - set(options)
+    if unknown:
+        raise ValueError(f"no engine option {', '.join(sorted(unknown))}")
+    group = parser.add_argument_group("engine")
+    for name, (flags, settings) in options.items():
+        if only is None or name in only:
+            group.add_argument(*flags, **settings)
+
+
+def _engine_options(data_format: bool) -> dict[str, tuple[tuple[str, ...], dict]]:
+    """Return each engine option's flags and ``add_argument`` settings, by its ``ENGINE_OPTIONS`` name."""
     from dtdialog.setup.assembly import CORPUS_FORMATS
 
-    group = parser.add_argument_group("engine")
-    group.add_argument("--corpus", type=Path, default=None, help="dialogue corpus to answer from (with --format)")
-    group.add_argument("--format", dest="corpus_format", choices=CORPUS_FORMATS, default=None,
-                       help="corpus format (default: builtin, the shipped car-repair corpus)")
-    group.add_argument("--profile", type=Path, default=None, metavar="FILE",
-                       help="domain profile YAML whose wording the bot speaks (default: the one stored in the index)")
-    group.add_argument("--index", type=Path, default=None,
-                       help="SQLite index file; a missing one is an error unless --build or --corpus is given "
-                            "(default: the project's, else the built-in corpus's index in $DTDIALOG_HOME)")
-    group.add_argument("--build", action="store_true",
-                       help="build a missing --index from --corpus (default: the built-in corpus) first")
-    # no argparse choices: the spec refuses an unknown backend in its one-line error
-    group.add_argument("--backend", default="sqlite", help="index backend: sqlite (default) or elasticsearch")
-    group.add_argument("--es-url", default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL); beside "
-                       "--engine, the saved server's URL with its user:password (a saved spec holds none)")
-    group.add_argument("--parser", default=None, help="RST parser name (default: $DTDIALOG_PARSER or the parser "
-                       "the shipped ranker was trained with, rules)")
-    group.add_argument("--ranker", choices=("auto", "learned", "rules"), default=None,
-                       help="answer ranking: auto (default, or $DTDIALOG_RANKER) = the learned hybrid ranker when "
-                            "the [dense] extra is installed, else the rule scorer; learned; rules (the paper's)")
-    group.add_argument("--no-dt", action="store_true",
-                       help="run the same engine without the discourse tree (the ablation): one flat query part, "
-                            "no agreement, no tree features in the ranker, no memory of what was tried")
-    group.add_argument("--sessions", type=Path, default=None,
-                       help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")
-    group.add_argument("--engine", type=Path, default=None, metavar="SPEC.json",
-                       help="run the engine a saved spec describes (dtdialog chat --save-engine); not with the "
-                            "options above that choose an engine")
+    corpus_format = ("--corpus-format",) if data_format else ("--format", "--corpus-format")
+    return {
+        "corpus": (("--corpus",), dict(type=Path, default=None,
+                                       help=f"dialogue corpus to answer from (with {corpus_format[0]})")),
+        "corpus_format": (corpus_format, dict(dest="corpus_format", choices=CORPUS_FORMATS, default=None,
+                                              help="corpus format (default: builtin, the shipped car-repair corpus)")),
+        "profile": (("--profile",), dict(type=Path, default=None, metavar="FILE",
+                                         help="domain profile YAML whose wording the bot speaks (default: the one "
+                                              "stored in the index)")),
+        "index": (("--index",), dict(type=Path, default=None,
+                                     help="SQLite index file; a missing one is an error unless --build or --corpus is "
+                                          "given (default: the project's, else the built-in corpus's index in "
+                                          "$DTDIALOG_HOME)")),
+        "build": (("--build",), dict(action="store_true",
+                                     help="build a missing --index from --corpus (default: the built-in corpus) first")),
+        # no argparse choices: the spec refuses an unknown backend in its one-line error
+        "backend": (("--backend",), dict(default="sqlite", help="index backend: sqlite (default) or elasticsearch")),
+        "es_url": (("--es-url",), dict(default=None, help="Elasticsearch URL (default: $ELASTICSEARCH_URL); beside "
+                                       "--engine, the saved server's URL with its user:password (a saved spec holds "
+                                       "none)")),
+        "parser": (("--parser",), dict(default=None, help="RST parser name (default: $DTDIALOG_PARSER or the parser "
+                                       "the shipped ranker was trained with, rules)")),
+        "ranker": (("--ranker",), dict(choices=("auto", "learned", "rules"), default=None,
+                                       help="answer ranking: auto (default, or $DTDIALOG_RANKER) = the learned hybrid "
+                                            "ranker when the [dense] extra is installed, else the rule scorer; "
+                                            "learned; rules (the paper's)")),
+        "no_dt": (("--no-dt",), dict(action="store_true",
+                                     help="run the same engine without the discourse tree (the ablation): one flat "
+                                          "query part, no agreement, no tree features in the ranker, no memory of "
+                                          "what was tried")),
+        "sessions": (("--sessions",), dict(type=Path, default=None,
+                                           help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")),
+        "engine": (("--engine",), dict(type=Path, default=None, metavar="SPEC.json",
+                                       help="run the engine a saved spec describes (dtdialog chat --save-engine); not "
+                                            "with the options above that choose an engine")),
+    }
 
 
 def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = None, config=None,
@@ -71,7 +101,7 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
         given = [name for name, default in options.items()
                  if name != "es_url" and getattr(args, name, default) != default]
         if given:
-            names = ", ".join("--" + ("format" if n == "corpus_format" else n.replace("_", "-")) for n in given)
+            names = ", ".join("--" + n.replace("_", "-") for n in given)
             raise InputError(f"--engine {args.engine} describes the whole engine; drop {names} or edit the spec")
         spec = EngineSpec.load(args.engine, accept_corpus=accept_corpus)
         if getattr(args, "es_url", None) is not None:

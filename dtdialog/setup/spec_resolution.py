@@ -39,9 +39,7 @@ def resolve_spec(spec: Any) -> Any:
     from dtdialog.ranking.factory import resolve_ranker
     from parsers.encoder import resolved_runtime
 
-    ranker = resolve_ranker(spec.ranker)
-    if ranker == "auto" and spec.backend == "sqlite":
-        ranker = "learned" if _learned_here(spec.model_path()) else "rules"
+    ranker = sqlite_ranker(spec.ranker, spec.model_path()) if spec.backend == "sqlite" else resolve_ranker(spec.ranker)
     version, runtime = spec.ranker_version, spec.encoder_runtime
     if ranker == "learned":
         version = version or model_version(spec.model_path())
@@ -92,6 +90,18 @@ def corpus_change(spec: Any, saved_as: str = "SPEC.json") -> str | None:
     which = "the built-in corpus" if spec.corpus is None else f"the corpus {spec.corpus}"
     return (f"{which} changed since the spec was saved (content {here[:19]}, saved {spec.corpus_digest[:19]}); to "
             f"build on it as it is now, re-save the spec: dtdialog chat --engine {saved_as} --save-engine {saved_as}")
+
+
+def sqlite_ranker(ranker: str | None, model_path: str | None = None) -> str:
+    """Return the ranker ``ranker`` (None: ``$DTDIALOG_RANKER`` or ``auto``) is over a SQLite index here: ``auto``
+    is ``learned`` when the [dense] extra and the model at ``model_path`` (None: the shipped one) are there, else
+    ``rules``."""
+    from dtdialog.ranking.factory import resolve_ranker
+
+    name = resolve_ranker(ranker)
+    if name == "auto":
+        return "learned" if _learned_here(model_path) else "rules"
+    return name
 
 
 def parser_encoder(parser: str) -> str | None:

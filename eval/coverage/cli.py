@@ -1,7 +1,7 @@
 """``python -m eval.coverage``: what the bot does with real questions - answer, clarify, abstain or refuse.
 
-Each question opens a fresh session of the engine ``dtdialog chat`` builds (the same engine options), as its first
-message. The report gives the share of each outcome with 95% CIs, and, when judged verdicts are shipped
+Each question opens a fresh session of the engine ``dtdialog chat`` builds (the same engine options, the corpus
+format as ``--corpus-format``: ``--format`` is the question file's), as its first message. The report gives the share of each outcome with 95% CIs, and, when judged verdicts are shipped
 (``judged_answers.jsonl``, ``judged_abstentions.jsonl``), the share of judged first answers that are relevant and
 right. ``--out DIR`` also writes seeded samples for judging by reading (they quote the questions: keep them out of
 the repository).
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.coverage.questions import MARKS_PATH, file_questions, held_out_questions
+from eval.coverage.questions import MARKS_PATH, QUESTION_FORMATS, file_questions, held_out_questions
 from eval.entry import one_line_errors
 from eval.metrics import bootstrap_ratio
 from parsers.errors import InputError
@@ -52,8 +52,10 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise InputError(f"--limit must be at least 1, got {args.limit}")
     if args.out:
         check_out_dir(args.out)
+    if args.format is not None and args.data is None:
+        raise InputError("--format is the --data question file's format (the corpus's is --corpus-format)")
     if args.data is not None:
-        questions, pool_note = file_questions(args.data), str(args.data)
+        questions, pool_note = file_questions(args.data, args.format), str(args.data)
     else:
         questions, marked = held_out_questions(args.data_dir or default_data_dir(), args.marks)
         pool_note = (f"held-out half of the shared Reddit car posts: {len(questions)} of {marked} marked by reading as "
@@ -158,6 +160,10 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.coverage"
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=None,
                         help="a question file (JSONL, CSV or text) instead of the held-out Reddit half")
+    # checked on reading, so a bad name is the evaluations' one-line error, not argparse's usage block
+    parser.add_argument("--format", default=None, help=f"format of --data: {', '.join(QUESTION_FORMATS)} (default: "
+                        "by its suffix, .jsonl, .csv, else one question per line); the engine's corpus format is "
+                        "--corpus-format")
     parser.add_argument("--data-dir", type=Path, default=None, help="shared data directory")
     parser.add_argument("--marks", type=Path, default=MARKS_PATH, help="which held-out posts ask for car help")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
@@ -166,7 +172,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.coverage"
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--out", default=None, help="directory for coverage.md/.json and the judging samples")
     parser.add_argument("--no-progress", action="store_true")
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, data_format=True)
     args = parser.parse_args(argv)
     command = command or f"{prog} " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     return one_line_errors(lambda: run(args, command=command))

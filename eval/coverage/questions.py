@@ -43,14 +43,21 @@ def read_marks(path: Path) -> dict[str, bool]:
     return marks
 
 
-def file_questions(path: Path) -> list[Question]:
+#: the formats of a question file (``--format``; default: its suffix, ``.jsonl``, ``.csv``, else text)
+QUESTION_FORMATS = ("jsonl", "csv", "text")
+
+
+def file_questions(path: Path, fmt: str | None = None) -> list[Question]:
     """Return the questions of a file: JSONL (``id`` and ``text``/``question``, or ``title`` + ``body``/``selftext``),
-    CSV with the same columns, or plain text (one question per line)."""
+    CSV with the same columns, or plain text (one question per line); ``fmt`` (default: by its suffix) says which."""
+    if fmt is not None and fmt not in QUESTION_FORMATS:
+        raise InputError(f"--format {fmt}: a question file is {', '.join(QUESTION_FORMATS)}")
     if not path.is_file():
         raise InputError(f"--data {path}: no such file")
-    if path.suffix == ".jsonl":
+    fmt = fmt or {".jsonl": "jsonl", ".csv": "csv"}.get(path.suffix, "text")
+    if fmt == "jsonl":
         rows = [row for _, row in read_objects(path)]
-    elif path.suffix == ".csv":
+    elif fmt == "csv":
         csv.field_size_limit(1 << 24)
         with path.open(encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh))

@@ -34,11 +34,11 @@ class EngineBot:
     """``dtq``: the dialogue manager of an engine built over ``pool``; ``dtq-no-dt`` the same without the tree."""
 
     def __init__(self, pool: Sequence[PoolAnswer], *, ranker: str | None = None, progress: bool = False,
-                 use_tree: bool = True) -> None:
+                 use_tree: bool = True, parser: str | None = None) -> None:
         self.name = "dtq" if use_tree else "dtq-no-dt"
         self._tmp = tempfile.TemporaryDirectory(prefix="dtdialog-dialogue-eval-")
         self.engine = build_pool_engine(pool, sessions_path=Path(self._tmp.name) / "sessions.sqlite",
-                                        ranker=ranker, progress=progress, use_tree=use_tree)
+                                        ranker=ranker, progress=progress, use_tree=use_tree, parser=parser)
         self.manager = self.engine.manager
         replies = self.manager.replies
         # a greeting is recognised by its first words: the profile's wording may add to the end
@@ -73,21 +73,22 @@ class EngineBot:
 
 
 def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker: str | None = None,
-                      progress: bool = False, use_tree: bool = True):
-    """Return the engine ``dtdialog chat`` builds, over a temporary index of ``pool``, with a session store."""
+                      progress: bool = False, use_tree: bool = True, parser: str | None = None):
+    """Return the engine ``dtdialog chat`` builds, over a temporary index of ``pool``, with a session store
+    (``parser``: the RST parser's name, default the engine's)."""
     from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from eval.methods.pool_index import pool_index, seed_dense_store
     from eval.out_of_fold import out_of_fold
     from index.registry import open_index
     from parsers.base import get_parser
 
-    parser = get_parser(engine_parser_name(None))
-    path, _ = pool_index(pool, parser=parser, progress=progress)
+    rst = get_parser(engine_parser_name(parser))
+    path, _ = pool_index(pool, parser=rst, progress=progress)
     spec = EngineSpec(ranker=ranker, sessions_path=str(sessions_path), use_tree=use_tree)
     index = open_index(backend="sqlite", path=path)
     if ranker != "rules":  # the pool's vectors from the cross-run cache, before the engine would encode them
         seed_dense_store(index, path, progress=progress)
-    return build_engine(spec, progress=progress, parser=parser, index=index, index_path=path,
+    return build_engine(spec, progress=progress, parser=rst, index=index, index_path=path,
                         wrap_scorer=out_of_fold(spec.model_path()))
 
 

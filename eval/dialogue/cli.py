@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dtdialog.setup.engine_args import POOL_ENGINE_OPTIONS, add_engine_arguments
 from eval.data_args import add_data_arguments
 from eval.datasets import EvalSet
 from eval.dialogue.bots import BOTS, DEFAULT_BOTS
@@ -36,7 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree-ablation", action="store_true",
                         help="add dtq-no-dt (and dtq): the same engine without the tree plays the same dialogues; "
                              "reports dtq - dtq-no-dt paired, and the multi-part questions apart")
-    parser.add_argument("--ranker", default=None, help="the engine's ranker: auto, learned or rules")
     parser.add_argument("--limit", type=int, default=None, help="only the first N dialogues of each set")
     parser.add_argument("--seed", type=int, default=13, help="seed of the customer, the open-pool coin, the sample "
                         "and the bootstrap")
@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dialogues per set and pool whose sessions are written out (default 20)")
     parser.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT})")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_engine_arguments(parser, only=POOL_ENGINE_OPTIONS)
 
 
 def _bots(text: str) -> list[str]:
@@ -55,9 +56,11 @@ def _bots(text: str) -> list[str]:
     return bots
 
 
-def _setup(args: argparse.Namespace, sets: Sequence[EvalSet], bots: Sequence[str]) -> dict:
-    return {**provenance(sets, ranker=args.ranker, tree_ablation="dtq-no-dt" in bots), "seed": args.seed,
-            "bootstrap": args.bootstrap, "limit": args.limit}
+def _setup(args: argparse.Namespace, sets: Sequence[EvalSet], bots: Sequence[str], results: Sequence[dict]) -> dict:
+    # the ranker the dtq engine resolved to, when it ran; else the option, resolved as the engine would
+    ranker = next((r["ranker"] for r in results if r.get("ranker")), args.ranker)
+    return {**provenance(sets, parser=args.parser, ranker=ranker, tree_ablation="dtq-no-dt" in bots),
+            "seed": args.seed, "bootstrap": args.bootstrap, "limit": args.limit}
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
@@ -68,16 +71,17 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         raise ConfigError("--bootstrap and --limit must be at least 1, --sample-transcripts at least 0")
     out = check_out_dir(args.out or DEFAULT_OUT)  # before the slow part
     sets = load_sets(args)
-    setup = _setup(args, sets, bots)
     results = []
     for eval_set in sets:
-        set_run = run_set(eval_set, bots, seed=args.seed, ranker=args.ranker, progress=not args.no_progress)
+        set_run = run_set(eval_set, bots, seed=args.seed, ranker=args.ranker, progress=not args.no_progress,
+                          parser=args.parser)
         results.append(summary(set_run, n_resamples=args.bootstrap, seed=args.seed))
         ids = transcript_sample(set_run, args.sample_transcripts, seed=args.seed)
         gold = {d.id: d.answer_ids for d in eval_set.dialogues}
         for pool, by_bot in set_run.sessions.items():
             if by_bot and ids:
                 print(write_transcripts(out, eval_set.name, pool, by_bot, ids, gold))
+    setup = _setup(args, sets, bots, results)
     check_out_dir(out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "results.json", json.dumps({"setup": setup, "command": command, "results": results},
                                                        indent=2) + "\n")

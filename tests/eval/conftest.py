@@ -40,3 +40,22 @@ def toy_dialogues() -> tuple[EvalDialogue, ...]:
 @pytest.fixture
 def toy_set() -> EvalSet:
     return EvalSet(name="toy", dialogues=DIALOGUES, pool=POOL, description="hand-made toy set")
+
+
+@pytest.fixture
+def toy_file(tmp_path):
+    """The toy set as a team's own dialogue file (``--data FILE --format jsonl``): Q, A1 [, C1, A2] per dialogue."""
+    import json
+
+    texts = {a.id: a.text for a in POOL}
+    lines = []
+    for d in DIALOGUES:
+        turns = [{"role": "Q", "text": d.question}]
+        for i, answer_id in enumerate(d.answer_ids):
+            if i:
+                turns.append({"role": "C", "text": d.followups[i - 1]})
+            turns.append({"role": "A", "text": texts[answer_id]})
+        lines.append(json.dumps({"id": d.id, "turns": turns}))
+    path = tmp_path / "toy_dialogues.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
