@@ -49,8 +49,9 @@ class Evaluation:
 
 
 EVALUATIONS = (
-    Evaluation("reconstruct", ("-m", "eval.reconstruct", "--dataset", "builtin,mechanics", "--data-dir", "{data}",
-                               "--out", "{out}", "--no-progress"), ("results.csv",)),
+    *(Evaluation(f"reconstruct-{name}", ("-m", "eval.reconstruct", "--dataset", name, "--data-dir", "{data}",
+                                         "--out", "{out}", "--no-progress"), ("results.csv",))
+      for name in ("builtin", "mechanics")),
     Evaluation("selective", ("-m", "eval.selective", "--dataset", "mechanics", "--data-dir", "{data}", "--out",
                              "{out}", "--no-progress"), ("results.json",)),
     Evaluation("dialogue", ("-m", "eval.dialogue", "--dataset", "mechanics", "--data-dir", "{data}", "--out",
