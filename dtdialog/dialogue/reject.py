@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dtdialog.stages.candidates import DUPLICATE_JACCARD, jaccard
+from dtdialog.selection.stages.candidates import DUPLICATE_JACCARD, jaccard
 
 
 def fresh_candidates(ranked: Sequence[Any], shown: Sequence[frozenset[str]],

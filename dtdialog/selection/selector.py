@@ -1,6 +1,6 @@
 """Answer selection for one dialogue step: plan DT-Q, query, check agreement, score (paper steps 1-5).
 
-``rank_outcome`` runs the stages of ``dtdialog.stages`` in the paper's order: plan the step, form the
+``rank_outcome`` runs the stages of ``dtdialog.selection.stages`` in the paper's order: plan the step, form the
 ``RR [phrase]`` query, gather candidates, check agreement, score, choose. ``AnswerSelector`` is stateless
 and thread-safe: every argument of ``rank`` comes from the caller (the session, or the batch evaluation
 that uses it as the ``dtq`` method). Retrieval and scoring are pluggable (``CandidateGenerator``,
@@ -18,20 +18,30 @@ from typing import Any
 from dtdialog.selection.agreement import AgreementResult, AgreementTable, AnswerAnalysis, RhetoricalAgreement
 from dtdialog.selection.confidence import Calibrator
 from dtdialog.selection.scoring import CandidateScorer, RankedCandidate, RuleScorer
+from dtdialog.selection.stages.already_tried import demote_tried
+from dtdialog.selection.stages.candidates import (
+    KEYWORDS_PER_SEARCH,
+    CandidateGenerator,
+    LexicalGenerator,
+    gather_candidates,
+)
+from dtdialog.selection.stages.choose import TOPIC_RATIO, choose
+from dtdialog.selection.stages.condition_clash import demote_clashes
+from dtdialog.selection.stages.features_stage import (
+    CONTEXT_TERM_WEIGHT,
+    NUCLEUS_WEIGHT,
+    PHRASE_WEIGHT,
+    describe_candidates,
+)
+from dtdialog.selection.stages.plan import plan_step
+from dtdialog.selection.stages.position_stage import order_by_position
+from dtdialog.selection.stages.presupposition_stage import demote_presuppositions
+from dtdialog.selection.stages.query import form_query
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_candidates
+from dtdialog.selection.stages.stage_set import TREE_STAGES, StageSet
+from dtdialog.selection.stages.tools import StageTools
 from dtdialog.setup.engine_config import EngineConfig
-from dtdialog.stages.already_tried import demote_tried
-from dtdialog.stages.candidates import KEYWORDS_PER_SEARCH, CandidateGenerator, LexicalGenerator, gather_candidates
-from dtdialog.stages.choose import TOPIC_RATIO, choose
-from dtdialog.stages.condition_clash import demote_clashes
-from dtdialog.stages.features_stage import CONTEXT_TERM_WEIGHT, NUCLEUS_WEIGHT, PHRASE_WEIGHT, describe_candidates
-from dtdialog.stages.plan import plan_step
-from dtdialog.stages.position_stage import order_by_position
-from dtdialog.stages.presupposition_stage import demote_presuppositions
-from dtdialog.stages.query import form_query
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import RESCUE_AGREEMENT, RESCUE_TOPIC, score_candidates
-from dtdialog.stages.stage_set import TREE_STAGES, StageSet
-from dtdialog.stages.tools import StageTools
 from dtdialog.understanding.constraints import Constraint, extract_constraints
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.subtrees import MAX_QUESTION_EDUS, QuestionPlan, split_question

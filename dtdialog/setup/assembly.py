@@ -17,7 +17,7 @@ beside it ready; the ranking only loads them. A saved spec records what this mac
 corpus or another parser gets a fresh index and an unchanged one is reused.
 
 ``use_tree=False`` builds the same engine without the discourse tree (the ablation of ``--no-dt``): the stages of
-``dtdialog.stages.stage_set.FLAT_STAGES``, the learned ranker's model without tree features
+``dtdialog.selection.stages.stage_set.FLAT_STAGES``, the learned ranker's model without tree features
 (``ranker-v1-hybrid``) and the rule scorer's agreement weight 0.
 
 A setting that has no effect under the ranker the spec resolves to is refused with ``ConfigError``: the
@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from dtdialog.selection.selector import AnswerSelector
+from dtdialog.selection.stages.stage_set import stage_set
 from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.setup.profile import Profile, resolve_profile
 from dtdialog.setup.spec_resolution import engine_parser_name
-from dtdialog.stages.stage_set import stage_set
 from index.base import AnswerIndex
 from index.registry import BACKENDS
 from parsers.base import RSTParser, get_parser

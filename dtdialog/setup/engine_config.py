@@ -158,7 +158,7 @@ class DemotionConfig:
 
 @dataclass
 class PositionConfig:
-    """Dialogue position on the first step (``dtdialog.stages.position_stage``).
+    """Dialogue position on the first step (``dtdialog.selection.stages.position_stage``).
 
     step1_position: ``standalone`` moves answers whose opening points back to earlier turns ("Then ...", "That
         confirms ...") behind every answer that can stand alone within ``opening_margin`` of the best score;

@@ -7,7 +7,7 @@ from pathlib import Path
 from engine_helpers import ANSWERS, PAPER_C1, PAPER_Q, TableParser, make_index, text_of
 
 from dtdialog.selection.agreement import RhetoricalAgreement
-from dtdialog.stages import StageTools, StepPlan, StepRecord, plan_step
+from dtdialog.selection.stages import StageTools, StepPlan, StepRecord, plan_step
 from dtdialog.understanding.subtrees import QuestionPlan, split_question
 from parsers.tree import DiscourseTree
 

@@ -6,10 +6,10 @@ import pytest
 
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.selection.stages import StepRecord
+from dtdialog.selection.stages.presupposition_stage import demote_presuppositions
+from dtdialog.selection.stages.scoring_stage import Scored
 from dtdialog.setup.engine_config import DemotionConfig, EngineConfig
-from dtdialog.stages import StepRecord
-from dtdialog.stages.presupposition_stage import demote_presuppositions
-from dtdialog.stages.scoring_stage import Scored
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.presupposition import (
     OBSERVATION,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stage_helpers import car_stage_world, plan_of
 
-from dtdialog.stages import Candidate, CandidatePool, StepRecord, check_agreement
+from dtdialog.selection.stages import Candidate, CandidatePool, StepRecord, check_agreement
 from index.base import SearchHit
 
 

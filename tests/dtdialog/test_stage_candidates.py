@@ -5,8 +5,8 @@ from __future__ import annotations
 from engine_helpers import ANSWERS, PAPER_C1, text_of
 from stage_helpers import car_stage_world, plan_of
 
-from dtdialog.stages import LexicalGenerator, StepRecord, form_query, gather_candidates
-from dtdialog.stages.candidates import drop_repeats, logged_successor
+from dtdialog.selection.stages import LexicalGenerator, StepRecord, form_query, gather_candidates
+from dtdialog.selection.stages.candidates import drop_repeats, logged_successor
 from index.base import SearchHit
 
 
@@ -80,7 +80,7 @@ def test_near_duplicate_size_bound_agrees_with_every_pairwise_jaccard():
     test, including pairs exactly at it (9 of 10 shared terms) and empty term sets (Jaccard 1)."""
     import random
 
-    from dtdialog.stages.candidates import DUPLICATE_JACCARD, _near_duplicate, jaccard
+    from dtdialog.selection.stages.candidates import DUPLICATE_JACCARD, _near_duplicate, jaccard
 
     rng = random.Random(7)
     vocab = [f"w{i}" for i in range(14)]

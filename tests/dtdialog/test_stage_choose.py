@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages import Scored, StepRecord, choose
-from dtdialog.stages.choose import TOPIC_RATIO
+from dtdialog.selection.stages import Scored, StepRecord, choose
+from dtdialog.selection.stages.choose import TOPIC_RATIO
 from index.base import AnswerDocument
 
 

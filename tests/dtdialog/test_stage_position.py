@@ -6,9 +6,9 @@ import pytest
 
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.selection.stages import Choice, StepRecord
+from dtdialog.selection.stages.position_stage import order_by_position
 from dtdialog.setup.engine_config import EngineConfig
-from dtdialog.stages import Choice, StepRecord
-from dtdialog.stages.position_stage import order_by_position
 from index.base import AnswerDocument
 from parsers.errors import ConfigError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine_helpers import PAPER_C1, text_of
 from stage_helpers import car_stage_world, plan_of
 
-from dtdialog.stages import StepRecord, form_query
+from dtdialog.selection.stages import StepRecord, form_query
 
 
 def test_first_step_query_has_the_part_keywords_and_its_rr_term(tmp_path):

@@ -8,8 +8,7 @@ from stage_helpers import car_stage_world, plan_of
 
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate, RuleScorer
-from dtdialog.setup.engine_config import EngineConfig
-from dtdialog.stages import (
+from dtdialog.selection.stages import (
     LexicalGenerator,
     StepRecord,
     check_agreement,
@@ -18,8 +17,9 @@ from dtdialog.stages import (
     gather_candidates,
     score_candidates,
 )
-from dtdialog.stages.features_stage import CONTEXT_TERM_WEIGHT
-from dtdialog.stages.scoring_stage import partial_rescue
+from dtdialog.selection.stages.features_stage import CONTEXT_TERM_WEIGHT
+from dtdialog.selection.stages.scoring_stage import partial_rescue
+from dtdialog.setup.engine_config import EngineConfig
 from index.base import AnswerDocument
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages import StepRecord
-from dtdialog.stages.condition_clash import demote_clashes
-from dtdialog.stages.scoring_stage import Scored
+from dtdialog.selection.stages import StepRecord
+from dtdialog.selection.stages.condition_clash import demote_clashes
+from dtdialog.selection.stages.scoring_stage import Scored
 from dtdialog.understanding.symptom_conditions import cessation_clauses, clash, occurrence_clauses, situations
 from index.base import AnswerDocument
 

@@ -58,7 +58,7 @@ def _plain_short_phrase(edus, *, prefer=(), max_words=4):
 def _use_plain_code(monkeypatch, engine) -> None:
     """Swap every shortcut of the turn for the plain code and empty the caches the shortcuts filled."""
     from dtdialog.selection import agreement
-    from dtdialog.stages import already_tried
+    from dtdialog.selection.stages import already_tried
     from dtdialog.understanding.entities import EntityNormalizer
     from index.base import AnswerIndex
     from index.sqlite_index import SqliteIndex

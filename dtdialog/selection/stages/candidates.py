@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from dtdialog.selection.agreement import AnswerAnalysis
-from dtdialog.stages.plan import StepPlan
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.tools import StageTools
+from dtdialog.selection.stages.plan import StepPlan
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.subtrees import QuestionPlan
 from index.base import AnswerDocument, AnswerIndex, SearchHit, SearchQuery
 from parsers.errors import InputError

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dtdialog.selection.agreement import AgreementResult, RhetoricalAgreement
-from dtdialog.stages.candidates import Candidate, CandidatePool
-from dtdialog.stages.plan import StepPlan
-from dtdialog.stages.record import StepRecord
+from dtdialog.selection.stages.candidates import Candidate, CandidatePool
+from dtdialog.selection.stages.plan import StepPlan
+from dtdialog.selection.stages.record import StepRecord
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.stages.plan import StepPlan
-from dtdialog.stages.record import StepRecord
+from dtdialog.selection.stages.plan import StepPlan
+from dtdialog.selection.stages.record import StepRecord
 from dtdialog.understanding.query_builder import build_query
 from index.base import SearchQuery
 

@@ -14,10 +14,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages.plan import StepPlan
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored, demote
-from dtdialog.stages.tools import StageTools
+from dtdialog.selection.stages.plan import StepPlan
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.scoring_stage import Scored, demote
+from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.tried import (
     Recommendation,
     TriedAction,

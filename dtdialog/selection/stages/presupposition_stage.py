@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored, demote
-from dtdialog.stages.tools import StageTools
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.scoring_stage import Scored, demote
+from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.presupposition import (
     CommonGround,
     Presupposition,

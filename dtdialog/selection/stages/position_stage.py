@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages.choose import Choice
-from dtdialog.stages.record import StepRecord
+from dtdialog.selection.stages.choose import Choice
+from dtdialog.selection.stages.record import StepRecord
 from index.position import OPENING, position_of
 
 MODES = ("off", "standalone", "opening")

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dtdialog.selection.agreement import Requirement
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.tools import StageTools
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.constraints import Constraint
 from dtdialog.understanding.subtrees import QuestionPart, QuestionPlan
 from index.base import AnswerDocument

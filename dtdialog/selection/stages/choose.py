@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.scoring_stage import Scored
 
 #: A candidate whose topical coverage of the question is below this share of the best candidate's is off topic:
 #: it shares a word or two with the question (one agreeing EDU pair on "battery") but is about something else.

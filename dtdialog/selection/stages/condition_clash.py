@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored, demote
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.understanding.symptom_conditions import clash_with, customer_situations
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 
 from dtdialog.selection.scoring import RankedCandidate
-from dtdialog.stages.agreement_stage import AgreedCandidate
-from dtdialog.stages.plan import StepPlan
-from dtdialog.stages.tools import StageTools
+from dtdialog.selection.stages.agreement_stage import AgreedCandidate
+from dtdialog.selection.stages.plan import StepPlan
+from dtdialog.selection.stages.tools import StageTools
 from index.base import AnswerDocument
 from parsers.tree import DiscourseTree
 

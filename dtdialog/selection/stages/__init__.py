@@ -21,16 +21,22 @@ what it decided into the step's ``StepRecord`` (the trace):
    ("Then ...") behind the first answer that stands alone.
 """
 
-from dtdialog.stages.agreement_stage import AgreedCandidate, check_agreement
-from dtdialog.stages.already_tried import demote_tried, known_tried
-from dtdialog.stages.candidates import Candidate, CandidateGenerator, CandidatePool, LexicalGenerator, gather_candidates
-from dtdialog.stages.choose import Choice, choose
-from dtdialog.stages.features_stage import describe_candidates
-from dtdialog.stages.plan import StepPlan, plan_step
-from dtdialog.stages.query import form_query
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.scoring_stage import Scored, score_candidates
-from dtdialog.stages.tools import StageTools
+from dtdialog.selection.stages.agreement_stage import AgreedCandidate, check_agreement
+from dtdialog.selection.stages.already_tried import demote_tried, known_tried
+from dtdialog.selection.stages.candidates import (
+           Candidate,
+           CandidateGenerator,
+           CandidatePool,
+           LexicalGenerator,
+           gather_candidates,
+)
+from dtdialog.selection.stages.choose import Choice, choose
+from dtdialog.selection.stages.features_stage import describe_candidates
+from dtdialog.selection.stages.plan import StepPlan, plan_step
+from dtdialog.selection.stages.query import form_query
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.scoring_stage import Scored, score_candidates
+from dtdialog.selection.stages.tools import StageTools
 
 __all__ = ["AgreedCandidate", "Candidate", "CandidateGenerator", "CandidatePool", "Choice", "LexicalGenerator",
            "Scored", "StageTools", "StepPlan", "StepRecord", "check_agreement", "choose", "demote_tried", "describe_candidates",

@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dtdialog.selection.agreement import AgreementResult
-from dtdialog.stages.agreement_stage import AgreedCandidate, check_agreement
-from dtdialog.stages.already_tried import known_tried
-from dtdialog.stages.candidates import CandidatePool
-from dtdialog.stages.plan import StepPlan
-from dtdialog.stages.record import StepRecord
-from dtdialog.stages.tools import StageTools
+from dtdialog.selection.stages.agreement_stage import AgreedCandidate, check_agreement
+from dtdialog.selection.stages.already_tried import known_tried
+from dtdialog.selection.stages.candidates import CandidatePool
+from dtdialog.selection.stages.plan import StepPlan
+from dtdialog.selection.stages.record import StepRecord
+from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.tried import TriedAction
 from parsers.tree import DiscourseTree, Node
 

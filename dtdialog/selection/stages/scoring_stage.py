@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from dtdialog.selection.scoring import CandidateScorer, RankedCandidate
-from dtdialog.stages.plan import StepPlan
-from dtdialog.stages.record import StepRecord
+from dtdialog.selection.stages.plan import StepPlan
+from dtdialog.selection.stages.record import StepRecord
 
 #: When the best answer that passed agreement covers less than this share of the best retrieved answer's topic,
 #: the parse probably asks for one relation too many: answers addressing at least ``RESCUE_AGREEMENT`` of the
