@@ -83,6 +83,29 @@ def paired_difference(a: Sequence[Session], b: Sequence[Session], *, n_resamples
             for name, value in PAIRED.items()}
 
 
+def later_steps(session: Session, k: int = 3) -> tuple[float, float]:
+    """Return (steps after the first that succeeded within ``k`` bot turns, steps after the first) of ``session``."""
+    later = range(1, session.n_steps)
+    return float(sum(session.success_at(step, k) for step in later)), float(len(later))
+
+
+def later_steps_success(sessions: Sequence[Session], *, k: int = 3, n_resamples: int = 1000,
+                        seed: int = 13) -> MetricValue:
+    """Return success@``k`` pooled over every step after the first (over sessions whose dialogue has one)."""
+    counts = [later_steps(s, k) for s in sessions]
+    return ratio(f"later steps success@{k}", [n for n, _ in counts], [d for _, d in counts], n_resamples=n_resamples,
+                 seed=seed)
+
+
+def later_steps_paired(a: Sequence[Session], b: Sequence[Session], *, k: int = 3, n_resamples: int = 1000,
+                       seed: int = 13) -> dict:
+    """Return the paired difference of later-step success@``k`` (pooled steps after the first) over the same dialogues."""
+    by_id = {s.dialogue_id: s for s in b}
+    pairs = [(later_steps(s, k), later_steps(by_id[s.dialogue_id], k)) for s in a if s.dialogue_id in by_id]
+    return ratio(f"later steps success@{k} difference", [x[0] - y[0] for x, y in pairs], [x[1] for x, _ in pairs],
+                 n_resamples=n_resamples, seed=seed).to_dict()
+
+
 def per_step_paired(a: Sequence[Session], b: Sequence[Session], *, k: int = 3, n_resamples: int = 1000,
                     seed: int = 13) -> dict[str, dict]:
     """Return the paired difference of success@``k`` at every step index (over dialogues that have the step)."""

@@ -95,8 +95,10 @@ def markdown(results: Sequence[dict], *, command: str, setup: dict) -> str:
 
 def multi_part_lines(pool_name: str, multi: dict) -> list[str]:
     """Return the multi-part questions' table: the engine with and without the tree, and their paired difference."""
-    rows = (("step1_success@3", "step 1 success@3", True), ("session_success", "every step succeeded", True),
-            ("wrong_per_session", "wrong answers / session", False))
+    steps = sorted((k for k in multi["dtq"] if k.startswith("step")), key=lambda k: int(k[4:k.index("_")]))
+    rows = (*((k, f"step {k[4:k.index('_')]} success@3", True) for k in steps),
+            ("later_steps_success@3", "steps after the first, success@3 (part i at step i)", True),
+            ("session_success", "every step succeeded", True), ("wrong_per_session", "wrong answers / session", False))
     lines = [f"### {pool_name} pool, multi-part questions (DT-Q plans them in 2 or more parts): {multi['n']} sessions",
              "", "| measure | dtq | dtq-no-dt |", "|---|---|---|"]
     lines += [f"| {label} | {_ci(multi['dtq'][key], percent=pct)} | {_ci(multi['dtq-no-dt'][key], percent=pct)} |"

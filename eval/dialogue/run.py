@@ -12,6 +12,8 @@ from eval.datasets import EvalSet
 from eval.dialogue.bots import ENGINE_BOTS, EngineBot, NextResultBot, open_pool
 from eval.dialogue.customer import Bot, Session, play
 from eval.dialogue.metrics import (
+    later_steps_paired,
+    later_steps_success,
     paired_difference,
     per_step_paired,
     ratio,
@@ -131,19 +133,25 @@ def summary(run: SetRun, *, n_resamples: int, seed: int) -> dict:
 
 
 def multi_part(by_bot: dict[str, list[Session]], parts: dict[str, int], *, n_resamples: int, seed: int) -> dict:
-    """Return, on the sessions whose question DT-Q plans in 2 or more parts, step-1 success@3 and wrong answers per
-    session of the engine with and without the tree, and their paired differences."""
+    """Return, on the sessions whose question DT-Q plans in 2 or more parts, success@3 at every step and over the
+    steps after the first (the engine answers part i at step i), session success and wrong answers per session of
+    the engine with and without the tree, and their paired differences."""
     ids = {did for did, n in parts.items() if n >= 2}
     subset = {name: [s for s in by_bot[name] if s.dialogue_id in ids] for name in ENGINE_BOTS}
+    boot = {"n_resamples": n_resamples, "seed": seed}
     out: dict = {"n": len(subset["dtq"])}
     for name, sessions in subset.items():
         ones = [1.0] * len(sessions)
-        out[name] = {"step1_success@3": success_at(sessions, step=0, k=3, n_resamples=n_resamples, seed=seed).to_dict(),
+        steps = range(max((s.n_steps for s in sessions), default=1))
+        out[name] = {**{f"step{i + 1}_success@3": success_at(sessions, step=i, k=3, **boot).to_dict() for i in steps},
+                     "later_steps_success@3": later_steps_success(sessions, **boot).to_dict(),
                      "session_success": ratio("every step succeeded", [float(s.succeeded) for s in sessions], ones,
-                                              n_resamples=n_resamples, seed=seed).to_dict(),
+                                              **boot).to_dict(),
                      "wrong_per_session": ratio("wrong answers per session", [s.wrong_answers for s in sessions],
-                                                ones, n_resamples=n_resamples, seed=seed).to_dict()}
-    out["dtq_minus_no_dt"] = paired_difference(subset["dtq"], subset["dtq-no-dt"], n_resamples=n_resamples, seed=seed)
+                                                ones, **boot).to_dict()}
+    dtq, flat = subset["dtq"], subset["dtq-no-dt"]
+    out["dtq_minus_no_dt"] = {**paired_difference(dtq, flat, **boot), **per_step_paired(dtq, flat, **boot),
+                              "later_steps_success@3": later_steps_paired(dtq, flat, **boot)}
     return out
 
 

@@ -110,6 +110,11 @@ def test_multi_part_sessions_are_summarised_apart_with_and_without_the_tree():
     assert out["dtq"]["step1_success@3"]["value"] == 1.0 and out["dtq-no-dt"]["step1_success@3"]["value"] == 0.0
     assert out["dtq_minus_no_dt"]["step1_success@3"]["value"] == pytest.approx(1.0)
     assert out["dtq_minus_no_dt"]["wrong_per_session"]["value"] == pytest.approx((0 - 4 + 1 - 4) / 2)
+    # part i is answered at step i: the steps after the first are scored too, pooled and one by one
+    assert out["dtq"]["step2_success@3"]["value"] == 0.5 and out["dtq-no-dt"]["step2_success@3"]["value"] == 0.0
+    assert out["dtq"]["later_steps_success@3"]["value"] == 0.5 and out["dtq"]["later_steps_success@3"]["n"] == 2
+    assert out["dtq_minus_no_dt"]["later_steps_success@3"]["value"] == pytest.approx(0.5)
+    assert out["dtq_minus_no_dt"]["step2_success@3"]["value"] == pytest.approx(0.5)
 
 
 @pytest.mark.slow
