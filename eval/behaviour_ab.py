@@ -124,7 +124,8 @@ def markdown(report: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, *, command: str) -> dict[str, Any]:
     checkouts = {arm: check_checkout(getattr(args, arm), arm) for arm in ARMS}
-    out = check_out_dir(args.out)
+    # each arm runs in its own checkout: paths given relative to here must not land there
+    out, data = check_out_dir(args.out).resolve(), args.data_dir.resolve()
     chosen = [e for e in EVALUATIONS if not args.only or e.name in args.only]
     report: dict[str, Any] = {"command": command, **{arm: str(checkouts[arm]) for arm in ARMS}, "evaluations": {}}
     for evaluation in tqdm(chosen, desc="behaviour A/B", unit="evaluation", disable=args.no_progress):
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace, *, command: str) -> dict[str, Any]:
             report["evaluations"][evaluation.name] = {"skipped": "no --bench-python", "differing": []}
             continue
         for arm in ARMS:
-            run_arm(evaluation, checkouts[arm], out / arm / evaluation.name, data=args.data_dir, python=python,
+            run_arm(evaluation, checkouts[arm], out / arm / evaluation.name, data=data, python=python,
                     home=out / arm / "home")
         values = {arm: {} for arm in ARMS}
         for arm in ARMS:

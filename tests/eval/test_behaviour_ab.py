@@ -61,6 +61,15 @@ def test_equal_checkouts_pass_and_a_changed_figure_fails(tmp_path, monkeypatch, 
     assert "`results.json:p1` '0.7' -> '0.8'" in capsys.readouterr().out
 
 
+def test_a_relative_out_is_this_folders_not_the_checkouts(tmp_path, monkeypatch):
+    _fake(monkeypatch)
+    before, after = _checkout(tmp_path / "a", "0.7"), _checkout(tmp_path / "b", "0.7")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--before", "a", "--after", "b", "--out", "ab", "--no-progress"]) == 0
+    assert (tmp_path / "ab" / "before" / "fake" / "results.json").is_file()
+    assert not (before / "ab").exists() and not (after / "ab").exists()
+
+
 def test_a_failing_evaluation_is_one_line_naming_its_log(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(behaviour_ab, "EVALUATIONS", (Evaluation("fake", ("-c", "raise SystemExit(3)"), ()),))
     before, after = _checkout(tmp_path / "a", "1"), _checkout(tmp_path / "b", "1")
