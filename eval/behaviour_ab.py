@@ -5,8 +5,10 @@
 
 A change meant to leave behaviour alone (a move, a config type, a cleanup) is checked by running the same evaluations
 on both checkouts, one after the other in this run, each with its own data home, and comparing every figure their
-reports hold. Timings, load, paths and commits differ by nature and are left out (``VOLATILE``); any other value that
-differs is listed. The Haystack bench runs under ``--bench-python`` (a Python with the ``[bench]`` extra), skipped
+reports hold. Timings, load, paths and commits differ by nature and are left out (``VOLATILE``), floats equal to
+``REL_TOL`` are one figure summed in another order, and what a report records about its own set-up (``SETUP``) is
+listed apart; any other value that differs is listed, and the exit code is 1. ``--reuse`` compares the reports an
+earlier run left. The Haystack bench runs under ``--bench-python`` (a Python with the ``[bench]`` extra), skipped
 without one.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -26,6 +29,7 @@ from typing import Any
 from tqdm import tqdm
 
 from eval.latency_ab import ARMS, check_checkout
+from eval.provenance import git_commit
 from parsers.errors import DTDialogError, InputError
 from parsers.files import atomic_write_text, check_out_dir
 
@@ -36,6 +40,10 @@ VOLATILE = re.compile(r"(?:^|[._:\s])(?:ms|seconds?|secs?|timing|time|per_second
                       r"(?:$|[._\s])|_ms$|_s$", re.IGNORECASE)
 #: a value that names a file of the checkout differs only by where the checkout is
 _PATHLIKE = re.compile(r"^/")
+#: what a report says about its own set-up, not what the engine did: listed apart, never a behaviour difference
+SETUP = re.compile(r"(?:^|[._:])(?:provenance|setup)(?:$|[._])|(?:^|[._:])ranker$")
+#: two floats this close are one figure summed in another order
+REL_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -86,16 +94,24 @@ def read_report(path: Path) -> dict[str, Any]:
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """Return how many behaviour values both reports hold, and the keys whose values differ or exist on one side."""
+    """Return how many behaviour values both reports hold, the keys whose values differ or exist on one side, and
+    the set-up entries that differ (``SETUP``: what the report records about its run, apart)."""
     keys = [k for k in sorted(set(before) | set(after)) if not VOLATILE.search(k)]
-    differing = []
+    differing, setup = [], []
     for key in keys:
         a, b = before.get(key), after.get(key)
-        if isinstance(a, str) and isinstance(b, str) and _PATHLIKE.match(a) and _PATHLIKE.match(b):
+        if _same(a, b):
             continue
-        if a != b:
-            differing.append({"key": key, "before": a, "after": b})
-    return {"compared": len(keys), "differing": differing}
+        (setup if SETUP.search(key) else differing).append({"key": key, "before": a, "after": b})
+    return {"compared": sum(not SETUP.search(k) for k in keys), "differing": differing, "setup": setup}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str) and _PATHLIKE.match(a) and _PATHLIKE.match(b):
+        return True
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
+    return a == b
 
 
 def run_arm(evaluation: Evaluation, checkout: Path, out: Path, *, data: Path, python: str, home: Path) -> None:
@@ -119,6 +135,10 @@ def markdown(report: dict[str, Any]) -> str:
     for name, row in report["evaluations"].items():
         for diff in row.get("differing", [])[:20]:
             lines.append(f"- {name}: `{diff['key']}` {diff['before']!r} -> {diff['after']!r}")
+    setup = [(name, d) for name, row in report["evaluations"].items() for d in row.get("setup", [])]
+    if setup:
+        lines += ["", "Set-up recorded differently (not behaviour):", ""]
+        lines += [f"- {name}: `{d['key']}` {d['before']!r} -> {d['after']!r}" for name, d in setup[:30]]
     return "\n".join(lines) + "\n"
 
 
@@ -127,15 +147,17 @@ def run(args: argparse.Namespace, *, command: str) -> dict[str, Any]:
     # each arm runs in its own checkout: paths given relative to here must not land there
     out, data = check_out_dir(args.out).resolve(), args.data_dir.resolve()
     chosen = [e for e in EVALUATIONS if not args.only or e.name in args.only]
-    report: dict[str, Any] = {"command": command, **{arm: str(checkouts[arm]) for arm in ARMS}, "evaluations": {}}
+    report: dict[str, Any] = {"command": command, **{arm: f"{checkouts[arm]} ({git_commit(checkouts[arm])})"
+                                                     for arm in ARMS}, "evaluations": {}}
     for evaluation in tqdm(chosen, desc="behaviour A/B", unit="evaluation", disable=args.no_progress):
         python = args.bench_python if evaluation.bench else sys.executable
-        if python is None:
+        if python is None and not args.reuse:
             report["evaluations"][evaluation.name] = {"skipped": "no --bench-python", "differing": []}
             continue
         for arm in ARMS:
-            run_arm(evaluation, checkouts[arm], out / arm / evaluation.name, data=data, python=python,
-                    home=out / arm / "home")
+            if not args.reuse:
+                run_arm(evaluation, checkouts[arm], out / arm / evaluation.name, data=data, python=python,
+                        home=out / arm / "home")
         values = {arm: {} for arm in ARMS}
         for arm in ARMS:
             for name in evaluation.reports:
@@ -157,6 +179,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--bench-python", default=None,
                     help="a Python with the [bench] extra for the Haystack bench (default: skip it)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    ap.add_argument("--reuse", action="store_true",
+                    help="compare the reports an earlier run left in --out instead of running the evaluations")
     ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from eval.datasets import REPO_ROOT, EvalSet
 
 
-def git_commit() -> str:
-    """Return the short sha of the checkout the code runs from, or ``unknown`` outside a git checkout."""
+def git_commit(checkout: Path = REPO_ROOT) -> str:
+    """Return the short sha of ``checkout`` (default: the one the code runs from), or ``unknown`` outside git."""
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True,
                               timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return "unknown"

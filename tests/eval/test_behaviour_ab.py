@@ -25,6 +25,14 @@ def test_timings_paths_and_commits_are_no_behaviour_but_a_figure_is():
     assert compare(before, before)["differing"] == []
 
 
+def test_a_float_summed_in_another_order_is_the_same_and_the_set_up_is_apart():
+    before = {"threshold": 0.16892318808016052, "provenance.ranker.name": "auto", "p1": 0.5}
+    after = {"threshold": 0.16892318808016032, "provenance.ranker.name": "learned", "p1": 0.5}
+    result = compare(before, after)
+    assert result["differing"] == [] and result["compared"] == 2
+    assert result["setup"] == [{"key": "provenance.ranker.name", "before": "auto", "after": "learned"}]
+
+
 def test_a_value_on_one_side_only_differs():
     assert compare({"a": 1}, {"a": 1, "b": 2})["differing"] == [{"key": "b", "before": None, "after": 2}]
 
@@ -55,10 +63,22 @@ def test_equal_checkouts_pass_and_a_changed_figure_fails(tmp_path, monkeypatch, 
     before, same, changed = (_checkout(tmp_path / n, v) for n, v in (("a", "0.7"), ("b", "0.7"), ("c", "0.8")))
     assert main(["--before", str(before), "--after", str(same), "--out", str(tmp_path / "ab1"), "--no-progress"]) == 0
     report = json.loads((tmp_path / "ab1" / "results.json").read_text())
-    assert report["evaluations"]["fake"] == {"compared": 1, "differing": []}
+    assert report["evaluations"]["fake"] == {"compared": 1, "differing": [], "setup": []}
     assert main(["--before", str(before), "--after", str(changed), "--out", str(tmp_path / "ab2"),
                  "--no-progress"]) == 1
     assert "`results.json:p1` '0.7' -> '0.8'" in capsys.readouterr().out
+
+
+def test_reuse_compares_the_reports_left_without_running(tmp_path, monkeypatch, capsys):
+    _fake(monkeypatch)
+    before, after = _checkout(tmp_path / "a", "0.7"), _checkout(tmp_path / "b", "0.7")
+    args = ["--before", str(before), "--after", str(after), "--out", str(tmp_path / "ab"), "--no-progress"]
+    assert main(args) == 0
+    report = tmp_path / "ab" / "after" / "fake" / "results.json"
+    report.write_text(report.read_text().replace('"0.7"', '"0.9"'))
+    (after / "figure.txt").write_text("0.7")  # a run would write 0.7 again: only a comparison of the files sees 0.9
+    assert main([*args, "--reuse"]) == 1
+    assert "'0.7' -> '0.9'" in capsys.readouterr().out
 
 
 def test_a_relative_out_is_this_folders_not_the_checkouts(tmp_path, monkeypatch):
