@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     from dtdialog.setup.assembly import build_engine
     from dtdialog.setup.engine_args import spec_from_args
     from eval.datasets import default_data_dir
-    from eval.provenance import git_commit
+    from eval.provenance import provenance_lines
 
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be at least 1, got {args.limit}")
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     with tempfile.TemporaryDirectory(prefix="dtdialog-coverage-") as tmp:
         spec = replace(spec_from_args(args), sessions_path=str(Path(tmp) / "sessions.sqlite"))
         engine = build_engine(spec, progress=not args.no_progress)
+        prov = _provenance(engine, spec, questions=len(questions), source=str(args.data or "reddit held-out half"))
         try:
             for q in tqdm(questions, desc="questions", unit="q", file=sys.stderr, disable=args.no_progress):
                 session = engine.manager.start_session()
@@ -78,8 +79,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     shares = {name: _share([r["outcome"] == name for r in rows]) for name in ORDER}
     judged = judged_figures(rows)
     lines = ["# Coverage: what the bot does with real questions", "", f"Command: `{command}`", "",
-             f"Questions: {pool_note}. Engine: the one `dtdialog chat` builds with these options; commit "
-             f"{git_commit()}.", "", "| outcome | questions | share [95% CI] |", "|---|---|---|"]
+             f"Questions: {pool_note}. Engine: the one `dtdialog chat` builds with these options.", "",
+             *provenance_lines(prov), "", "| outcome | questions | share [95% CI] |", "|---|---|---|"]
     lines += [f"| {name} | {counts.get(name, 0)} | {_pct(shares[name])} |" for name in ORDER]
     answered_or_clarified = _share([r["outcome"] in ("answered", "clarified") for r in rows])
     lines += ["", f"Answered or clarified: {_pct(answered_or_clarified)}.", ""]
@@ -91,12 +92,21 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / "coverage.md", report)
         atomic_write_text(out / "coverage.json", json.dumps({
-            "command": command, "questions": len(rows), "counts": dict(counts), "shares": shares,
+            "command": command, "provenance": prov, "questions": len(rows), "counts": dict(counts), "shares": shares,
             "answered_or_clarified": answered_or_clarified, "judged": judged["figures"],
             "outcomes": [{k: r[k] for k in ("id", "outcome", "answer_id")} for r in rows]}, indent=1))
         write_samples(out, rows, {q.id: q.text for q in questions}, engine_answers=_answer_texts(spec),
                       n_answers=args.sample, n_abstentions=args.abstain_sample, seed=args.seed)
     return 0
+
+
+def _provenance(engine, spec, *, questions: int, source: str) -> dict:
+    """Return the report's provenance: the questions asked, and the engine's own answers as its pool."""
+    from eval.provenance import provenance
+
+    data = {"name": "coverage", "data": source, "questions": questions,
+            "pool": {"kind": "engine", "size": engine.index.count(), "source": spec.corpus or "built-in corpus"}}
+    return provenance([data], parser=spec.parser, ranker=engine.ranker, model_path=spec.ranker_model)
 
 
 def judged_figures(rows: list[dict]) -> dict:

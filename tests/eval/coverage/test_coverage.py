@@ -64,6 +64,10 @@ def test_the_command_runs_the_chat_engine_on_each_first_message(tmp_path, capsys
     outcomes = [r["outcome"] for r in report["outcomes"]]
     assert outcomes[0] == "refused" and outcomes[1] in ("answered", "clarified")
     assert report["questions"] == 2 and "| refused | 1 |" in capsys.readouterr().out
+    # the report says what answered: the engine's own answers as the pool, and the ranker it resolved
+    prov = report["provenance"]
+    assert prov["data"][0]["pool"]["kind"] == "engine" and prov["data"][0]["pool"]["size"] > 100
+    assert prov["ranker"]["name"] in ("learned", "rules") and prov["commit"] and prov["parser"] == "rules"
 
 
 def test_a_missing_question_file_is_one_line(tmp_path, capsys):
