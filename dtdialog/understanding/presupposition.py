@@ -45,6 +45,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _CLAUSE_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|while|when|if)\s")
 _PRONOUNS = frozenset({"it", "this", "that", "these", "those", "which", "what", "there", "they", "you", "i", "we"})
 _DEFINITE = _PRONOUNS | {"the", "your", "my", "our"}
+#: words that deny what follows them within ``NEG_WINDOW`` words of their clause (and every "...n't")
+_NEGATORS = frozenset({"not", "no", "never", "without", "nor", "neither", "none"})
+NEG_WINDOW = 3
+_NEGATION_SCOPE_END = re.compile(r"[,;:.!?()]|\s(?:but|and|so|because|which|while|when|if|though|although)\s")
 
 
 @dataclass(frozen=True)
@@ -60,26 +64,34 @@ class Fact:
     phrase: str
     terms: frozenset[str]
     key: str
+    #: terms the fact itself states under a negation ("a car that won't start"): a customer's denial agrees with them
+    negated: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class Presupposition:
-    """An answer's opening fact that the conversation never stated, and the terms missing from it."""
+    """An answer's opening fact that the conversation never stated (or denied), and the terms missing from it."""
 
     fact: Fact
     missing: frozenset[str]
+    #: the conversation said the opposite ("not flashing" against "a flashing check engine light")
+    contradicted: bool = False
 
     def explain(self) -> str:
         """Return why the answer was demoted, quoting its words ('it presupposes a prior job you never mentioned ...')."""
+        if self.contradicted:
+            return f'it presupposes {self.fact.kind} you said is not the case: "{self.fact.phrase}"'
         return f'it presupposes {self.fact.kind} you never mentioned: "{self.fact.phrase}"'
 
 
 @dataclass(frozen=True)
 class CommonGround:
-    """What the conversation stated: every entity term (``terms``) and the head terms of each phrase (``heads``)."""
+    """What the conversation stated: every entity term (``terms``), the head terms of each phrase (``heads``), and
+    the terms only ever said under a negation (``denied``: "it's steady, not flashing")."""
 
     terms: frozenset[str]
     heads: frozenset[str]
+    denied: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -109,12 +121,17 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer) -> CommonG
     """Return what ``texts`` (the customer's messages, the answers given) state, in the normaliser's terms."""
     terms: set[str] = set()
     heads: set[str] = set()
+    negated: set[str] = set()
+    affirmed: set[str] = set()
     for text in texts:
         if text:
             stated, named = _ground_of(text, normalizer)
             terms |= stated
             heads |= named
-    return CommonGround(terms=frozenset(terms), heads=frozenset(heads))
+            no, yes = _polarity_of(text, normalizer)
+            negated |= no
+            affirmed |= yes
+    return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed))
 
 
 @lru_cache(maxsize=4096)
@@ -124,6 +141,32 @@ def _ground_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str],
     for phrase in _phrases(text):
         heads |= head_terms(normalizer.terms_of_text(phrase))
     return normalizer.terms_of_text(text), frozenset(heads)
+
+
+@lru_cache(maxsize=4096)
+def _polarity_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str], frozenset[str]]:
+    """Return (the terms ``text`` says only under a negation, the terms it says outside one)."""
+    negated, affirmed = _negated_split(text)
+    return normalizer.terms_of_text(" ".join(negated)), normalizer.terms_of_text(" ".join(affirmed))
+
+
+def _negated_split(text: str) -> tuple[list[str], list[str]]:
+    """Return (the words within ``NEG_WINDOW`` after a negator in their clause, the other words) of ``text``.
+
+    A negator alone in its clause ("no, it's steady") answers a question and negates nothing after it."""
+    negated: list[str] = []
+    affirmed: list[str] = []
+    for clause in _NEGATION_SCOPE_END.split(text.lower()):
+        left = 0
+        for word in words_of(clause or ""):
+            if word in _NEGATORS or word.endswith("n't"):
+                left = NEG_WINDOW
+            elif left:
+                negated.append(word)
+                left -= 1
+            else:
+                affirmed.append(word)
+    return negated, affirmed
 
 
 def _phrases(text: str) -> list[str]:
@@ -149,8 +192,11 @@ def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
 
 
 def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
-    """Return the first fact of ``opening`` that ``ground`` never stated, or None."""
+    """Return the first fact of ``opening`` that ``ground`` never stated or denied, or None."""
     for fact in presupposed_facts(opening, normalizer):
+        against = denied(fact, ground)
+        if against:
+            return Presupposition(fact=fact, missing=against, contradicted=True)
         missing = unstated(fact, ground)
         if missing:
             return Presupposition(fact=fact, missing=missing)
@@ -161,6 +207,11 @@ def unstated(fact: Fact, ground: CommonGround) -> frozenset[str]:
     """Return the terms of ``fact`` that show it was never stated (empty: it was)."""
     said = ground.heads if fact.key == "heads" else ground.terms
     return frozenset() if fact.terms & said else fact.terms
+
+
+def denied(fact: Fact, ground: CommonGround) -> frozenset[str]:
+    """Return the terms ``fact`` asserts that the conversation only ever said under a negation (empty: none)."""
+    return (fact.terms - fact.negated) & ground.denied
 
 
 @lru_cache(maxsize=50_000)
@@ -264,5 +315,6 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
         if not subject or subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
             return []  # a definite subject ("the supplied values") is the customer's own report, in other words
         terms = normalizer.terms_of_text(" ".join(subject))
-        return [Fact(SYMPTOM, " ".join([*subject, *verb]), terms, "any")] if terms else []
+        negated = normalizer.terms_of_text(" ".join(_negated_split(" ".join(subject))[0]))
+        return [Fact(SYMPTOM, " ".join([*subject, *verb]), terms, "any", negated)] if terms else []
     return []

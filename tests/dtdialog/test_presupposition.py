@@ -83,6 +83,27 @@ def test_an_opening_diagnosis_of_a_symptom_nobody_reported():
     assert _found(answer, "It makes a rapid clicking noise when I turn the key.") is None
 
 
+FLASHING = ("A flashing check engine light means a severe misfire that's dumping unburned fuel into the exhaust, "
+            "which can destroy the catalytic converter.")
+
+
+def test_a_symptom_the_customer_denied_is_a_contradiction_not_common_ground():
+    # found by trying the chat: "it's steady, not flashing" was answered with the flashing-light answer
+    found = _found(FLASHING, "The check engine light came on after I filled up with gas.", "it's steady, not flashing")
+    assert found is not None and found.contradicted and found.missing == {"flash"}
+    assert 'you said is not the case: "a flashing check engine light means"' in found.explain()
+    assert _found(FLASHING, "My check engine light is flashing and the car shakes.") is None
+    # said both ways, the customer's "it is flashing now" stands
+    assert _found(FLASHING, "It was not flashing at first.", "Now the check engine light is flashing.") is None
+
+
+def test_a_denial_agrees_with_a_symptom_stated_under_a_negation_and_a_bare_no_denies_nothing():
+    no_start = "A car that won't start after sitting for weeks usually means a flat battery."
+    assert _found(no_start, "My car won't start, it sat for three weeks.") is None
+    assert common_ground(["no, the light is flashing now"], NORMALIZER).denied == frozenset()
+    assert common_ground(["there is no smoke but it smells of fuel"], NORMALIZER).denied == {"smoke"}
+
+
 def test_the_papers_answer_presupposes_nothing_the_rule_judges():
     """A state given as a premise ("Since the engine cranks") is not judged: "could not start" often stands for it."""
     answer = ("Since the engine cranks, the starter side is doing its job, so the question is whether the engine is "
