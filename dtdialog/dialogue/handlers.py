@@ -162,8 +162,8 @@ class TurnHandlers:
         return self.handlers[otherwise](record, text, intent, trace)
 
     def on_next_step(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
-        if (started := self.new_problem(record, text, trace)) is not None:
-            return started
+        # a reply to an answer is its follow-up C_i, never read as a new problem: details name new things ("it's from
+        # the front right wheel"), and a new problem can be opened with "new question"
         memory.add_constraints(record, intent.constraints, trace)
         return self.steps.next_step(record, text, trace)
 

@@ -1,11 +1,14 @@
 """A new problem told mid-question: a reply that belongs to no part of the open question starts a question of its own.
 
-While an answer or options are on screen, a customer may move on to another fault ("it squeals when I brake" under
-options about a no-start). Read as a follow-up, such a reply corrupts the open question's search; read as an option it
-matches nothing and ends in a hand-off. After a request for detail the reply is the detail asked for, however new its
-words (on IRC every such reading was wrong). A reply is a new problem when all of these hold:
+While options are on screen, a customer may move on to another fault ("it squeals when I brake" under options about a
+no-start): read as a pick it matches nothing, and the options come back until a hand-off. Only there is a reply read
+for a new problem. After an answer or a request for detail the reply is the follow-up or the detail asked for, however
+new its words: "it's from the front right wheel" after an answer on a grinding noise, and every reply it fired on after
+a request for detail in the simulated-customer run on IRC ("I meant like a command line tool"), were misread. A reply
+is a new problem when all of these hold:
 
-* it does not open as an answer to the bot ("yes, ...", "no, ...", "it did"): those reply to what is on screen;
+* it does not open as an answer to the bot ("yes, ...", "no, ...", "it did") or point back at its problem ("it's
+  ...", "that ..."): those reply to what is on screen;
 * it names at least ``MIN_TERMS`` things the index knows, and none of the open question, its replies or the answer
   or options on screen (words in half the domain's dialogues, "car" or "engine", name no topic and are left out);
 * the scope gate reads it, alone, as a question in the domain (so "purple elephants" stays a reply to re-ask);
@@ -32,7 +35,8 @@ COMMON_SHARE = 0.5
 DEPTH = 10
 # a reply opening like this answers what is on screen, whatever follows
 _ANSWER_OPENER = re.compile(r"^\s*(?:yes|yeah|yep|yup|no|nope|nah|not|ok|okay|sure|right|correct|exactly|also|"
-                            r"it (?:did|does|didn't|doesn't|was|wasn't|is|isn't)|that|then|still|same|and|but)\b")
+                            r"it (?:did|does|didn't|doesn't|was|wasn't|is|isn't)|it's|its|this|that|that's|then|still|"
+                            r"same|and|but)\b")
 
 
 class TopicShift:

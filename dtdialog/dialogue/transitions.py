@@ -17,7 +17,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
-    AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step; a new problem opens a question
+    AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step
     AWAITING_CHOICE   conclude       -> conclude_choice    done while options are on offer -> CONCLUDED
     AWAITING_CHOICE   none_of_these  -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   reject         -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
@@ -71,7 +71,7 @@ HANDLERS: dict[str, str] = {
     "retry": "next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)",
     "constrain_answer": "record it; retry if it rules the answer out or adds nothing",
     "followup": "ask again if it has no content, else as the fallback row",
-    "next_step": "the reply is follow-up C_i: rank the next dialogue step; a new problem opens a question",
+    "next_step": "the reply is follow-up C_i: rank the next dialogue step",
     "add_detail": "more words for the step that had no answer: rank it again",
     "conclude_choice": "done while options are on offer -> CONCLUDED",
     "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
