@@ -62,6 +62,12 @@ def load_data_file(args: argparse.Namespace) -> EvalSet:
     return _with_file_pool(eval_set, Path(kind), args.format)
 
 
+def dataset_names(text: str) -> list[str]:
+    """Return the dataset names of a comma-separated ``--dataset`` value; ``all`` names every known dataset."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    return list(DATASETS) if "all" in names else list(dict.fromkeys(names))
+
+
 def load_dataset(name: str, args: argparse.Namespace) -> EvalSet:
     """Return dataset ``name`` with the pool ``--pool`` names; raises ``DatasetUnavailable`` when it is absent."""
     return with_pool(load_eval_set(name, data_dir=args.data_dir), name, args)

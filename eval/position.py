@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from dtdialog.setup.engine_args import POOL_ENGINE_OPTIONS, add_engine_arguments
-from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
+from eval.data_args import add_data_arguments, check_data_arguments, dataset_names, load_data_file, load_dataset
 from eval.datasets import DatasetUnavailable, EvalSet, PoolAnswer
 from eval.entry import one_line_errors
 from eval.provenance import provenance, provenance_lines
@@ -270,7 +270,7 @@ def render(results: Sequence[DatasetPosition], command: str) -> str:
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
-    names = [n.strip() for n in args.dataset.split(",") if n.strip()]
+    names = dataset_names(args.dataset)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [n for n in names if n not in DATASETS] + [m for m in modes if m not in MODES]
     if (bad or not names or not modes) and not args.data:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
+from eval.data_args import add_data_arguments, check_data_arguments, dataset_names, load_data_file, load_dataset
 from eval.datasets import DatasetUnavailable, EvalSet
 from eval.entry import one_line_errors
 from eval.provenance import provenance, provenance_lines
@@ -43,15 +43,22 @@ class FlagRate:
 def measure(eval_set: EvalSet, *, examples: int = 12) -> FlagRate:
     """Return how many logged answers of ``eval_set``'s test dialogues the rule flags against their own context."""
     from dtdialog.understanding.entities import EntityNormalizer
-    from dtdialog.understanding.presupposition import common_ground, find_presupposition, opening_sentence
+    from dtdialog.understanding.presupposition import (
+        common_ground,
+        find_presupposition,
+        opening_sentence,
+        premise_clash,
+    )
 
     normalizer, pool = EntityNormalizer(), eval_set.pool_by_id()
     out, kinds = FlagRate(dataset=eval_set.name), Counter()
     for dialogue in eval_set.dialogues:
-        said = [dialogue.question]
+        said, customer = [dialogue.question], [dialogue.question]
         for i, answer_id in enumerate(dialogue.answer_ids):
             text = pool[answer_id].text
-            found = find_presupposition(opening_sentence(None, text), common_ground(said, normalizer), normalizer)
+            ground = common_ground(said, normalizer, customer=customer)
+            found = (find_presupposition(opening_sentence(None, text), ground, normalizer)
+                     or premise_clash(text, ground, normalizer))
             out.answers += 1
             if found is not None:
                 out.flagged += 1
@@ -59,6 +66,7 @@ def measure(eval_set: EvalSet, *, examples: int = 12) -> FlagRate:
                 if len(out.examples) < examples:
                     out.examples.append(f"{answer_id}: {found.explain()}")
             said += [text, *dialogue.followups[i:i + 1]]
+            customer += dialogue.followups[i:i + 1]
     out.kinds = dict(kinds)
     return out
 
@@ -85,7 +93,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         check_out_dir(args.out)  # before the slow part
     check_data_arguments(args)
     results, sets = [], []
-    names = [n.strip() for n in args.dataset.split(",") if n.strip()] if args.data is None else []
+    names = dataset_names(args.dataset) if args.data is None else []
     if args.data is not None:
         sets.append(load_data_file(args))
         results.append(measure(sets[-1]))

@@ -203,7 +203,8 @@ class AnswerSelector:
         scored = demote_clashes(scored, [plan.question, *followups], penalty=demotions.condition_clash_penalty,
                                 record=record)
         scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
-                                        penalty=demotions.presupposition_penalty, tools=tools, record=record)
+                                        penalty=demotions.presupposition_penalty, tools=tools, record=record,
+                                        customer=[plan.question, *followups])
         choice = choose(candidates, scored, record=record)
         # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens
         choice = order_by_position(choice, first_step=not step_plan.is_followup or not context_ids,

@@ -37,6 +37,9 @@ from parsers.tree import DiscourseTree
 
 TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
 PRIOR_JOB, PRIOR_ACTION, OBSERVATION, SYMPTOM = "a prior job", "a prior action", "an observation", "a symptom"
+PREMISE = "a premise"
+_SECOND_PERSON = frozenset({"you", "your", "you're", "you've", "yours"})
+_PREMISE = re.compile(r"\b(since|because|given that|now that)\s+(.+?)(?=[.!?;]|$)")
 #: how many words may stand between a determiner and the kind of evidence ("that P0420 code", "your check engine light")
 NOUN_WINDOW = 3
 #: a diagnosis' subject longer than this is not one noun phrase ("The first thing to know when ... means")
@@ -79,6 +82,8 @@ class Presupposition:
 
     def explain(self) -> str:
         """Return why the answer was demoted, quoting its words ('it presupposes a prior job you never mentioned ...')."""
+        if self.contradicted and self.fact.kind == PREMISE:
+            return f'it assumes the opposite of what you said: "{self.fact.phrase}"'
         if self.contradicted:
             return f'it presupposes {self.fact.kind} you said is not the case: "{self.fact.phrase}"'
         return f'it presupposes {self.fact.kind} you never mentioned: "{self.fact.phrase}"'
@@ -87,11 +92,13 @@ class Presupposition:
 @dataclass(frozen=True)
 class CommonGround:
     """What the conversation stated: every entity term (``terms``), the head terms of each phrase (``heads``), and
-    the terms only ever said under a negation (``denied``: "it's steady, not flashing")."""
+    the terms the customer only ever said under a negation (``denied``: "it's steady, not flashing")."""
 
     terms: frozenset[str]
     heads: frozenset[str]
     denied: frozenset[str] = frozenset()
+    #: the terms the customer only ever said outside a negation ("the coolant keeps dropping")
+    affirmed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -117,21 +124,27 @@ def _triggers() -> _Triggers:
                      hedges=frozenset(data["hedges"]))
 
 
-def common_ground(texts: Iterable[str], normalizer: EntityNormalizer) -> CommonGround:
-    """Return what ``texts`` (the customer's messages, the answers given) state, in the normaliser's terms."""
+def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
+                  customer: Iterable[str] | None = None) -> CommonGround:
+    """Return what ``texts`` (the customer's messages, the answers given) state, in the normaliser's terms.
+
+    ``customer``: the customer's own messages, whose negations deny (default: every text); the bot's "if it doesn't
+    start, ..." denies nothing."""
+    texts = [t for t in texts if t]
     terms: set[str] = set()
     heads: set[str] = set()
+    for text in texts:
+        stated, named = _ground_of(text, normalizer)
+        terms |= stated
+        heads |= named
     negated: set[str] = set()
     affirmed: set[str] = set()
-    for text in texts:
-        if text:
-            stated, named = _ground_of(text, normalizer)
-            terms |= stated
-            heads |= named
-            no, yes = _polarity_of(text, normalizer)
-            negated |= no
-            affirmed |= yes
-    return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed))
+    for text in texts if customer is None else [t for t in customer if t]:
+        no, yes = _polarity_of(text, normalizer)
+        negated |= no
+        affirmed |= yes
+    return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
+                        affirmed=frozenset(affirmed - negated))
 
 
 @lru_cache(maxsize=4096)
@@ -150,17 +163,19 @@ def _polarity_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str
     return normalizer.terms_of_text(" ".join(negated)), normalizer.terms_of_text(" ".join(affirmed))
 
 
-def _negated_split(text: str) -> tuple[list[str], list[str]]:
-    """Return (the words within ``NEG_WINDOW`` after a negator in their clause, the other words) of ``text``.
+def _negated_split(text: str, window: int = 0) -> tuple[list[str], list[str]]:
+    """Return (the words within ``window`` (default ``NEG_WINDOW``) after a negator in their clause, the other words)
+    of ``text``.
 
     A negator alone in its clause ("no, it's steady") answers a question and negates nothing after it."""
+    window = window or NEG_WINDOW
     negated: list[str] = []
     affirmed: list[str] = []
     for clause in _NEGATION_SCOPE_END.split(text.lower()):
         left = 0
         for word in words_of(clause or ""):
             if word in _NEGATORS or word.endswith("n't"):
-                left = NEG_WINDOW
+                left = window
             elif left:
                 negated.append(word)
                 left -= 1
@@ -201,6 +216,37 @@ def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNo
         if missing:
             return Presupposition(fact=fact, missing=missing)
     return None
+
+
+def premise_clash(text: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
+    """Return the first premise of ``text`` (anywhere in the answer) that says the opposite of the customer, or None.
+
+    "Since your coolant isn't dropping, ..." to a customer whose coolant keeps dropping: a premise ("since", "because",
+    "given that", "now that") about the customer's case (it says "you" or "your") that denies what the customer
+    affirmed, about something they named. The other way
+    round is not judged: stems collide ("because starting fluid only proves ..." against "could not start")."""
+    customer = ground.affirmed | ground.denied
+    for premise in _premises(text.lower(), normalizer):
+        clash = premise.negated & ground.affirmed
+        if clash and (premise.terms - premise.negated) & customer:
+            return Presupposition(fact=premise, missing=frozenset(clash), contradicted=True)
+    return None
+
+
+@lru_cache(maxsize=50_000)
+def _premises(text: str, normalizer: EntityNormalizer) -> tuple[Fact, ...]:
+    out = []
+    for match in _PREMISE.finditer(text):
+        clause = _CLAUSE_END.split(match.group(2), maxsplit=1)[0].strip()
+        if not _SECOND_PERSON & set(words_of(clause)):
+            continue  # a general fact ("because cars with run-flats usually don't have a spare"), not the customer's case
+        # the premise's own negation reaches its predicate only: "you aren't getting the noise" denies no noise
+        negated_words, _ = _negated_split(clause, window=1)
+        terms = normalizer.terms_of_text(clause)
+        if terms:
+            out.append(Fact(PREMISE, f"{match.group(1)} {clause}", terms, "any",
+                            normalizer.terms_of_text(" ".join(negated_words))))
+    return tuple(out)
 
 
 def unstated(fact: Fact, ground: CommonGround) -> frozenset[str]:

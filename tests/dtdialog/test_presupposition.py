@@ -18,6 +18,7 @@ from dtdialog.understanding.presupposition import (
     SYMPTOM,
     common_ground,
     find_presupposition,
+    premise_clash,
 )
 from index.base import AnswerDocument
 from parsers.errors import ConfigError
@@ -102,6 +103,33 @@ def test_a_denial_agrees_with_a_symptom_stated_under_a_negation_and_a_bare_no_de
     assert _found(no_start, "My car won't start, it sat for three weeks.") is None
     assert common_ground(["no, the light is flashing now"], NORMALIZER).denied == frozenset()
     assert common_ground(["there is no smoke but it smells of fuel"], NORMALIZER).denied == {"smoke"}
+
+
+CONDENSATION = ("Probably not. White vapor on cold mornings that clears after a few minutes is usually just "
+                "condensation. Since your coolant isn't dropping, condensation is the likely cause.")
+
+
+def test_a_premise_that_says_the_opposite_of_the_customer_anywhere_in_the_answer():
+    # found by trying the chat: a customer whose coolant keeps dropping was told "since your coolant isn't dropping"
+    ground = common_ground(["White smoke from the exhaust and the coolant level keeps dropping.", "yes it smells sweet"],
+                           NORMALIZER)
+    found = premise_clash(CONDENSATION, ground, NORMALIZER)
+    assert found is not None and found.contradicted and found.missing == {"drop"}
+    assert found.explain() == 'it assumes the opposite of what you said: "since your coolant isn\'t dropping"'
+    # nothing said either way, or the same thing said: no clash
+    assert premise_clash(CONDENSATION, common_ground(["White smoke on cold mornings."], NORMALIZER), NORMALIZER) is None
+    assert premise_clash(CONDENSATION, common_ground(["White smoke, and the coolant is not dropping."], NORMALIZER),
+                         NORMALIZER) is None
+    # an affirmed premise is not judged against a denial: "starting fluid" is no "start" the customer denied
+    fluid = "Then start with fuel pressure, because starting fluid only proves the ignition works."
+    assert premise_clash(fluid, common_ground(["I replaced the coils, but I still could not start my car."],
+                                              NORMALIZER), NORMALIZER) is None
+
+
+def test_only_the_customer_denies_the_bots_if_it_doesnt_does_not():
+    said = ["My fan runs all the time.", "If the fan doesn't come on, check the fuse first."]
+    assert common_ground(said, NORMALIZER, customer=said[:1]).denied == frozenset()
+    assert "fan" in common_ground(said, NORMALIZER, customer=said[:1]).affirmed
 
 
 def test_the_papers_answer_presupposes_nothing_the_rule_judges():

@@ -25,3 +25,15 @@ def test_the_built_in_corpus_has_no_false_flag(tmp_path, capsys):
     [data] = json.loads((tmp_path / "presupposition.json").read_text(encoding="utf-8"))
     assert data["answers"] > 400 and data["flagged"] == 0
     assert "| 0 | 0.0% |" in capsys.readouterr().out
+
+
+def test_all_names_every_dataset(tmp_path, monkeypatch):
+    from eval.data_args import dataset_names
+    from eval.datasets import DATASETS
+
+    assert dataset_names("all") == list(DATASETS) and dataset_names("builtin, builtin") == ["builtin"]
+    monkeypatch.setenv("DTDIALOG_SHARED_DATA", str(tmp_path / "absent"))
+    # the shared sets are absent here: each is skipped with its reason, the built-in one is measured
+    assert main(["--dataset", "all", "--out", str(tmp_path / "out")]) == 0
+    rows = json.loads((tmp_path / "out" / "presupposition.json").read_text(encoding="utf-8"))
+    assert {r["dataset"] for r in rows} == set(DATASETS)

@@ -1,4 +1,5 @@
-"""Stage 5e: demote an answer whose opening takes for granted a fact nobody in the conversation stated.
+"""Stage 5e: demote an answer whose opening takes for granted a fact nobody in the conversation stated, or whose
+premise says the opposite of the customer ("Since your coolant isn't dropping" to one whose coolant keeps dropping).
 
 Runs beside the already-tried and condition-clash stages, after scoring and before choose: a post-scoring score
 factor (``EngineConfig.demotions.presupposition_penalty``), so the learned ranker's features are untouched. What was
@@ -20,18 +21,20 @@ from dtdialog.understanding.presupposition import (
     common_ground,
     find_presupposition,
     opening_sentence,
+    premise_clash,
 )
 
 
 def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,
-                           record: StepRecord) -> Scored:
+                           record: StepRecord, customer: Sequence[str] | None = None) -> Scored:
     """Return ``scored`` with presupposing answers' scores multiplied by ``1 - penalty`` and re-sorted (stable).
 
-    ``said``: the customer's messages and the texts of the answers already delivered.
+    ``said``: the customer's messages and the texts of the answers already delivered; ``customer``: the customer's
+    messages alone, whose negations deny (default: ``said``).
     """
     if penalty <= 0 or not scored.kept:
         return scored
-    ground = common_ground(said, tools.normalizer)
+    ground = common_ground(said, tools.normalizer, customer=customer)
 
     def reason(cand: RankedCandidate) -> str | None:
         found = _presupposition(cand, ground, tools)
@@ -43,4 +46,5 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
 
 def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools) -> Presupposition | None:
     analysis = cand.analysis or tools.analyze(cand.document)
-    return find_presupposition(opening_sentence(analysis.tree, cand.document.text), ground, tools.normalizer)
+    found = find_presupposition(opening_sentence(analysis.tree, cand.document.text), ground, tools.normalizer)
+    return found or premise_clash(cand.document.text, ground, tools.normalizer)
