@@ -28,6 +28,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from eval.entry import one_line_errors
 from eval.latency_ab import ARMS, check_checkout
 from eval.provenance import git_commit
 from parsers.errors import DTDialogError, InputError
@@ -191,11 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.only or ()) - {e.name for e in EVALUATIONS})
     if unknown:
         ap.error(f"unknown evaluation(s) {', '.join(unknown)}; choose from {', '.join(e.name for e in EVALUATIONS)}")
-    try:
-        report = run(args, command="python -m eval.behaviour_ab " + " ".join(argv if argv is not None else sys.argv[1:]))
-    except DTDialogError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    command = "python -m eval.behaviour_ab " + " ".join(argv if argv is not None else sys.argv[1:])
+    return one_line_errors(lambda: _report(run(args, command=command)))
+
+
+def _report(report: dict[str, Any]) -> int:
     print(markdown(report))
     return 1 if any(row.get("differing") for row in report["evaluations"].values()) else 0
 

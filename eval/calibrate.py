@@ -30,7 +30,7 @@ import numpy as np
 
 from dtdialog.selection.confidence import MODELS_DIR
 from eval.calibrator import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliability, reliability
-from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, load_dataset
+from eval.data_args import add_data_arguments, load_sets_option
 from eval.entry import one_line_errors
 from eval.provenance import provenance, provenance_lines
 from parsers.errors import InputError
@@ -112,18 +112,7 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
 
 def load_sets(args: argparse.Namespace) -> list:
     """Return the sets to fit on: the ``--data`` file, or the ``--sets``, each with the pool ``--pool`` names."""
-    from eval.datasets import DATASETS
-
-    check_data_arguments(args)
-    if args.data is not None:
-        if args.sets is not None:
-            raise InputError("give --data FILE or --sets, not both")
-        return [load_data_file(args).limited(args.limit)]
-    names = [n.strip() for n in (args.sets or ",".join(DEFAULT_SETS)).split(",") if n.strip()]
-    unknown = [n for n in names if n not in DATASETS]
-    if unknown or not names:
-        raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(DATASETS)}")
-    return [load_dataset(n, args).limited(args.limit) for n in names]
+    return load_sets_option(args, DEFAULT_SETS)
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:

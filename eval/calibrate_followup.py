@@ -33,7 +33,7 @@ import numpy as np
 
 from dtdialog.dialogue.abstain import followup_calibrator_path
 from eval.calibrator import N_FOLDS, cross_fit, ece, fit_calibrator, plot_reliability, reliability
-from eval.data_args import add_data_arguments, check_data_arguments, load_data_file, with_pool
+from eval.data_args import add_data_arguments, load_sets_option
 from eval.entry import one_line_errors
 from eval.open_pool import EngineSystem, OpenPoolRow
 from eval.provenance import provenance, provenance_lines
@@ -145,20 +145,9 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
 
 def load_sets(args: argparse.Namespace) -> list:
     """Return the sets to fit on: the ``--data`` file, or the ``--sets``, each with the pool ``--pool`` names."""
-    from eval.datasets import DATASETS, default_data_dir, load_irc_train
+    from eval.datasets import load_irc_train
 
-    check_data_arguments(args)
-    if args.data is not None:
-        if args.sets is not None:
-            raise InputError("give --data FILE or --sets, not both")
-        return [load_data_file(args).limited(args.limit)]
-    loaders = {**DATASETS, "irc-train": load_irc_train}
-    names = [n.strip() for n in (args.sets or ",".join(DEFAULT_SETS)).split(",") if n.strip()]
-    unknown = [n for n in names if n not in loaders]
-    if unknown or not names:
-        raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(loaders)}")
-    data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
-    return [with_pool(loaders[n](Path(data_dir)), n, args).limited(args.limit) for n in names]
+    return load_sets_option(args, DEFAULT_SETS, extra={"irc-train": load_irc_train})
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -66,6 +67,26 @@ def dataset_names(text: str) -> list[str]:
     """Return the dataset names of a comma-separated ``--dataset`` value; ``all`` names every known dataset."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     return list(DATASETS) if "all" in names else list(dict.fromkeys(names))
+
+
+def load_sets_option(args: argparse.Namespace, defaults: Sequence[str], *,
+                     extra: dict[str, Callable[[Path], EvalSet]] | None = None) -> list[EvalSet]:
+    """Return the sets a fitting command reads: the ``--data`` file, or the ``--sets`` (default ``defaults``), each
+    with the pool ``--pool`` names and cut to ``--limit``. ``extra``: named sets beyond ``DATASETS`` (their loaders)."""
+    from eval.datasets import default_data_dir
+
+    check_data_arguments(args)
+    if args.data is not None:
+        if args.sets is not None:
+            raise InputError("give --data FILE or --sets, not both")
+        return [load_data_file(args).limited(args.limit)]
+    loaders = {**DATASETS, **(extra or {})}
+    names = [n.strip() for n in (args.sets or ",".join(defaults)).split(",") if n.strip()]
+    unknown = [n for n in names if n not in loaders]
+    if unknown or not names:
+        raise InputError(f"unknown set(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(loaders)}")
+    data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
+    return [with_pool(loaders[n](data_dir), n, args).limited(args.limit) for n in names]
 
 
 def load_dataset(name: str, args: argparse.Namespace) -> EvalSet:
