@@ -362,5 +362,10 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
             return []  # a definite subject ("the supplied values") is the customer's own report, in other words
         terms = normalizer.terms_of_text(" ".join(subject))
         negated = normalizer.terms_of_text(" ".join(_negated_split(" ".join(subject))[0]))
-        return [Fact(SYMPTOM, " ".join([*subject, *verb]), terms, "any", negated)] if terms else []
+        phrase = " ".join([*subject, *verb])
+        facts = [Fact(SYMPTOM, phrase, terms, "any", negated)] if terms else []
+        # "A grinding noise only with the AC on": the restriction defines the fault, so it must have been said too
+        restriction = normalizer.terms_of_text(" ".join(subject[subject.index("only") + 1:])) if "only" in subject \
+            else frozenset()
+        return facts + [Fact(SYMPTOM, phrase, restriction, "any", negated)] if facts and restriction else facts
     return []

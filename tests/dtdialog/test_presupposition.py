@@ -132,6 +132,16 @@ def test_only_the_customer_denies_the_bots_if_it_doesnt_does_not():
     assert "fan" in common_ground(said, NORMALIZER, customer=said[:1]).affirmed
 
 
+def test_a_symptom_restricted_by_only_needs_its_restriction_said():
+    # found by trying the chat: "grinding noise when I turn left" got the AC compressor's grinding
+    answer = "A grinding noise only with the AC on usually means the compressor's internal parts are worn."
+    found = _found(answer, "My car makes a grinding noise when I turn left.")
+    assert found is not None and found.fact.kind == SYMPTOM and "air condit" in found.missing  # "AC", by synonym
+    assert _found(answer, "There is a grinding noise whenever the AC is on.") is None
+    # without "only", any of the symptom's terms states it, as before
+    assert _found("A grinding noise with the AC on usually means a worn clutch.", "It makes a grinding noise.") is None
+
+
 def test_the_papers_answer_presupposes_nothing_the_rule_judges():
     """A state given as a premise ("Since the engine cranks") is not judged: "could not start" often stands for it."""
     answer = ("Since the engine cranks, the starter side is doing its job, so the question is whether the engine is "

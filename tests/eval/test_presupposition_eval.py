@@ -20,11 +20,12 @@ def test_an_answer_is_judged_against_what_its_own_dialogue_said_before_it():
     assert rate.examples == ['e#1: it presupposes a prior job you never mentioned: "a starter job"']
 
 
-def test_the_built_in_corpus_has_no_false_flag(tmp_path, capsys):
+def test_the_built_in_corpus_has_one_false_flag_a_paraphrased_restriction(tmp_path, capsys):
     assert main(["--dataset", "builtin", "--out", str(tmp_path)]) == 0
     [data] = json.loads((tmp_path / "presupposition.json").read_text(encoding="utf-8"))
-    assert data["answers"] > 400 and data["flagged"] == 0
-    assert "| 0 | 0.0% |" in capsys.readouterr().out
+    # "Stalling only in wet weather" to "only on rainy days": the restriction's words are not the customer's
+    assert data["answers"] > 400 and data["flagged"] == 1 and data["kinds"] == {"a symptom": 1}
+    assert "| 1 | 0.2% |" in capsys.readouterr().out
 
 
 def test_all_names_every_dataset(tmp_path, monkeypatch):
