@@ -64,14 +64,16 @@ class ConfidenceRule:
         return confidence is None or confidence >= self.threshold
 
 
-#: The detail asked for when the question names a part and a symptom and the customer already said what they tried.
-WHEN = "when"
+#: The context questions, by what the customer already said: what they tried (ask when it happens), when it happens
+#: (ask what they tried), or both (ask what else they notice): never ask again what was just said.
+WHEN, TRIED, MORE = "when", "tried", "more"
 
 
-def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool) -> str:
+def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False) -> str:
     """Return which detail the question lacks (``dtdialog.selection.abstention``), against the top answers' terms.
 
-    ``tried_known``: the customer already said what they did, so the context question asks only when it happens.
+    ``tried_known``: the customer already said what they did; ``when_known``: when the symptom happens ("when I
+    stop"); the context question asks only for what is still missing.
     """
     from dtdialog.selection.abstention import CONTEXT, missing_detail
 
@@ -79,4 +81,6 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool) -> str:
     for cand in outcome.candidates[:5]:
         terms |= selector.terms_of_edus(selector.answer_edus(cand.document))
     detail = missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=selector)
-    return WHEN if detail == CONTEXT and tried_known else detail
+    if detail != CONTEXT or not (tried_known or when_known):
+        return detail
+    return MORE if tried_known and when_known else (WHEN if tried_known else TRIED)

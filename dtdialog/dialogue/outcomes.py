@@ -17,6 +17,7 @@ from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import ClarifyOption, build_options
+from dtdialog.understanding.symptom_conditions import occurrence_clauses
 from index.base import AnswerDocument
 
 if TYPE_CHECKING:
@@ -103,7 +104,9 @@ class Outcomes:
                 return self.offer(record, trace, list(closest[: config.clarify.max_options]),
                                   question=self.ctx.replies.unsure_options)
             return self.hand_off(record, trace, HandoffReason.UNSURE)
-        detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried))
+        said = " ".join([record.question, *record.followups])
+        detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried),
+                               when_known=bool(occurrence_clauses(said)))
         record.state = State.AWAITING_DETAIL
         trace.decide(ReplyKind.ABSTAIN, state_after=State.AWAITING_DETAIL, confidence=confidence,
                      missing_detail=detail, best_id=outcome.candidates[0].document.id)

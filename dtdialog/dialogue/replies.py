@@ -112,6 +112,10 @@ class Replies:
     abstain_context: str = "When does it happen, and what have you already tried?"
     #: ... when both are there and the customer already said what they tried: never ask it again
     abstain_when: str = "When does it happen, and did anything change after what you already tried?"
+    #: ... when both are there and the customer already said when it happens
+    abstain_tried: str = "What have you already tried, and what happened?"
+    #: ... when the customer already said both when it happens and what they tried
+    abstain_more: str = "What else do you notice when it happens, and did anything change since it started?"
     #: the hand-off reason after an abstention did not lead to a confident answer
     handoff_unsure: str = "I could not find an answer I'm confident about"
     # --- the chat command's own lines (``dtdialog chat``) ---
@@ -151,9 +155,10 @@ class Replies:
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
 
     def abstain_text(self, detail: str) -> str:
-        """Return the abstention for the missing ``detail`` (``part``, ``symptom``, ``when`` or ``context``)."""
-        question = {"part": self.abstain_part, "symptom": self.abstain_symptom,
-                    "when": self.abstain_when}.get(detail, self.abstain_context)
+        """Return the abstention for the missing ``detail`` (``part``, ``symptom``, ``when``, ``tried``, ``more`` or
+        ``context``)."""
+        question = {"part": self.abstain_part, "symptom": self.abstain_symptom, "when": self.abstain_when,
+                    "tried": self.abstain_tried, "more": self.abstain_more}.get(detail, self.abstain_context)
         return self.abstain.format(question=question)
 
 

@@ -23,7 +23,7 @@ from engine_helpers import (
     text_of,
 )
 
-from dtdialog.dialogue.abstain import WHEN
+from dtdialog.dialogue.abstain import MORE, TRIED, WHEN
 from dtdialog.dialogue.manager import ABSTAIN, ANSWER, CLARIFY, HANDOFF, DialogueManager
 from dtdialog.dialogue.replies import Replies
 from dtdialog.dialogue.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
@@ -61,7 +61,7 @@ def test_an_unsure_step_asks_for_a_detail_offers_a_person_then_hands_off_with_th
     assert first.kind == ABSTAIN, first.reply
     assert first.answer_id is None and first.state == AWAITING_DETAIL
     assert 0.0 <= first.confidence < 1.0
-    assert first.trace["decision"]["missing_detail"] in (PART, SYMPTOM, CONTEXT, WHEN)
+    assert first.trace["decision"]["missing_detail"] in (PART, SYMPTOM, CONTEXT, WHEN, TRIED, MORE)
     assert "human" in first.reply and "?" in first.reply  # a detail question and the offer of a person
     second = manager.handle(session_id=sid, text="It happens every morning when I back out of the garage")
     assert second.kind == HANDOFF and second.state == HANDED_OFF

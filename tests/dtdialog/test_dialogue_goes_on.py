@@ -164,3 +164,15 @@ def test_an_abstention_never_asks_again_what_the_customer_said_they_tried(tmp_pa
     result = manager.handle(session_id=sid, text=text_of(PAPER_Q))  # "I have checked ..., replaced ..., but ..."
     assert result.kind == ABSTAIN and manager.session(sid).tried
     assert DEFAULT_REPLIES.abstain_when in result.reply and DEFAULT_REPLIES.abstain_context not in result.reply
+
+
+def test_an_abstention_never_asks_when_it_happens_after_the_customer_said_when(tmp_path):
+    """Found by trying the chat: "yes, when I rev it goes away" got "When does it happen, and what have you ...?"."""
+    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0)
+    sid = manager.start_session()
+    result = manager.handle(session_id=sid, text=text_of(BRAKE_Q))  # "I replaced the brake pads, ... when I stop."
+    assert result.kind == ABSTAIN and manager.session(sid).tried
+    # both said: ask what else they notice, never "when" nor "what have you tried"
+    assert DEFAULT_REPLIES.abstain_more in result.reply
+    assert not any(q in result.reply for q in (DEFAULT_REPLIES.abstain_when, DEFAULT_REPLIES.abstain_context,
+                                               DEFAULT_REPLIES.abstain_tried))
