@@ -38,7 +38,9 @@ from parsers.tree import DiscourseTree
 TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
 PRIOR_JOB, PRIOR_ACTION, OBSERVATION, SYMPTOM = "a prior job", "a prior action", "an observation", "a symptom"
 PREMISE = "a premise"
-_SECOND_PERSON = frozenset({"you", "your", "you're", "you've", "yours"})
+#: a premise about the customer's own thing says "your" ("since your coolant isn't dropping"); "because you aren't
+#: waiting" is advice, not a claim about their case
+_POSSESSIVE = frozenset({"your", "yours"})
 _PREMISE = re.compile(r"\b(since|because|given that|now that)\s+(.+?)(?=[.!?;]|$)")
 #: how many words may stand between a determiner and the kind of evidence ("that P0420 code", "your check engine light")
 NOUN_WINDOW = 3
@@ -222,8 +224,8 @@ def premise_clash(text: str, ground: CommonGround, normalizer: EntityNormalizer)
     """Return the first premise of ``text`` (anywhere in the answer) that says the opposite of the customer, or None.
 
     "Since your coolant isn't dropping, ..." to a customer whose coolant keeps dropping: a premise ("since", "because",
-    "given that", "now that") about the customer's case (it says "you" or "your") that denies what the customer
-    affirmed, about something they named. The other way
+    "given that", "now that") about the customer's own thing (it says "your") that denies what the customer affirmed,
+    about something they named. The other way
     round is not judged: stems collide ("because starting fluid only proves ..." against "could not start")."""
     customer = ground.affirmed | ground.denied
     for premise in _premises(text.lower(), normalizer):
@@ -238,7 +240,7 @@ def _premises(text: str, normalizer: EntityNormalizer) -> tuple[Fact, ...]:
     out = []
     for match in _PREMISE.finditer(text):
         clause = _CLAUSE_END.split(match.group(2), maxsplit=1)[0].strip()
-        if not _SECOND_PERSON & set(words_of(clause)):
+        if not _POSSESSIVE & set(words_of(clause)):
             continue  # a general fact ("because cars with run-flats usually don't have a spare"), not the customer's case
         # the premise's own negation reaches its predicate only: "you aren't getting the noise" denies no noise
         negated_words, _ = _negated_split(clause, window=1)
