@@ -75,11 +75,12 @@ class TurnHandlers:
 
     def new_problem(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult | None:
         """Start ``text`` as a question of its own when it tells a new problem (``topic_shift``), else None."""
-        why = self.topic.new_problem(record, text)
-        if why is None:
+        found = self.topic.new_problem(record, text)
+        if found is None:
             return None
-        trace.note(f"a new problem, not a reply to the open question: {why}")
-        result = self.intake.start(record, text, trace)
+        # the rule has passed it through the scope gate and planned it: start it without doing either again
+        trace.note(f"a new problem, not a reply to the open question: {found.why}")
+        result = self.intake.plan_and_select(record, text, trace, plan=found.plan)
         result.reply = self.ctx.replies.new_problem + result.reply
         return result
 

@@ -21,11 +21,13 @@ question's opening almost never does (``tests/dtdialog/test_topic_shift.py`` hol
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from dtdialog.dialogue import memory
 from dtdialog.dialogue.context import DialogueContext
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.steps import Steps
+from dtdialog.understanding.subtrees import QuestionPlan
 
 #: a reply naming fewer index terms than this says too little to be a problem of its own
 MIN_TERMS = 2
@@ -39,6 +41,14 @@ _ANSWER_OPENER = re.compile(r"^\s*(?:yes|yeah|yep|yup|no|nope|nah|not|ok|okay|su
                             r"same|and|but)\b")
 
 
+@dataclass(frozen=True)
+class NewProblem:
+    """Why a reply opens a new problem (for the trace), and its plan: the question starts from it, not parsed again."""
+
+    why: str
+    plan: QuestionPlan
+
+
 class TopicShift:
     """Tells a reply that reports a new problem from one that belongs to the open question."""
 
@@ -46,8 +56,8 @@ class TopicShift:
         self.ctx = ctx
         self.steps = steps
 
-    def new_problem(self, record: SessionRecord, text: str) -> str | None:
-        """Return why ``text`` opens a new problem (for the trace), or None when it belongs to the open question."""
+    def new_problem(self, record: SessionRecord, text: str) -> NewProblem | None:
+        """Return why ``text`` opens a new problem, with its plan, or None when it belongs to the open question."""
         if not record.question or _ANSWER_OPENER.match(text.lower()):
             return None
         selector = self.ctx.selector
@@ -61,12 +71,13 @@ class TopicShift:
             return None
         open_step = selector.rank_outcome(question=self.steps.plan(record), step=record.step,
                                           followups=record.step_followups, size=DEPTH)
-        alone = selector.rank_outcome(question=selector.plan(text), size=DEPTH)
+        plan = selector.plan(text)
+        alone = selector.rank_outcome(question=plan, size=DEPTH)
         # a reply that retrieves nothing says nothing the index can tell apart from the open question
         if not alone.candidates or _ids(open_step) & _ids(alone):
             return None
-        return (f"it names {', '.join(sorted(terms)[:4])}, nothing of the open question, and retrieves none of "
-                f"its first {DEPTH} answers")
+        return NewProblem(why=f"it names {', '.join(sorted(terms)[:4])}, nothing of the open question, and "
+                              f"retrieves none of its first {DEPTH} answers", plan=plan)
 
     def _topical(self, terms: frozenset[str]) -> frozenset[str]:
         scope = self.ctx.scope

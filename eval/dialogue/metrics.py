@@ -72,11 +72,16 @@ PAIRED: dict[str, Callable[[Session], float]] = {
 }
 
 
+def paired_sessions(a: Sequence[Session], b: Sequence[Session]) -> list[tuple[Session, Session]]:
+    """Return the sessions of ``a`` with ``b``'s session of the same dialogue (dialogues ``b`` lacks are left out)."""
+    by_id = {s.dialogue_id: s for s in b}
+    return [(s, by_id[s.dialogue_id]) for s in a if s.dialogue_id in by_id]
+
+
 def paired_difference(a: Sequence[Session], b: Sequence[Session], *, n_resamples: int = 1000,
                       seed: int = 13) -> dict[str, dict]:
     """Return mean(a) - mean(b) of each ``PAIRED`` value with a paired bootstrap CI over the same dialogues."""
-    by_id = {s.dialogue_id: s for s in b}
-    pairs = [(s, by_id[s.dialogue_id]) for s in a if s.dialogue_id in by_id]
+    pairs = paired_sessions(a, b)
     ones = [1.0] * len(pairs)
     return {name: ratio(f"{name} difference", [value(x) - value(y) for x, y in pairs], ones,
                         n_resamples=n_resamples, seed=seed).to_dict()
@@ -100,8 +105,7 @@ def later_steps_success(sessions: Sequence[Session], *, k: int = 3, n_resamples:
 def later_steps_paired(a: Sequence[Session], b: Sequence[Session], *, k: int = 3, n_resamples: int = 1000,
                        seed: int = 13) -> dict:
     """Return the paired difference of later-step success@``k`` (pooled steps after the first) over the same dialogues."""
-    by_id = {s.dialogue_id: s for s in b}
-    pairs = [(later_steps(s, k), later_steps(by_id[s.dialogue_id], k)) for s in a if s.dialogue_id in by_id]
+    pairs = [(later_steps(x, k), later_steps(y, k)) for x, y in paired_sessions(a, b)]
     return ratio(f"later steps success@{k} difference", [x[0] - y[0] for x, y in pairs], [x[1] for x, _ in pairs],
                  n_resamples=n_resamples, seed=seed).to_dict()
 
@@ -109,8 +113,7 @@ def later_steps_paired(a: Sequence[Session], b: Sequence[Session], *, k: int = 3
 def per_step_paired(a: Sequence[Session], b: Sequence[Session], *, k: int = 3, n_resamples: int = 1000,
                     seed: int = 13) -> dict[str, dict]:
     """Return the paired difference of success@``k`` at every step index (over dialogues that have the step)."""
-    by_id = {s.dialogue_id: s for s in b}
-    pairs = [(s, by_id[s.dialogue_id]) for s in a if s.dialogue_id in by_id]
+    pairs = paired_sessions(a, b)
     out = {}
     for step in range(max((s.n_steps for s in a), default=0)):
         out[f"step{step + 1}_success@{k}"] = ratio(
