@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from data.model import Dialogue, Turn
+from data.model import ANSWER, Dialogue, Turn
 from index.base import AnswerDocument, check_id
 from index.documents import build_document
 from index.index_files import build_lock, check_output, clean_leftovers, prune_side_files, side_files, temp_prefix
@@ -34,6 +34,8 @@ from parsers.nlp_base import AnalyzedText
 
 #: Documents written per SQLite transaction.
 WRITE_BATCH = 500
+#: At most this many characters of the customer's reply a follow-up answer was written for (``meta["reply_before"]``).
+REPLY_CHARS = 400
 
 
 @dataclass
@@ -152,7 +154,8 @@ def parse_documents(
         dialogue, position, text = item
         first = min(p for p, _ in dialogue.answers())
         return build_document(doc_id=dialogue.answer_id(position), dialogue_id=dialogue.id, position=position,
-                              text=text, tree=tree, meta=_doc_meta(dialogue), role=source_role(position, first))
+                              text=text, tree=tree, meta=_doc_meta(dialogue, position, first),
+                              role=source_role(position, first))
 
     def seen(doc: AnswerDocument, analysis: AnalyzedText | None = None) -> AnswerDocument:
         if on_document is not None:
@@ -186,9 +189,13 @@ def parse_documents(
         bar.close()
 
 
-def _doc_meta(dialogue: Dialogue) -> dict[str, Any]:
+def _doc_meta(dialogue: Dialogue, position: int, first: int) -> dict[str, Any]:
     keep = {k: v for k, v in dialogue.meta.items() if k in ("source", "category", "tags", "split", "company")}
     keep["question"] = dialogue.question[:300]
+    before = dialogue.turns[position - 1] if position > first else None
+    if before is not None and before.role != ANSWER:
+        # a follow-up was written for this reply: it must not be given after a reply that went the other way
+        keep["reply_before"] = before.text[:REPLY_CHARS]
     return keep
 
 

@@ -17,8 +17,9 @@ from parsers.text_input import plain_text
 from parsers.tree import EDU, DiscourseTree
 
 #: What a built document holds; part of the cached built-in index's fingerprint, so a cache built by older code
-#: is rebuilt rather than mixed with new documents. 2: ``meta`` carries the dialogue position (``index.position``).
-DOCUMENT_VERSION = 2
+#: is rebuilt rather than mixed with new documents. 2: ``meta`` carries the dialogue position (``index.position``);
+#: 3: a follow-up's ``meta`` carries the customer reply it was written for (``reply_before``).
+DOCUMENT_VERSION = 3
 
 #: At most this many words of an EDU phrase are kept for display (``meta["rr_phrases"]``).
 PHRASE_WORDS = 40

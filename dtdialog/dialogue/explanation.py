@@ -117,7 +117,7 @@ def _why_lost(alt: dict[str, Any], chosen: dict[str, Any] | None, step: dict[str
     if alt_id in (step.get("already_tried") or {}):
         done = str(step["already_tried"][alt_id]).removeprefix("you already ")
         reasons.append(f"it repeats what the customer already did: {done}")
-    for demotion in ("condition_clash", "presupposition"):
+    for demotion in ("condition_clash", "presupposition", "branch_clash"):
         if alt_id in (step.get(demotion) or {}):
             reasons.append(str(step[demotion][alt_id]))
     moved = ((step.get("position") or {}).get("reasons") or {}).get(alt_id)

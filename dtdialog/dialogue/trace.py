@@ -200,7 +200,8 @@ def _tried_lines(step: dict[str, Any]) -> list[str]:
             for t in tried))
     for answer_id, why in (step.get("already_tried") or {}).items():
         lines.append(f"  demoted {answer_id}: its main recommendation repeats what {why}")
-    for answer_id, why in {**(step.get("condition_clash") or {}), **(step.get("presupposition") or {})}.items():
+    for answer_id, why in {**(step.get("condition_clash") or {}), **(step.get("presupposition") or {}),
+                           **(step.get("branch_clash") or {})}.items():
         lines.append(f"  demoted {answer_id}: {why}")
     return lines
 

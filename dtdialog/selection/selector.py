@@ -19,6 +19,7 @@ from dtdialog.selection.agreement import AgreementResult, AgreementTable, Answer
 from dtdialog.selection.confidence import Calibrator
 from dtdialog.selection.scoring import CandidateScorer, RankedCandidate, RuleScorer
 from dtdialog.selection.stages.already_tried import demote_tried
+from dtdialog.selection.stages.branch_clash import demote_branch_clashes
 from dtdialog.selection.stages.candidates import (
     KEYWORDS_PER_SEARCH,
     CandidateGenerator,
@@ -205,6 +206,8 @@ class AnswerSelector:
         scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
                                         penalty=demotions.presupposition_penalty, tools=tools, record=record,
                                         customer=[plan.question, *followups])
+        scored = demote_branch_clashes(scored, step_plan, followups[-1] if followups else "",
+                                       penalty=demotions.branch_clash_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
         # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens
         choice = order_by_position(choice, first_step=not step_plan.is_followup or not context_ids,

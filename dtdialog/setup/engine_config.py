@@ -146,14 +146,19 @@ class DemotionConfig:
         stated: a prior job ("After a starter job"), a reported observation ("that P0420 code") or a diagnosed
         symptom ("Rapid clicking with dim lights is the classic sign of ...";
         ``dtdialog.understanding.presupposition``).
+    branch_clash_penalty: from the logged continuation of the answer just given when the customer's reply went
+        another way than the reply it was written for: the bot's yes/no question answered the other way, or a
+        question back where the logged customer reported something (``dtdialog.understanding.reply_branch``).
     """
 
     already_tried_penalty: float = 0.5
     condition_clash_penalty: float = 0.8
     presupposition_penalty: float = 0.5
+    branch_clash_penalty: float = 0.8
 
     def __post_init__(self) -> None:
-        _check_unit_floats(self, "already_tried_penalty", "condition_clash_penalty", "presupposition_penalty")
+        _check_unit_floats(self, "already_tried_penalty", "condition_clash_penalty", "presupposition_penalty",
+                           "branch_clash_penalty")
 
 
 @dataclass

@@ -29,7 +29,8 @@ FLAT = {"candidates": 40, "whole_question": False, "agreement_table": "table.jso
         "overlap_scope": "answer", "agreement_weight": 0.3, "first_step_agreement_weight": 0.2,
         "require_agreement": False, "soft_first_step": False, "topic_weight": 0.1, "continuation_weight": 0.3,
         "question_weight": 0.5, "step_weight": 0.2, "constraint_penalty": 1.0, "already_tried_penalty": 0.25,
-        "condition_clash_penalty": 0.5, "presupposition_penalty": 0.0, "step1_position": "standalone",
+        "condition_clash_penalty": 0.5, "presupposition_penalty": 0.0, "branch_clash_penalty": 0.5,
+        "step1_position": "standalone",
         "opening_margin": 2.5, "clarify_margin": 0.1, "clarify_ratio": 0.7, "max_options": 4, "abstain_below": 0.3,
         "scope_quantile": 0.1, "scope_threshold": 0.05, "scope_mass": None, "scope_dense_floor": 0.1,
         "scope_dense_sure": 0.4, "max_failures": 3, "max_rejections": 2, "options_when_unsure": False,
@@ -66,7 +67,7 @@ def test_each_group_refuses_a_bad_value_in_one_line(group, options, message):
 
 def test_groups_keep_the_defaults_and_store_numbers_as_floats():
     config = EngineConfig()
-    assert set(config.to_dict()) == set(GROUPS) and len(FLAT_OPTIONS) == 33
+    assert set(config.to_dict()) == set(GROUPS) and len(FLAT_OPTIONS) == 34
     assert (config.retrieval.candidates, config.clarify.clarify_margin, config.abstention.abstain_below,
             config.scope.scope_mass, config.dialogue.max_traces) == (100, 0.04, 0.21, 40.0, 50)
     assert isinstance(DemotionConfig(presupposition_penalty=1).presupposition_penalty, float)

@@ -15,6 +15,8 @@ what it decided into the step's ``StepRecord`` (the trace):
    ``condition_clash.demote_clashes`` - answers for a symptom that stops where the customer says it happens;
    ``presupposition_stage.demote_presuppositions`` - answers whose opening takes for granted a fact nobody stated
    ("After a starter job ...");
+   ``branch_clash.demote_branch_clashes`` - the logged continuation of the answer just given, when the customer's
+   reply went the other way than the reply it was written for;
 6. ``choose.choose`` - the scorer's first choice plus its on-topic alternatives; the rest is rejected;
 7. ``position_stage.order_by_position`` - on the first step, answers that were follow-ups in their source
    dialogue go behind the openings within ``opening_margin``, and one whose opening points back

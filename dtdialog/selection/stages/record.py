@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``; choose: ``candidates``, ``rejected``,
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``; branch clash: ``branch_clash``; choose: ``candidates``, ``rejected``,
     ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
@@ -41,6 +41,8 @@ class StepRecord:
     condition_clash: dict[str, str] = field(default_factory=dict)
     # presupposition: answer id -> the fact its opening takes for granted that nobody stated
     presupposition: dict[str, str] = field(default_factory=dict)
+    # branch clash: answer id -> the logged reply it was written for, which the customer's reply contradicts
+    branch_clash: dict[str, str] = field(default_factory=dict)
     # choose: rejected answer id -> why it was not offered (off topic, constraint, no agreement)
     rejected_reasons: dict[str, str] = field(default_factory=dict)
 
@@ -55,5 +57,5 @@ class StepRecord:
             "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
             "tried": self.tried, "already_tried": self.already_tried, "condition_clash": self.condition_clash,
-            "presupposition": self.presupposition, "position": self.position,
+            "presupposition": self.presupposition, "branch_clash": self.branch_clash, "position": self.position,
         }

@@ -1,0 +1,112 @@
+"""Which way a customer's reply goes: how it answers the bot's yes/no question, and whether it reports anything.
+
+A logged answer was written for the reply before it: "Then the fan motor and its wiring are fine" follows "it does
+come on with the AC". Given to a customer who answered the same question the other way ("the fan doesn't come on at
+all"), or who asked back instead of reporting ("where would the oil be dripping from?"), it is confidently wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from index.vocabulary import content_words, stem, words_of
+
+#: Words that open a yes/no question ("Does the fan come on ...?"); a wh-question has no yes or no.
+_POLAR_OPENERS = frozenset({"do", "does", "did", "is", "are", "was", "were", "can", "could", "has", "have", "had",
+                            "will", "would", "am"})
+#: Words that may stand before the question's verb ("And does it ...", "So is the light ...").
+_LEAD_INS = frozenset({"and", "so", "also", "then", "now", "next", "finally", "first"})
+_YES = frozenset({"yes", "yeah", "yep", "yup", "correct", "sure", "affirmative", "indeed"})
+_NO = frozenset({"no", "nope", "nah", "negative"})
+_NEGATORS = frozenset({"not", "no", "never", "nothing", "none", "neither", "nor", "without", "cannot"})
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: Where a reply's clauses part: punctuation, and "but" or "while" between two statements.
+_CLAUSE = re.compile(r"[,;:.!?]+|\s(?:but|while|though|although|whereas)\s")
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Why a logged answer does not follow the customer's reply: ``kind`` is ``polarity`` or ``no_report``."""
+
+    kind: str
+    logged: str
+
+    def explain(self) -> str:
+        """Return the reason in the customer's terms, quoting the logged reply it was written for."""
+        quoted = " ".join(self.logged.split()[:14])
+        if self.kind == "polarity":
+            return f'it follows a reply that answered the question the other way: "{quoted}"'
+        return f'it follows a reply that reported something you did not: "{quoted}"'
+
+
+def polar_question(answer: str) -> str | None:
+    """Return the answer's closing yes/no question ("Does the fan come on with the AC?"), or None.
+
+    A wh-question ("Where does the oil appear?") or a choice ("only when braking, or also while cruising?") has no
+    yes or no, so it is None."""
+    sentences = [s for s in _SENTENCE.split(answer.strip()) if s]
+    if not sentences or not sentences[-1].rstrip().endswith("?"):
+        return None
+    last = sentences[-1]
+    words = words_of(last)
+    while words and words[0] in _LEAD_INS:
+        words = words[1:]
+    if not words or words[0] not in _POLAR_OPENERS or " or " in f" {last.lower()} ":
+        return None
+    return last
+
+
+def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[str]] | None = None) -> int:
+    """Return +1 when ``reply`` answers the yes/no ``question`` yes, -1 when no, 0 when it does not say.
+
+    A leading "yes" or "no" decides. Otherwise the clause of the reply that shares most words with the question
+    (content stems, plus ``terms``: the engine's entity terms, so "AC" meets "air conditioning") answers it, and a
+    negator in that clause makes it a no. A reply sharing no word with the question does not say.
+
+    Read this way a plain statement is a yes, though some mean no ("One tab has come off" to "Are both tabs
+    attached?"): requiring an echo of the question's auxiliary ("it does come on") would leave most plain yeses
+    unread, and an unread reply lets a follow-up written for the other branch through, which is worse than holding a
+    right one back (``python -m eval.reply_branch`` measures the reader against judged replies)."""
+    words = words_of(reply)
+    if words and words[0] in _YES:
+        return 1
+    if words and words[0] in _NO and (len(words) == 1 or reply.split()[0].rstrip().endswith((",", ".", "!"))):
+        return -1
+    asked = _keys(question, terms)
+    best, polarity = 0, 0
+    for clause in _CLAUSE.split(reply.lower()):
+        shared = len(_keys(clause, terms) & asked)
+        if shared > best:
+            negated = any(w in _NEGATORS or w.endswith("n't") for w in words_of(clause))
+            best, polarity = shared, (-1 if negated else 1)
+    return polarity
+
+
+def reports(text: str) -> bool:
+    """Return True when ``text`` states something: a sentence that is not a question and has a content word."""
+    return any(not s.rstrip().endswith("?") and content_words(words_of(s))
+               for s in _SENTENCE.split(text.strip()) if s.strip())
+
+
+def branch_clash(reply: str, logged: str, answer_before: str,
+                 terms: Callable[[str], frozenset[str]] | None = None) -> Branch | None:
+    """Return why the answer written after ``logged`` does not follow ``reply``, or None when it may.
+
+    Both replies answer ``answer_before`` (the bot's last answer). They clash when its closing yes/no question is
+    answered both ways, or when ``reply`` only asks while ``logged`` reported something."""
+    if not reply.strip() or not logged.strip():
+        return None
+    if reports(logged) and not reports(reply):
+        return Branch("no_report", logged)
+    question = polar_question(answer_before)
+    if question is None:
+        return None
+    said, written_for = reply_polarity(reply, question, terms), reply_polarity(logged, question, terms)
+    return Branch("polarity", logged) if said and written_for and said != written_for else None
+
+
+def _keys(text: str, terms: Callable[[str], frozenset[str]] | None) -> frozenset[str]:
+    keys = {stem(w) for w in content_words(words_of(text))}
+    return frozenset(keys | (terms(text) if terms is not None else frozenset()))

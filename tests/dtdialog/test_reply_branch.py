@@ -1,0 +1,101 @@
+"""A logged follow-up is given only after the kind of reply it was written for (the overheating chat: "the fan doesn't
+come on at all" got "Then the fan motor and its wiring are fine", written for "it does come on with the AC")."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from data.model import Dialogue, Turn
+from dtdialog.selection.agreement import AgreementResult
+from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.selection.stages import StepRecord
+from dtdialog.selection.stages.branch_clash import demote_branch_clashes
+from dtdialog.selection.stages.scoring_stage import Scored
+from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.reply_branch import branch_clash, polar_question, reply_polarity, reports
+from index.base import AnswerDocument
+from index.builder import parse_documents
+from tests.dtdialog.engine_helpers import TableParser
+
+FAN = ("Let the engine idle until the gauge rises and see whether the fan starts spinning. If it doesn't, check the "
+       "fan fuse and relay. Does the fan come on when you turn on the air conditioning?")
+LOGGED = "The fan doesn't spin when it's hot, but it does come on with the AC."
+THEN = "Then the fan motor and its wiring are fine, and the problem is the switch that tells the fan to run."
+TERMS = EntityNormalizer().terms_of_text
+
+
+def test_the_closing_yes_no_question_is_found_and_wh_or_choice_questions_are_not():
+    assert polar_question(FAN) == "Does the fan come on when you turn on the air conditioning?"
+    assert polar_question("Clean the area. And is the level low?") == "And is the level low?"
+    assert polar_question("Clean the area. Where does the fresh oil appear?") is None
+    assert polar_question("Does the shaking happen only when braking, or also while cruising?") is None
+    assert polar_question("Replace the gasket.") is None
+
+
+def test_replies_from_the_corpus_are_read_yes_no_or_not_at_all():
+    question = polar_question(FAN)
+    assert reply_polarity(LOGGED, question, TERMS) == 1  # the clause about the AC answers it, not the one before
+    assert reply_polarity("the fan doesn't come on at all", question, TERMS) == -1
+    assert reply_polarity("No, it's the same on all roads.", "Does the shaking change on a different road?") == -1
+    assert reply_polarity("Yes, it smells sweet, and it's sticky.", "Does it smell sweet?") == 1
+    # "no spark" opens a statement, not an answer; and it shares no word with the question
+    assert reply_polarity("no spark at all", question, TERMS) == 0
+    assert reply_polarity("The carpet is dry.", "Is it wet?") == 0
+
+
+def test_a_question_back_reports_nothing():
+    assert not reports("where would the oil be dripping from?")
+    assert reports("It did fire on the starting fluid, but now it won't. What should I do next?")
+    assert not reports("ok?")
+
+
+def test_a_clash_is_the_other_answer_or_no_report():
+    found = branch_clash("the fan doesn't come on at all", LOGGED, FAN, TERMS)
+    assert found is not None and found.kind == "polarity" and "the other way" in found.explain()
+    assert branch_clash("It stays off when hot but it does come on with the AC", LOGGED, FAN, TERMS) is None
+    asked = branch_clash("where would the oil be dripping from?", "Fresh oil runs down the valve cover edge.",
+                         "Look for fresh wetness. Where does the fresh oil appear?", TERMS)
+    assert asked is not None and asked.kind == "no_report"
+    # an answer closing with a wh-question leaves a report against a report alone
+    assert branch_clash("It's at the back.", "Fresh oil runs down the valve cover edge.",
+                        "Where does the fresh oil appear?", TERMS) is None
+
+
+def _cand(doc_id: str, text: str, score: float, reply_before: str | None = None) -> RankedCandidate:
+    dialogue_id, position = doc_id.split("#")
+    doc = AnswerDocument(id=doc_id, dialogue_id=dialogue_id, position=int(position), text=text,
+                         meta={"reply_before": reply_before} if reply_before else {})
+    return RankedCandidate(document=doc, retrieval_score=1.0, score=score,
+                           agreement=AgreementResult(verdict=True, score=1.0, addressed=1, required=1))
+
+
+def _stage(reply: str, *, penalty: float = 0.8) -> tuple[Scored, StepRecord]:
+    previous = AnswerDocument(id="fan#1", dialogue_id="fan", position=1, text=FAN)
+    kept = [_cand("fan#3", THEN, 0.9, LOGGED), _cand("fan#5", "Bleed the air after the switch.", 0.7, "Done."),
+            _cand("other#1", "Check the fan fuse and the fan relay.", 0.5)]
+    record = StepRecord()
+    out = demote_branch_clashes(Scored(kept=kept, rescued=[]), SimpleNamespace(previous=previous, is_followup=True),
+                                reply, penalty=penalty, tools=SimpleNamespace(normalizer=EntityNormalizer(),
+                                                                              document=lambda _id: None),
+                                record=record)
+    return out, record
+
+
+def test_the_stage_demotes_every_later_answer_of_the_branch_not_taken():
+    out, record = _stage("the fan doesn't come on at all")
+    assert [c.document.id for c in out.kept] == ["other#1", "fan#3", "fan#5"]
+    assert abs(out.kept[1].score - 0.18) < 1e-9 and out.kept[1].features["branch_clash"] == 1.0
+    assert set(record.branch_clash) == {"fan#3", "fan#5"} and record.to_dict()["branch_clash"]
+    same, record = _stage("It stays off when hot, but it does come on with the AC.")
+    assert [c.document.id for c in same.kept] == ["fan#3", "fan#5", "other#1"] and not record.branch_clash
+    off, _ = _stage("the fan doesn't come on at all", penalty=0.0)
+    assert off.kept[0].document.id == "fan#3"
+
+
+def test_the_index_keeps_the_reply_each_follow_up_was_written_for():
+    dialogue = Dialogue(id="fan", turns=(Turn("Q", "It overheats in traffic."), Turn("A", FAN), Turn("C", LOGGED),
+                                         Turn("A", THEN)))
+    docs = {d.id: d for d in parse_documents([(dialogue, p, t) for p, t in dialogue.answers()], parser=TableParser(),
+                                             progress=False)}
+    assert "reply_before" not in docs["fan#1"].meta
+    assert docs["fan#3"].meta["reply_before"] == LOGGED
