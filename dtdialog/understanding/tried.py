@@ -125,7 +125,9 @@ class TriedAction:
         """Return why an answer repeating this is demoted, in the customer's words ("you already replaced …")."""
         if self.verb_class == RULED_OUT:
             return f'you said "{self.text}"'
-        return f"you already {self.text}"
+        words = self.text.split()
+        # "replaced the thermostat already" keeps the customer's word order; the reason says "already" once
+        return "you already " + " ".join(words[:-1] if len(words) > 1 and words[-1].lower() == "already" else words)
 
     def to_dict(self) -> dict[str, Any]:
         return {"verb_class": self.verb_class, "objects": sorted(self.objects), "text": self.text,

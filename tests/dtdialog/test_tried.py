@@ -17,6 +17,7 @@ from dtdialog.understanding.tried import (
     extract_tried,
     main_recommendation,
     repeated_action,
+    reported_in_clause,
     tried_from_dicts,
 )
 
@@ -233,3 +234,10 @@ def test_tried_that_with_a_report_keeps_the_report(tmp_path):
 
 def text_of_answer(answer_id: str) -> str:
     return ANSWERS[answer_id]
+
+
+def test_the_reason_says_already_once():
+    """'I replaced the thermostat already' was explained as 'you already replaced the thermostat already'."""
+    action = next(a for a in reported_in_clause("I replaced the thermostat already", NORMALIZER))
+    assert action.explain() == "you already replaced the thermostat"
+    assert TriedAction("checked", frozenset({"fuse"}), "checked the fuses").explain() == "you already checked the fuses"
