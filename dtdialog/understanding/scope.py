@@ -79,6 +79,9 @@ VAGUE_TERMS = 2
 #: ... it is, when at least this share of the index's dialogues (and ``VAGUE_MIN_MATCHES``) hold all its stems.
 VAGUE_SHARE = 0.06
 VAGUE_MIN_MATCHES = 3
+#: A stem in at least this share of the index's dialogues ("car" in a car-repair index) tells none of them apart:
+#: a message of two stems with one such ("my car shakes") is as vague as its other stem alone.
+GENERIC_SHARE = 0.5
 
 
 @dataclass
@@ -186,13 +189,15 @@ class DomainProfile:
     def vague(self, stems: list[str]) -> tuple[bool, int]:
         """Return ``(too vague to search with, dialogues matching all stems)`` for a message's content ``stems``.
 
-        Vague: a few stems, all known, and either one alone (a part or a symptom, nothing about it) or so common
-        together that a large share of the index holds them all ("engine problem"), so retrieval cannot choose.
+        Vague: a few stems, all known, and either one alone (a part or a symptom, nothing about it; a stem most of
+        the index's dialogues use does not count, ``GENERIC_SHARE``) or so common together that a large share of the
+        index holds them all ("engine problem"), so retrieval cannot choose.
         """
         if not stems or len(stems) > VAGUE_TERMS or any(self.df.get(s, 0) == 0 for s in stems):
             return False, 0
         found = self.matches(stems)
-        return len(stems) == 1 or found >= max(VAGUE_MIN_MATCHES, VAGUE_SHARE * self.n), found
+        specific = [s for s in stems if self.matches([s]) < GENERIC_SHARE * self.n]
+        return len(specific) <= 1 or found >= max(VAGUE_MIN_MATCHES, VAGUE_SHARE * self.n), found
 
 
 class _LanguageId:

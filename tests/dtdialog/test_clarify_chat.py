@@ -17,7 +17,7 @@ from dtdialog.selection.clarification import MAX_LABEL_CHARS, NONE_LABEL
 from dtdialog.setup.engine_config import EngineConfig
 
 #: Short questions that the built-in corpus answers with a choice between close candidates.
-BROAD = ["My car is leaking fluid.", "The engine overheats.", "The check engine light is on.", "My car won't start.",
+BROAD = ["My car is leaking fluid.", "The engine overheats in summer.", "The check engine light is on.", "My car won't start.",
          "The AC blows warm air.", "The heater does not work.", "The engine is misfiring."]
 #: Every way of saying "none of the offered answers fits" the issue lists.
 NONE_REPLIES = ["no", "neither", "none of these", "didn't help", "that didn't help", "No, that didn't help", "nope",
@@ -167,7 +167,7 @@ def test_a_useful_detail_after_the_detail_question_is_answered(index_path, tmp_p
     eng = _engine(index_path, tmp_path, max_failures=5)
     manager = eng.manager
     try:
-        sid, _, _ = next(_clarified(manager, ["The engine overheats."]))
+        sid, _, _ = next(_clarified(manager, ["The engine overheats in summer."]))
         result = None
         for _ in range(4):
             result = manager.handle(session_id=sid, text="none of these")
@@ -219,3 +219,23 @@ def test_none_of_these_after_an_answer_never_moves_to_another_system(engine):
         assert result.reply == manager.replies.none_fit_detail
         # a detail that names nothing in the corpus ends with a person, not a guess
         assert manager.handle(session_id=sid, text="purple elephants").kind == "handoff"
+
+
+def test_a_report_of_what_was_done_under_options_is_no_pick(engine):
+    """Under options on a misfire, "I replaced the spark plug in cylinder 1" was read as picking the option that names
+    the plug, and its answer (which suspects a worn plug) was delivered. A report is detail: the step is ranked
+    again with it, and the plug it names is remembered as done."""
+    manager, reported = engine.manager, 0
+    for sid, _, first in _clarified(manager):
+        part = next((w for o in first.options[:-1] for w in ("battery", "thermostat", "coolant", "plug", "fuse",
+                                                               "compressor", "hose", "relay", "sensor")
+                     if w in o.label.lower()), None)
+        if part is None:
+            continue
+        reported += 1
+        turn = manager.handle(session_id=sid, text=f"I already replaced the {part} last week")
+        notes = " ".join(map(str, turn.trace.get("notes", [])))
+        assert "reports what was done" in notes, (part, turn.trace)
+        assert not any("user chose option" in str(n) for n in turn.trace.get("notes", []))
+        assert any(part in " ".join(a["objects"]) or part in a["text"] for a in manager.store.load(sid).tried)
+    assert reported >= 1

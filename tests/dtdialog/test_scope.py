@@ -147,9 +147,12 @@ def test_the_dense_cosine_rescues_a_close_message_and_refuses_a_far_one():
     assert calls == []  # greetings, mash and other languages are refused before the encoder is asked
 
 
-VAGUE_OPENINGS = ("my car", "brakes", "it makes a noise", "engine problem", "hi, my brakes")
+#: "my car shakes": a word most dialogues use ("car") does not make a symptom alone searchable
+VAGUE_OPENINGS = ("my car", "brakes", "it makes a noise", "engine problem", "hi, my brakes", "my car shakes",
+                  "engine overheats")
 REAL_QUESTIONS = ("Is idling bad for your engine?", "How do I apply dielectric grease to my battery?",
-                  "My brakes squeal when I stop at a light", "How do I test my car battery?")
+                  "My brakes squeal when I stop at a light", "How do I test my car battery?", "battery dead",
+                  "brakes squeal")
 
 
 def _builtin_gate(index_path, **kw) -> tuple[ScopeGate, object]:

@@ -120,7 +120,7 @@ def test_keyboard_only_chat_with_explain_panel(browser, server_url, tmp_path):
     page.close()
 
 
-BROAD_QUESTIONS = ["My car is leaking fluid.", "The engine overheats.", "The check engine light is on."]
+BROAD_QUESTIONS = ["My car is leaking fluid.", "The engine overheats in summer.", "The check engine light is on."]
 
 
 def test_clarification_options_are_buttons_picked_with_the_keyboard(browser, server_url):
