@@ -96,6 +96,18 @@ class Choices:
         record.skipped.extend(a for a in offered if a != ranked[0].document.id)
         return self.outcomes.deliver_if_sure(record, trace, ranked[0], outcome)
 
+    def report(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
+        """Take a report of what the customer did, given instead of a pick, as the step's next detail.
+
+        The options are dropped, not rejected: the step is ranked again with the report, whose actions the
+        ranking remembers and whose repeats it demotes, and the usual rule answers, offers or asks.
+        """
+        trace.note("the reply reports what was done; ranking the step again with it")
+        record.pending = None
+        record.step_followups = record.step_followups + [text]
+        record.followups.append(text)
+        return self.steps.select(record, trace)
+
     def constrain(self, record: SessionRecord, pending: PendingChoice, text: str,
                   found: list[Constraint], trace: TurnTrace) -> TurnResult:
         """Record the constraints, drop the offered answers that violate them, and re-offer or deliver the rest.

@@ -54,6 +54,8 @@ class SelectorPort(Protocol):
 
     def answer_tree(self, doc: AnswerDocument) -> DiscourseTree: ...
 
+    def tried_in(self, text: str) -> list[TriedAction]: ...
+
 
 class DialogueContext(Protocol):
     """The manager's parts every unit of a turn reads: selection, settings, wording, scope gate, confidence rule."""

@@ -46,7 +46,7 @@ from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.understanding.constraints import Constraint, extract_constraints
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.subtrees import MAX_QUESTION_EDUS, QuestionPlan, split_question
-from dtdialog.understanding.tried import TriedAction
+from dtdialog.understanding.tried import TriedAction, extract_tried
 from index.base import AnswerDocument, AnswerIndex, SearchQuery
 from index.vocabulary import entity_words, is_entity_word
 from parsers.base import RSTParser
@@ -245,6 +245,12 @@ class AnswerSelector:
     def terms_of_edus(self, edus) -> frozenset[str]:
         """Return the entity terms of ``edus`` in the selector's vocabulary."""
         return self.normalizer.terms_of_edus(edus)
+
+    def tried_in(self, text: str) -> list[TriedAction]:
+        """Return what a customer's reply reports done or ruled out ("I replaced the plug"); none without the tree."""
+        if not self.remembers_tried or not text.strip():
+            return []
+        return extract_tried(self._parse_reply(text), self.normalizer)
 
     def violates(self, doc: AnswerDocument, constraints: Sequence[Constraint]) -> bool:
         """Return True when the answer mentions something one of ``constraints`` rules out."""

@@ -52,7 +52,7 @@ class PortOnly:
     """Exposes exactly the ``SelectorPort`` members of a selector: any other attribute access fails."""
 
     _names = frozenset({"config", "plan", "rank_outcome", "document", "terms_of_text", "terms_of_edus", "violates",
-                        "answer_edus", "answer_tree", "answer_terms"})
+                        "answer_edus", "answer_tree", "answer_terms", "tried_in"})
 
     def __init__(self, selector):
         self._selector = selector
