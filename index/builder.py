@@ -153,9 +153,8 @@ def parse_documents(
     def document(item: tuple[Dialogue, int, str], tree) -> AnswerDocument:
         dialogue, position, text = item
         first = min(p for p, _ in dialogue.answers())
-        return build_document(doc_id=dialogue.answer_id(position), dialogue_id=dialogue.id, position=position,
-                              text=text, tree=tree, meta=_doc_meta(dialogue, position, first),
-                              role=source_role(position, first))
+        return build_document(doc_id=dialogue.answer_id(position), dialogue_id=dialogue.id, position=position, text=text,
+                              tree=tree, meta=_doc_meta(dialogue, position, first), role=source_role(position, first))
 
     def seen(doc: AnswerDocument, analysis: AnalyzedText | None = None) -> AnswerDocument:
         if on_document is not None:
