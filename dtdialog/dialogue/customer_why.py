@@ -1,7 +1,8 @@
 """Why this answer, in words a customer reads: one sentence computed from a turn's trace.
 
 ``customer_why(trace, history)`` says which part of the customer's message the delivered answer takes up, quoted in
-their own words as whole clauses, and what it leaves out because they said they already did it. It never names an
+their own words as whole clauses, and what it leaves out because they said they already did it (only when the answer
+names none of it). It never names an
 answer id, a score or a ranker feature: those are for agents (``dtdialog.dialogue.explanation``). ``chat`` prints it under
 each answer and the API returns it as the turn's ``why``.
 """
@@ -46,7 +47,9 @@ def customer_why(trace: dict[str, Any], history: list[dict[str, Any]] | None = N
     reply = _followup_words(turn, step)
     if reply:
         sentence += f', now that you said "{reply}"'
-    if tried and answer_id not in (step.get("already_tried") or {}):
+    # said only of an answer that names none of it: a demotion reads the main recommendation alone
+    if tried and answer_id not in (step.get("already_tried") or {}) and \
+            not (chosen.get("features") or {}).get("mentions_tried"):
         sentence += "; it leaves out " + _left_out(tried)
     return sentence + "."
 

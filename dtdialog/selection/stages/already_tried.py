@@ -56,6 +56,12 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
         repeated = _repeats(cand, tried, objects, tools)
         return repeated.explain() if repeated is not None else None
 
+    for cand in scored.kept:
+        analysis = cand.analysis or tools.analyze(cand.document)
+        if analysis.terms & objects:
+            # an answer naming a tried part may advise on it again: its why must not say it leaves that out
+            cand.features["mentions_tried"] = 1.0
+
     scored, record.already_tried = demote(scored, reason, penalty=penalty, feature="already_tried")
     return scored
 
