@@ -18,6 +18,7 @@ from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import ClarifyOption, build_options
 from dtdialog.understanding.symptom_conditions import occurrence_clauses
+from dtdialog.understanding.unasked_response import without_unasked_response
 from index.base import AnswerDocument
 
 if TYPE_CHECKING:
@@ -39,13 +40,19 @@ class Outcomes:
 
     def deliver(self, record: SessionRecord, trace: TurnTrace, answer_id: str, text: str, *,
                 confidence: float | None = None) -> TurnResult:
-        """Return the answer ``answer_id``: it is on screen, and the session waits for the customer's feedback."""
+        """Return the answer ``answer_id``: it is on screen, and the session waits for the customer's feedback.
+
+        An opening yes or no that answers a question the customer never asked ("Not necessarily yet.") is left out.
+        """
+        shown = without_unasked_response(text, [record.question, *record.followups])
+        if shown != text:
+            trace.note("the answer's opening yes or no answers no question the customer asked: left out")
         record.delivered.append(answer_id)
         record.pending = None  # an answer on screen: no options, and no detail request, are pending any more
         record.state = State.AWAITING_FEEDBACK
         trace.decide(ReplyKind.ANSWER, state_after=State.AWAITING_FEEDBACK, answer_id=answer_id,
                      **({"confidence": confidence} if confidence is not None else {}))
-        return TurnResult(session_id=record.id, reply=text, kind=ReplyKind.ANSWER, state=State.AWAITING_FEEDBACK,
+        return TurnResult(session_id=record.id, reply=shown, kind=ReplyKind.ANSWER, state=State.AWAITING_FEEDBACK,
                           answer_id=answer_id, confidence=confidence)
 
     def deliver_if_sure(self, record: SessionRecord, trace: TurnTrace, chosen: Any,

@@ -47,15 +47,21 @@ def polar_question(answer: str) -> str | None:
     A wh-question ("Where does the oil appear?") or a choice ("only when braking, or also while cruising?") has no
     yes or no, so it is None."""
     sentences = [s for s in _SENTENCE.split(answer.strip()) if s]
-    if not sentences or not sentences[-1].rstrip().endswith("?"):
-        return None
-    last = sentences[-1]
-    words = words_of(last)
+    last = sentences[-1] if sentences else ""
+    return last if last.rstrip().endswith("?") and _polar(last) else None
+
+
+def asks_yes_no(text: str) -> bool:
+    """Return True when a customer's message holds a yes/no question ("Is the transmission going out?"); one that
+    opens with its auxiliary counts without the question mark ("is it safe to drive like this")."""
+    return any(_polar(s) for s in _SENTENCE.split(text.strip()) if s.strip())
+
+
+def _polar(sentence: str) -> bool:
+    words = words_of(sentence)
     while words and words[0] in _LEAD_INS:
         words = words[1:]
-    if not words or words[0] not in _POLAR_OPENERS or " or " in f" {last.lower()} ":
-        return None
-    return last
+    return bool(words) and words[0] in _POLAR_OPENERS and " or " not in f" {sentence.lower()} "
 
 
 def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[str]] | None = None) -> int:

@@ -1,0 +1,35 @@
+"""An answer that opens by answering a yes/no question the customer never asked ("Not necessarily yet.").
+
+A logged opening answered its own dialogue's question ("Is the transmission going out?"). Delivered to a customer who
+only described the problem, that first word answers nothing they said, so it is left out of the text they read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from dtdialog.understanding.reply_branch import asks_yes_no
+
+#: A bare response: a yes or no word, at most one softener, then the clause or sentence ends.
+_RESPONSE = re.compile(
+    r"^\s*(?:yes|yeah|yep|no|nope|not necessarily|not really|not yet|probably not|usually not|not usually|"
+    r"definitely not|absolutely not|absolutely|definitely|of course|correct)(?:\s+(?:yet|really|necessarily|at all))?"
+    r"\s*(?P<end>[.!?,;:])\s*", re.IGNORECASE)
+
+
+def unasked_response(answer: str, customer: Iterable[str]) -> str | None:
+    """Return the answer's opening yes or no when none of the ``customer``'s messages asked a yes/no question."""
+    found = _RESPONSE.match(answer)
+    if found is None or not answer[found.end():].strip() or any(asks_yes_no(t) for t in customer if t):
+        return None
+    return answer[:found.end()].strip()
+
+
+def without_unasked_response(answer: str, customer: Iterable[str]) -> str:
+    """Return ``answer`` without an opening yes or no nobody asked for; the rest starts with a capital."""
+    said = unasked_response(answer, customer)
+    if said is None:
+        return answer
+    rest = answer.lstrip()[len(said):].lstrip()
+    return rest[:1].upper() + rest[1:]

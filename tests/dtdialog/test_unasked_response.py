@@ -1,0 +1,27 @@
+"""An opening yes or no answers the logged question, not the customer's: "Transmission slips ... Fluid level is fine."
+got "Not necessarily yet. Low fluid is ...", the answer to "Is the transmission going out?"."""
+
+from __future__ import annotations
+
+from dtdialog.understanding.reply_branch import asks_yes_no
+from dtdialog.understanding.unasked_response import unasked_response, without_unasked_response
+
+SLIPS = "Transmission slips when shifting from 2nd to 3rd, only after it warms up. Fluid level is fine."
+
+
+def test_yes_no_questions_are_found_with_or_without_the_mark():
+    assert asks_yes_no("It slips when warm. Is the transmission going out?")
+    assert asks_yes_no("is it safe to drive like this")
+    assert not asks_yes_no(SLIPS)
+    assert not asks_yes_no("What should I check next?")
+    assert not asks_yes_no("Should I replace the pads, or the rotors too?")  # a choice, not a yes or no
+
+
+def test_an_unasked_yes_or_no_is_left_out_and_the_rest_kept_whole():
+    assert without_unasked_response("Not necessarily yet. Low fluid is a common cause.", [SLIPS]) == \
+        "Low fluid is a common cause."
+    assert without_unasked_response("Yes, you will want to flush it.", [SLIPS]) == "You will want to flush it."
+    assert unasked_response("No, it's not safe to drive.", [SLIPS, "is it safe to drive like this"]) is None
+    # "No spark on any cylinder ..." opens a statement, not a response; an answer that is only "Yes." stays
+    assert without_unasked_response("No spark on any cylinder, and no light at all.", [SLIPS]).startswith("No spark")
+    assert without_unasked_response("Yes.", [SLIPS]) == "Yes."
