@@ -1,8 +1,8 @@
 """Why this answer, in words a customer reads: one sentence computed from a turn's trace.
 
 ``customer_why(trace, history)`` says which part of the customer's message the delivered answer takes up, quoted in
-their own words as whole clauses, and what it leaves out because they said they already did it (only when the answer
-names none of it). It never names an
+their own words as whole clauses, and what it leaves out because they said they already did it (only what its main clause
+does not name). It never names an
 answer id, a score or a ranker feature: those are for agents (``dtdialog.dialogue.explanation``). ``chat`` prints it under
 each answer and the API returns it as the turn's ``why``.
 """
@@ -35,9 +35,12 @@ def customer_why(trace: dict[str, Any], history: list[dict[str, Any]] | None = N
     turn, step, chosen = deciding_step(trace, answer_id, history)
     if step is None or chosen is None:
         return None
-    tried = [" ".join(str(t["text"]).split()).strip(_TRIM) for t in step.get("tried") or []
-             if isinstance(t, dict) and t.get("text")]
-    tried = [t for t in tried if t]
+    reports = [(k, " ".join(str(t["text"]).split()).strip(_TRIM)) for k, t in enumerate(step.get("tried") or [])
+               if isinstance(t, dict) and t.get("text")]
+    tried = [t for _, t in reports if t]
+    # said only of what the answer's main clause does not name: a demotion reads the main recommendation alone
+    named = set((step.get("mentions_tried") or {}).get(answer_id, ()))
+    left_out = [t for k, t in reports if t and k not in named]
     part = _part(turn, step)
     said = _quote(_addressed_clauses(part, tried)) if part else ""
     if not said:
@@ -47,10 +50,8 @@ def customer_why(trace: dict[str, Any], history: list[dict[str, Any]] | None = N
     reply = _followup_words(turn, step)
     if reply:
         sentence += f', now that you said "{reply}"'
-    # said only of an answer that names none of it: a demotion reads the main recommendation alone
-    if tried and answer_id not in (step.get("already_tried") or {}) and \
-            not (chosen.get("features") or {}).get("mentions_tried"):
-        sentence += "; it leaves out " + _left_out(tried)
+    if left_out and answer_id not in (step.get("already_tried") or {}):
+        sentence += "; it leaves out " + _left_out(left_out)
     return sentence + "."
 
 

@@ -58,9 +58,14 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
 
     for cand in scored.kept:
         analysis = cand.analysis or tools.analyze(cand.document)
-        if analysis.terms & objects:
-            # an answer naming a tried part may advise on it again: its why must not say it leaves that out
-            cand.features["mentions_tried"] = 1.0
+        if analysis.tree is None or not analysis.terms & objects:
+            continue
+        # an answer whose main clause names a tried part may advise on it again in words the reader of
+        # recommendations misses ("Top it up"): its why must not say it leaves that out
+        main = tools.normalizer.terms_of_edus(analysis.tree.nucleus_chain_edus())
+        named = [k for k, a in enumerate(tried) if main & a.objects]
+        if named:
+            record.mentions_tried[cand.document.id] = named
 
     scored, record.already_tried = demote(scored, reason, penalty=penalty, feature="already_tried")
     return scored

@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``; branch clash: ``branch_clash``; choose: ``candidates``, ``rejected``,
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``; branch clash: ``branch_clash``; choose: ``candidates``, ``rejected``,
     ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
@@ -37,6 +37,8 @@ class StepRecord:
     # already tried: what the customer reported done, and answer id -> why it was demoted
     tried: list[dict[str, Any]] = field(default_factory=list)
     already_tried: dict[str, str] = field(default_factory=dict)
+    # answer id -> the positions in ``tried`` of the actions whose parts its main clause names (it may advise on them)
+    mentions_tried: dict[str, list[int]] = field(default_factory=dict)
     # condition clash: answer id -> why it was demoted (it stops when the customer says it happens)
     condition_clash: dict[str, str] = field(default_factory=dict)
     # presupposition: answer id -> the fact its opening takes for granted that nobody stated
@@ -56,6 +58,7 @@ class StepRecord:
             "rejected_total": len(self.rejected),
             "retrieved": self.retrieved, "successor": self.successor, "duplicates": self.duplicates,
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
-            "tried": self.tried, "already_tried": self.already_tried, "condition_clash": self.condition_clash,
+            "tried": self.tried, "already_tried": self.already_tried, "mentions_tried": self.mentions_tried,
+            "condition_clash": self.condition_clash,
             "presupposition": self.presupposition, "branch_clash": self.branch_clash, "position": self.position,
         }
