@@ -1,8 +1,9 @@
 """Choosing among offered options: a number, an option's words, a clarifying description, or a constraint.
 
 A reply that names no option but describes the problem is the customer clarifying: the step is ranked again with
-it, and the offered answer on top is delivered when no other offered one still competes. After ``MAX_REPROMPTS``
-replies that match nothing, the options are dropped and the reply is read as "none of these".
+it, and the offered answer on top is delivered when no other offered one still competes; else, when it reports what
+was done or names something new the index knows, it is the step's next detail. After ``MAX_REPROMPTS`` replies that
+match nothing, the options are dropped and the reply is read as "none of these".
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import ClarifyOption, PendingChoice
 from dtdialog.understanding import intents
 from dtdialog.understanding.constraints import Constraint
+from dtdialog.understanding.scope import message_stems
 from index.base import AnswerDocument
 
 #: After this many replies that match no option, the options are dropped: the reply is read as "none of these"
@@ -48,6 +50,8 @@ class Choices:
             clarified = self.clarify(record, pending, text, trace)
             if clarified is not None:
                 return clarified
+            if self._tells_more(record, text):
+                return self.detail(record, text, trace)
         if option is None:
             pending.reprompts += 1
             record.pending = pending.to_dict()
@@ -96,17 +100,28 @@ class Choices:
         record.skipped.extend(a for a in offered if a != ranked[0].document.id)
         return self.outcomes.deliver_if_sure(record, trace, ranked[0], outcome)
 
-    def report(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
-        """Take a report of what the customer did, given instead of a pick, as the step's next detail.
+    def detail(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
+        """Take a reply given instead of a pick (a report of what was done, or new words about the problem) as
+        the step's next detail.
 
-        The options are dropped, not rejected: the step is ranked again with the report, whose actions the
+        The options are dropped, not rejected: the step is ranked again with the reply, whose reported actions the
         ranking remembers and whose repeats it demotes, and the usual rule answers, offers or asks.
         """
-        trace.note("the reply reports what was done; ranking the step again with it")
+        trace.note("the reply tells more instead of picking; ranking the step again with it")
         record.pending = None
         record.step_followups = record.step_followups + [text]
         record.followups.append(text)
         return self.steps.select(record, trace)
+
+    def _tells_more(self, record: SessionRecord, text: str) -> bool:
+        """Return True when the reply names something the index knows and can tell apart ("already did an alignment")
+        that the question and the step's replies did not: words it never saw ("purple elephants") are no detail."""
+        scope = self.ctx.scope
+        if scope is None:
+            return False
+        said = set(message_stems(" ".join([record.question, *record.step_followups])))
+        profile = scope.profile()
+        return any(profile.specific(s) for s in message_stems(text) if s not in said)
 
     def constrain(self, record: SessionRecord, pending: PendingChoice, text: str,
                   found: list[Constraint], trace: TurnTrace) -> TurnResult:

@@ -205,7 +205,7 @@ class TurnHandlers:
             return self.choices.constrain(record, pending, text, intent.constraints, trace)
         if intent.kind != IntentKind.CHOICE and intent.has_content and self.ctx.selector.tried_in(text):
             # "I replaced the spark plug" reports what was done: it is no pick of the option that names the plug
-            return self.choices.report(record, text, trace)
+            return self.choices.detail(record, text, trace)
         option = match_reply(text, pending, normalizer=self.ctx.selector,
                              number=intent.number if intent.kind == IntentKind.CHOICE else None)
         if option is None and intent.has_content and (started := self.new_problem(record, text, trace)) is not None:

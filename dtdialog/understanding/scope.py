@@ -174,6 +174,11 @@ class DomainProfile:
     def knows(self, word: str) -> bool:
         return self.df.get(stem(word), 0) > 0
 
+    def specific(self, stem_: str) -> bool:
+        """Return True for a stem the index knows that fewer than ``GENERIC_SHARE`` of its dialogues use: it can
+        tell dialogues apart ("alignment"), unlike "car" in a car-repair index or a word it never saw."""
+        return self.df.get(stem_, 0) > 0 and self.matches([stem_]) < GENERIC_SHARE * self.n
+
     def matches(self, stems: Iterable[str]) -> int:
         """Return how many dialogues use every one of ``stems`` (without postings: the smallest df, an upper bound)."""
         stems = list(stems)
@@ -196,7 +201,7 @@ class DomainProfile:
         if not stems or len(stems) > VAGUE_TERMS or any(self.df.get(s, 0) == 0 for s in stems):
             return False, 0
         found = self.matches(stems)
-        specific = [s for s in stems if self.matches([s]) < GENERIC_SHARE * self.n]
+        specific = [s for s in stems if self.specific(s)]
         return len(specific) <= 1 or found >= max(VAGUE_MIN_MATCHES, VAGUE_SHARE * self.n), found
 
 

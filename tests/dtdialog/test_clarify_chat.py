@@ -235,7 +235,24 @@ def test_a_report_of_what_was_done_under_options_is_no_pick(engine):
         reported += 1
         turn = manager.handle(session_id=sid, text=f"I already replaced the {part} last week")
         notes = " ".join(map(str, turn.trace.get("notes", [])))
-        assert "reports what was done" in notes, (part, turn.trace)
+        assert "tells more instead of picking" in notes, (part, turn.trace)
         assert not any("user chose option" in str(n) for n in turn.trace.get("notes", []))
         assert any(part in " ".join(a["objects"]) or part in a["text"] for a in manager.store.load(sid).tried)
     assert reported >= 1
+
+
+def test_new_words_the_index_knows_are_detail_and_made_up_ones_are_not(engine):
+    """"already did an alignment last month" under options got "Sorry, I could not match that to an option"."""
+    manager, selector = engine.manager, engine.selector
+    sid, _, first = next(_clarified(manager, ["My car is leaking fluid."]))
+    offered = frozenset().union(*(selector.terms_of_text(selector.document(o.answer_id).text)
+                                  for o in first.options if o.answer_id))
+    # words the index knows but no offered answer has, so the reply cannot pick or clarify one
+    reply = next(r for r in ("already did an alignment last month", "the wipers squeak too", "it smells like syrup")
+                 if not selector.terms_of_text(r) & offered)
+    told = manager.handle(session_id=sid, text=reply)
+    assert "could not match" not in told.reply
+    assert "tells more instead of picking" in " ".join(map(str, told.trace.get("notes", [])))
+    sid, _, first = next(_clarified(manager, ["My car is leaking fluid."]))
+    made_up = manager.handle(session_id=sid, text="purple elephants")
+    assert "could not match" in made_up.reply and made_up.options == first.options
