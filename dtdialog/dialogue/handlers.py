@@ -121,7 +121,9 @@ class TurnHandlers:
 
     def on_conclude(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         record.state = State.CONCLUDED
-        return self.outcomes.reply(record, trace, ReplyKind.CONCLUDED, self.ctx.replies.concluded,
+        replies = self.ctx.replies
+        return self.outcomes.reply(record, trace, ReplyKind.CONCLUDED,
+                                   replies.concluded if intents.says_fixed(text) else replies.concluded_thanks,
                                    state=State.CONCLUDED)
 
     def on_ask_again(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:

@@ -34,8 +34,10 @@ class Replies:
     did_it_help: str = ("Did that help? Say 'thanks' if it is fixed, 'no' for another suggestion, or tell me what "
                         "happened.")
     reset: str = "Sure. What is the new question?"
-    #: "thanks" after an answer
+    #: "thanks, that fixed it" after an answer
     concluded: str = "Glad that sorted it out! If anything else comes up, just describe it here."
+    #: "thanks" after an answer, without saying it is fixed ("ok I'll get it checked, thanks")
+    concluded_thanks: str = "You're welcome. If it comes back or anything else comes up, just describe it here."
     #: said before the reply to a message that tells a new problem while another question is open
     new_problem: str = "That sounds like a new problem, so let's look at it. "
     #: "thanks" while options are on offer

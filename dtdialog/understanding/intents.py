@@ -61,6 +61,16 @@ _CONCLUDE_SHORT = re.compile(rf"^{_ACK}(?:[\s,.!]+(?:{_ACK}|so much|very much|a 
 _CONCLUDE_PHRASE = re.compile(r"\b(?:that|this|it|you) (?:fixed|solved|sorted|did) it\b|\bfixed it\b|"
                               r"\bproblem (?:is )?(?:solved|fixed|gone)\b|\bworks (?:fine |great |again )?now\b|"
                               r"\bit worked\b|\bthat worked\b|\bthat helped\b|\bruns (?:fine|great) now\b")
+_FIXED_WORD = re.compile(r"\b(?:fixed|solved|sorted|worked|works|helped)\b")
+
+
+def says_fixed(text: str) -> bool:
+    """Return True when a closing reply says the problem is fixed ("thanks, that fixed it"), not only thanks: "ok
+    I'll get it checked, thanks" must not be told "Glad that sorted it out"."""
+    lowered = text.lower()
+    return bool(_CONCLUDE_PHRASE.search(lowered) or _FIXED_WORD.search(lowered)) and not _NEGATION.search(lowered)
+
+
 #: Thanks alone ends a conversation only in a short reply: "thanks in advance" closes a question, not a dialogue.
 _THANKS = re.compile(r"\bthanks?\b|\bthank you\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|still|nothing|didn't|doesn't|won't|isn't|wasn't|don't|can't|cannot|but)\b")

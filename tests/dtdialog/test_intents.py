@@ -99,3 +99,12 @@ def test_every_way_of_saying_none_fits_reaches_the_none_of_these_row(text):
 def test_a_reply_that_names_an_option_is_not_none_of_these():
     for text in ("the clutch one", "no spark at all", "nothing happens when I turn the key"):
         assert intents.classify(text).kind not in (intents.NONE_OF_THESE, intents.REJECT), text
+
+
+def test_thanks_alone_is_no_report_that_it_is_fixed():
+    """"ok I'll get it checked, thanks" was answered "Glad that sorted it out!"."""
+    from dtdialog.understanding.intents import says_fixed
+
+    assert says_fixed("thanks, that fixed it") and says_fixed("it works now, thank you") and says_fixed("solved!")
+    assert not says_fixed("ok I'll get it checked, thanks") and not says_fixed("thanks")
+    assert not says_fixed("thanks, but it still hasn't worked")

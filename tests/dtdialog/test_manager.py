@@ -34,6 +34,7 @@ def test_paper_flow_two_steps_then_conclude(tmp_path):
     assert any("-> Contrast[" in ch or "-> Condition[" in ch for ch in chosen["agreement"]["chains"])
     done = manager.handle(session_id=sid, text="thanks, that fixed it")
     assert done.kind == "concluded" and done.state == CONCLUDED
+    assert done.reply == manager.replies.concluded  # it worked: glad it is sorted
     record = manager.session(sid)
     assert record.delivered == ["nostart#1", "nostart#3"]
     assert [m["role"] for m in record.transcript] == ["user", "bot"] * 3
@@ -390,3 +391,12 @@ def test_a_question_planned_while_the_gate_encodes_it_gets_the_same_turn_and_its
     selector.plan = unreadable
     result = manager.handle(session_id=manager.start_session(), text=questions[0])
     assert result.kind == PROMPT and "no sentence in it" in result.reply
+
+
+def test_thanks_without_a_fix_is_not_told_it_is_sorted(tmp_path):
+    """"ok I'll get it checked, thanks" after an answer got "Glad that sorted it out!"."""
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    sid = manager.start_session()
+    manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    done = manager.handle(session_id=sid, text="ok I'll get it checked, thanks")
+    assert done.kind == "concluded" and done.reply == manager.replies.concluded_thanks != manager.replies.concluded
