@@ -90,8 +90,10 @@ _JOINERS = frozenset({"and", "but", "or", "so", "then", "also", "yet", "plus"})
 #: Words that open a new clause after a comma ("..., so one bad signal disables both"): a label may end before them.
 _CLAUSE_OPENERS = frozenset({"so", "but", "because", "which", "while", "since", "although", "though", "whereas",
                              "when", "where", "if", "unless", "then", "otherwise", "as", "yet"})
-#: Reply words that open a sentence with a comma ("Yes, fluid on the wheel"): no part of what the option says.
-_INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "sure,"})
+#: Words that open a sentence with a comma, a reply ("Yes, fluid on the wheel") or a link to the sentence before
+#: ("Still, new tires are a good time ..."): no part of what the option says.
+_INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "sure,", "still,", "however,", "also,",
+                            "otherwise,", "besides,", "instead,", "again,"})
 #: A clause that continues a sentence on a function word ("are the high-pressure hose", "of starting fluid")
 #: is a fragment, not a name for a fix; its worth is multiplied by this.
 CONTINUATION_FACTOR = 0.6
@@ -117,15 +119,24 @@ def satellite_depths(tree: DiscourseTree) -> dict[int, int]:
     return depths
 
 
-def _clauses(edus: Sequence[EDU]) -> list[tuple[EDU, ...]]:
-    """Return the label candidates of an answer: each EDU, joined with the next EDU of its sentence when short."""
+def _clauses(edus: Sequence[EDU], depths: Mapping[int, int] | None = None) -> list[tuple[EDU, ...]]:
+    """Return the label candidates of an answer: each EDU, joined with the next EDU of its sentence when short; and
+    an EDU with the rest of its sentence when they fit in a label and the rest is no more central than it ("Still, new
+    tires are a good time" reads whole only with its satellite "to have the alignment checked"; a condition before
+    its nucleus is never the head; without a tree nothing is joined so)."""
+    depth = (depths or {}).get
     out: list[tuple[EDU, ...]] = []
     for k, edu in enumerate(edus):
         span: tuple[EDU, ...] = (edu,)
         nxt = edus[k + 1] if k + 1 < len(edus) else None
-        if len(edu.text.split()) < MIN_CLAUSE_WORDS and nxt is not None and nxt.sentence == edu.sentence:
+        same = nxt is not None and nxt.sentence == edu.sentence
+        if len(edu.text.split()) < MIN_CLAUSE_WORDS and same:
             span = (edu, nxt)
         out.append(span)
+        rest = [e for e in edus[k + 1:] if e.sentence == edu.sentence]
+        if same and depths and len(span) == 1 and len(" ".join(e.text for e in (edu, *rest))) <= MAX_LABEL_CHARS \
+                and all(depth(e.index, 0) >= depth(edu.index, 0) for e in rest):
+            out.append((edu, *rest))
     return out
 
 
@@ -195,7 +206,7 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
     EDUs' satellite depths (``satellite_depths``); without a tree every EDU counts as a nucleus.
     """
     best: tuple[float, int, str] | None = None
-    for order, span in enumerate(_clauses(edus)):
+    for order, span in enumerate(_clauses(edus, depths)):
         text = " ".join(e.text for e in span)
         label = readable(text, edu_ends=_edu_ends(span))
         depth = min((depths or {}).get(e.index, 0) for e in span)

@@ -181,7 +181,7 @@ def test_every_label_over_the_builtin_corpus_ends_at_a_clause_boundary(builtin_r
     mid-phrase ("... on that side, a weak"), and the few longer than ``MAX_LABEL_CHARS`` are whole clauses."""
     from collections import defaultdict
 
-    from dtdialog.selection.clarification import _clauses, _edu_ends
+    from dtdialog.selection.clarification import _clauses, _edu_ends, satellite_depths
     from index.sqlite_index import SqliteIndex
     from parsers.tree import DiscourseTree
 
@@ -196,8 +196,8 @@ def test_every_label_over_the_builtin_corpus_ends_at_a_clause_boundary(builtin_r
         index.close()
     spans = {}
     for answers in dialogues.values():
-        for _, edus, _ in answers:
-            for span in _clauses(edus):
+        for _, edus, tree in answers:
+            for span in _clauses(edus, satellite_depths(tree)):
                 text = " ".join(e.text for e in span)
                 spans.setdefault(readable(text, edu_ends=_edu_ends(span)).lower(), (text, _edu_ends(span)))
     labels = [o.label for answers in dialogues.values() if len(answers) > 1
@@ -223,3 +223,13 @@ def test_an_aside_is_no_name_for_a_fix():
     labels = [o.label for o in build_options(asides, normalizer=NORM, max_options=3).options[:3]]
     assert labels == ["Check the ground strap to the engine block", "Check the starter relay in the fuse box",
                       "Clean the battery terminals with a wire brush"]
+
+
+def test_a_clause_keeps_the_rest_of_its_sentence_when_it_fits_and_is_no_more_central():
+    """"Cables can also stretch" was a label; its sentence ends "or seize with rust", a satellite that fits."""
+    tree = build_tree(("Elaboration", "NS", ["Still, new tires are a good time", "to have the alignment checked."]))
+    other = build_tree(("Condition", "SN", ["If the fan never comes on,", "check the fan relay and the fan fuse"]))
+    pending = build_options([("tires#1", tree.edus, tree), ("fan#1", other.edus, other)], normalizer=NORM)
+    assert pending.options[0].label == "New tires are a good time to have the alignment checked"
+    # a condition before its nucleus does not head a joined label: the nucleus is the fix's name
+    assert pending.options[1].label == "Check the fan relay and the fan fuse"
