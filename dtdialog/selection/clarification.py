@@ -279,7 +279,9 @@ def match_reply(text: str, pending: PendingChoice, *, normalizer: TermSource,
 
     A phrase picks an option only through *distinctive* terms (``distinctive_terms``): each one in
     the option's label counts 1, in the rest of its answer text 1/2. The option with the highest
-    count wins; no distinctive term, or a tie, matches nothing (the caller lists the options again).
+    count wins; no distinctive term, or a tie, matches nothing (the caller lists the options again). The customer
+    sees the labels only, so a winner none of whose label terms the reply names is no pick either ("is it safe to
+    keep driving?" named "drive" from one answer's text).
     """
     if number is not None:
         return next((o for o in pending.options if o.number == number), None)
@@ -290,17 +292,17 @@ def match_reply(text: str, pending: PendingChoice, *, normalizer: TermSource,
     if not reply_terms:
         return None
     distinctive = distinctive_terms(pending, normalizer=normalizer)
-    scored: list[tuple[float, ClarifyOption]] = []
+    scored: list[tuple[float, int, ClarifyOption]] = []
     for option in pending.options[:-1]:
         hits = reply_terms & distinctive.get(option.answer_id, frozenset())
         label_hits = hits & normalizer.terms_of_text(option.label)
-        scored.append((len(label_hits) + 0.5 * len(hits - label_hits), option))
+        scored.append((len(label_hits) + 0.5 * len(hits - label_hits), len(label_hits), option))
     scored.sort(key=lambda s: s[0], reverse=True)
-    if not scored or scored[0][0] <= 0:
+    if not scored or scored[0][0] <= 0 or not scored[0][1]:
         return None
     if len(scored) > 1 and scored[1][0] == scored[0][0]:
         return None
-    return scored[0][1]
+    return scored[0][2]
 
 
 def prompt_text(pending: PendingChoice, *, again: bool = False, replies: Replies = DEFAULT_REPLIES) -> str:

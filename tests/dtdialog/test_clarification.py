@@ -233,3 +233,11 @@ def test_a_clause_keeps_the_rest_of_its_sentence_when_it_fits_and_is_no_more_cen
     assert pending.options[0].label == "New tires are a good time to have the alignment checked"
     # a condition before its nucleus does not head a joined label: the nucleus is the fix's name
     assert pending.options[1].label == "Check the fan relay and the fan fuse"
+
+
+def test_a_word_only_in_an_answer_text_is_no_pick():
+    """"is it safe to keep driving?" picked the option whose answer text (never shown) said "don't drive far"."""
+    pending = build_options(CANDS, normalizer=NORM)
+    pending.terms["a#1"] = sorted(set(pending.terms["a#1"]) | NORM.terms_of_text("do not drive far"))
+    assert match_reply("is it safe to keep driving?", pending, normalizer=NORM) is None
+    assert match_reply("the fuel one, can I keep driving?", pending, normalizer=NORM).answer_id == "a#1"
