@@ -366,8 +366,27 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
         negated = normalizer.terms_of_text(" ".join(_negated_split(" ".join(subject))[0]))
         phrase = " ".join([*subject, *verb])
         facts = [Fact(SYMPTOM, phrase, terms, "any", negated)] if terms else []
-        # "A grinding noise only with the AC on": the restriction defines the fault, so it must have been said too
-        restriction = normalizer.terms_of_text(" ".join(subject[subject.index("only") + 1:])) if "only" in subject \
-            else frozenset()
-        return facts + [Fact(SYMPTOM, phrase, restriction, "any", negated)] if facts and restriction else facts
+        return facts + _restrictions(subject, phrase, negated, normalizer) if facts else facts
     return []
+
+
+
+
+def _restrictions(subject: list[str], phrase: str, negated: frozenset[str],
+                  normalizer: EntityNormalizer) -> list[Fact]:
+    """Return the facts that set a diagnosed symptom apart, each of which must have been said too: what follows
+    "only" ("A grinding noise only with the AC on"), and a participle before the symptom ("A flashing check engine
+    light means a severe misfire" is not about a light that is on). An "after" clause is not one: "after hitting
+    something" for "after I scraped over a high curb" is a paraphrase, and "Grinding after a long period of
+    squealing" still fits a customer who only heard the grinding."""
+    out = []
+    if "only" in subject:
+        terms = normalizer.terms_of_text(" ".join(subject[subject.index("only") + 1:]))
+        if terms:
+            out.append(Fact(SYMPTOM, phrase, terms, "any", negated))
+    head = subject[1:] if subject[0] in ("a", "an") else subject
+    if len(head) > 1 and head[0].endswith("ing"):
+        terms = normalizer.terms_of_text(head[0])
+        if terms:
+            out.append(Fact(SYMPTOM, phrase, terms, "any", negated))
+    return out

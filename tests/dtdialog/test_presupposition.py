@@ -142,6 +142,16 @@ def test_a_symptom_restricted_by_only_needs_its_restriction_said():
     assert _found("A grinding noise with the AC on usually means a worn clutch.", "It makes a grinding noise.") is None
 
 
+def test_a_symptom_set_apart_by_a_participle_needs_the_participle_said():
+    # found by trying the chat: to "check engine light is on with code P0420, the car runs fine" the bot delivered
+    # "A flashing check engine light means a severe misfire"
+    answer = "A flashing check engine light means a severe misfire that is dumping fuel into the exhaust."
+    found = _found(answer, "My check engine light is on with code P0420. The car runs fine otherwise.")
+    assert found is not None and found.fact.kind == SYMPTOM and "flash" in found.missing
+    assert _found(answer, "The check engine light started flashing on the highway.") is None
+    assert _found("A grinding noise with the AC on usually means a worn clutch.", "It makes a grinding noise.") is None
+
+
 def test_the_papers_answer_presupposes_nothing_the_rule_judges():
     """A state given as a premise ("Since the engine cranks") is not judged: "could not start" often stands for it."""
     answer = ("Since the engine cranks, the starter side is doing its job, so the question is whether the engine is "
