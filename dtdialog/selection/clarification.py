@@ -90,6 +90,9 @@ _JOINERS = frozenset({"and", "but", "or", "so", "then", "also", "yet", "plus"})
 #: Words that open a new clause after a comma ("..., so one bad signal disables both"): a label may end before them.
 _CLAUSE_OPENERS = frozenset({"so", "but", "because", "which", "while", "since", "although", "though", "whereas",
                              "when", "where", "if", "unless", "then", "otherwise", "as", "yet"})
+#: Words that open a subordinate clause: such a clause alone ("Since a corroded ground limits current") names no fix.
+_SUBORDINATORS = frozenset({"since", "because", "although", "though", "while", "whereas", "if", "when", "unless",
+                            "once", "after", "before"})
 #: Words that open a sentence with a comma, a reply ("Yes, fluid on the wheel") or a link to the sentence before
 #: ("Still, new tires are a good time ..."): no part of what the option says.
 _INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "sure,", "still,", "however,", "also,",
@@ -177,10 +180,13 @@ def clause_ends(words: Sequence[str], edu_ends: Iterable[int] = ()) -> list[int]
 
 
 def _fragment(text: str) -> bool:
-    """Return True when ``text`` continues a sentence on a function word (after any coordinators)."""
+    """Return True when ``text`` continues a sentence on a function word (after any coordinators), or is a clause
+    opened by a subordinator alone ("Since a corroded ground limits current"): a circumstance, not a fix."""
     words = [w.lower().strip(",;:") for w in text.split()]
     while len(words) > 1 and words[0] in _JOINERS:
         words = words[1:]
+    if words and words[0] in _SUBORDINATORS and not re.search(r"[,;:]\s+\S", text.strip().rstrip(",;:.")):
+        return True
     return text[:1].islower() and bool(words) and words[0] in FUNCTION_WORDS
 
 
