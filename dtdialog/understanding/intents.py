@@ -60,7 +60,12 @@ _CONCLUDE_SHORT = re.compile(rf"^{_ACK}(?:[\s,.!]+(?:{_ACK}|so much|very much|a 
                              r"that (?:fixed|solved|did) it|that helped|it helped|that worked|it worked))*[\s.!]*$")
 _CONCLUDE_PHRASE = re.compile(r"\b(?:that|this|it|you) (?:fixed|solved|sorted|did) it\b|\bfixed it\b|"
                               r"\bproblem (?:is )?(?:solved|fixed|gone)\b|\bworks (?:fine |great |again )?now\b|"
-                              r"\bit worked\b|\bthat worked\b|\bthat helped\b|\bruns (?:fine|great) now\b")
+                              r"\bit worked\b|\bthat worked\b|\bthat helped\b|\bruns (?:fine|great) now\b|"
+                              # the symptom reported gone: "I replaced the battery and now it starts fine"
+                              r"\bnow (?:it |the car |the engine |she )?(?:starts|runs|works|drives|idles|stops)"
+                              r"(?: (?:fine|great|normally|perfectly|smoothly|again|ok|okay))\b|"
+                              r"\b(?:starts|runs|works|drives|idles) (?:fine|great|normally|perfectly|smoothly) "
+                              r"(?:now|again)\b")
 _FIXED_WORD = re.compile(r"\b(?:fixed|solved|sorted|worked|works|helped)\b")
 
 

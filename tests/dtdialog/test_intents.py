@@ -108,3 +108,13 @@ def test_thanks_alone_is_no_report_that_it_is_fixed():
     assert says_fixed("thanks, that fixed it") and says_fixed("it works now, thank you") and says_fixed("solved!")
     assert not says_fixed("ok I'll get it checked, thanks") and not says_fixed("thanks")
     assert not says_fixed("thanks, but it still hasn't worked")
+
+
+def test_the_symptom_reported_gone_concludes():
+    """"I replaced the battery and now it starts fine" under options got the options again."""
+    from dtdialog.understanding.intents import CONCLUDE, classify, says_fixed
+
+    for text in ("I replaced the battery and now it starts fine", "it starts fine now", "now it runs great"):
+        assert classify(text).kind == CONCLUDE and says_fixed(text), text
+    for text in ("It starts fine now in the morning but stalls at idle", "now it starts but stalls"):
+        assert classify(text).kind != CONCLUDE, text
