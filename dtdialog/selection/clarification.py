@@ -100,6 +100,9 @@ _INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "s
 #: A clause that continues a sentence on a function word ("are the high-pressure hose", "of starting fluid")
 #: is a fragment, not a name for a fix; its worth is multiplied by this.
 CONTINUATION_FACTOR = 0.6
+#: A subordinate clause alone ("Since a corroded ground limits current") names a circumstance, as a question back
+#: names none: its worth is multiplied by this.
+SUBORDINATE_FACTOR = 0.25
 #: An aside names no fix: a clause in parentheses, a footnote ("¹ - The handbook explains …", "[2] see …") or a
 #: forum's meta line ("Related posts: …", "Edit: …"); its worth is multiplied by this.
 ASIDE_FACTOR = 0.1
@@ -180,14 +183,18 @@ def clause_ends(words: Sequence[str], edu_ends: Iterable[int] = ()) -> list[int]
 
 
 def _fragment(text: str) -> bool:
-    """Return True when ``text`` continues a sentence on a function word (after any coordinators), or is a clause
-    opened by a subordinator alone ("Since a corroded ground limits current"): a circumstance, not a fix."""
+    """Return True when ``text`` continues a sentence on a function word (after any coordinators)."""
     words = [w.lower().strip(",;:") for w in text.split()]
     while len(words) > 1 and words[0] in _JOINERS:
         words = words[1:]
-    if words and words[0] in _SUBORDINATORS and not re.search(r"[,;:]\s+\S", text.strip().rstrip(",;:.")):
-        return True
     return text[:1].islower() and bool(words) and words[0] in FUNCTION_WORDS
+
+
+def _subordinate(text: str) -> bool:
+    """Return True for a clause opened by a subordinator with no main clause after it ("Since a corroded ground
+    limits current"): it names a circumstance, not a fix."""
+    words = [w.lower().strip(",;:") for w in text.split()]
+    return bool(words) and words[0] in _SUBORDINATORS and not re.search(r"[,;:]\s+\S", text.strip().rstrip(",;:."))
 
 
 def _clause_worth(terms: frozenset[str], *, others: set[str], ignored: frozenset[str], depth: int,
@@ -220,6 +227,7 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
                               question_mark=text.rstrip().endswith("?"), continues=_fragment(text))
         worth *= LONG_LABEL_FACTOR if len(label) > MAX_LABEL_CHARS else 1.0
         worth *= ASIDE_FACTOR if _ASIDE.match(text) else 1.0
+        worth *= SUBORDINATE_FACTOR if _subordinate(text) else 1.0
         if label and (best is None or worth > best[0]):
             best = (worth, order, label)
     return best[2] if best else ""

@@ -241,3 +241,12 @@ def test_a_word_only_in_an_answer_text_is_no_pick():
     pending.terms["a#1"] = sorted(set(pending.terms["a#1"]) | NORM.terms_of_text("do not drive far"))
     assert match_reply("is it safe to keep driving?", pending, normalizer=NORM) is None
     assert match_reply("the fuel one, can I keep driving?", pending, normalizer=NORM).answer_id == "a#1"
+
+
+def test_a_subordinate_clause_alone_is_no_label():
+    """"Since a corroded ground limits current" was offered as an option: a circumstance, not a fix."""
+    ground = build_tree(("Joint", "NNN", ["Since a corroded ground limits current,", "a slow crank is common.",
+                                         "Clean the strap."]))
+    fuel = build_tree(("Joint", "NN", ["Leaking injectors can also cause this.", "Check the fuel pressure hold."]))
+    pending = build_options([("g#1", ground.edus, ground), ("f#1", fuel.edus, fuel)], normalizer=NORM)
+    assert not pending.options[0].label.lower().startswith("since"), pending.options[0].label
