@@ -32,7 +32,7 @@ from pathlib import Path
 
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.tried import head_terms, reported_in_clause
-from index.vocabulary import entity_words, is_entity_word, words_of
+from index.vocabulary import entity_words, is_content_word, is_entity_word, words_of
 from parsers.tree import DiscourseTree
 
 TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
@@ -385,7 +385,9 @@ def _restrictions(subject: list[str], phrase: str, negated: frozenset[str],
         if terms:
             out.append(Fact(SYMPTOM, phrase, terms, "any", negated))
     head = subject[1:] if subject[0] in ("a", "an") else subject
-    if len(head) > 1 and head[0].endswith("ing"):
+    # a participle before a noun ("flashing check engine light"), not a gerund that is the symptom itself
+    # ("Grinding after a long period of squealing")
+    if len(head) > 1 and head[0].endswith("ing") and is_content_word(head[1]):
         terms = normalizer.terms_of_text(head[0])
         if terms:
             out.append(Fact(SYMPTOM, phrase, terms, "any", negated))

@@ -150,6 +150,9 @@ def test_a_symptom_set_apart_by_a_participle_needs_the_participle_said():
     assert found is not None and found.fact.kind == SYMPTOM and "flash" in found.missing
     assert _found(answer, "The check engine light started flashing on the highway.") is None
     assert _found("A grinding noise with the AC on usually means a worn clutch.", "It makes a grinding noise.") is None
+    # a gerund that is the symptom itself is no participle: any of its terms states it, as before
+    assert _found("Grinding after a long period of squealing almost always means the pads are worn through.",
+                  "My brakes squeal when I stop.") is None
 
 
 def test_the_papers_answer_presupposes_nothing_the_rule_judges():

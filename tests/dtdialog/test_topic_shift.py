@@ -47,7 +47,8 @@ def test_a_new_problem_under_options_starts_a_question_of_its_own(engine):
     record = manager.session(sid)
     assert reply.reply.startswith(DEFAULT_REPLIES.new_problem.strip())
     assert "could not match" not in reply.reply and reply.kind != ReplyKind.HANDOFF
-    assert record.question == SQUEAL and not record.delivered  # the no-start question and its options are gone
+    # the no-start question and its options are gone: only the new question's own answer may be on record
+    assert record.question == SQUEAL and record.delivered == ([reply.answer_id] if reply.answer_id else [])
     assert "a new problem" in " ".join(reply.trace.get("notes", []))
 
 

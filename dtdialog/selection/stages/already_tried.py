@@ -19,6 +19,7 @@ from dtdialog.selection.stages.record import StepRecord
 from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.tried import (
+    RULED_OUT,
     Recommendation,
     TriedAction,
     extract_tried,
@@ -56,14 +57,16 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
         repeated = _repeats(cand, tried, objects, tools)
         return repeated.explain() if repeated is not None else None
 
-    for cand in scored.kept:
+    ruled_out = [(k, a) for k, a in enumerate(tried) if a.verb_class == RULED_OUT]
+    for cand in scored.kept if ruled_out else ():
         analysis = cand.analysis or tools.analyze(cand.document)
         if analysis.tree is None or not analysis.terms & objects:
             continue
-        # an answer whose main clause names a tried part may advise on it again in words the reader of
-        # recommendations misses ("Top it up"): its why must not say it leaves that out
+        # an answer whose main clause is about a part the customer found fine ("Top it up" to "fluid level is
+        # fine") still suspects it, in words the reader of recommendations may miss: its why must not say it
+        # leaves that out
         main = tools.normalizer.terms_of_edus(analysis.tree.nucleus_chain_edus())
-        named = [k for k, a in enumerate(tried) if main & a.objects]
+        named = [k for k, a in ruled_out if main & a.objects]
         if named:
             record.mentions_tried[cand.document.id] = named
 
