@@ -57,21 +57,27 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
         repeated = _repeats(cand, tried, objects, tools)
         return repeated.explain() if repeated is not None else None
 
+    _mark_still_suspected(scored, tried, objects, tools, record)
+    scored, record.already_tried = demote(scored, reason, penalty=penalty, feature="already_tried")
+    return scored
+
+
+def _mark_still_suspected(scored: Scored, tried: Sequence[TriedAction], objects: frozenset[str], tools: StageTools,
+                          record: StepRecord) -> None:
+    """Record, per candidate, the parts the customer found fine that its main clause is about (``mentions_tried``).
+
+    Such an answer still suspects the part ("Top it up" to "fluid level is fine"), in words the reader of
+    recommendations may miss, so the customer's why must not say it leaves that out.
+    """
     ruled_out = [(k, a) for k, a in enumerate(tried) if a.verb_class == RULED_OUT]
     for cand in scored.kept if ruled_out else ():
         analysis = cand.analysis or tools.analyze(cand.document)
         if analysis.tree is None or not analysis.terms & objects:
             continue
-        # an answer whose main clause is about a part the customer found fine ("Top it up" to "fluid level is
-        # fine") still suspects it, in words the reader of recommendations may miss: its why must not say it
-        # leaves that out
         main = tools.normalizer.terms_of_edus(analysis.tree.nucleus_chain_edus())
         named = [k for k, a in ruled_out if main & a.objects]
         if named:
             record.mentions_tried[cand.document.id] = named
-
-    scored, record.already_tried = demote(scored, reason, penalty=penalty, feature="already_tried")
-    return scored
 
 
 def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: frozenset[str],

@@ -37,7 +37,7 @@ class StepRecord:
     # already tried: what the customer reported done, and answer id -> why it was demoted
     tried: list[dict[str, Any]] = field(default_factory=list)
     already_tried: dict[str, str] = field(default_factory=dict)
-    # answer id -> the positions in ``tried`` of the actions whose parts its main clause names (it may advise on them)
+    # answer id -> the positions in ``tried`` of the parts found fine that its main clause is about (it suspects them)
     mentions_tried: dict[str, list[int]] = field(default_factory=dict)
     # condition clash: answer id -> why it was demoted (it stops when the customer says it happens)
     condition_clash: dict[str, str] = field(default_factory=dict)
