@@ -109,8 +109,7 @@ class Choices:
         """
         trace.note("the reply tells more instead of picking; ranking the step again with it")
         record.pending = None
-        record.step_followups = record.step_followups + [text]
-        record.followups.append(text)
+        memory.add_reply(record, text)
         return self.steps.select(record, trace)
 
     def _tells_more(self, record: SessionRecord, text: str) -> bool:

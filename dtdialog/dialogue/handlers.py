@@ -177,8 +177,7 @@ class TurnHandlers:
         memory.add_constraints(record, intent.constraints, trace)
         if record.pending and memory.pending_of(record).asked_detail:  # the detail asked after none fitted
             return self.none_fit.detail_after_none(record, text, trace)
-        record.step_followups = record.step_followups + [text]
-        record.followups.append(text)
+        memory.add_reply(record, text)
         return self.steps.select(record, trace)
 
     def on_conclude_choice(self, record: SessionRecord, text: str, intent: intents.Intent,

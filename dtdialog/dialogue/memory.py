@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from dtdialog.selection.selector import RankOutcome
 
 
+def add_reply(record: SessionRecord, text: str) -> None:
+    """Add a customer's reply to the current step (``step_followups``) and to the whole conversation's replies."""
+    record.step_followups = record.step_followups + [text]
+    record.followups.append(text)
+
+
 def pending_of(record: SessionRecord) -> PendingChoice:
     """Return the options on offer (none when the record holds no pending choice)."""
     return PendingChoice.from_dict(record.pending or {})

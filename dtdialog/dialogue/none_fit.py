@@ -52,8 +52,7 @@ class NoneFits:
             record.skipped.extend(offered)
             return self.outcomes.hand_off(record, trace, HandoffReason.NONE_FIT)
         if detail:
-            record.step_followups = record.step_followups + [detail]
-            record.followups.append(detail)
+            memory.add_reply(record, detail)
         first = pending.yardstick or offered
         # the first options stay in the ranking (same scale as when they were offered) as the bar to reach
         outcome = self.steps.rank(record, self.steps.plan(record), record.step_followups, keep=first)
@@ -94,8 +93,7 @@ class NoneFits:
         selector = self.ctx.selector
         pending = memory.pending_of(record)
         record.pending = None
-        record.step_followups = record.step_followups + [text]
-        record.followups.append(text)
+        memory.add_reply(record, text)
         new_terms = selector.terms_of_text(text) - frozenset(pending.ignore_terms)
         outcome = self.steps.rank(record, self.steps.plan(record), record.step_followups, keep=pending.yardstick)
         trace.step(outcome, step=record.step)

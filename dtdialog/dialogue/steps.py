@@ -114,7 +114,6 @@ class Steps:
             if record.rejections >= self.ctx.config.dialogue.max_rejections:
                 return self.outcomes.hand_off(record, trace, HandoffReason.REJECTED)
         if extra:
-            record.step_followups = record.step_followups + [extra]
-            record.followups.append(extra)
+            memory.add_reply(record, extra)
         trace.note(f"next candidate for the same step: {reason}")
         return self.select(record, trace, after_rejection=rejected)
