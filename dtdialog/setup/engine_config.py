@@ -153,7 +153,7 @@ class DemotionConfig:
 
     already_tried_penalty: float = 0.5
     condition_clash_penalty: float = 0.8
-    presupposition_penalty: float = 0.5
+    presupposition_penalty: float = 1.0
     branch_clash_penalty: float = 0.8
 
     def __post_init__(self) -> None:

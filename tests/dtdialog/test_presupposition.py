@@ -196,6 +196,22 @@ def test_the_stage_demotes_by_the_penalty_records_why_and_zero_turns_it_off():
     assert [c.document.id for c in off.kept] == ["job#1", "paper#1"] and off.kept[0].score == 1.2
 
 
+def test_the_default_penalty_takes_the_answer_out_and_the_trace_says_why():
+    """At 1 the answer is neither given nor offered: at score 0 it would still be an option, and its model logit
+    would make the runner-up look doubtful to the calibrator."""
+    from dtdialog.selection.stages.choose import choose
+
+    kept = [_cand("job#1", STARTER_JOB, 1.2), _cand("paper#1", "Check for spark and fuel first.", 0.7)]
+    record = StepRecord()
+    penalty = DemotionConfig().presupposition_penalty
+    out = demote_presuppositions(Scored(kept=list(kept)), [PAPER_Q], penalty=penalty, tools=_Tools(), record=record)
+    assert [c.document.id for c in out.kept] == ["paper#1"]
+    assert out.dropped == {"job#1": 'it presupposes a prior job you never mentioned: "a starter job"'}
+    choice = choose(kept, out, record=record)
+    assert [c.document.id for c in choice.kept] == ["paper#1"] and [c.document.id for c in choice.rejected] == ["job#1"]
+    assert record.rejected_reasons["job#1"] == out.dropped["job#1"]
+
+
 @pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.5"])
 def test_the_penalty_is_validated(bad):
     with pytest.raises(ConfigError, match="presupposition_penalty"):

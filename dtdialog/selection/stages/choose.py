@@ -35,8 +35,8 @@ def choose(candidates: list[RankedCandidate], scored: Scored, *, record: StepRec
     rejected = [c for c in candidates if c.document.id not in kept_ids]
     off_topic = [c.document.id for c in alternatives if c.document.id not in kept_ids]
     record.candidates, record.rejected, record.off_topic = kept, rejected, off_topic
-    record.rejected_reasons = {c.document.id: rejection_reason(c, off_topic=c.document.id in off_topic)
-                               for c in rejected}
+    record.rejected_reasons = {c.document.id: scored.dropped.get(c.document.id)
+                               or rejection_reason(c, off_topic=c.document.id in off_topic) for c in rejected}
     return Choice(kept=kept, rejected=rejected, off_topic=off_topic)
 
 

@@ -23,18 +23,24 @@ class Scored:
 
     kept: list[RankedCandidate]
     rescued: list[str] = field(default_factory=list)
+    #: the ids a demotion of factor 1 took out of the ranking, with the stage's reason (``demote``)
+    dropped: dict[str, str] = field(default_factory=dict)
 
     def resorted(self) -> Scored:
         """Return these candidates sorted by score again, equal scores in their present order (after a stage
         changed some scores: the already-tried and condition-clash demotions)."""
         order = {c.document.id: i for i, c in enumerate(self.kept)}
-        return Scored(kept=sorted(self.kept, key=lambda c: (-c.score, order[c.document.id])), rescued=self.rescued)
+        return replace(self, kept=sorted(self.kept, key=lambda c: (-c.score, order[c.document.id])))
 
 
 def demote(scored: Scored, reason: Callable[[RankedCandidate], str | None], *, penalty: float,
            feature: str) -> tuple[Scored, dict[str, str]]:
     """Return ``scored`` with every candidate ``reason`` explains multiplied by ``1 - penalty``, marked in
-    ``features[feature]`` and re-sorted (stable), and ``{answer id: the reason}`` for the trace."""
+    ``features[feature]`` and re-sorted (stable), and ``{answer id: the reason}`` for the trace.
+
+    A penalty of 1 takes those candidates out (``Scored.dropped``), as a constraint penalty of 1 does: an answer
+    with score 0 would still be offered, and its model logit would still make the runner-up look doubtful.
+    """
     why: dict[str, str] = {}
     for cand in scored.kept:
         found = reason(cand)
@@ -42,7 +48,12 @@ def demote(scored: Scored, reason: Callable[[RankedCandidate], str | None], *, p
             cand.score *= 1.0 - penalty
             cand.features[feature] = 1.0
             why[cand.document.id] = found
-    return (scored.resorted() if why else scored), why
+    if not why:
+        return scored, why
+    if penalty >= 1.0:
+        dropped = {**scored.dropped, **why}
+        return replace(scored, kept=[c for c in scored.kept if c.document.id not in why], dropped=dropped), why
+    return scored.resorted(), why
 
 
 def score_candidates(step: StepPlan, candidates: list[RankedCandidate], *, scorer: CandidateScorer,
