@@ -95,11 +95,14 @@ _SUBORDINATORS = frozenset({"since", "because", "although", "though", "while", "
                             "once", "after", "before"})
 #: Words that open a sentence with a comma, a reply ("Yes, fluid on the wheel") or a link to the sentence before
 #: ("Still, new tires are a good time ..."): no part of what the option says.
-_INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "sure,", "still,", "however,", "also,",
-                            "otherwise,", "besides,", "instead,", "again,"})
+_INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "sure,", "good,", "great,", "fine,",
+                            "still,", "however,", "also,", "otherwise,", "besides,", "instead,", "again,"})
 #: A clause that continues a sentence on a function word ("are the high-pressure hose", "of starting fluid")
 #: is a fragment, not a name for a fix; its worth is multiplied by this.
 CONTINUATION_FACTOR = 0.6
+#: A clause that starts inside the phrase of the EDU before it (``mid_phrase``: "closed or the ECM is running the fan"
+#: after "the fan relay is stuck") is a cut, not a clause: its worth is multiplied by this.
+MID_PHRASE_FACTOR = 0.25
 #: A subordinate clause alone ("Since a corroded ground limits current") names a circumstance, as a question back
 #: names none: its worth is multiplied by this.
 SUBORDINATE_FACTOR = 0.25
@@ -126,24 +129,51 @@ def satellite_depths(tree: DiscourseTree) -> dict[int, int]:
 
 
 def _clauses(edus: Sequence[EDU], depths: Mapping[int, int] | None = None) -> list[tuple[EDU, ...]]:
-    """Return the label candidates of an answer: each EDU, joined with the next EDU of its sentence when short; and
-    an EDU with the rest of its sentence when they fit in a label and the rest is no more central than it ("Still, new
-    tires are a good time" reads whole only with its satellite "to have the alignment checked"; a condition before
-    its nucleus is never the head; without a tree nothing is joined so)."""
+    """Return the label candidates of an answer: each EDU, joined with the next EDU of its sentence when short (unless
+    it ends the phrase before it); an
+    EDU with the EDUs after it that go on its phrase, while they fit in a label ("That uneven temperature means" +
+    "many tubes are blocked", "the fan relay is stuck" + "closed"); and an EDU with the rest of its sentence when they
+    fit in a label and the rest is no more central than it ("Still, new tires are a good time" reads whole only with
+    its satellite "to have the alignment checked"; a condition before its nucleus is never the head; without a tree
+    nothing is joined so)."""
     depth = (depths or {}).get
     out: list[tuple[EDU, ...]] = []
     for k, edu in enumerate(edus):
         span: tuple[EDU, ...] = (edu,)
         nxt = edus[k + 1] if k + 1 < len(edus) else None
         same = nxt is not None and nxt.sentence == edu.sentence
-        if len(edu.text.split()) < MIN_CLAUSE_WORDS and same:
+        # a short piece that ends the phrase before it ("stuck | closed") is no head for the clause after it
+        if len(edu.text.split()) < MIN_CLAUSE_WORDS and same and not (k and mid_phrase(edus[k - 1], edu)):
             span = (edu, nxt)
         out.append(span)
+        phrase = [edu]
+        for later in edus[k + 1:]:
+            if not mid_phrase(phrase[-1], later):
+                break
+            phrase.append(later)
+        # only a phrase read to its end: cut short by the label's length it is no whole clause either
+        if len(span) < len(phrase) and len(" ".join(e.text for e in phrase)) <= MAX_LABEL_CHARS:
+            out.append(tuple(phrase))
         rest = [e for e in edus[k + 1:] if e.sentence == edu.sentence]
         if same and depths and len(span) == 1 and len(" ".join(e.text for e in (edu, *rest))) <= MAX_LABEL_CHARS \
                 and all(depth(e.index, 0) >= depth(edu.index, 0) for e in rest):
             out.append((edu, *rest))
     return out
+
+
+def mid_phrase(prev: EDU | None, edu: EDU | None) -> bool:
+    """Return True when ``edu`` begins inside a phrase the EDU before it opened: same sentence, nothing ends that
+    EDU (no comma, colon, dash), and ``edu`` opens on a lower-case word that starts no clause ("stuck | closed or
+    the ECM", "a vacuum hose | left disconnected, a gasket"): a cut by the segmenter, not a clause of its own. A
+    subordinate clause that opens its sentence ends where the main clause starts ("If the engine cranks | test the
+    fuel pressure")."""
+    if prev is None or edu is None or prev.sentence != edu.sentence or prev.text.rstrip().endswith(
+            (",", ";", ":", "-", "\u2013", "\u2014")):
+        return False
+    if prev.text[:1].isupper() and _subordinate(prev.text):
+        return False
+    first = edu.text.split()[0] if edu.text.split() else ""
+    return first[:1].islower() and first.lower().strip(",;:") not in _JOINERS | _CLAUSE_OPENERS | _SUBORDINATORS
 
 
 def readable(text: str, *, max_chars: int = MAX_LABEL_CHARS, edu_ends: Sequence[int] = ()) -> str:
@@ -162,6 +192,9 @@ def readable(text: str, *, max_chars: int = MAX_LABEL_CHARS, edu_ends: Sequence[
         fitting = [k for k in ends if len(" ".join(words[:k])) <= max_chars]
         if fitting or ends:
             words = words[:max(fitting) if fitting else min(ends)]
+    # a coordinator left after the last comma ("Test the main relay and the ECM fuse, then") opens nothing here
+    if len(words) > 2 and words[-2].endswith(",") and words[-1].lower() in _JOINERS | _CLAUSE_OPENERS:
+        words = words[:-1]
     label = " ".join(words).rstrip(",;:.?! -")
     return label[:1].upper() + label[1:]
 
@@ -219,12 +252,14 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
     EDUs' satellite depths (``satellite_depths``); without a tree every EDU counts as a nucleus.
     """
     best: tuple[float, int, str] | None = None
+    before = {b.index: a for a, b in zip(edus, edus[1:])}
     for order, span in enumerate(_clauses(edus, depths)):
         text = " ".join(e.text for e in span)
         label = readable(text, edu_ends=_edu_ends(span))
         depth = min((depths or {}).get(e.index, 0) for e in span)
         worth = _clause_worth(normalizer.terms_of_edus(span), others=others, ignored=ignored, depth=depth,
                               question_mark=text.rstrip().endswith("?"), continues=_fragment(text))
+        worth *= MID_PHRASE_FACTOR if mid_phrase(before.get(span[0].index), span[0]) else 1.0
         worth *= LONG_LABEL_FACTOR if len(label) > MAX_LABEL_CHARS else 1.0
         worth *= ASIDE_FACTOR if _ASIDE.match(text) else 1.0
         worth *= SUBORDINATE_FACTOR if _subordinate(text) else 1.0

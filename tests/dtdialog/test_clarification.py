@@ -250,3 +250,27 @@ def test_a_subordinate_clause_alone_is_no_label():
     fuel = build_tree(("Joint", "NN", ["Leaking injectors can also cause this.", "Check the fuel pressure hold."]))
     pending = build_options([("g#1", ground.edus, ground), ("f#1", fuel.edus, fuel)], normalizer=NORM)
     assert not pending.options[0].label.lower().startswith("since"), pending.options[0].label
+
+
+def test_a_label_never_starts_where_the_segmenter_cut_a_phrase():
+    """"Closed or the ECM is running the fan" and "Left disconnected, a gasket" were options: EDUs that begin inside
+    the phrase before them ("the fan relay is stuck | closed", "a vacuum hose | left disconnected")."""
+    fan = build_tree(("Joint", "NNN", ["It means the relay is stuck",
+                                       "closed", "or the ECM is running the fan in a fail-safe mode."]))
+    leak = build_tree(("Joint", "NNN", ["A high idle after intake work is a vacuum leak, such as a vacuum hose",
+                                        "left disconnected, a gasket", "not seated properly."]))
+    pending = build_options([("fan#1", fan.edus, fan), ("leak#1", leak.edus, leak)], normalizer=NORM)
+    # the short piece ends the phrase before it, and heads nothing
+    assert pending.options[0].label in ("It means the relay is stuck closed",
+                                        "The ECM is running the fan in a fail-safe mode"), pending.options[0].label
+    assert not pending.options[1].label.startswith(("Left", "Not")), pending.options[1].label
+    # an EDU that its next one goes on with is read to the phrase's end when that fits
+    means = build_tree(("Joint", "NN", ["That uneven temperature means", "many tubes are blocked."]))
+    pending = build_options([("rad#1", means.edus, means), ("fan#1", fan.edus, fan)], normalizer=NORM)
+    assert pending.options[0].label == "That uneven temperature means many tubes are blocked"
+
+
+def test_a_reply_word_or_a_dangling_link_is_no_part_of_a_label():
+    assert readable("Good, stopping early protects the head gasket.") == "Stopping early protects the head gasket"
+    assert readable("Attach the ground terminal firmly, then") == "Attach the ground terminal firmly"
+    assert readable("Check it, so") == "Check it" and readable("Wait and see") == "Wait and see"

@@ -1,0 +1,5 @@
+import sys
+
+from eval.option_labels.cli import main
+
+sys.exit(main())
