@@ -2,7 +2,7 @@
 
 "After a starter job, the most common mistakes are ..." answers someone who just replaced a starter; to a customer
 who never mentioned one it reads as an answer to another person. ``presupposed_facts(opening, normalizer)`` reads
-the answer's opening sentence for three kinds of presupposition trigger:
+the answer's opening sentence for four kinds of presupposition trigger:
 
 * **a prior event**: a subordinator that states its clause as given ("after", "since", "now that", ...) followed by
   a job on a part ("a starter job", "the timing belt change") or a done action ("you replaced the pump", "the
@@ -10,7 +10,9 @@ the answer's opening sentence for three kinds of presupposition trigger:
 * **a reported observation**: a demonstrative or "your" before a kind of evidence only the customer can report
   ("that P0420 code", "that clicking noise", "your check engine light"), or "the X you got / heard / mentioned";
 * **a diagnosed symptom**: the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign
-  of ...", "A single click usually means ...").
+  of ...", "A single click usually means ...");
+* **a reading**: a number and its unit heading the opening ("14.3 volts is a good charging voltage"), stated only
+  when that number was said.
 
 ``unstated(fact, ground)`` says which of a fact's terms the conversation never stated. ``CommonGround`` holds what
 was said (the customer's messages and the answers already given), in the selector's entity terms (stems, car
@@ -37,6 +39,9 @@ from parsers.tree import DiscourseTree
 
 TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
 PRIOR_JOB, PRIOR_ACTION, OBSERVATION, SYMPTOM = "a prior job", "a prior action", "an observation", "a symptom"
+READING = "a reading"
+#: a number as said: "14.3", "14,3" and "14.3V" are one reading
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 PREMISE = "a premise"
 #: a premise about the customer's own thing says "your" ("since your coolant isn't dropping"); "because you aren't
 #: waiting" is advice, not a claim about their case
@@ -101,6 +106,8 @@ class CommonGround:
     denied: frozenset[str] = frozenset()
     #: the terms the customer only ever said outside a negation ("the coolant keeps dropping")
     affirmed: frozenset[str] = frozenset()
+    #: every number said ("14.3" of "I measured 14.3V"): what states a reading
+    numbers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,7 @@ class _Triggers:
     report_verbs: frozenset[str]
     diagnoses: tuple[tuple[str, ...], ...]
     hedges: frozenset[str]
+    units: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -123,7 +131,7 @@ def _triggers() -> _Triggers:
     return _Triggers(events=longest_first(data["event_triggers"]), jobs=frozenset(data["job_nouns"]),
                      observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
-                     hedges=frozenset(data["hedges"]))
+                     hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]))
 
 
 def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
@@ -145,8 +153,13 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
         no, yes = _polarity_of(text, normalizer)
         negated |= no
         affirmed |= yes
+    numbers = frozenset(_numbers(t) for text in texts for t in _NUMBER.findall(text))
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
-                        affirmed=frozenset(affirmed - negated))
+                        affirmed=frozenset(affirmed - negated), numbers=numbers)
+
+
+def _numbers(token: str) -> str:
+    return token.replace(",", ".")
 
 
 @lru_cache(maxsize=4096)
@@ -253,7 +266,7 @@ def _premises(text: str, normalizer: EntityNormalizer) -> tuple[Fact, ...]:
 
 def unstated(fact: Fact, ground: CommonGround) -> frozenset[str]:
     """Return the terms of ``fact`` that show it was never stated (empty: it was)."""
-    said = ground.heads if fact.key == "heads" else ground.terms
+    said = ground.heads if fact.key == "heads" else ground.numbers if fact.key == "number" else ground.terms
     return frozenset() if fact.terms & said else fact.terms
 
 
@@ -267,7 +280,20 @@ def presupposed_facts(opening: str, normalizer: EntityNormalizer) -> tuple[Fact,
     """Return the facts ``opening`` (an answer's first sentence) takes as given, in the order met."""
     lowered = opening.lower()
     return (*_event_facts(lowered, normalizer), *_observation_facts(lowered, normalizer),
-            *_symptom_facts(lowered, normalizer))
+            *_symptom_facts(lowered, normalizer), *_reading_facts(lowered))
+
+
+def _reading_facts(sentence: str) -> list[Fact]:
+    """Return the reading an opening is about: a number and its unit at the head of its subject ("14.3 volts is a
+    good charging voltage", "A 200 rpm change at steady speed is typical"), stated only by that number."""
+    words = sentence.split()
+    start = 1 if words and words[0] in ("a", "an", "the", "that", "this", "your") else 0
+    number = _NUMBER.fullmatch(words[start]) if len(words) > start else None
+    unit = words[start + 1].strip(",;:.") if number and len(words) > start + 1 else ""
+    if number is None or unit not in _triggers().units:
+        return []
+    value = _numbers(number.group())
+    return [Fact(READING, f"{words[start]} {unit}", frozenset({value}), "number")]
 
 
 def _event_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:

@@ -15,6 +15,7 @@ from dtdialog.understanding.presupposition import (
     OBSERVATION,
     PRIOR_ACTION,
     PRIOR_JOB,
+    READING,
     SYMPTOM,
     common_ground,
     find_presupposition,
@@ -86,6 +87,20 @@ def test_an_opening_diagnosis_of_a_symptom_nobody_reported():
 
 FLASHING = ("A flashing check engine light means a severe misfire that's dumping unburned fuel into the exhaust, "
             "which can destroy the catalytic converter.")
+
+
+def test_a_reading_is_presupposed_unless_the_customer_gave_that_number():
+    """"14.3 volts is a good charging voltage" followed the bot's "Do you know the voltage with the engine running?"
+    to a customer who answered with a fuse-pull test: it echoes a reading another customer gave."""
+    opening = "14.3 volts is a good charging voltage, so the alternator is fine."
+    found = _found(opening, "I did the fuse pull test and the drain stopped when I pulled the radio fuse")
+    assert found is not None and found.fact.kind == READING and found.fact.phrase == "14.3 volts"
+    assert _found(opening, "I measured 14.3V with the engine running") is None
+    assert _found(opening, "it reads 14,3 volts") is None
+    assert _found("A 200 rpm change at steady speed is typical.", "The rpm goes up and down by about 200") is None
+    assert _found("A 200 rpm change at steady speed is typical.", "It surges on the highway").fact.kind == READING
+    # a number elsewhere is no reading the answer is about
+    assert _found("Charge it to 12.6 volts before testing.", "my battery is dead") is None
 
 
 def test_a_symptom_the_customer_denied_is_a_contradiction_not_common_ground():
