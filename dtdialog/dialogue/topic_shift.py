@@ -97,4 +97,7 @@ class TopicShift:
 
 
 def _ids(outcome) -> set[str]:
-    return {c.document.id for c in outcome.candidates[:DEPTH]}
+    """Return the answers a text retrieves: its first ``DEPTH`` candidates, counting those the presupposition stage
+    took out (written for another situation, they still say what the text is about) at the scores they had."""
+    pool = [*outcome.candidates, *(c for c in outcome.rejected if c.features.get("presupposition"))]
+    return {c.document.id for c in sorted(pool, key=lambda c: -c.score)[:DEPTH]}

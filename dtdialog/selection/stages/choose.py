@@ -32,7 +32,8 @@ def choose(candidates: list[RankedCandidate], scored: Scored, *, record: StepRec
     alternatives = scored.kept[1:]
     kept = scored.kept[:1] + [c for c in alternatives if on_topic(c, best_topic)]
     kept_ids = {c.document.id for c in kept}
-    rejected = [c for c in candidates if c.document.id not in kept_ids]
+    removed = {c.document.id: c for c in scored.removed}  # as scored: a trace and a topic check read their scores
+    rejected = [removed.get(c.document.id, c) for c in candidates if c.document.id not in kept_ids]
     off_topic = [c.document.id for c in alternatives if c.document.id not in kept_ids]
     record.candidates, record.rejected, record.off_topic = kept, rejected, off_topic
     record.rejected_reasons = {c.document.id: scored.dropped.get(c.document.id)

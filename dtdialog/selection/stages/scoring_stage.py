@@ -23,7 +23,8 @@ class Scored:
 
     kept: list[RankedCandidate]
     rescued: list[str] = field(default_factory=list)
-    #: the ids a demotion of factor 1 took out of the ranking, with the stage's reason (``demote``)
+    #: the candidates a demotion of factor 1 took out of the ranking, scores kept (``demote``), and its reasons
+    removed: list[RankedCandidate] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)
 
     def resorted(self) -> Scored:
@@ -38,21 +39,23 @@ def demote(scored: Scored, reason: Callable[[RankedCandidate], str | None], *, p
     """Return ``scored`` with every candidate ``reason`` explains multiplied by ``1 - penalty``, marked in
     ``features[feature]`` and re-sorted (stable), and ``{answer id: the reason}`` for the trace.
 
-    A penalty of 1 takes those candidates out (``Scored.dropped``), as a constraint penalty of 1 does: an answer
-    with score 0 would still be offered, and its model logit would still make the runner-up look doubtful.
+    A penalty of 1 takes those candidates out, their scores as the scorer left them (``Scored.removed``), as a
+    constraint penalty of 1 does: an answer with score 0 would still be offered, and its model logit would still make
+    the runner-up look doubtful.
     """
     why: dict[str, str] = {}
     for cand in scored.kept:
         found = reason(cand)
         if found is not None:
-            cand.score *= 1.0 - penalty
+            cand.score *= 1.0 if penalty >= 1.0 else 1.0 - penalty
             cand.features[feature] = 1.0
             why[cand.document.id] = found
     if not why:
         return scored, why
     if penalty >= 1.0:
-        dropped = {**scored.dropped, **why}
-        return replace(scored, kept=[c for c in scored.kept if c.document.id not in why], dropped=dropped), why
+        return replace(scored, kept=[c for c in scored.kept if c.document.id not in why],
+                       removed=[*scored.removed, *(c for c in scored.kept if c.document.id in why)],
+                       dropped={**scored.dropped, **why}), why
     return scored.resorted(), why
 
 
