@@ -206,7 +206,7 @@ class AnswerSelector:
         scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
                                         penalty=demotions.presupposition_penalty, tools=tools, record=record,
                                         customer=[plan.question, *followups])
-        scored = demote_branch_clashes(scored, step_plan, followups[-1] if followups else "",
+        scored = demote_branch_clashes(scored, step_plan, followups,
                                        penalty=demotions.branch_clash_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
         # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens

@@ -8,6 +8,8 @@ logged customer reported something (``dtdialog.understanding.reply_branch``). A 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.selection.stages.features_stage import continues
 from dtdialog.selection.stages.plan import StepPlan
@@ -17,13 +19,15 @@ from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.reply_branch import branch_clash
 
 
-def demote_branch_clashes(scored: Scored, step: StepPlan, reply: str, *, penalty: float, tools: StageTools,
-                          record: StepRecord) -> Scored:
-    """Return ``scored`` with the answers after ``step.previous`` in its dialogue demoted when ``reply`` (the
-    customer's last message) is not the kind of reply the next one was written for: every later answer of that
-    dialogue is on the branch the customer did not take."""
+def demote_branch_clashes(scored: Scored, step: StepPlan, replies: Sequence[str], *, penalty: float,
+                          tools: StageTools, record: StepRecord) -> Scored:
+    """Return ``scored`` with the answers after ``step.previous`` in its dialogue demoted when the customer's reply
+    to it is not the kind of reply the next one was written for: every later answer of that dialogue is on the
+    branch the customer did not take. That reply is the step's first (``replies``, in order): a later one answers
+    what the bot asked in between ("When does it happen?"), not the answer's closing question."""
     previous = step.previous
-    if penalty <= 0 or previous is None or not step.is_followup or not reply.strip() or not scored.kept:
+    reply = next((r for r in replies if r.strip()), "")
+    if penalty <= 0 or previous is None or not step.is_followup or not reply or not scored.kept:
         return scored
     successor = next((c.document for c in scored.kept if continues(previous, c.document)), None) \
         or tools.document(f"{previous.dialogue_id}#{previous.position + 2}")
