@@ -67,10 +67,10 @@ class Steps:
         outcome = self.rank(record, plan, record.step_followups)
         trace.step(outcome, step=record.step)
         ranked = self.fresh(record, outcome.candidates)
-        close = close_alternatives(ranked, config)
-        if allow_clarify and len(close) >= 2:
-            return self.outcomes.offer(record, trace, [c.document for c in close[: config.clarify.max_options]])
+        close = close_alternatives(ranked, config)[: config.clarify.max_options]
         followup_step = outcome.followup_tree is not None
+        if allow_clarify and len(close) >= 2 and self.worth_offering(close, ranked, trace, followup_step):
+            return self.outcomes.offer(record, trace, [c.document for c in close])
         confidence = rule.confidence(ranked[0], ranked, followup_step=followup_step) if ranked else None
         if ranked and rule.sure(confidence):
             return self.outcomes.deliver(record, trace, ranked[0].document.id, ranked[0].document.text,
@@ -83,6 +83,21 @@ class Steps:
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
         return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked])
+
+    def worth_offering(self, options: Sequence[Any], ranked: Sequence[Any], trace: TurnTrace,
+                       followup_step: bool) -> bool:
+        """Return True when the chance that one of ``options`` is right reaches the bar for answering
+        (``ClarifyConfig.confident_options``): options none of which is likely are a guess list, not a choice."""
+        rule = self.ctx.rule
+        if not self.ctx.config.clarify.confident_options:
+            return True
+        chances = [rule.confidence(c, ranked, followup_step=followup_step) for c in options]
+        if any(c is None for c in chances):
+            return True  # no calibrator: nothing to weigh the options with
+        if rule.sure(sum(chances)):
+            return True
+        trace.note(f"{len(options)} close answers, together {sum(chances):.2f} likely: not offered as options")
+        return False
 
     def fresh(self, record: SessionRecord, ranked: Sequence[Any]) -> list[Any]:
         """Return the candidates that repeat no answer already shown."""

@@ -192,15 +192,21 @@ class ClarifyConfig:
     clarify_ratio: a candidate competes in a clarification only when its score is at least this share of the
         best score and its ``topic_ratio`` is at least this high too (each option must be strong on its own).
     max_options: at most this many clarification options (plus "none of these").
+    confident_options: close alternatives are offered only when the chance that one of them is right (their
+        calibrated confidences, each as if it were the answer, summed) reaches ``abstention.abstain_below``, the
+        chance the bot needs to answer at all; else the step is unsure (a detail question, then the closest answers,
+        then the hand-off). False offers any close alternatives.
     """
 
     clarify_margin: float = 0.04
     clarify_ratio: float = 0.8
     max_options: int = 3
+    confident_options: bool = True
 
     def __post_init__(self) -> None:
         _check_counts(self, "max_options")
         _check_unit_floats(self, "clarify_margin", "clarify_ratio")
+        _check_flags(self, "confident_options")
 
 
 @dataclass

@@ -31,7 +31,8 @@ FLAT = {"candidates": 40, "whole_question": False, "agreement_table": "table.jso
         "question_weight": 0.5, "step_weight": 0.2, "constraint_penalty": 1.0, "already_tried_penalty": 0.25,
         "condition_clash_penalty": 0.5, "presupposition_penalty": 0.0, "branch_clash_penalty": 0.5,
         "step1_position": "standalone",
-        "opening_margin": 2.5, "clarify_margin": 0.1, "clarify_ratio": 0.7, "max_options": 4, "abstain_below": 0.3,
+        "opening_margin": 2.5, "clarify_margin": 0.1, "clarify_ratio": 0.7, "max_options": 4, "confident_options": False,
+        "abstain_below": 0.3,
         "scope_quantile": 0.1, "scope_threshold": 0.05, "scope_mass": None, "scope_dense_floor": 0.1,
         "scope_dense_sure": 0.4, "max_failures": 3, "max_rejections": 2, "options_when_unsure": False,
         "max_input_chars": 500, "max_traces": 10}
@@ -67,7 +68,7 @@ def test_each_group_refuses_a_bad_value_in_one_line(group, options, message):
 
 def test_groups_keep_the_defaults_and_store_numbers_as_floats():
     config = EngineConfig()
-    assert set(config.to_dict()) == set(GROUPS) and len(FLAT_OPTIONS) == 34
+    assert set(config.to_dict()) == set(GROUPS) and len(FLAT_OPTIONS) == 35
     assert (config.retrieval.candidates, config.clarify.clarify_margin, config.abstention.abstain_below,
             config.scope.scope_mass, config.dialogue.max_traces) == (100, 0.04, 0.21, 40.0, 50)
     assert isinstance(DemotionConfig(presupposition_penalty=1).presupposition_penalty, float)
