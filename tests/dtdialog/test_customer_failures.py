@@ -65,3 +65,16 @@ def test_a_follow_up_that_echoes_a_reading_the_customer_never_gave_is_not_delive
         "Battery keeps dying overnight. New battery 2 months ago, alternator tested fine at the shop.",
         "how do I find what's draining it?", "I measured 14.3 volts with the engine running."])
     assert "14.3 volts" in turns[-1]["reply"], (ranker, turns[-1]["reply"][:80])
+
+
+def test_the_first_none_of_these_asks_for_a_detail_before_any_hand_off(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker="learned"):
+    """Before: options, then "no, that didn't help", then the hand-off at once: the one other candidate was unsure,
+    and its abstention counted a second failure for the one reply."""
+    index, _ = builtin_learned_index
+    opening = ("Hi there, thanks for your help in advance. My 2010 Camry makes a whining noise that rises with engine "
+               "speed, and the battery light flickers at night. I replaced the serpentine belt last month. Thanks!")
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [opening, "no, that didn't help"])
+    if turns[0]["kind"] != "clarify":
+        pytest.skip(f"the {ranker} ranker no longer offers options on this opening")
+    assert turns[1]["kind"] != "handoff", turns[1]["reply"]
