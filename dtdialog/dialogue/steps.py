@@ -67,7 +67,9 @@ class Steps:
         outcome = self.rank(record, plan, record.step_followups)
         trace.step(outcome, step=record.step)
         ranked = self.fresh(record, outcome.candidates)
-        close = close_alternatives(ranked, config)[: config.clarify.max_options]
+        # the customer's reply took the branch the logged next answer was written for: that answer, not a choice
+        follows = bool(ranked) and ranked[0].document.id == outcome.record.branch_follows
+        close = [] if follows else close_alternatives(ranked, config)[: config.clarify.max_options]
         followup_step = outcome.followup_tree is not None
         if allow_clarify and len(close) >= 2 and self.worth_offering(close, ranked, trace, followup_step):
             return self.outcomes.offer(record, trace, [c.document for c in close])

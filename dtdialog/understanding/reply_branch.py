@@ -113,6 +113,26 @@ def branch_clash(reply: str, logged: str, answer_before: str,
     return Branch("polarity", logged) if said and written_for and said != written_for else None
 
 
+#: A reply with at least this share of the logged reply's words (content stems and entity terms) says what it said.
+AGREE_SHARE = 0.5
+
+
+def branch_agrees(reply: str, logged: str, answer_before: str,
+                  terms: Callable[[str], frozenset[str]] | None = None) -> bool:
+    """Return True when ``reply`` takes the logged reply's branch: the same yes or no to ``answer_before``'s closing
+    question, or most of the logged reply's words ("The outer pad on the front left is only about 2 mm thick" for
+    "The outer pad on the front left looks like it's only about 2 mm thick")."""
+    if not reply.strip() or not logged.strip():
+        return False
+    question = polar_question(answer_before)
+    if question is not None:
+        said, written_for = reply_polarity(reply, question, terms), reply_polarity(logged, question, terms)
+        if said and written_for:
+            return said == written_for
+    wanted = _keys(logged, terms)
+    return bool(wanted) and len(_keys(reply, terms) & wanted) >= AGREE_SHARE * len(wanted)
+
+
 def _keys(text: str, terms: Callable[[str], frozenset[str]] | None) -> frozenset[str]:
     keys = {stem(w) for w in content_words(words_of(text))}
     return frozenset(keys | (terms(text) if terms is not None else frozenset()))

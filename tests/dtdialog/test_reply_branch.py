@@ -9,7 +9,7 @@ from data.model import Dialogue, Turn
 from dtdialog.selection.agreement import AgreementResult
 from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.selection.stages import StepRecord
-from dtdialog.selection.stages.branch_clash import demote_branch_clashes
+from dtdialog.selection.stages.branch_clash import SKIPS_AHEAD, demote_branch_clashes
 from dtdialog.selection.stages.scoring_stage import Scored
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.reply_branch import branch_clash, polar_question, reply_polarity, reports
@@ -87,7 +87,9 @@ def test_the_stage_demotes_every_later_answer_of_the_branch_not_taken():
     assert abs(out.kept[1].score - 0.18) < 1e-9 and out.kept[1].features["branch_clash"] == 1.0
     assert set(record.branch_clash) == {"fan#3", "fan#5"} and record.to_dict()["branch_clash"]
     same, record = _stage("It stays off when hot, but it does come on with the AC.")
-    assert [c.document.id for c in same.kept] == ["fan#3", "fan#5", "other#1"] and not record.branch_clash
+    # the logged branch: its next answer first; the one after it was written for a reply not given yet
+    assert [c.document.id for c in same.kept] == ["fan#3", "other#1", "fan#5"] and record.branch_follows == "fan#3"
+    assert record.branch_clash == {"fan#5": SKIPS_AHEAD}
     off, _ = _stage("the fan doesn't come on at all", penalty=0.0)
     assert off.kept[0].document.id == "fan#3"
 
@@ -99,7 +101,23 @@ def test_the_reply_to_the_question_is_the_first_of_the_step():
     out, record = _stage("the fan doesn't come on at all", "I replaced the fan relay, still nothing")
     assert out.kept[0].document.id == "other#1" and set(record.branch_clash) == {"fan#3", "fan#5"}
     out, record = _stage("It stays off when hot, but it does come on with the AC.", "no other noise")
-    assert out.kept[0].document.id == "fan#3" and not record.branch_clash
+    assert out.kept[0].document.id == "fan#3" and "fan#3" not in record.branch_clash
+
+
+def test_a_reply_on_the_logged_branch_puts_its_next_answer_first():
+    kept = [_cand("other#1", "Check the fan fuse and the fan relay.", 0.9), _cand("fan#3", THEN, 0.4, LOGGED)]
+    previous = AnswerDocument(id="fan#1", dialogue_id="fan", position=1, text=FAN)
+    tools = SimpleNamespace(normalizer=EntityNormalizer(), document=lambda _id: None)
+    step = SimpleNamespace(previous=previous, is_followup=True)
+    record = StepRecord()
+    out = demote_branch_clashes(Scored(kept=list(kept)), step, ["yes it comes on with the AC, just not when hot"],
+                                penalty=0.8, tools=tools, record=record)
+    assert [c.document.id for c in out.kept] == ["fan#3", "other#1"] and record.branch_follows == "fan#3"
+    # a reply that says something else leaves the ranking alone
+    record = StepRecord()
+    out = demote_branch_clashes(Scored(kept=list(kept)), step, ["it smells sweet inside the cabin"], penalty=0.8,
+                                tools=tools, record=record)
+    assert out.kept[0].document.id == "other#1" and record.branch_follows is None
 
 
 def test_the_index_keeps_the_reply_each_follow_up_was_written_for():

@@ -45,6 +45,8 @@ class StepRecord:
     presupposition: dict[str, str] = field(default_factory=dict)
     # branch clash: answer id -> the logged reply it was written for, which the customer's reply contradicts
     branch_clash: dict[str, str] = field(default_factory=dict)
+    # branch: the logged next answer put first because the customer's reply took the branch it was written for
+    branch_follows: str | None = None
     # choose: rejected answer id -> why it was not offered (off topic, constraint, no agreement)
     rejected_reasons: dict[str, str] = field(default_factory=dict)
 
@@ -60,5 +62,6 @@ class StepRecord:
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
             "tried": self.tried, "already_tried": self.already_tried, "mentions_tried": self.mentions_tried,
             "condition_clash": self.condition_clash,
-            "presupposition": self.presupposition, "branch_clash": self.branch_clash, "position": self.position,
+            "presupposition": self.presupposition, "branch_clash": self.branch_clash,
+            "branch_follows": self.branch_follows, "position": self.position,
         }
