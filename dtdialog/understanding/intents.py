@@ -59,6 +59,9 @@ _ACK = r"(?:yes|yep|yeah|yup|ok|okay|thanks|thank you|thx|ty|great|perfect|cheer
 _CONCLUDE_SHORT = re.compile(rf"^{_ACK}(?:[\s,.!]+(?:{_ACK}|so much|very much|a lot|it works?(?: now)?|"
                              r"that (?:fixed|solved|did) it|that helped|it helped|that worked|it worked))*[\s.!]*$")
 _CONCLUDE_PHRASE = re.compile(r"\b(?:that|this|it|you) (?:fixed|solved|sorted|did) it\b|\bfixed it\b|"
+                              # "it's fixed now, the fan relay was bad": the state, not the deed
+                              r"\b(?:it's|it is|that's|that is|all|everything's|everything is) (?:fixed|solved|sorted)"
+                              r"(?: now)?\b|"
                               r"\bproblem (?:is )?(?:solved|fixed|gone)\b|\bworks (?:fine |great |again )?now\b|"
                               r"\bit worked\b|\bthat worked\b|\bthat helped\b|\bruns (?:fine|great) now\b|"
                               # the symptom reported gone: "I replaced the battery and now it starts fine"

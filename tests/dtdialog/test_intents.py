@@ -118,3 +118,13 @@ def test_the_symptom_reported_gone_concludes():
         assert classify(text).kind == CONCLUDE and says_fixed(text), text
     for text in ("It starts fine now in the morning but stalls at idle", "now it starts but stalls"):
         assert classify(text).kind != CONCLUDE, text
+
+
+def test_a_problem_reported_fixed_concludes():
+    """"it's fixed now, the fan relay was bad" was taken as a detail and answered with options."""
+    from dtdialog.understanding.intents import CONCLUDE, classify, says_fixed
+
+    for text in ("it's fixed now, the fan relay was bad", "It is fixed.", "all sorted now, thanks"):
+        assert classify(text).kind == CONCLUDE and says_fixed(text), text
+    for text in ("it's not fixed", "is it fixed if the light goes off?", "it's fixed but now it squeals"):
+        assert classify(text).kind != CONCLUDE, text
