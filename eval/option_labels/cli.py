@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from eval.entry import one_line_errors
+from eval.jsonl import read_objects
 from eval.provenance import git_commit
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
@@ -55,15 +56,8 @@ def load_judged(path: Path) -> dict[tuple[str, str], str]:
     if not path.is_file():
         raise InputError(f"{path}: no such judged file")
     judged = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or row.get("verdict") not in VERDICTS or not all(
-                isinstance(row.get(k), str) for k in ("before", "after")):
+    for number, row in read_objects(path):
+        if row.get("verdict") not in VERDICTS or not all(isinstance(row.get(k), str) for k in ("before", "after")):
             raise InputError(f"{path}:{number}: needs 'before', 'after' and 'verdict' (better, worse or same)")
         judged[(row["before"], row["after"])] = row["verdict"]
     return judged

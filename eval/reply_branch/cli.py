@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from eval.entry import one_line_errors
+from eval.jsonl import read_objects
 from eval.provenance import git_commit
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
@@ -28,14 +29,8 @@ def load_judged(path: Path) -> list[dict]:
     if not path.is_file():
         raise InputError(f"{path}: no such judged file")
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or row.get("judged") not in ("yes", "no", "unclear") or not all(
+    for number, row in read_objects(path):
+        if row.get("judged") not in ("yes", "no", "unclear") or not all(
                 isinstance(row.get(k), str) for k in ("question", "reply")):
             raise InputError(f"{path}:{number}: needs 'question', 'reply' and 'judged' (yes, no or unclear)")
         rows.append(row)
