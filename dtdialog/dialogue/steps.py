@@ -47,7 +47,9 @@ class Steps:
             question=plan, step=record.step, followups=followups,
             exclude_ids=[i for i in record.excluded_ids if i not in keep],
             constraints=memory.constraints_of(record), size=self.ctx.config.retrieval.candidates,
-            context_ids=record.context_ids, **memory.tried_kwargs(record))
+            context_ids=record.context_ids, **memory.tried_kwargs(record),
+            # the step's first reply answers the answer on screen; later ones answer the bot's own questions
+            context_reply=record.step_followups[0] if record.step_followups else None)
         memory.remember_tried(record, outcome)
         return outcome
 

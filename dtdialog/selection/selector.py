@@ -177,13 +177,15 @@ class AnswerSelector:
     def rank_outcome(self, *, question: str | QuestionPlan, step: int = 0, followups: Sequence[str] = (),
                      exclude_ids: Sequence[str] = (), constraints: Sequence[str | Constraint] = (),
                      size: int = 10, context_ids: Sequence[str] = (),
-                     tried: Sequence[TriedAction] = ()) -> RankOutcome:
+                     tried: Sequence[TriedAction] = (), context_reply: str | None = None) -> RankOutcome:
         """Return the full outcome of ``rank`` (query, requirements, kept and rejected candidates, trace record).
 
         Only the last of ``context_ids`` lends the follow-up words to the query, and a candidate's
         retrieval score counts words only that answer supplied at ``CONTEXT_TERM_WEIGHT``. ``tried`` is what the
         customer reported done in earlier replies (the session's memory); DT-Q's and this reply's reports are
         added, and answers whose main recommendation repeats one are demoted (``already_tried_penalty``).
+        ``context_reply`` is the customer's reply to the last of ``context_ids`` (None: the last of ``followups``; a
+        dialogue manager whose later replies of a step answer its own questions passes the step's first).
         """
         plan = question if isinstance(question, QuestionPlan) else self.plan(question)
         self._prepare(plan.question, followups)
@@ -206,7 +208,8 @@ class AnswerSelector:
         scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
                                         penalty=demotions.presupposition_penalty, tools=tools, record=record,
                                         customer=[plan.question, *followups])
-        scored = demote_branch_clashes(scored, step_plan, followups,
+        scored = demote_branch_clashes(scored, step_plan, context_reply if context_reply is not None
+                                       else next((f for f in reversed(followups) if f.strip()), ""),
                                        penalty=demotions.branch_clash_penalty, tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
         # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens

@@ -60,3 +60,17 @@ def test_the_first_none_of_these_asks_for_a_detail_before_any_hand_off(
     if turns[0]["kind"] != "clarify":
         pytest.skip(f"the {ranker} ranker no longer offers options on this opening")
     assert turns[1]["kind"] != "handoff", turns[1]["reply"]
+
+
+@pytest.mark.parametrize("ranker", ["learned", "rules"])
+def test_the_reply_to_the_bots_question_is_the_first_reply_of_the_step(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker):
+    """Before: "the fan does not come on at all" demoted "Then the fan motor and its wiring are fine"; the bot asked
+    "When does it happen, and what have you already checked?", the customer said "I replaced the fan relay, still
+    nothing" (an answer to that, read as a yes to the fan question), and the demoted answer was delivered."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "My 2012 Civic overheats in traffic but is fine on the highway. Coolant is full.",
+        "I checked and the fan does not come on at all", "I replaced the fan relay, still nothing"])
+    assert turns[0]["kind"] == "answer" and "fan come on" in turns[0]["reply"], turns[0]["reply"][:80]
+    assert all("the fan motor and its wiring are fine" not in t["reply"] for t in turns[1:])

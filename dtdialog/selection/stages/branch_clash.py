@@ -11,7 +11,6 @@ dialogue are demoted: they were written for replies the customer has not given. 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from dtdialog.selection.scoring import RankedCandidate
@@ -28,17 +27,16 @@ from index.base import AnswerDocument
 SKIPS_AHEAD = "it was written for a later point of its conversation, after replies you have not given"
 
 
-def demote_branch_clashes(scored: Scored, step: StepPlan, replies: Sequence[str], *, penalty: float,
+def demote_branch_clashes(scored: Scored, step: StepPlan, reply: str, *, penalty: float,
                           tools: StageTools, record: StepRecord) -> Scored:
     """Return ``scored`` with the later answers of ``step.previous``'s dialogue demoted when the customer's reply
     to it is not the kind of reply the next one was written for (every later answer of that dialogue is on the
-    branch the customer did not take), and else those beyond its next answer (``SKIPS_AHEAD``). The reply is the
-    step's first (``replies``, in order): a later one answers what the bot asked in between ("When does it
-    happen?"), not the answer's closing question."""
+    branch the customer did not take), and else those beyond its next answer (``SKIPS_AHEAD``). ``reply`` is the
+    customer's reply to ``step.previous`` (``AnswerSelector.rank_outcome``'s ``context_reply``)."""
     previous = step.previous
     if penalty <= 0 or previous is None or not step.is_followup or not scored.kept:
         return scored
-    reply = next((r for r in replies if r.strip()), "")
+    reply = reply.strip()
     successor, logged = _logged_next(previous, scored, tools)
     found = branch_clash(reply, logged, previous.text, tools.normalizer.terms_of_text) if reply and logged else None
     if found is None and reply and logged and branch_agrees(reply, logged, previous.text,
