@@ -30,8 +30,7 @@ def choose(candidates: list[RankedCandidate], scored: Scored, *, record: StepRec
     """
     best_topic = max((c.features.get("topic", 0.0) for c in scored.kept), default=0.0)
     alternatives = scored.kept[1:]
-    first = scored.kept[0] if scored.kept else None
-    kept = scored.kept[:1] + [c for c in alternatives if on_topic(c, best_topic, first=first)]
+    kept = scored.kept[:1] + [c for c in alternatives if on_topic(c, best_topic)]
     kept_ids = {c.document.id for c in kept}
     removed = {c.document.id: c for c in scored.removed}  # as scored: a trace and a topic check read their scores
     rejected = [removed.get(c.document.id, c) for c in candidates if c.document.id not in kept_ids]
@@ -42,18 +41,13 @@ def choose(candidates: list[RankedCandidate], scored: Scored, *, record: StepRec
     return Choice(kept=kept, rejected=rejected, off_topic=off_topic)
 
 
-def on_topic(cand: RankedCandidate, best_topic: float, *, first: RankedCandidate | None = None) -> bool:
+def on_topic(cand: RankedCandidate, best_topic: float) -> bool:
     """Return False for a candidate far below the best kept one's topical coverage (the logged successor is exempt).
 
     The reference is the best candidate the scorer kept, so an answer dropped for a constraint does not
-    make the remaining ones look off topic. An answer at least as close in meaning to the question as the scorer's
-    ``first`` choice (MiniLM, the ``dense`` feature) is on topic whatever its words: a support reply that sends the
-    customer to a ticket form names little of the question ("how do I create a support ticket about ...").
+    make the remaining ones look off topic.
     """
     if cand.features.get("continuation", 0.0) > 0 or "topic" not in cand.features or best_topic <= 0:
-        return True
-    if first is not None and "dense" in cand.features and "dense" in first.features \
-            and cand.features["dense"] >= first.features["dense"]:
         return True
     return cand.features["topic"] >= TOPIC_RATIO * best_topic
 
