@@ -251,20 +251,27 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
     ``_clause_worth``; ties go to the earlier clause, where an answer states its point. ``depths`` are the
     EDUs' satellite depths (``satellite_depths``); without a tree every EDU counts as a nucleus.
     """
-    best: tuple[float, int, str] | None = None
+    best: tuple[tuple[bool, float], int, str] | None = None
     before = {b.index: a for a, b in zip(edus, edus[1:])}
+    # a question back to the customer is one whatever EDU of its sentence holds the "?" ("What does your battery
+    # read in the morning | before you crank?")
+    asks = {e.sentence for e in edus if e.text.rstrip().endswith("?")}
     for order, span in enumerate(_clauses(edus, depths)):
         text = " ".join(e.text for e in span)
         label = readable(text, edu_ends=_edu_ends(span))
         depth = min((depths or {}).get(e.index, 0) for e in span)
         worth = _clause_worth(normalizer.terms_of_edus(span), others=others, ignored=ignored, depth=depth,
-                              question_mark=text.rstrip().endswith("?"), continues=_fragment(text))
+                              question_mark=span[-1].sentence in asks, continues=_fragment(text))
         worth *= MID_PHRASE_FACTOR if mid_phrase(before.get(span[0].index), span[0]) else 1.0
         worth *= LONG_LABEL_FACTOR if len(label) > MAX_LABEL_CHARS else 1.0
         worth *= ASIDE_FACTOR if _ASIDE.match(text) else 1.0
-        worth *= SUBORDINATE_FACTOR if _subordinate(text) else 1.0
-        if label and (best is None or worth > best[0]):
-            best = (worth, order, label)
+        subordinate = _subordinate(text)
+        worth *= SUBORDINATE_FACTOR if subordinate else 1.0
+        # a circumstance alone ("Since a corroded ground limits current") goes after every main clause that tells the
+        # option apart at all
+        rank = (worth > 0 and not subordinate, worth)
+        if label and (best is None or rank > best[0]):
+            best = (rank, order, label)
     return best[2] if best else ""
 
 

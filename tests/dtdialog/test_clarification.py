@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from engine_helpers import build_tree
 
 from dtdialog.selection.clarification import (
@@ -274,3 +276,17 @@ def test_a_reply_word_or_a_dangling_link_is_no_part_of_a_label():
     assert readable("Good, stopping early protects the head gasket.") == "Stopping early protects the head gasket"
     assert readable("Attach the ground terminal firmly, then") == "Attach the ground terminal firmly"
     assert readable("Check it, so") == "Check it" and readable("Wait and see") == "Wait and see"
+
+
+def test_a_question_back_or_a_circumstance_goes_after_a_clause_that_names_a_fix():
+    """"What does your battery read in the morning" (its "?" in the next EDU, "before you crank?") and "Since a
+    corroded ground limits current" were offered as options beside answers that name a check."""
+    ground = build_tree(("Joint", "NNNN", ["Start by checking the strap,",
+                                          "since a corroded ground limits the current the starter motor draws.",
+                                          "What does your battery voltage read on a cold winter morning",
+                                          "before you crank?"]))
+    # two sentences: the action and its reason, then the question back split over two EDUs
+    edus = [replace(e, sentence=k) for e, k in zip(ground.edus, (0, 0, 1, 1))]
+    fuel = build_tree(("Joint", "NN", ["Leaking injectors can also cause this.", "Check the fuel pressure hold."]))
+    pending = build_options([("g#1", edus, ground), ("f#1", fuel.edus, fuel)], normalizer=NORM)
+    assert pending.options[0].label == "Start by checking the strap", pending.options[0].label
