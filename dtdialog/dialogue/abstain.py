@@ -59,6 +59,11 @@ class ConfidenceRule:
             return None
         return calibrator.confidence([chosen, *(c for c in ranked if c is not chosen)])
 
+    def of_outcome(self, chosen: Any, outcome: Any) -> float | None:
+        """Return the confidence that ``chosen`` is right against its step's ranking ``outcome`` (a ``RankOutcome``;
+        a step ranked from the customer's reply reads the follow-up calibrator)."""
+        return self.confidence(chosen, outcome.candidates, followup_step=outcome.followup_tree is not None)
+
     def sure(self, confidence: float | None) -> bool:
         """Return True when an answer of ``confidence`` may be given."""
         return confidence is None or confidence >= self.threshold

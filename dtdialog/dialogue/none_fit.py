@@ -60,7 +60,8 @@ class NoneFits:
         record.skipped.extend(offered)
         others = strong_others(outcome.candidates, [*first, *offered], first, self.ctx.config)
         trace.note(f"none of the offered answers fits; {len(others)} other candidate(s) as strong and on topic")
-        if len(others) > 1 or (others and self.sure(others[0], outcome)):
+        rule = self.ctx.rule
+        if len(others) > 1 or (others and rule.sure(rule.of_outcome(others[0], outcome))):
             return self.offer_others(record, trace, others, first, outcome=outcome)
         if others:  # an answer the bot is unsure of is no next step: this "none of these" already counted a failure
             trace.note("the other candidate is below the confidence to answer: the missing detail is asked for")
@@ -71,11 +72,6 @@ class NoneFits:
                      missing="detail after none of the options fitted")
         return TurnResult(session_id=record.id, reply=self.ctx.replies.none_fit_detail, kind=ReplyKind.FALLBACK,
                           state=State.AWAITING_DETAIL)
-
-    def sure(self, cand: Any, outcome: RankOutcome) -> bool:
-        """Return True when the confidence rule would let the bot give ``cand`` against its step's ``outcome``."""
-        rule = self.ctx.rule
-        return rule.sure(rule.confidence(cand, outcome.candidates, followup_step=outcome.followup_tree is not None))
 
     def offer_others(self, record: SessionRecord, trace: TurnTrace, others: list[Any],
                      first: Sequence[str], *, outcome: RankOutcome) -> TurnResult:

@@ -59,7 +59,7 @@ class Outcomes:
                         outcome: RankOutcome) -> TurnResult:
         """Deliver ``chosen`` when the confidence rule accepts it against its ranking, else ask for a detail."""
         rule = self.ctx.rule
-        confidence = rule.confidence(chosen, outcome.candidates, followup_step=outcome.followup_tree is not None)
+        confidence = rule.of_outcome(chosen, outcome)
         if rule.sure(confidence):
             return self.deliver(record, trace, chosen.document.id, chosen.document.text, confidence=confidence)
         return self.abstain(record, outcome, trace, confidence)
