@@ -142,8 +142,10 @@ class TurnHandlers:
                             trace: TurnTrace) -> TurnResult:
         memory.add_constraints(record, intent.constraints, trace)
         if memory.last_violates(record, self.ctx.selector):
+            # the diagnosis stands; only its check is out of reach, so other guesses are no help: a person is
             return self.steps.retry(record, text if intent.has_content else None, trace,
-                                    reason="the answer needs something you ruled out", rejected=False)
+                                    reason="the answer needs something you ruled out", rejected=False,
+                                    unsure=HandoffReason.RULED_OUT)
         if not intent.has_content:
             return self.steps.retry(record, None, trace, reason="new constraint", rejected=False)
         return self.steps.next_step(record, text, trace)

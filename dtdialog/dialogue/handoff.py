@@ -22,6 +22,7 @@ class HandoffReason(str, Enum):
     NO_ANSWER = "no_answer"
     NONE_FIT = "none_fit"
     NO_DETAIL = "no_detail"
+    RULED_OUT = "ruled_out"
 
     def text(self, replies: Replies, *, rejected: int) -> str:
         """Return the reason in the customer's words; ``rejected`` is how many answers they turned down."""
@@ -29,4 +30,5 @@ class HandoffReason(str, Enum):
             return replies.handoff_failures_reason(rejected)
         return {HandoffReason.ASKED: replies.handoff_asked, HandoffReason.UNSURE: replies.handoff_unsure,
                 HandoffReason.NO_ANSWER: replies.handoff_no_answer, HandoffReason.NONE_FIT: replies.handoff_none_fit,
-                HandoffReason.NO_DETAIL: replies.handoff_no_detail}[self]
+                HandoffReason.NO_DETAIL: replies.handoff_no_detail,
+                HandoffReason.RULED_OUT: replies.handoff_ruled_out}[self]

@@ -78,6 +78,8 @@ class Replies:
                            "them match your situation?")
     handoff_none_fit: str = "none of the suggested answers fit"
     handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
+    #: the answer on screen needs something the customer said they cannot do or do not have, and no other is sure
+    handoff_ruled_out: str = "the next check needs something you said you can't do or don't have"
     # --- out-of-scope gate: what the bot says instead of answering from the index ---
     #: small talk with no question: say what the bot is for and invite the question
     out_of_scope_greeting: str = ("Hi! I'm the support assistant: I answer questions from our support answers. "

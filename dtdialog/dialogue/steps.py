@@ -54,8 +54,12 @@ class Steps:
         return outcome
 
     def select(self, record: SessionRecord, trace: TurnTrace, *, plan: QuestionPlan | None = None,
-               allow_clarify: bool = True, after_rejection: bool = False) -> TurnResult:
+               allow_clarify: bool = True, after_rejection: bool = False,
+               unsure: HandoffReason | None = None) -> TurnResult:
         """Rank the current step and answer, clarify, abstain or fall back.
+
+        ``unsure``: hand off for this reason when no answer is sure, instead of asking for a detail the customer
+        has no reason to lack (they said they cannot do what the answer on screen asks).
 
         The step's context is the answer its follow-up replied to (``record.context_ids``), never the
         answer just rejected: a retry ranks the same part again with the shown answers excluded, and keeps
@@ -83,7 +87,10 @@ class Steps:
         if following is not None and record.step == outcome.part_index:
             trace.note(f"part {outcome.part_index + 1} of the question has no answer left; on to part {following + 1}")
             record.step, record.step_followups = following, []
-            return self.select(record, trace, plan=plan, allow_clarify=allow_clarify, after_rejection=True)
+            return self.select(record, trace, plan=plan, allow_clarify=allow_clarify, after_rejection=True,
+                               unsure=unsure)
+        if unsure is not None:
+            return self.outcomes.hand_off(record, trace, unsure)
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
         return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked])
@@ -126,8 +133,9 @@ class Steps:
         return self.select(record, trace)
 
     def retry(self, record: SessionRecord, extra: str | None, trace: TurnTrace, *, reason: str,
-              rejected: bool = True) -> TurnResult:
-        """Offer the next answer for the same part; ``rejected``: the customer turned the answer on screen down."""
+              rejected: bool = True, unsure: HandoffReason | None = None) -> TurnResult:
+        """Offer the next answer for the same part; ``rejected``: the customer turned the answer on screen down;
+        ``unsure``: the hand-off's reason when no other answer is sure (``select``)."""
         if rejected:
             record.rejections += 1
             if record.rejections >= self.ctx.config.dialogue.max_rejections:
@@ -135,4 +143,4 @@ class Steps:
         if extra:
             memory.add_reply(record, extra)
         trace.note(f"next candidate for the same step: {reason}")
-        return self.select(record, trace, after_rejection=rejected)
+        return self.select(record, trace, after_rejection=rejected, unsure=unsure)

@@ -34,6 +34,11 @@ _NO_EQUIPMENT = re.compile(
     r"\b(?:no|without(?:\s+a|\s+an|\s+any)?|not\s+(?:a|any))\s+(?P<what>(?:[a-z-]+\s+){0,2}?(?:"
     + "|".join(re.escape(e) for e in sorted(_EQUIPMENT, key=len, reverse=True)) + r"))\b")
 _MAX_WORDS = 4
+#: "I don't have any tools" names no tool: it rules out an answer that needs any hand equipment ("when the car is
+#: jacked up"), not only one that says "tool" (kept to words that are never a car part: a socket holds a bulb)
+_GENERIC_LACK = frozenset({"tool", "tools", "equipment"})
+_HAND_EQUIPMENT = ("tool jack hoist ramps multimeter voltmeter ohmmeter meter scanner wrench screwdriver pliers "
+                   "welder")
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class Constraint:
 
     def violated_by(self, answer_terms: frozenset[str], normalizer: EntityNormalizer) -> bool:
         """Return True when an answer with ``answer_terms`` mentions everything this constraint excludes."""
+        if self.kind == LACKS and set(self.words) <= _GENERIC_LACK:
+            return bool(answer_terms & normalizer.terms_of_text(_HAND_EQUIPMENT))
         terms = self.terms(normalizer)
         singles = {t for t in terms if " " not in t}
         return bool(singles) and singles <= answer_terms

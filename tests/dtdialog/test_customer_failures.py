@@ -74,3 +74,18 @@ def test_the_reply_to_the_bots_question_is_the_first_reply_of_the_step(
         "I checked and the fan does not come on at all", "I replaced the fan relay, still nothing"])
     assert turns[0]["kind"] == "answer" and "fan come on" in turns[0]["reply"], turns[0]["reply"][:80]
     assert all("the fan motor and its wiring are fine" not in t["reply"] for t in turns[1:])
+
+
+def test_a_check_the_customer_cannot_do_hands_off_instead_of_guessing_again(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker="learned"):
+    """Before: after "Can you turn the right front wheel by hand when the car is jacked up?", "I don't have any tools"
+    got three guesses at 1% ("First, check that the clutch pedal has some free play")."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "My car pulls to the right when I brake. It started last week.", "I already did that",
+        "it's a 2015 Ford Focus, the pull is strong and there's a burning smell after driving", "I don't have any tools"])
+    needs_a_jack = [k for k, t in enumerate(turns[:-1]) if t["kind"] == "answer" and "jacked up" in t["reply"]]
+    assert needs_a_jack == [2], [t["kind"] for t in turns]
+    assert turns[-1]["kind"] == "handoff", turns[-1]["reply"]
+    assert "can't do or don't have" in turns[-1]["reply"]
+

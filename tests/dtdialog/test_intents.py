@@ -74,6 +74,21 @@ def test_constraint_violation_needs_every_term():
     assert not engine.violated_by(norm.terms_of_text("Remove the air filter housing"), norm)
 
 
+def test_no_tools_at_all_rules_out_an_answer_that_needs_any_hand_equipment():
+    """Before: "I don't have any tools" after "Can you turn the wheel by hand when the car is jacked up?" left that
+    answer standing: only an answer saying "tools" broke the constraint."""
+    norm = EntityNormalizer(synonyms={}, use_builtin=False)
+    (none,) = extract_constraints("i don't have any tools")
+    for needs in ("Can you turn the right front wheel by hand when the car is jacked up?",
+                  "Put a multimeter across the battery posts.", "Loosen the bolt with a wrench."):
+        assert none.violated_by(norm.terms_of_text(needs), norm), needs
+    for free in ("Check the temperature gauge while it idles.", "Replace the bulb in its socket.",
+                 "Have a shop check the calipers."):
+        assert not none.violated_by(norm.terms_of_text(free), norm), free
+    (scan,) = extract_constraints("i don't have a scan tool")  # a named tool still needs its own words
+    assert not scan.violated_by(norm.terms_of_text("Loosen the bolt with a wrench."), norm)
+
+
 def test_fillers_and_bare_numbers_carry_no_content():
     for text in ("hmm", "uh ok so", "well"):
         intent = intents.classify(text)
