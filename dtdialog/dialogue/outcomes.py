@@ -17,7 +17,7 @@ from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import ClarifyOption, build_options
-from dtdialog.understanding.symptom_conditions import occurrence_clauses
+from dtdialog.understanding.symptom_conditions import says_when
 from dtdialog.understanding.unasked_response import without_unasked_response
 from index.base import AnswerDocument
 
@@ -113,7 +113,7 @@ class Outcomes:
             return self.hand_off(record, trace, HandoffReason.UNSURE)
         said = " ".join([record.question, *record.followups])
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried),
-                               when_known=bool(occurrence_clauses(said)))
+                               when_known=says_when(said))
         record.state = State.AWAITING_DETAIL
         trace.decide(ReplyKind.ABSTAIN, state_after=State.AWAITING_DETAIL, confidence=confidence,
                      missing_detail=detail, best_id=outcome.candidates[0].document.id)

@@ -115,6 +115,20 @@ def occurrence_clauses(text: str) -> list[str]:
     return out
 
 
+#: "in traffic", "at highway speed", "on cold mornings", "over bumps": a phrase that says when, with no clause marker
+_OCCASION = re.compile(
+    r"\b(?:(?:in|at|on|during|over|under)\s+(?:the\s+|a\s+|an\s+)?(?:[\w/-]+\s+){0,2}?"
+    r"(?:traffic|idle|highways?|freeways?|motorways?|speeds?|mph|km/h|rpm|start-?ups?|starts?|mornings?|nights?|"
+    r"evenings?|rain|bumps|hills?|(?:red |stop ?)?lights?|turns|corners|load|acceleration|take-?off)"
+    r"|every\s+(?:morning|night|day|start|trip|time))\b", re.I)
+
+
+def says_when(text: str) -> bool:
+    """Return True when ``text`` says when the symptom happens: a clause ("when I stop") or an occasion phrase
+    ("in traffic", "at highway speed"); the detail question never asks for it again."""
+    return bool(occurrence_clauses(text) or _OCCASION.search(text))
+
+
 def customer_situations(text: str) -> list[tuple[str, set[str]]]:
     """Return each clause of ``text`` that says when the symptom happens, with the situations it names (those
     naming none are left out: they cannot clash)."""

@@ -89,3 +89,12 @@ def test_a_check_the_customer_cannot_do_hands_off_instead_of_guessing_again(
     assert turns[-1]["kind"] == "handoff", turns[-1]["reply"]
     assert "can't do or don't have" in turns[-1]["reply"]
 
+
+def test_the_detail_question_never_asks_when_it_happens_after_in_traffic(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker="learned"):
+    """Before: "My temperature gauge climbs in traffic ..." was asked "When does it happen?"."""
+    index, _ = builtin_learned_index
+    [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker,
+                   ["My temperature gauge climbs in traffic on my 2009 Corolla"])
+    assert turn["kind"] == "abstain", turn["reply"][:80]
+    assert "When does it happen" not in turn["reply"] and "What have you already" in turn["reply"], turn["reply"]

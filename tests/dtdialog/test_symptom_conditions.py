@@ -8,7 +8,13 @@ from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.selection.stages import StepRecord
 from dtdialog.selection.stages.condition_clash import demote_clashes
 from dtdialog.selection.stages.scoring_stage import Scored
-from dtdialog.understanding.symptom_conditions import cessation_clauses, clash, occurrence_clauses, situations
+from dtdialog.understanding.symptom_conditions import (
+    cessation_clauses,
+    clash,
+    occurrence_clauses,
+    says_when,
+    situations,
+)
 from index.base import AnswerDocument
 
 WEAR_TAB = ("A squeal that is present while driving and stops when you press the brakes is very typical of the "
@@ -28,6 +34,17 @@ def test_occurrence_and_cessation_clauses():
     assert cessation_clauses("The engine stops turning when the wheels stop turning.") == []
     assert cessation_clauses("It stops squealing when you press the brakes.") == [
         "stops squealing when you press the brakes"]
+
+
+def test_an_occasion_phrase_says_when_as_a_clause_does():
+    """Before: "My temperature gauge climbs in traffic" was asked "When does it happen?"."""
+    for said in ("My temperature gauge climbs in traffic", "It shakes at highway speed", "clunks over bumps",
+                 "it squeals on cold mornings", "rough at idle", "hesitates at 2000 rpm", "it happens every morning",
+                 "squeals when I stop"):
+        assert says_when(said), said
+    for said in ("My car makes a noise", "I had it checked at the shop", "the light on the dash is on",
+                 "in my driveway", "on my 2012 Civic"):
+        assert not says_when(said), said
 
 
 def test_situations_are_matched_by_stem_and_phrase():
