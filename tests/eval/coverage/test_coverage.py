@@ -74,3 +74,23 @@ def test_a_missing_question_file_is_one_line(tmp_path, capsys):
     assert cli.main(["--data", str(tmp_path / "none.txt")]) == 2
     err = capsys.readouterr().err.strip()
     assert "none.txt: no such file" in err and len(err.splitlines()) == 1
+
+
+def test_the_shipped_verdicts_judge_held_out_car_posts_and_built_in_answers():
+    from data.builtin import load_builtin_corpus
+    from eval.coverage.questions import MARKS_PATH
+    from eval.jsonl import read_objects
+
+    marks = read_marks(MARKS_PATH)
+    dialogues = {d.id for d in load_builtin_corpus()}
+    first = {r["id"]: r for _, r in read_objects(cli.JUDGED_ANSWERS)}
+    second = [r for _, r in read_objects(cli.JUDGED_ANSWERS.with_name("judged_answers_second.jsonl"))]
+    for verdict in [*first.values(), *second]:
+        assert verdict["verdict"] in ("right", "partial", "wrong") and verdict["why"], verdict
+        assert marks.get(verdict["id"]) is True and held_out(verdict["id"]), verdict["id"]
+        assert verdict["answer_id"].split("#")[0] in dialogues, verdict["answer_id"]
+    # the blind second judge read the same answers as the first
+    assert second and all(first[v["id"]]["answer_id"] == v["answer_id"] for v in second)
+    for _, abstention in read_objects(cli.JUDGED_ABSTENTIONS):
+        assert isinstance(abstention["nothing_fitting"], bool) and abstention["why"]
+        assert abstention["nothing_fitting"] or abstention["fitting"] in dialogues, abstention
