@@ -41,6 +41,8 @@ class IntentKind(_Value):
     NONE_OF_THESE = "none_of_these"
     CONSTRAINT = "constraint"
     FOLLOWUP = "followup"
+    #: a short question about the repair itself: is it safe to drive, what does it cost, where is the part
+    SIDE_QUESTION = "side_question"
     #: not a classification: what the trace calls a turn that opens a question (no question was open), whatever
     #: ``classify`` made of its words - ``FOLLOWUP`` is only its default for text that is none of the above
     NEW_QUESTION = "new_question"
@@ -57,6 +59,8 @@ class ReplyKind(_Value):
     #: an opening in the domain that says too little to search with: the bot asks for the detail
     ASK_DETAIL = "ask_detail"
     HANDOFF = "handoff"
+    #: a question about the repair answered from the answers already given, or "my answers do not tell"
+    SIDE_ANSWER = "side_answer"
     #: a message after the hand-off: it joins the transcript for the person, the bot does not answer it
     WAITING = "waiting"
     #: the out-of-scope gate refused a new question: nothing was retrieved

@@ -25,6 +25,17 @@ def add_reply(record: SessionRecord, text: str) -> None:
     record.followups.append(text)
 
 
+def step_mark(record: SessionRecord) -> tuple[int, list[str], int, str | None]:
+    """Return where the session's step stands, for ``back_to`` (a reply that turned out not to be a step)."""
+    return record.step, list(record.step_followups), len(record.followups), record.context_id
+
+
+def back_to(record: SessionRecord, mark: tuple[int, list[str], int, str | None]) -> None:
+    """Put the session's step back where ``step_mark`` found it."""
+    record.step, record.step_followups, kept, record.context_id = mark[0], list(mark[1]), mark[2], mark[3]
+    del record.followups[kept:]
+
+
 def pending_of(record: SessionRecord) -> PendingChoice:
     """Return the options on offer (none when the record holds no pending choice)."""
     return PendingChoice.from_dict(record.pending or {})

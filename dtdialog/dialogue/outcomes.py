@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dtdialog.dialogue import memory
 from dtdialog.dialogue.abstain import detail_to_ask
 from dtdialog.dialogue.context import DialogueContext
 from dtdialog.dialogue.handoff import HandoffReason
@@ -17,6 +18,7 @@ from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import ClarifyOption, build_options
+from dtdialog.understanding.side_questions import SAFETY, side_question, told_in
 from dtdialog.understanding.symptom_conditions import says_when
 from dtdialog.understanding.unasked_response import without_unasked_response
 from index.base import AnswerDocument
@@ -119,6 +121,23 @@ class Outcomes:
                      missing_detail=detail, best_id=outcome.candidates[0].document.id)
         return TurnResult(session_id=record.id, reply=self.ctx.replies.abstain_text(detail), kind=ReplyKind.ABSTAIN,
                           state=State.AWAITING_DETAIL, confidence=confidence)
+
+    def side_reply(self, record: SessionRecord, trace: TurnTrace, question: str, *,
+                   back_to: tuple | None = None) -> TurnResult:
+        """Answer a question about the repair (``side_questions``) from the answers already given, latest first, or
+        say they do not tell it; the session stays where it was (``back_to``: a ``memory.step_mark``)."""
+        if back_to is not None:
+            memory.back_to(record, back_to)
+        kind = side_question(question) or SAFETY
+        selector = self.ctx.selector
+        shown = [doc.text for doc in map(selector.document, reversed(record.delivered)) if doc is not None]
+        sentence = told_in(kind, question, shown)
+        trace.note(f"a question about the repair ({kind}): " + ("told by an answer given" if sentence else "untold"))
+        replies = self.ctx.replies
+        text = replies.side_told.format(sentence=sentence) if sentence else replies.side_untold_text(kind)
+        pending = memory.pending_of(record) if record.state == State.AWAITING_CHOICE else None
+        return self.reply(record, trace, ReplyKind.SIDE_ANSWER, text, state=record.state,
+                          options=pending.options if pending else None)
 
     def hand_off(self, record: SessionRecord, trace: TurnTrace, why: HandoffReason) -> TurnResult:
         """Pass the session to a person, with the transcript and a true reason."""

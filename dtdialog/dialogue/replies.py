@@ -80,6 +80,19 @@ class Replies:
     handoff_no_detail: str = "the detail you added did not lead to a fitting answer"
     #: the answer on screen needs something the customer said they cannot do or do not have, and no other is sure
     handoff_ruled_out: str = "the next check needs something you said you can't do or don't have"
+    # --- a question about the repair itself, asked mid-dialogue ("is it safe to drive?") ---
+    #: the sentence of an answer already given that tells it
+    side_told: str = 'On that, my answer above says: "{sentence}"'
+    #: no answer given tells it, by what was asked (``side_questions``: safety, cost, duration, place)
+    side_untold_safety: str = ("My answers don't say whether it is safe to drive. If you are in doubt, don't drive it; "
+                               "a person can advise you - say 'human'.")
+    side_untold_cost: str = "My answers don't include prices; a shop can quote the job, or say 'human' to ask a person."
+    side_untold_duration: str = "My answers don't say how long the job takes; say 'human' to ask a person."
+    side_untold_place: str = ("My answers don't say where that is; the owner's manual shows it, or say 'human' to ask "
+                              "a person.")
+
+    def side_untold_text(self, kind: str) -> str:
+        return getattr(self, f"side_untold_{kind}", self.side_untold_safety)
     # --- out-of-scope gate: what the bot says instead of answering from the index ---
     #: small talk with no question: say what the bot is for and invite the question
     out_of_scope_greeting: str = ("Hi! I'm the support assistant: I answer questions from our support answers. "

@@ -8,7 +8,7 @@ ranking is worth: close alternatives are offered (``clarify``), an answer the co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dtdialog.dialogue import memory
@@ -55,11 +55,11 @@ class Steps:
 
     def select(self, record: SessionRecord, trace: TurnTrace, *, plan: QuestionPlan | None = None,
                allow_clarify: bool = True, after_rejection: bool = False,
-               unsure: HandoffReason | None = None) -> TurnResult:
+               on_unsure: Callable[[], TurnResult] | None = None) -> TurnResult:
         """Rank the current step and answer, clarify, abstain or fall back.
 
-        ``unsure``: hand off for this reason when no answer is sure, instead of asking for a detail the customer
-        has no reason to lack (they said they cannot do what the answer on screen asks).
+        ``on_unsure``: the reply when no answer is sure, instead of asking for a detail the customer has no reason
+        to lack (they cannot do what the answer on screen asks, or asked about the repair itself).
 
         The step's context is the answer its follow-up replied to (``record.context_ids``), never the
         answer just rejected: a retry ranks the same part again with the shown answers excluded, and keeps
@@ -88,9 +88,9 @@ class Steps:
             trace.note(f"part {outcome.part_index + 1} of the question has no answer left; on to part {following + 1}")
             record.step, record.step_followups = following, []
             return self.select(record, trace, plan=plan, allow_clarify=allow_clarify, after_rejection=True,
-                               unsure=unsure)
-        if unsure is not None:
-            return self.outcomes.hand_off(record, trace, unsure)
+                               on_unsure=on_unsure)
+        if on_unsure is not None:
+            return on_unsure()
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
         return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked])
@@ -123,19 +123,21 @@ class Steps:
         """Return a candidate's answer terms (from its analysis when the ranking made one)."""
         return cand.analysis.terms if cand.analysis is not None else self.ctx.selector.answer_terms(cand.document)
 
-    def next_step(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
-        """Take ``text`` as the follow-up to the answer on screen and rank the next dialogue step."""
+    def next_step(self, record: SessionRecord, text: str, trace: TurnTrace, *,
+                  on_unsure: Callable[[], TurnResult] | None = None) -> TurnResult:
+        """Take ``text`` as the follow-up to the answer on screen and rank the next dialogue step (``on_unsure``:
+        as in ``select``)."""
         record.followups.append(text)
         record.step += 1
         record.step_followups = [text]
         # C_i replies to the answer on screen: it (and only it) lends the next step its referents
         record.context_id = record.delivered[-1] if record.delivered else None
-        return self.select(record, trace)
+        return self.select(record, trace, on_unsure=on_unsure)
 
     def retry(self, record: SessionRecord, extra: str | None, trace: TurnTrace, *, reason: str,
-              rejected: bool = True, unsure: HandoffReason | None = None) -> TurnResult:
+              rejected: bool = True, on_unsure: Callable[[], TurnResult] | None = None) -> TurnResult:
         """Offer the next answer for the same part; ``rejected``: the customer turned the answer on screen down;
-        ``unsure``: the hand-off's reason when no other answer is sure (``select``)."""
+        ``on_unsure``: the reply when no other answer is sure (``select``)."""
         if rejected:
             record.rejections += 1
             if record.rejections >= self.ctx.config.dialogue.max_rejections:
@@ -143,4 +145,4 @@ class Steps:
         if extra:
             memory.add_reply(record, extra)
         trace.note(f"next candidate for the same step: {reason}")
-        return self.select(record, trace, after_rejection=rejected, unsure=unsure)
+        return self.select(record, trace, after_rejection=rejected, on_unsure=on_unsure)

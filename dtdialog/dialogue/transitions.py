@@ -16,17 +16,20 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK reject         -> retry              next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)
     AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
+    AWAITING_FEEDBACK side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step
     AWAITING_CHOICE   conclude       -> conclude_choice    done while options are on offer -> CONCLUDED
     AWAITING_CHOICE   none_of_these  -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   reject         -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   constraint     -> constrain_choice   drop offered answers it rules out; re-offer or deliver
+    AWAITING_CHOICE   side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify, open a new problem or re-ask
     AWAITING_DETAIL   conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_DETAIL   choice         -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
     AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no means none to give (counts a failure)
+    AWAITING_DETAIL   side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
     CONCLUDED         conclude       -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
@@ -80,6 +83,7 @@ HANDLERS: dict[str, str] = {
     "none_fits": "the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)",
     "await_person": "handed off: the message joins the transcript; a person will pick it up",
     "no_detail": "no answer on screen: words are detail, a bare no means none to give (counts a failure)",
+    "side_question": "a question about the repair: a sure next answer, else what the answers given tell, else say so",
 }
 
 #: Intents that win in every state that does not list them itself: asking for a person, or for a new question.
@@ -96,13 +100,14 @@ TABLE: dict[State, dict[str, str]] = {
     NEW: _IDLE,
     # "none of these" after an answer: the next answer must be as strong and on topic as the one on screen
     AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.CONSTRAINT: "constrain_answer",
-                        intents.FOLLOWUP: "followup", OTHERWISE: "next_step"},
+                        intents.SIDE_QUESTION: "side_question", intents.FOLLOWUP: "followup", OTHERWISE: "next_step"},
     # "no", "nope", "didn't help" while options are on offer reject them all: the same as "none of these"
     AWAITING_CHOICE: {intents.CONCLUDE: "conclude_choice", intents.NONE_OF_THESE: "choose_none",
-                      intents.REJECT: "choose_none", intents.CONSTRAINT: "constrain_choice", OTHERWISE: "choose"},
+                      intents.REJECT: "choose_none", intents.CONSTRAINT: "constrain_choice",
+                      intents.SIDE_QUESTION: "side_question", OTHERWISE: "choose"},
     # no answer is on screen: "no" rejects nothing, it is detail (or nothing to search with); a constraint is detail too
     AWAITING_DETAIL: {**_AFTER_REPLY, intents.REJECT: "no_detail", intents.NONE_OF_THESE: "no_detail",
-                      intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
+                      intents.SIDE_QUESTION: "side_question", intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
     CONCLUDED: _IDLE,
     # the bot's side is over until the customer starts a new conversation; asking for a person again changes nothing
     HANDED_OFF: {intents.RESET: "reset", intents.HANDOFF: "await_person", OTHERWISE: "await_person"},
@@ -110,7 +115,7 @@ TABLE: dict[State, dict[str, str]] = {
 
 #: Intents a classified turn can have (``EMPTY`` and ``TOO_LONG`` are decided before classification).
 INTENTS = (intents.CONCLUDE, intents.REJECT, intents.RESET, intents.HANDOFF, intents.CHOICE, intents.NONE_OF_THESE,
-           intents.CONSTRAINT, intents.FOLLOWUP)
+           intents.CONSTRAINT, intents.SIDE_QUESTION, intents.FOLLOWUP)
 
 
 def handler_for(state: State, intent: IntentKind | str) -> str:

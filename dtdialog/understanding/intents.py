@@ -1,4 +1,5 @@
-"""What a user turn means for the session: conclude, reject, reset, hand off, choose, or follow up.
+"""What a user turn means for the session: conclude, reject, reset, hand off, choose, ask about the repair, or
+follow up.
 
 Rules are deliberately conservative: only short, unambiguous replies conclude or reject, so a
 follow-up that merely contains "not" ("It did at first but not anymore") stays a follow-up C_i.
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from dtdialog.dialogue.kinds import IntentKind
 from dtdialog.understanding.constraints import Constraint, extract_constraints
+from dtdialog.understanding.side_questions import side_question
 from index.vocabulary import entity_words, is_entity_word
 
 #: The engine's limit on one user turn, in characters: longer turns are answered with a prompt, never parsed.
@@ -34,6 +36,7 @@ CHOICE = IntentKind.CHOICE
 NONE_OF_THESE = IntentKind.NONE_OF_THESE
 CONSTRAINT = IntentKind.CONSTRAINT
 FOLLOWUP = IntentKind.FOLLOWUP
+SIDE_QUESTION = IntentKind.SIDE_QUESTION
 NEW_QUESTION = IntentKind.NEW_QUESTION
 
 # lone surrogates too ("\ud800" in a JSON or YAML file, undecodable bytes read with surrogateescape): no encoder takes them
@@ -165,6 +168,8 @@ def classify(text: str, *, opening: bool = False) -> Intent:
     worked = _CONCLUDE_PHRASE.search(lowered) or (short and _THANKS.search(lowered))
     if _CONCLUDE_SHORT.match(lowered) or (worked and not _NEGATION.search(lowered)):
         return Intent(CONCLUDE, text, has_content=has_content)
+    if side_question(lowered) is not None:  # before "still": "is it still safe to drive?" asks, it rejects nothing
+        return Intent(SIDE_QUESTION, text, constraints=constraints, has_content=has_content)
     short_still = short and bool(_STILL.search(lowered))
     if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still:
         return Intent(REJECT, text, constraints=constraints, has_content=has_content)

@@ -26,6 +26,7 @@ UTTERANCES = {
     intents.CHOICE: "2",
     intents.NONE_OF_THESE: "none of these",
     intents.CONSTRAINT: "I can't remove the engine",
+    intents.SIDE_QUESTION: "is it safe to drive?",
     intents.FOLLOWUP: text_of(PAPER_C1),
 }
 #: What each handler may answer with (the reply kind of its turn).
@@ -48,6 +49,7 @@ KINDS = {
     "none_fits": {"answer", "clarify", "fallback", "handoff"},
     "await_person": {"waiting"},
     "no_detail": {"prompt", "handoff"},  # the utterances for its rows carry no content
+    "side_question": {"answer", "clarify", "side_answer"},
 }
 
 

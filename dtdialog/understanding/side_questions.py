@@ -1,0 +1,70 @@
+"""A customer's question about the repair itself, asked mid-dialogue: is it safe to drive, what does it cost, where is
+the part, how long does it take.
+
+Asked under an answer, "is it safe to drive?" was read as one more detail of the problem: the bot abstained or offered
+three guesses ("Check the transaxle fluid level" under a grinding brake), though the answer on screen said "I would
+not drive it". Such a question is first ranked as the next step, as any reply is (a corpus with an answer for it gives
+that answer); when no answer is sure, ``told_in`` finds the sentence of the answers already given that tells it, and
+otherwise the bot says plainly that its answers do not tell it.
+
+Only a short message that asks (a "?", or a question word first) is read so: "it's not safe to drive anymore because
+the brakes pull" describes the problem.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+SAFETY, COST, PLACE, DURATION = "safety", "cost", "place", "duration"
+
+#: What the question asks, by the words asking it, in the order they are tried.
+_ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (SAFETY, re.compile(r"\b(?:safe|dangerous|okay|ok|alright|fine)\b[^.?!]*\bdriv|"
+                        r"\b(?:can|could|should|may) i (?:still |keep )?(?:driv|use it)|\bdriv\w* it\b[^.?!]*\b(?:safe|ok)")),
+    # "how much" alone asks a quantity too: "how much oil should I add?"
+    (COST, re.compile(r"\bhow much\b[^.?!]*\b(?:cost|charge|pay|run me|(?:would|will|is) (?:it|that|this)(?: be)?)\b|"
+                      r"\bcosts?\b|\bprice\b|\bexpensive\b|\bcheap\b")),
+    (DURATION, re.compile(r"\bhow long\b[^.?!]*\b(?:take|takes|last|repair|fix|job)\b")),
+    (PLACE, re.compile(r"\bwhere(?:'s| is| are| do i find| can i find| would i find| exactly)\b")),
+)
+#: The words of an answer's sentence that tell it.
+_TELLS: dict[str, re.Pattern[str]] = {
+    SAFETY: re.compile(r"\b(?:safe|unsafe|safety|dangerous|(?:don't|do not|not|never|stop) (?:drive|driving)|"
+                       r"tow(?:ed|ing)?|drive it (?:gently|carefully|short))\b", re.I),
+    COST: re.compile(r"\$\s?\d|\b(?:cost|costs|price|prices|expensive|cheap|labou?r)\b", re.I),
+    DURATION: re.compile(r"\b(?:\d+|an?|one|two|few) (?:hours?|minutes?|days?)\b|\bafternoon\b", re.I),
+    PLACE: re.compile(r"\b(?:located|under|behind|beside|next to|near|inside|on top of|below|above|"
+                      r"in the (?:engine bay|trunk|dash|footwell|kick panel))\b", re.I),
+}
+_ASKING = re.compile(r"\?\s*$|^(?:is|are|can|could|should|may|will|would|how|where|what|when|do|does)\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: Question words that name nothing the answer must share ("where is the fuse box" must share "fuse box").
+_ASKING_WORDS = frozenset("""where is are the a an my it this that do does i find can could would exactly located
+""".split())
+#: Messages longer than this describe rather than ask.
+MAX_WORDS = 10
+
+
+def side_question(text: str) -> str | None:
+    """Return what a short question about the repair asks (``SAFETY``, ``COST``, ``DURATION``, ``PLACE``), or None."""
+    lowered = " ".join(text.lower().replace("\u2019", "'").split())
+    if not lowered or len(lowered.split()) > MAX_WORDS or not _ASKING.search(lowered):
+        return None
+    return next((kind for kind, asks in _ASKS if asks.search(lowered)), None)
+
+
+def told_in(kind: str, question: str, answers: Sequence[str]) -> str | None:
+    """Return the first sentence of ``answers`` (the latest first) that tells what ``question`` asks, or None.
+
+    A place must be the place of what was asked: the sentence also names the question's own words.
+    """
+    asked = {w for w in re.findall(r"[a-z]+", question.lower()) if w not in _ASKING_WORDS}
+    for answer in answers:
+        for sentence in _SENTENCE.split(answer.strip()):
+            if not _TELLS[kind].search(sentence):
+                continue
+            words = set(re.findall(r"[a-z]+", sentence.lower()))
+            if kind != PLACE or (asked and asked <= words):
+                return sentence.strip()
+    return None
