@@ -1,5 +1,5 @@
-"""A customer's question about the repair itself, asked mid-dialogue: is it safe to drive, what does it cost, where is
-the part, how long does it take.
+"""A customer's question about the repair itself, asked mid-dialogue: is it safe to drive, what does it cost, is it
+covered by the warranty, where is the part, how long does it take.
 
 Asked under an answer, "is it safe to drive?" was read as one more detail of the problem: the bot abstained or offered
 three guesses ("Check the transaxle fluid level" under a grinding brake), though the answer on screen said "I would
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-SAFETY, COST, PLACE, DURATION = "safety", "cost", "place", "duration"
+SAFETY, COST, WARRANTY, PLACE, DURATION = "safety", "cost", "warranty", "place", "duration"
 
 #: What the question asks, by the words asking it, in the order they are tried.
 _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -24,7 +24,8 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
                         r"\b(?:can|could|should|may) i (?:still |keep )?(?:driv|use it)|\bdriv\w* it\b[^.?!]*\b(?:safe|ok)")),
     # "how much" alone asks a quantity too: "how much oil should I add?"
     (COST, re.compile(r"\bhow much\b[^.?!]*\b(?:cost|charge|pay|run me|(?:would|will|is) (?:it|that|this)(?: be)?)\b|"
-                      r"\bcosts?\b|\bprice\b|\bexpensive\b|\bcheap\b")),
+                      r"\bhow much (?:to|for)\b|\bcosts?\b|\bprice\b|\bexpensive\b|\bcheap\b")),
+    (WARRANTY, re.compile(r"\bwarrant(?:y|ies)\b|\brecalls?\b|\bcovered\b")),
     (DURATION, re.compile(r"\bhow long\b[^.?!]*\b(?:take|takes|last|repair|fix|job)\b")),
     (PLACE, re.compile(r"\bwhere(?:'s| is| are| do i find| can i find| would i find| exactly)\b")),
 )
@@ -33,6 +34,7 @@ _TELLS: dict[str, re.Pattern[str]] = {
     SAFETY: re.compile(r"\b(?:safe|unsafe|safety|dangerous|(?:don't|do not|not|never|stop) (?:drive|driving)|"
                        r"tow(?:ed|ing)?|drive it (?:gently|carefully|short))\b", re.I),
     COST: re.compile(r"\$\s?\d|\b(?:cost|costs|price|prices|expensive|cheap|labou?r)\b", re.I),
+    WARRANTY: re.compile(r"\b(?:warrant(?:y|ies)|recalls?|service bulletins?|TSBs?|covered)\b", re.I),
     DURATION: re.compile(r"\b(?:\d+|an?|one|two|few) (?:hours?|minutes?|days?)\b|\bafternoon\b", re.I),
     PLACE: re.compile(r"\b(?:located|under|behind|beside|next to|near|inside|on top of|below|above|"
                       r"in the (?:engine bay|trunk|dash|footwell|kick panel))\b", re.I),
@@ -47,7 +49,8 @@ MAX_WORDS = 10
 
 
 def side_question(text: str) -> str | None:
-    """Return what a short question about the repair asks (``SAFETY``, ``COST``, ``DURATION``, ``PLACE``), or None."""
+    """Return what a short question about the repair asks (``SAFETY``, ``COST``, ``WARRANTY``, ``DURATION``,
+    ``PLACE``), or None."""
     lowered = " ".join(text.lower().replace("\u2019", "'").split())
     if not lowered or len(lowered.split()) > MAX_WORDS or not _ASKING.search(lowered):
         return None

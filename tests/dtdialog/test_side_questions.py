@@ -15,7 +15,7 @@ from dtdialog.cli import main
 from dtdialog.dialogue import memory
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.understanding import intents
-from dtdialog.understanding.side_questions import COST, DURATION, PLACE, SAFETY, side_question, told_in
+from dtdialog.understanding.side_questions import COST, DURATION, PLACE, SAFETY, WARRANTY, side_question, told_in
 
 GRINDING = ("Grinding means the pads are worn through. That greatly reduces braking power. I would not drive it to work "
             "all week; get it repaired as soon as possible.")
@@ -25,6 +25,7 @@ def test_what_a_short_question_about_the_repair_asks():
     for text, kind in (("is it safe to drive?", SAFETY), ("Can I still drive it?", SAFETY),
                        ("is it ok to drive like this", SAFETY), ("how much would that cost at a shop?", COST),
                        ("how much is it to fix?", COST), ("is that expensive?", COST),
+                       ("how much to fix a heater core?", COST), ("is that covered by warranty?", WARRANTY),
                        ("how long does the job take?", DURATION), ("where is the fuse box?", PLACE)):
         assert side_question(text) == kind, text
     for text in ("how much oil should I add?", "the brakes pull and it's not safe to drive anymore, the pedal is soft "
@@ -42,6 +43,8 @@ def test_the_sentence_of_an_answer_given_that_tells_it():
         "I would not drive it to work all week; get it repaired as soon as possible.")
     assert told_in(COST, "how much would that cost?", [GRINDING]) is None
     assert told_in(COST, "how much?", ["Pads cost about $60 an axle.", GRINDING]) == "Pads cost about $60 an axle."
+    bulletin = "Some manufacturers have service bulletins that call for a fluid change."
+    assert told_in(WARRANTY, "is that covered by warranty?", [GRINDING, bulletin]) == bulletin
     # a place must be the place of what was asked
     relay = "The fan relay is located in the fuse box under the hood."
     assert told_in(PLACE, "where is the fuse box?", [relay]) == relay
