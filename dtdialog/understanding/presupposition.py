@@ -12,7 +12,9 @@ the answer's opening sentence for four kinds of presupposition trigger:
 * **a diagnosed symptom**: the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign
   of ...", "A single click usually means ...");
 * **a reading**: a number and its unit heading the opening ("14.3 volts is a good charging voltage"), stated only
-  when that number was said.
+  when that number was said;
+* **a vehicle**: a make or model named in the opening ("Nissan has issued bulletins for CVT shudder on that
+  generation") when the conversation named another one (a model names its make).
 
 ``unstated(fact, ground)`` says which of a fact's terms the conversation never stated. ``CommonGround`` holds what
 was said (the customer's messages and the answers already given), in the selector's entity terms (stems, car
@@ -40,6 +42,7 @@ from parsers.tree import DiscourseTree
 TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
 PRIOR_JOB, PRIOR_ACTION, OBSERVATION, SYMPTOM = "a prior job", "a prior action", "an observation", "a symptom"
 READING = "a reading"
+VEHICLE = "a vehicle"
 #: a number as said: "14.3", "14,3" and "14.3V" are one reading
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 PREMISE = "a premise"
@@ -108,6 +111,8 @@ class CommonGround:
     affirmed: frozenset[str] = frozenset()
     #: every number said ("14.3" of "I measured 14.3V"): what states a reading
     numbers: frozenset[str] = frozenset()
+    #: every make and model named, lowercased, with the make of each model: what states a vehicle
+    vehicles: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,9 @@ class _Triggers:
     diagnoses: tuple[tuple[str, ...], ...]
     hedges: frozenset[str]
     units: frozenset[str]
+    #: make or model (lowercased) -> its make
+    vehicles: dict[str, str]
+    everyday: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -131,7 +139,9 @@ def _triggers() -> _Triggers:
     return _Triggers(events=longest_first(data["event_triggers"]), jobs=frozenset(data["job_nouns"]),
                      observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
-                     hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]))
+                     hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]),
+                     vehicles={name: make for make, models in data["vehicles"].items() for name in (make, *models)},
+                     everyday=frozenset(data["everyday_vehicle_names"]))
 
 
 def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
@@ -154,8 +164,9 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
         negated |= no
         affirmed |= yes
     numbers = frozenset(_numbers(t) for text in texts for t in _NUMBER.findall(text))
+    vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
-                        affirmed=frozenset(affirmed - negated), numbers=numbers)
+                        affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles)
 
 
 def _numbers(token: str) -> str:
@@ -265,8 +276,13 @@ def _premises(text: str, normalizer: EntityNormalizer) -> tuple[Fact, ...]:
 
 
 def unstated(fact: Fact, ground: CommonGround) -> frozenset[str]:
-    """Return the terms of ``fact`` that show it was never stated (empty: it was)."""
-    said = ground.heads if fact.key == "heads" else ground.numbers if fact.key == "number" else ground.terms
+    """Return the terms of ``fact`` that show it was never stated (empty: it was).
+
+    A vehicle counts only against another one named: a make told as general knowledge ("The W12 engine produced by
+    VW uses ...") answers a customer who named no car."""
+    if fact.key == "vehicle" and not ground.vehicles:
+        return frozenset()
+    said = {"heads": ground.heads, "number": ground.numbers, "vehicle": ground.vehicles}.get(fact.key, ground.terms)
     return frozenset() if fact.terms & said else fact.terms
 
 
@@ -280,7 +296,46 @@ def presupposed_facts(opening: str, normalizer: EntityNormalizer) -> tuple[Fact,
     """Return the facts ``opening`` (an answer's first sentence) takes as given, in the order met."""
     lowered = opening.lower()
     return (*_event_facts(lowered, normalizer), *_observation_facts(lowered, normalizer),
-            *_symptom_facts(lowered, normalizer), *_reading_facts(lowered))
+            *_symptom_facts(lowered, normalizer), *_reading_facts(lowered), *_vehicle_facts(opening))
+
+
+_WRITERS = frozenset({"my", "our"})
+
+
+@lru_cache(maxsize=1)
+def _vehicle_pattern() -> re.Pattern[str]:
+    names = sorted(_triggers().vehicles, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w-])", re.I)
+
+
+@lru_cache(maxsize=4096)
+def _names_in(text: str, as_names: bool) -> tuple[str, ...]:
+    """Return the makes and models ``text`` names as written, lowercased, in order.
+
+    ``as_names``: an everyday word ("Focus on the pads") counts only capitalised and not first in its sentence, as an
+    opening names a car; a customer's "my focus" names one however written."""
+    everyday = _triggers().everyday
+    found: list[str] = []
+    for match in _vehicle_pattern().finditer(text):
+        name = match.group(1).lower()
+        before = text[:match.start()].rstrip()
+        if as_names and name in everyday and (not before or before[-1] in ".!?" or not match.group(1)[0].isupper()):
+            continue
+        if as_names and _WRITERS.intersection(before.lower().split()[-2:]):
+            continue  # "on my Civic", "my 1997 Integra": the writer's own car, told as an example
+        found.append(name)
+    return tuple(found)
+
+
+def vehicles_named(text: str) -> frozenset[str]:
+    """Return the makes and models ``text`` names, lowercased, each model with its make."""
+    makes = _triggers().vehicles
+    return frozenset(n for name in _names_in(text, False) for n in (name, makes[name]))
+
+
+def _vehicle_facts(opening: str) -> list[Fact]:
+    """Return the makes and models an opening names ("Nissan has issued bulletins ... on that generation")."""
+    return [Fact(VEHICLE, name, frozenset({name}), "vehicle") for name in dict.fromkeys(_names_in(opening, True))]
 
 
 def _reading_facts(sentence: str) -> list[Fact]:

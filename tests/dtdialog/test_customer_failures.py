@@ -98,3 +98,15 @@ def test_the_detail_question_never_asks_when_it_happens_after_in_traffic(
                    ["My temperature gauge climbs in traffic on my 2009 Corolla"])
     assert turn["kind"] == "abstain", turn["reply"][:80]
     assert "When does it happen" not in turn["reply"] and "What have you already" in turn["reply"], turn["reply"]
+
+
+def test_an_answer_for_another_make_is_never_given(builtin_learned_index, tmp_path, capsys, monkeypatch,
+                                                    ranker="learned"):
+    """Before: the owner of a 2014 Focus got "Nissan has issued bulletins and software updates for CVT shudder on that
+    generation" after saying "I can't afford a new clutch"."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "My 2014 Focus automatic shudders when accelerating from a stop. The dealer did a software update already.",
+        "is that covered by warranty?", "I can't afford a new clutch"])
+    assert turns[1]["kind"] == "side_answer" and "service bulletins" in turns[1]["reply"], turns[1]["reply"]
+    assert all("Nissan" not in t["reply"] for t in turns), [t["reply"][:60] for t in turns]

@@ -17,6 +17,7 @@ from dtdialog.understanding.presupposition import (
     PRIOR_JOB,
     READING,
     SYMPTOM,
+    VEHICLE,
     common_ground,
     find_presupposition,
     premise_clash,
@@ -101,6 +102,22 @@ def test_a_reading_is_presupposed_unless_the_customer_gave_that_number():
     assert _found("A 200 rpm change at steady speed is typical.", "It surges on the highway").fact.kind == READING
     # a number elsewhere is no reading the answer is about
     assert _found("Charge it to 12.6 volts before testing.", "my battery is dead") is None
+
+
+def test_a_vehicle_is_presupposed_when_the_customer_named_another():
+    """After "I can't afford a new clutch", the owner of a 2014 Focus got "Nissan has issued bulletins and software
+    updates for CVT shudder on that generation"."""
+    nissan = "Nissan has issued bulletins and software updates for CVT shudder on that generation."
+    found = _found(nissan, "My 2014 Focus automatic shudders when accelerating from a stop.")
+    assert found is not None and found.fact.kind == VEHICLE and found.fact.phrase == "nissan"
+    assert _found(nissan, "My 2013 nissan sentra shudders from a stop") is None  # the make, however written
+    assert _found("On a Civic the fan relay sits under the hood.", "My Honda shudders").fact.kind == VEHICLE
+    assert _found("Honda's fix is a new relay.", "my 2009 civic overheats") is None  # a model names its make
+    # not about the customer's car: no car named by them, the writer's own car, an everyday word
+    assert _found("The W12 engine produced by VW uses both mechanical and electric water pumps.",
+                  "What are the two water pumps on a W12 for?") is None
+    assert _found("I had a similar problem removing the exhaust manifold on my Civic.", "an old Chevy 350") is None
+    assert _found("Focus on the pads first, then the calipers.", "My Camry squeals") is None
 
 
 def test_a_symptom_the_customer_denied_is_a_contradiction_not_common_ground():
