@@ -84,14 +84,11 @@ class Replies:
     #: the sentence of an answer already given that tells it
     side_told: str = 'On that, my answer above says: "{sentence}"'
     #: no answer given tells it, by what was asked (``side_questions``: safety, cost, warranty, duration, place)
-    side_untold_safety: str = ("My answers don't say whether it is safe to drive like this; a person can advise you - "
-                               "say 'human'.")
-    side_untold_cost: str = "My answers don't include prices; a shop can quote the job, or say 'human' to ask a person."
-    side_untold_warranty: str = ("My answers don't say whether it is covered; a dealer can check the warranty and any "
-                                 "recall for your car, or say 'human' to ask a person.")
-    side_untold_duration: str = "My answers don't say how long the job takes; say 'human' to ask a person."
-    side_untold_place: str = ("My answers don't say where that is; the owner's manual shows it, or say 'human' to ask "
-                              "a person.")
+    side_untold_safety: str = "My answers don't say whether it is safe; a person can advise you - say 'human'."
+    side_untold_cost: str = "My answers don't include prices; say 'human' to ask a person."
+    side_untold_warranty: str = "My answers don't say whether it is covered by a warranty; say 'human' to ask a person."
+    side_untold_duration: str = "My answers don't say how long it takes; say 'human' to ask a person."
+    side_untold_place: str = "My answers don't say where that is; say 'human' to ask a person."
 
     def side_untold_text(self, kind: str) -> str:
         return getattr(self, f"side_untold_{kind}", self.side_untold_safety)
