@@ -36,6 +36,7 @@ from pathlib import Path
 
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.tried import head_terms, reported_in_clause
+from dtdialog.understanding.unasked_response import is_bare_response
 from index.vocabulary import entity_words, is_content_word, is_entity_word, words_of
 from parsers.tree import DiscourseTree
 
@@ -225,11 +226,17 @@ def _phrases(text: str) -> list[str]:
 
 
 def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
-    """Return the answer's opening sentence: the EDUs of its first sentence, else the text up to the first stop."""
+    """Return the answer's opening sentence: the EDUs of its first sentence, else the text up to the first stop.
+
+    A bare yes or no ("No. A sidewall bulge means ...") is no opening: the claim is the sentence after it."""
     if tree is not None and tree.edus:
-        first = tree.edus[0].sentence
-        return " ".join(e.text.strip() for e in tree.edus if e.sentence == first)
-    return _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+        sentences: dict[int, list[str]] = {}
+        for edu in tree.edus:
+            sentences.setdefault(edu.sentence, []).append(edu.text.strip())
+        texts = [" ".join(parts) for parts in sentences.values()]
+    else:
+        texts = _SENTENCE_END.split(text.strip(), maxsplit=2)[:2]
+    return next((t for t in texts if not is_bare_response(t)), texts[0] if texts else "")
 
 
 def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:

@@ -18,6 +18,12 @@ _RESPONSE = re.compile(
     r"\s*(?P<end>[.!?,;:])\s*", re.IGNORECASE)
 
 
+def is_bare_response(sentence: str) -> bool:
+    """Return True for a sentence that is only a yes or no ("No.", "Not necessarily yet."): it claims nothing itself."""
+    found = _RESPONSE.match(sentence)
+    return found is not None and not sentence[found.end():].strip()
+
+
 def unasked_response(answer: str, customer: Iterable[str]) -> str | None:
     """Return the answer's opening yes or no when none of the ``customer``'s messages asked a yes/no question."""
     found = _RESPONSE.match(answer)

@@ -120,6 +120,19 @@ def test_a_vehicle_is_presupposed_when_the_customer_named_another():
     assert _found("Focus on the pads first, then the calipers.", "My Camry squeals") is None
 
 
+def test_a_bare_yes_or_no_is_no_opening_the_claim_after_it_is():
+    """"No. A sidewall bulge means the internal cords have broken ..." answered a post about a gouge in a tire: the
+    rule read the opening "No." and found nothing taken for granted."""
+    from dtdialog.understanding.presupposition import opening_sentence
+
+    bulge = "No. A sidewall bulge means the internal cords have broken, and only the rubber holds the air. Replace it."
+    assert opening_sentence(None, bulge).startswith("A sidewall bulge means")
+    opening = opening_sentence(None, bulge)
+    assert _found(opening, "I noticed a gouge in my tire, is it dangerous to drive on?").fact.kind == SYMPTOM
+    assert _found(opening, "There is a bulge on my sidewall. Can I drive on it?") is None
+    assert opening_sentence(None, "No.") == "No."
+
+
 def test_a_symptom_the_customer_denied_is_a_contradiction_not_common_ground():
     # found by trying the chat: "it's steady, not flashing" was answered with the flashing-light answer
     found = _found(FLASHING, "The check engine light came on after I filled up with gas.", "it's steady, not flashing")
