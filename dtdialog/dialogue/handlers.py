@@ -142,7 +142,7 @@ class TurnHandlers:
                             trace: TurnTrace) -> TurnResult:
         memory.add_constraints(record, intent.constraints, trace)
         if memory.last_violates(record, self.ctx.selector):
-            # the diagnosis stands; only its check is out of reach, so other guesses are no help: a person is
+            # the diagnosis stands and only its check is out of reach: other guesses are no help, a person is
             return self.steps.retry(record, text if intent.has_content else None, trace,
                                     reason="the answer needs something you ruled out", rejected=False,
                                     on_unsure=lambda: self.outcomes.hand_off(record, trace, HandoffReason.RULED_OUT))
@@ -152,12 +152,12 @@ class TurnHandlers:
 
     def on_side_question(self, record: SessionRecord, text: str, intent: intents.Intent,
                          trace: TurnTrace) -> TurnResult:
-        # "is it safe to drive?": a corpus with an answer for it gives that answer, as to any reply; when none is
-        # sure, the answers given tell it, or the bot says they do not - never a guess, and the step stays as it was
+        # "is it safe to drive?": a corpus with a sure answer for it gives that answer, as to any reply; else the
+        # answers given tell it, or the bot says they do not - never options or a guess, and the step stays as it was
         if record.state != State.AWAITING_FEEDBACK:
             return self.outcomes.side_reply(record, trace, text)
         mark = memory.step_mark(record)
-        return self.steps.next_step(record, text, trace,
+        return self.steps.next_step(record, text, trace, allow_clarify=False,
                                     on_unsure=lambda: self.outcomes.side_reply(record, trace, text, back_to=mark))
 
     def on_no_detail(self, record: SessionRecord, text: str, intent: intents.Intent,

@@ -6,6 +6,7 @@ offer (``PendingChoice``), all kept on the ``SessionRecord`` as plain data.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dtdialog.dialogue.context import SelectorPort
@@ -25,15 +26,28 @@ def add_reply(record: SessionRecord, text: str) -> None:
     record.followups.append(text)
 
 
-def step_mark(record: SessionRecord) -> tuple[int, list[str], int, str | None]:
+@dataclass(frozen=True)
+class StepMark:
+    """Where a session's step stood (``step_mark``), to put it back (``back_to``)."""
+
+    step: int
+    step_followups: tuple[str, ...]
+    followups: int
+    context_id: str | None
+    tried: tuple[dict, ...]
+
+
+def step_mark(record: SessionRecord) -> StepMark:
     """Return where the session's step stands, for ``back_to`` (a reply that turned out not to be a step)."""
-    return record.step, list(record.step_followups), len(record.followups), record.context_id
+    return StepMark(record.step, tuple(record.step_followups), len(record.followups), record.context_id,
+                    tuple(dict(t) for t in record.tried))
 
 
-def back_to(record: SessionRecord, mark: tuple[int, list[str], int, str | None]) -> None:
-    """Put the session's step back where ``step_mark`` found it."""
-    record.step, record.step_followups, kept, record.context_id = mark[0], list(mark[1]), mark[2], mark[3]
-    del record.followups[kept:]
+def back_to(record: SessionRecord, mark: StepMark) -> None:
+    """Put the session's step, its replies and what it remembers as tried back where ``step_mark`` found them."""
+    record.step, record.step_followups, record.context_id = mark.step, list(mark.step_followups), mark.context_id
+    del record.followups[mark.followups:]
+    record.tried = [dict(t) for t in mark.tried]
 
 
 def pending_of(record: SessionRecord) -> PendingChoice:

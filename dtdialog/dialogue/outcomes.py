@@ -123,7 +123,7 @@ class Outcomes:
                           state=State.AWAITING_DETAIL, confidence=confidence)
 
     def side_reply(self, record: SessionRecord, trace: TurnTrace, question: str, *,
-                   back_to: tuple | None = None) -> TurnResult:
+                   back_to: memory.StepMark | None = None) -> TurnResult:
         """Answer a question about the repair (``side_questions``) from the answers already given, latest first, or
         say they do not tell it; the session stays where it was (``back_to``: a ``memory.step_mark``)."""
         if back_to is not None:

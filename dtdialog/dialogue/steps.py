@@ -123,16 +123,16 @@ class Steps:
         """Return a candidate's answer terms (from its analysis when the ranking made one)."""
         return cand.analysis.terms if cand.analysis is not None else self.ctx.selector.answer_terms(cand.document)
 
-    def next_step(self, record: SessionRecord, text: str, trace: TurnTrace, *,
+    def next_step(self, record: SessionRecord, text: str, trace: TurnTrace, *, allow_clarify: bool = True,
                   on_unsure: Callable[[], TurnResult] | None = None) -> TurnResult:
-        """Take ``text`` as the follow-up to the answer on screen and rank the next dialogue step (``on_unsure``:
-        as in ``select``)."""
+        """Take ``text`` as the follow-up to the answer on screen and rank the next dialogue step (``allow_clarify``,
+        ``on_unsure``: as in ``select``)."""
         record.followups.append(text)
         record.step += 1
         record.step_followups = [text]
         # C_i replies to the answer on screen: it (and only it) lends the next step its referents
         record.context_id = record.delivered[-1] if record.delivered else None
-        return self.select(record, trace, on_unsure=on_unsure)
+        return self.select(record, trace, allow_clarify=allow_clarify, on_unsure=on_unsure)
 
     def retry(self, record: SessionRecord, extra: str | None, trace: TurnTrace, *, reason: str,
               rejected: bool = True, on_unsure: Callable[[], TurnResult] | None = None) -> TurnResult:

@@ -52,14 +52,16 @@ def test_the_sentence_of_an_answer_given_that_tells_it():
 
 
 def test_a_step_mark_puts_the_step_back():
+    tried = [{"text": "replaced the relay"}]
     record = SessionRecord(id="s", step=1, step_followups=["the fan spins"], followups=["the fan spins"],
-                           context_id="a#1")
+                           context_id="a#1", tried=[dict(t) for t in tried])
     mark = memory.step_mark(record)
-    record.followups.append("is it safe to drive?")
-    record.step, record.step_followups, record.context_id = 2, ["is it safe to drive?"], "b#1"
+    record.followups.append("how long does it take to replace a fan motor?")
+    record.step, record.step_followups, record.context_id = 2, ["how long does it take?"], "b#1"
+    record.tried.append({"text": "replace a fan motor"})
     memory.back_to(record, mark)
-    assert (record.step, record.step_followups, record.followups, record.context_id) == (
-        1, ["the fan spins"], ["the fan spins"], "a#1")
+    assert (record.step, record.step_followups, record.followups, record.context_id, record.tried) == (
+        1, ["the fan spins"], ["the fan spins"], "a#1", tried)
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ KINDS = {
     "none_fits": {"answer", "clarify", "fallback", "handoff"},
     "await_person": {"waiting"},
     "no_detail": {"prompt", "handoff"},  # the utterances for its rows carry no content
-    "side_question": {"answer", "clarify", "side_answer"},
+    "side_question": {"answer", "side_answer"},
 }
 
 
