@@ -2,7 +2,8 @@
 
 "After a starter job, the most common mistakes are ..." answers someone who just replaced a starter; to a customer
 who never mentioned one it reads as an answer to another person. ``presupposed_facts(opening, normalizer)`` reads
-the answer's opening sentence for four kinds of presupposition trigger:
+the answer's opening sentence for five kinds of presupposition trigger (past a bare yes or no: "No. A sidewall bulge means ..."
+is read at its second sentence):
 
 * **a prior event**: a subordinator that states its clause as given ("after", "since", "now that", ...) followed by
   a job on a part ("a starter job", "the timing belt change") or a done action ("you replaced the pump", "the
