@@ -35,7 +35,10 @@ _TELLS: dict[str, re.Pattern[str]] = {
                        r"tow(?:ed|ing)?|drive it (?:gently|carefully|short))\b", re.I),
     COST: re.compile(r"\$\s?\d|\b(?:cost|costs|price|prices|expensive|cheap|labou?r)\b", re.I),
     WARRANTY: re.compile(r"\b(?:warrant(?:y|ies)|recalls?|service bulletins?|TSBs?|covered)\b", re.I),
-    DURATION: re.compile(r"\b(?:\d+|an?|one|two|few) (?:hours?|minutes?|days?)\b|\bafternoon\b", re.I),
+    # the time a job takes, not any time ("turn off the AC a few minutes before you arrive")
+    DURATION: re.compile(r"\b(?:takes?|took|job|labou?r)\b[^.;]*\b(?:\d+|an?|one|two|few|couple of) (?:hours?|minutes?|days?)"
+                         r"\b|\b(?:\d+|an?|one|two|few|couple of) (?:hours?|minutes?|days?) (?:of (?:work|labou?r)|job)\b",
+                         re.I),
     PLACE: re.compile(r"\b(?:located|under|behind|beside|next to|near|inside|on top of|below|above|"
                       r"in the (?:engine bay|trunk|dash|footwell|kick panel))\b", re.I),
 }

@@ -45,6 +45,11 @@ def test_the_sentence_of_an_answer_given_that_tells_it():
     assert told_in(COST, "how much?", ["Pads cost about $60 an axle.", GRINDING]) == "Pads cost about $60 an axle."
     bulletin = "Some manufacturers have service bulletins that call for a fluid change."
     assert told_in(WARRANTY, "is that covered by warranty?", [GRINDING, bulletin]) == bulletin
+    # the time a job takes, not any time an answer names
+    drying = "Turn off the AC a few minutes before you reach your destination, so the evaporator dries out."
+    assert told_in(DURATION, "how long does that take?", [drying]) is None
+    assert told_in(DURATION, "how long?", ["The job takes about two hours on most cars."]) == (
+        "The job takes about two hours on most cars.")
     # a place must be the place of what was asked
     relay = "The fan relay is located in the fuse box under the hood."
     assert told_in(PLACE, "where is the fuse box?", [relay]) == relay
