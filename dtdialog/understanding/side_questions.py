@@ -20,7 +20,8 @@ SAFETY, COST, WARRANTY, PLACE, DURATION = "safety", "cost", "warranty", "place",
 
 #: What the question asks, by the words asking it, in the order they are tried.
 _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (SAFETY, re.compile(r"\b(?:safe|dangerous|okay|ok|alright|fine)\b[^.?!]*\bdriv|"
+    (SAFETY, re.compile(r"^(?:is|are) (?:it|this|that|they)(?: still)? (?:safe|dangerous|unsafe)\b|"
+                        r"\b(?:safe|dangerous|okay|ok|alright|fine)\b[^.?!]*\bdriv|"
                         r"\b(?:can|could|should|may) i (?:still |keep )?(?:driv|use it)|\bdriv\w* it\b[^.?!]*\b(?:safe|ok)")),
     # "how much" alone asks a quantity too: "how much oil should I add?"
     (COST, re.compile(r"\bhow much\b[^.?!]*\b(?:cost|charge|pay|run me|(?:would|will|is) (?:it|that|this)(?: be)?)\b|"

@@ -22,7 +22,7 @@ GRINDING = ("Grinding means the pads are worn through. That greatly reduces brak
 
 
 def test_what_a_short_question_about_the_repair_asks():
-    for text, kind in (("is it safe to drive?", SAFETY), ("Can I still drive it?", SAFETY),
+    for text, kind in (("is it safe to drive?", SAFETY), ("Can I still drive it?", SAFETY), ("is it dangerous?", SAFETY),
                        ("is it ok to drive like this", SAFETY), ("how much would that cost at a shop?", COST),
                        ("how much is it to fix?", COST), ("is that expensive?", COST),
                        ("how much to fix a heater core?", COST), ("is that covered by warranty?", WARRANTY),
