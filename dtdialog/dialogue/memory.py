@@ -50,6 +50,11 @@ def back_to(record: SessionRecord, mark: StepMark) -> None:
     record.tried = [dict(t) for t in mark.tried]
 
 
+def last_bot_text(record: SessionRecord) -> str:
+    """Return what the bot said last in the session ("" before its first reply)."""
+    return next((m["text"] for m in reversed(record.transcript) if m.get("role") == "bot"), "")
+
+
 def pending_of(record: SessionRecord) -> PendingChoice:
     """Return the options on offer (none when the record holds no pending choice)."""
     return PendingChoice.from_dict(record.pending or {})

@@ -108,10 +108,15 @@ class Outcomes:
         record.failures += 1
         trace.note(f"confidence {confidence:.2f} is below {config.abstention.abstain_below:.2f}: not answering")
         if record.failures >= config.dialogue.max_failures:
-            if config.dialogue.options_when_unsure and len(closest) >= 2:
+            last = list(closest[: config.clarify.max_options])
+            if config.dialogue.options_when_unsure and len(last) >= 2:
+                offered = self.offer(record, trace, last, question=self.ctx.replies.unsure_options)
+                if offered.reply == memory.last_bot_text(record):
+                    # the customer told more instead of picking: the same list again would repeat the bot's last turn
+                    trace.note("the closest answers are the options of the last turn: not offered again")
+                    return self.hand_off(record, trace, HandoffReason.UNSURE)
                 trace.note("the confidence has run out: the closest answers are offered before a hand-off")
-                return self.offer(record, trace, list(closest[: config.clarify.max_options]),
-                                  question=self.ctx.replies.unsure_options)
+                return offered
             return self.hand_off(record, trace, HandoffReason.UNSURE)
         said = " ".join([record.question, *record.followups])
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried),

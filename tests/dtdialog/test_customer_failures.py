@@ -110,3 +110,16 @@ def test_an_answer_for_another_make_is_never_given(builtin_learned_index, tmp_pa
         "is that covered by warranty?", "I can't afford a new clutch"])
     assert turns[1]["kind"] == "side_answer" and "service bulletins" in turns[1]["reply"], turns[1]["reply"]
     assert all("Nissan" not in t["reply"] for t in turns), [t["reply"][:60] for t in turns]
+
+
+def test_the_same_closest_answers_are_never_offered_twice_in_a_row(builtin_learned_index, tmp_path, capsys,
+                                                                    monkeypatch, ranker="learned"):
+    """Before: the customer answered the closest answers with a finding ("the drain stopped when I pulled the radio
+    fuse") and got the very same list again, word for word."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "My battery died twice this week. I replaced it, but the new one died too, although the alternator tested "
+        "fine.", "the drain test showed 400 milliamps after the car sat for an hour",
+        "I pulled fuses and the drain stopped when I pulled the radio fuse"])
+    assert turns[1]["kind"] == "clarify", turns[1]["reply"][:80]
+    assert turns[2]["reply"] != turns[1]["reply"]
