@@ -92,13 +92,17 @@ _REJECT_PHRASE = re.compile(
     r"\bstill (?:the same|not|won't|doesn't|does it|does the same|broken|there|happening|no|can't|dead|have)\b|"
     r"\b(?:already|i've) (?:tried|done|checked|did) (?:that|this|it|those)\b|\btried that\b|\bthat's not it\b|"
     r"\bsame (?:problem|issue)\b")
+#: "what else should I check?", "any other ideas?": a short reply asking for another suggestion turns this one down.
+_ANOTHER = re.compile(r"^(?:(?:so|ok|okay|then|and|hmm),?\s+)?(?:what else|anything else|any other (?:ideas?|suggestions?|"
+                      r"causes?)|other ideas?|what next|what now)\b")
 #: "it still stalls": a short reply with "still" reports the same symptom, i.e. the answer did not help.
 _STILL = re.compile(r"\bstill\b")
 #: Replies of at most this many words are short: the only ones keyword intents read.
 SHORT_WORDS = 8
 #: Words that only express feedback; a reply made of nothing else carries no new information.
 _FEEDBACK_WORDS = frozenset("""no nope nah help helped helpful work worked working fix fixed solve solved change
-luck difference tried done checked already same problem issue still wrong useless good
+luck difference tried done checked already same problem issue still wrong useless good idea ideas suggestion
+suggestions cause causes
 """.split())
 #: Hesitation and filler words: "hmm", "uh ok so" say nothing a search could use.
 _FILLER_WORDS = frozenset("""hmm hm hmmm um umm uh uhm er erm huh eh ah oh okay ok so well anyway idk dunno lol
@@ -171,7 +175,8 @@ def classify(text: str, *, opening: bool = False) -> Intent:
     if side_question(lowered) is not None:  # before "still": "is it still safe to drive?" asks, it rejects nothing
         return Intent(SIDE_QUESTION, text, constraints=constraints, has_content=has_content)
     short_still = short and bool(_STILL.search(lowered))
-    if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still:
+    another = short and bool(_ANOTHER.match(lowered))
+    if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still or another:
         return Intent(REJECT, text, constraints=constraints, has_content=has_content)
     if constraints:
         constraint_words = {w for c in constraints for w in c.words}

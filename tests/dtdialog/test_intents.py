@@ -89,6 +89,16 @@ def test_no_tools_at_all_rules_out_an_answer_that_needs_any_hand_equipment():
     assert not scan.violated_by(norm.terms_of_text("Loosen the bolt with a wrench."), norm)
 
 
+def test_asking_for_another_suggestion_turns_the_answer_down():
+    """Before: "what else should I check?" under an answer got "Tell me what happened when you tried that"."""
+    for text in ("what else should I check?", "what else could it be?", "any other ideas?", "ok what now"):
+        intent = intents.classify(text)
+        assert intent.kind == intents.REJECT and not intent.has_content, text
+    # a longer message that asks is a description
+    assert intents.classify("what else can cause a misfire on cylinder one when the coil is good and the plugs are "
+                            "new").kind == intents.FOLLOWUP
+
+
 def test_fillers_and_bare_numbers_carry_no_content():
     for text in ("hmm", "uh ok so", "well"):
         intent = intents.classify(text)
