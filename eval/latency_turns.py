@@ -68,6 +68,15 @@ def time_turns(index_path: Path) -> dict[str, list]:
     return out
 
 
+def foreign_packages(checkout: Path) -> list[str]:
+    """Return the engine's modules loaded from outside ``checkout``: timing them would time other code."""
+    _engine_parts()  # the modules a timing run imports first
+    root = checkout.resolve()
+    return sorted(name for name, module in list(sys.modules.items())
+                  if name.split(".")[0] in ("dtdialog", "parsers", "index", "data")
+                  and getattr(module, "__file__", None) and not Path(module.__file__).resolve().is_relative_to(root))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="eval/latency_turns.py", description=__doc__.split("\n")[0])
     ap.add_argument("--index", type=Path, required=True)
@@ -75,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.index.is_file():
         print(f"error: no index at {args.index}", file=sys.stderr)
+        return 2
+    foreign = foreign_packages(Path.cwd())
+    if foreign:
+        print(f"error: {foreign[0]} and {len(foreign) - 1} more imported from outside the checkout {Path.cwd()} (an "
+              "editable install of another checkout shadows it: pip uninstall dtdialog, then run again)",
+              file=sys.stderr)
         return 2
     args.out.write_text(json.dumps(time_turns(args.index)) + "\n", encoding="utf-8")
     return 0

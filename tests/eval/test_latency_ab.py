@@ -49,3 +49,14 @@ def test_two_runs_of_one_checkout_give_the_same_replies(tmp_path, monkeypatch):
     assert report["first_reply_kinds"]["before"] == report["first_reply_kinds"]["after"]
     assert report["summary"]["first_turn"]["turns"] == sum(report["first_reply_kinds"]["before"].values())
     assert (tmp_path / "out" / "results.md").read_text(encoding="utf-8").startswith("# Turn latency")
+
+
+def test_a_child_that_would_time_another_checkouts_code_says_so(tmp_path):
+    """Before: with an editable install of another checkout, the "before" arm imported that checkout's modules."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("latency_turns", Path(__file__).parents[2] / "eval" / "latency_turns.py")
+    child = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(child)
+    assert child.foreign_packages(Path(__file__).parents[2]) == []  # this checkout's own modules
+    assert "dtdialog" in child.foreign_packages(tmp_path)  # the same modules, read as another checkout's
