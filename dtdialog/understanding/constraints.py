@@ -35,10 +35,12 @@ _NO_EQUIPMENT = re.compile(
     + "|".join(re.escape(e) for e in sorted(_EQUIPMENT, key=len, reverse=True)) + r"))\b")
 _MAX_WORDS = 4
 #: "I don't have any tools" names no tool: it rules out an answer that needs any hand equipment ("when the car is
-#: jacked up"), not only one that says "tool" (kept to words that are never a car part: a socket holds a bulb)
+#: jacked up"), not only one that says "tool": the equipment words that never name a car part or place (a socket holds
+#: a bulb, a compressor cools the cabin), and hand tools nobody says "no" to
 _GENERIC_LACK = frozenset({"tool", "tools", "equipment"})
-_HAND_EQUIPMENT = ("tool jack hoist ramps multimeter voltmeter ohmmeter meter scanner wrench screwdriver pliers "
-                   "welder")
+_ALSO_CAR_PARTS = frozenset({"socket", "lift", "compressor", "gauge", "garage", "equipment"})
+_HAND_EQUIPMENT = " ".join([e for e in _EQUIPMENT if " " not in e and e not in _ALSO_CAR_PARTS]
+                           + ["wrench", "screwdriver", "pliers", "voltmeter", "ohmmeter"])
 
 
 @dataclass(frozen=True)
