@@ -38,6 +38,7 @@ from pathlib import Path
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.tried import head_terms, reported_in_clause
 from dtdialog.understanding.unasked_response import is_bare_response
+from dtdialog.understanding.vehicles import names_in, vehicles_named
 from index.vocabulary import entity_words, is_content_word, is_entity_word, words_of
 from parsers.tree import DiscourseTree
 
@@ -128,9 +129,6 @@ class _Triggers:
     diagnoses: tuple[tuple[str, ...], ...]
     hedges: frozenset[str]
     units: frozenset[str]
-    #: make or model (lowercased) -> its make
-    vehicles: dict[str, str]
-    everyday: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -141,9 +139,7 @@ def _triggers() -> _Triggers:
     return _Triggers(events=longest_first(data["event_triggers"]), jobs=frozenset(data["job_nouns"]),
                      observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
-                     hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]),
-                     vehicles={name: make for make, models in data["vehicles"].items() for name in (make, *models)},
-                     everyday=frozenset(data["everyday_vehicle_names"]))
+                     hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]))
 
 
 def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
@@ -307,43 +303,9 @@ def presupposed_facts(opening: str, normalizer: EntityNormalizer) -> tuple[Fact,
             *_symptom_facts(lowered, normalizer), *_reading_facts(lowered), *_vehicle_facts(opening))
 
 
-_WRITERS = frozenset({"my", "our"})
-
-
-@lru_cache(maxsize=1)
-def _vehicle_pattern() -> re.Pattern[str]:
-    names = sorted(_triggers().vehicles, key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w-])", re.I)
-
-
-@lru_cache(maxsize=4096)
-def _names_in(text: str, as_names: bool) -> tuple[str, ...]:
-    """Return the makes and models ``text`` names as written, lowercased, in order.
-
-    ``as_names``: an everyday word ("Focus on the pads") counts only capitalised and not first in its sentence, as an
-    opening names a car; a customer's "my focus" names one however written."""
-    everyday = _triggers().everyday
-    found: list[str] = []
-    for match in _vehicle_pattern().finditer(text):
-        name = match.group(1).lower()
-        before = text[:match.start()].rstrip()
-        if as_names and name in everyday and (not before or before[-1] in ".!?" or not match.group(1)[0].isupper()):
-            continue
-        if as_names and _WRITERS.intersection(before.lower().split()[-2:]):
-            continue  # "on my Civic", "my 1997 Integra": the writer's own car, told as an example
-        found.append(name)
-    return tuple(found)
-
-
-def vehicles_named(text: str) -> frozenset[str]:
-    """Return the makes and models ``text`` names, lowercased, each model with its make."""
-    makes = _triggers().vehicles
-    return frozenset(n for name in _names_in(text, False) for n in (name, makes[name]))
-
-
 def _vehicle_facts(opening: str) -> list[Fact]:
     """Return the makes and models an opening names ("Nissan has issued bulletins ... on that generation")."""
-    return [Fact(VEHICLE, name, frozenset({name}), "vehicle") for name in dict.fromkeys(_names_in(opening, True))]
+    return [Fact(VEHICLE, name, frozenset({name}), "vehicle") for name in dict.fromkeys(names_in(opening, as_names=True))]
 
 
 def _reading_facts(sentence: str) -> list[Fact]:
