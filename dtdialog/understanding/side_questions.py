@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from index.vocabulary import words_of
+
 SAFETY, COST, WARRANTY, PLACE, DURATION = "safety", "cost", "warranty", "place", "duration"
 
 #: What the question asks, by the words asking it, in the order they are tried.
@@ -46,7 +48,8 @@ _TELLS: dict[str, re.Pattern[str]] = {
 _ASKING = re.compile(r"\?\s*$|^(?:is|are|can|could|should|may|will|would|how|where|what|when|do|does)\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: Question words that name nothing the answer must share ("where is the fuse box" must share "fuse box").
-_ASKING_WORDS = frozenset("""where is are the a an my it this that do does i find can could would exactly located
+_ASKING_WORDS = frozenset("""where where's is are the a an my it it's this that do does i find can could would exactly
+located
 """.split())
 #: Messages longer than this describe rather than ask.
 MAX_WORDS = 10
@@ -66,12 +69,11 @@ def told_in(kind: str, question: str, answers: Sequence[str]) -> str | None:
 
     A place must be the place of what was asked: the sentence also names the question's own words.
     """
-    asked = {w for w in re.findall(r"[a-z]+", question.lower()) if w not in _ASKING_WORDS}
+    asked = set(words_of(question)) - _ASKING_WORDS
     for answer in answers:
         for sentence in _SENTENCE.split(answer.strip()):
             if not _TELLS[kind].search(sentence):
                 continue
-            words = set(re.findall(r"[a-z]+", sentence.lower()))
-            if kind != PLACE or (asked and asked <= words):
+            if kind != PLACE or (asked and asked <= set(words_of(sentence))):
                 return sentence.strip()
     return None

@@ -1,7 +1,7 @@
 """The makes and models a text names: "my 2014 Focus" names a Ford Focus, "On a Civic ..." a Honda Civic.
 
-The names are world knowledge kept as data (``resources/presupposition_triggers.json``: ``vehicles``, each make with
-models that name it, and ``everyday_vehicle_names``, names that are also everyday words). The presupposition rule
+The names are world knowledge kept as data (``resources/vehicle_names.json``: ``vehicles``, each make with models
+that name it, and ``everyday_vehicle_names``, names that are also everyday words). The presupposition rule
 reads an answer's opening with them (``names_in(..., as_names=True)``) and the conversation leniently
 (``vehicles_named``).
 """
@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
+NAMES_PATH = Path(__file__).resolve().parent.parent / "resources" / "vehicle_names.json"
 #: words before a name that make it the writer's own car ("on my Civic"), told as an example
 _WRITERS = frozenset({"my", "our"})
 
@@ -21,7 +21,7 @@ _WRITERS = frozenset({"my", "our"})
 @lru_cache(maxsize=1)
 def _names() -> tuple[dict[str, str], frozenset[str], re.Pattern[str]]:
     """Return (make or model -> its make, everyday names, the pattern that finds any name)."""
-    data = json.loads(TRIGGERS_PATH.read_text(encoding="utf-8"))
+    data = json.loads(NAMES_PATH.read_text(encoding="utf-8"))
     makes = {name: make for make, models in data["vehicles"].items() for name in (make, *models)}
     names = sorted(makes, key=len, reverse=True)
     pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w-])", re.I)
