@@ -59,6 +59,9 @@ NOUN_WINDOW = 3
 SUBJECT_WORDS = 12
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _CLAUSE_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|while|when|if)\s")
+_SUBJECT_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|if)\s")
+#: a trouble code as written ("P0174", "E-404"): it states that a code was read, though the word "code" is not said
+_CODE_TOKEN = re.compile(r"\b[A-Za-z]{1,2}-?\d{3,5}\b")
 _PRONOUNS = frozenset({"it", "this", "that", "these", "those", "which", "what", "there", "they", "you", "i", "we"})
 _DEFINITE = _PRONOUNS | {"the", "your", "my", "our"}
 #: words that deny what follows them within ``NEG_WINDOW`` words of their clause (and every "...n't")
@@ -177,7 +180,10 @@ def _ground_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str],
     heads: set[str] = set()
     for phrase in _phrases(text):
         heads |= head_terms(normalizer.terms_of_text(phrase))
-    return normalizer.terms_of_text(text), frozenset(heads)
+    terms = normalizer.terms_of_text(text)
+    if _CODE_TOKEN.search(text):
+        terms |= normalizer.terms_of_text("code")
+    return terms, frozenset(heads)
 
 
 @lru_cache(maxsize=4096)
@@ -401,8 +407,8 @@ def _noun_fact(phrase: list[str], modifiers: list[str], noun: str, normalizer: E
 
 def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
     """Return the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign of ...")."""
-    first_clause = _CLAUSE_END.split(sentence, maxsplit=1)[0]
-    words = words_of(first_clause)
+    # "when" and "while" may sit inside the subject: "A battery light while driving means ..."
+    words = words_of(_SUBJECT_END.split(sentence, maxsplit=1)[0])
     triggers = _triggers()
     for i in range(1, min(len(words), SUBJECT_WORDS + 1)):
         verb = next((v for v in triggers.diagnoses if tuple(words[i:i + len(v)]) == v), None)
@@ -423,6 +429,16 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
 
 
 
+def _evidence(subject: list[str], phrase: str, negated: frozenset[str], normalizer: EntityNormalizer) -> list[Fact]:
+    """Return one fact per kind of evidence the diagnosed subject names: "A battery light while driving means ..." to
+    "How do I test my battery?" takes a warning light for granted, though "battery" was said. Any word of the kind
+    states it ("a click" for "clicking"); the subject's other words need only one of them said, as before."""
+    kinds = _triggers().kinds
+    groups = dict.fromkeys(kinds[w] for w in subject if w in kinds)
+    facts = (Fact(SYMPTOM, phrase, normalizer.terms_of_text(" ".join(group)), "any", negated) for group in groups)
+    return [fact for fact in facts if fact.terms]
+
+
 def _restrictions(subject: list[str], phrase: str, negated: frozenset[str],
                   normalizer: EntityNormalizer) -> list[Fact]:
     """Return the facts that set a diagnosed symptom apart, each of which must have been said too: what follows
@@ -430,7 +446,7 @@ def _restrictions(subject: list[str], phrase: str, negated: frozenset[str],
     light means a severe misfire" is not about a light that is on). An "after" clause is not one: "after hitting
     something" for "after I scraped over a high curb" is a paraphrase, and "Grinding after a long period of
     squealing" still fits a customer who only heard the grinding."""
-    out = []
+    out = _evidence(subject, phrase, negated, normalizer)
     if "only" in subject:
         terms = normalizer.terms_of_text(" ".join(subject[subject.index("only") + 1:]))
         if terms:

@@ -83,7 +83,28 @@ def test_an_opening_diagnosis_of_a_symptom_nobody_reported():
     answer = "Rapid clicking with dim lights is the classic sign of a battery that is too weak to hold the solenoid."
     found = _found(answer, PAPER_Q)
     assert found is not None and found.fact.kind == SYMPTOM
-    assert _found(answer, "It makes a rapid clicking noise when I turn the key.") is None
+    assert _found(answer, "It makes a rapid clicking noise when I turn the key and the dash lights go dim.") is None
+    assert _found(answer, "It clicks rapidly and the lights dim when I turn the key.") is None
+
+
+def test_each_kind_of_evidence_a_diagnosis_names_must_have_been_reported():
+    # found by trying the chat: "How do I test my car battery?" got "A battery light while driving means the charging
+    # system is not putting out enough voltage": "battery" was said, a warning light never was
+    light = "A battery light while driving means the charging system is not putting out enough voltage."
+    found = _found(light, "How do I test my car battery?")
+    assert found is not None and found.fact.kind == SYMPTOM and "light" in found.missing
+    assert _found(light, "My battery light comes on while driving.") is None
+    # the lights are evidence of their own: a click was reported, dim lights were not
+    clicking = "Rapid clicking with dim lights is the classic sign of a battery that is too weak to hold the solenoid."
+    assert "light" in _found(clicking, "It makes a rapid clicking noise when I turn the key.").missing
+    # the paper's question mentions no warning light, so "no check engine light at key-on" is not its case
+    ecm = "No spark on any cylinder and no check engine light at key-on suggests the ECM is losing power."
+    assert _found(ecm, PAPER_Q) is not None
+    assert _found(ecm, "No spark at all, and the check engine light never comes on with the key on.") is None
+    # a trouble code as written states that a code was read
+    lean = "A lean code on only one bank points to something on that side of the engine."
+    assert _found(lean, "The check engine light came on with P0174, lean on bank 2 only.") is None
+    assert _found(lean, "It runs rough on bank 2 only.") is not None
 
 
 FLASHING = ("A flashing check engine light means a severe misfire that's dumping unburned fuel into the exhaust, "
