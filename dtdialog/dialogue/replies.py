@@ -122,6 +122,8 @@ class Replies:
                     "Or say 'human' and I'll pass our conversation to a person.")
     #: the detail question when the question names no part or system the stored answers know
     abstain_part: str = "Which product, part or service is it about?"
+    #: ... when it asks how to do something, or whether it is advisable, and reports no problem
+    abstain_goal: str = "What exactly are you working on, and where are you stuck?"
     #: ... when it names a part but not what happens
     abstain_symptom: str = "What exactly happens - an error message, something that does not work, something missing?"
     #: ... when both are there
@@ -171,9 +173,10 @@ class Replies:
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
 
     def abstain_text(self, detail: str) -> str:
-        """Return the abstention for the missing ``detail`` (``part``, ``symptom``, ``when``, ``tried``, ``more`` or
-        ``context``)."""
-        question = {"part": self.abstain_part, "symptom": self.abstain_symptom, "when": self.abstain_when,
+        """Return the abstention for the missing ``detail`` (``part``, ``goal``, ``symptom``, ``when``, ``tried``,
+        ``more`` or ``context``)."""
+        question = {"part": self.abstain_part, "goal": self.abstain_goal, "symptom": self.abstain_symptom,
+                    "when": self.abstain_when,
                     "tried": self.abstain_tried, "more": self.abstain_more}.get(detail, self.abstain_context)
         return self.abstain.format(question=question)
 

@@ -90,7 +90,7 @@ def _clause(text: str, words: int = 8) -> str:
 
 
 @lru_cache(maxsize=1)
-def _symptom_verbs() -> frozenset[str]:
+def symptom_verbs() -> frozenset[str]:
     raw = json.loads(CONCEPTS_PATH.read_text(encoding="utf-8"))
     return frozenset(stem(w) for w in raw.get("_symptom_verbs", ()))
 
@@ -98,7 +98,7 @@ def _symptom_verbs() -> frozenset[str]:
 def _ceases_an_action(match: re.Match) -> bool:
     """Return True for "stops turning when ...": a gerund after the verb of ceasing that is not a symptom's."""
     after = match.group(0).split()[1:2] if match.group(0).split()[0].lower().startswith("stop") else []
-    return bool(after) and after[0].lower().endswith("ing") and stem(after[0].lower()) not in _symptom_verbs()
+    return bool(after) and after[0].lower().endswith("ing") and stem(after[0].lower()) not in symptom_verbs()
 
 
 def cessation_clauses(text: str) -> list[str]:

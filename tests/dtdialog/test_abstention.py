@@ -28,7 +28,7 @@ from dtdialog.dialogue.manager import ABSTAIN, ANSWER, CLARIFY, HANDOFF, Dialogu
 from dtdialog.dialogue.replies import Replies
 from dtdialog.dialogue.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
 from dtdialog.dialogue.session_store import SessionStore
-from dtdialog.selection.abstention import CONTEXT, PART, SYMPTOM, missing_detail
+from dtdialog.selection.abstention import CONTEXT, GOAL, PART, SYMPTOM, missing_detail
 from dtdialog.selection.confidence import load_calibrator
 from dtdialog.selection.selector import AnswerSelector
 from dtdialog.setup.engine_config import EngineConfig
@@ -118,6 +118,34 @@ def test_missing_detail_is_derived_from_the_question_and_the_offered_answers():
     # both there -> when, and what was tried
     assert missing_detail([_edu("the brakes squeal", ["brakes", "squeal"], ["the brakes"])], answer_terms=known,
                           normalizer=_Terms) == CONTEXT
+
+    # a known part, asked how to do something with it -> what the customer is working on, never "when does it happen"
+    assert missing_detail([_edu("How do I test my battery?", ["how", "do", "I", "test", "my", "battery"],
+                                ["my battery"])], answer_terms=known, normalizer=_Terms) == GOAL
+
+
+def test_a_guidance_request_is_told_apart_from_a_problem_report():
+    """Real openings of the shared sets (mechanics titles, Reddit posts, Twitter first turns)."""
+    from dtdialog.understanding.requests import asks_for_guidance
+
+    asking = ["How do I test my car battery?", "Is it necessary to replace an oil filter every oil change?",
+              "Is idling bad for your engine?", "How to measure transmission fluid levels?",
+              "Do I need to take special care of my new motorcycle in this particular scenario?",
+              "how can I annotate my screen from iPhone?", "Is there a way to see which ad worked best?"]
+    reporting = ["My car won't start, how do I check the fuel pump?", "How do I stop the squeal from my brakes?",
+                 "Can I drive a car with only water and no coolant if it has a leak?", "My brakes squeal.",
+                 "The AC is not cold anymore, should I recharge it?", "What causes brakes to pulsate after new pads?",
+                 "How can I fix this error on my account?"]
+    assert [t for t in asking if not asks_for_guidance(t)] == []
+    assert [t for t in reporting if asks_for_guidance(t)] == []
+
+
+def test_the_detail_question_of_a_guidance_request_asks_what_the_customer_is_working_on():
+    from dtdialog.setup.profile import builtin_profile
+
+    for replies in (Replies(), builtin_profile().replies()):
+        text = replies.abstain_text(GOAL)
+        assert "stuck" in text and "When does it happen" not in text, text
 
 
 @pytest.fixture
