@@ -17,6 +17,7 @@ from index.vocabulary import entity_words, is_entity_word
 
 CANNOT = "cannot"
 LACKS = "lacks"
+AFFORD = "cannot afford"
 
 _STOP_AT = r"(?=\s*(?:[.,;:!?]|\bbut\b|\band\b|\bso\b|\bbecause\b|\bsince\b|\bor\b|\bwhat\b|\bhow\b|$))"
 _CANNOT = re.compile(
@@ -34,6 +35,10 @@ _NO_EQUIPMENT = re.compile(
     r"\b(?:no|without(?:\s+a|\s+an|\s+any)?|not\s+(?:a|any))\s+(?P<what>(?:[a-z-]+\s+){0,2}?(?:"
     + "|".join(re.escape(e) for e in sorted(_EQUIPMENT, key=len, reverse=True)) + r"))\b")
 _MAX_WORDS = 4
+#: "I can't afford a new clutch": what cannot be paid for is a part to buy; an answer breaks it by telling the customer
+#: to replace or buy that part, not by saying "afford"
+_COST = re.compile(r"^(?:afford|pay\s+for|spend\s+(?:[a-z]+\s+){0,2}?on)\s+(?:to\s+(?:replace|buy|get|fix)\s+)?")
+_REPLACEMENT = "replace replacement new buy swap"
 #: "I don't have any tools" names no tool: it rules out an answer that needs any hand equipment ("when the car is
 #: jacked up"), not only one that says "tool": the equipment words that never name a car part or place (a socket holds
 #: a bulb, a compressor cools the cabin), and hand tools nobody says "no" to
@@ -45,7 +50,7 @@ _HAND_EQUIPMENT = " ".join([e for e in _EQUIPMENT if " " not in e and e not in _
 
 @dataclass(frozen=True)
 class Constraint:
-    """Something the user cannot do (``cannot``) or does not have (``lacks``)."""
+    """Something the user cannot do (``cannot``), does not have (``lacks``) or cannot pay for (``cannot afford``)."""
 
     kind: str
     text: str
@@ -68,6 +73,8 @@ class Constraint:
             return bool(answer_terms & normalizer.terms_of_text(_HAND_EQUIPMENT))
         terms = self.terms(normalizer)
         singles = {t for t in terms if " " not in t}
+        if self.kind == AFFORD and not answer_terms & normalizer.terms_of_text(_REPLACEMENT):
+            return False
         return bool(singles) and singles <= answer_terms
 
 
@@ -81,9 +88,13 @@ def extract_constraints(text: str) -> list[Constraint]:
     lowered = text.lower().replace("\u2019", "'")
     found: list[tuple[int, Constraint]] = []
     for match in _CANNOT.finditer(lowered):
-        words = _content(match.group("what"))
+        what = match.group("what")
+        cost = _COST.match(what)
+        words = _content(what[cost.end():]) if cost else _content(what)
+        if cost:
+            words = tuple(w for w in words if w != "new")
         if words:
-            found.append((match.start(), Constraint(CANNOT, match.group(0).strip(), words)))
+            found.append((match.start(), Constraint(AFFORD if cost else CANNOT, match.group(0).strip(), words)))
     for match in _LACKS.finditer(lowered):
         what = match.group("what") or match.group("what2") or ""
         words = _content(what)

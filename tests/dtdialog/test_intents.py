@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dtdialog.understanding import intents
-from dtdialog.understanding.constraints import CANNOT, LACKS, extract_constraints
+from dtdialog.understanding.constraints import AFFORD, CANNOT, LACKS, extract_constraints
 from dtdialog.understanding.entities import EntityNormalizer
 
 
@@ -72,6 +72,22 @@ def test_constraint_violation_needs_every_term():
     assert engine.violated_by(norm.terms_of_text("You will have to remove the engine to reach it"), norm)
     assert engine.violated_by(norm.terms_of_text("Removing the engine is the only way"), norm)
     assert not engine.violated_by(norm.terms_of_text("Remove the air filter housing"), norm)
+
+
+def test_a_part_the_customer_cannot_afford_rules_out_buying_it_not_every_mention():
+    """Before: "I can't afford a new clutch" became the words afford, new, clutch, which no answer says together."""
+    norm = EntityNormalizer(synonyms={}, use_builtin=False)
+    found = [extract_constraints(t) for t in ("I can't afford a new clutch", "I don't want to spend money on a clutch",
+                                              "we cannot afford to replace the clutch")]
+    assert all([(c.kind, c.words) for c in f] == [(AFFORD, ("clutch",))] for f in found), found
+    clutch = found[0][0]
+    for buys in ("Replace the clutch with a new kit.", "At that point the clutch needs replacing.",
+                 "Buy a clutch kit with the flywheel."):
+        assert clutch.violated_by(norm.terms_of_text(buys), norm), buys
+    for spares in ("Adjust the clutch cable free play first.", "A new battery will not fix this.",
+                   "Bleed the clutch hydraulics."):
+        assert not clutch.violated_by(norm.terms_of_text(spares), norm), spares
+    assert extract_constraints("I can't afford it") == []  # names nothing to rule out
 
 
 def test_no_tools_at_all_rules_out_an_answer_that_needs_any_hand_equipment():
