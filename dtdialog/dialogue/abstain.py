@@ -72,20 +72,27 @@ class ConfidenceRule:
 #: The context questions, by what the customer already said: what they tried (ask when it happens), when it happens
 #: (ask what they tried), or both (ask what else they notice): never ask again what was just said.
 WHEN, TRIED, MORE = "when", "tried", "more"
+#: The question for a customer who asks how to do something, or whether it is advisable, and reports no problem
+#: (``dtdialog.understanding.requests``): what they are working on, never when "it" happens.
+GOAL = "goal"
 
 
-def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False) -> str:
+def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False,
+                  guidance: bool = False) -> str:
     """Return which detail the question lacks (``dtdialog.selection.abstention``), against the top answers' terms.
 
     ``tried_known``: the customer already said what they did; ``when_known``: when the symptom happens ("when I
-    stop"); the context question asks only for what is still missing.
+    stop"); the context question asks only for what is still missing. ``guidance``: the customer's messages ask for
+    guidance and report no problem, so a part they name gets the goal question instead of the symptom or context one.
     """
-    from dtdialog.selection.abstention import CONTEXT, missing_detail
+    from dtdialog.selection.abstention import CONTEXT, PART, missing_detail
 
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:
         terms |= selector.terms_of_edus(selector.answer_edus(cand.document))
     detail = missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=selector)
+    if guidance and detail != PART:
+        return GOAL
     if detail != CONTEXT or not (tried_known or when_known):
         return detail
     return MORE if tried_known and when_known else (WHEN if tried_known else TRIED)

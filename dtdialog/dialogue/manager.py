@@ -122,8 +122,10 @@ class DialogueManager:
                     result = self.turns.dispatch(record, clean, trace)
                 except InputError as exc:
                     result = self.turns.unreadable(record, exc, trace)
+            offered = [o.answer_id for o in result.options if o.answer_id]
             record.add_message("bot", result.reply, kind=result.kind,
-                               **({"answer_id": result.answer_id} if result.answer_id else {}))
+                               **({"answer_id": result.answer_id} if result.answer_id else {}),
+                               **({"options": offered} if offered else {}))
             result.trace = trace.to_dict()
             record.traces.append(result.trace)
             if before_save is not None:

@@ -50,9 +50,10 @@ def back_to(record: SessionRecord, mark: StepMark) -> None:
     record.tried = [dict(t) for t in mark.tried]
 
 
-def last_bot_text(record: SessionRecord) -> str:
-    """Return what the bot said last in the session ("" before its first reply)."""
-    return next((m["text"] for m in reversed(record.transcript) if m.get("role") == "bot"), "")
+def last_offered(record: SessionRecord) -> frozenset[str]:
+    """Return the answers the bot's last message offered as options (empty when it offered none)."""
+    last = next((m for m in reversed(record.transcript) if m.get("role") == "bot"), {})
+    return frozenset(last.get("options") or ())
 
 
 def pending_of(record: SessionRecord) -> PendingChoice:

@@ -18,6 +18,7 @@ from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import ClarifyOption, build_options
+from dtdialog.understanding.requests import asks_for_guidance
 from dtdialog.understanding.side_questions import SAFETY, side_question, told_in
 from dtdialog.understanding.symptom_conditions import says_when
 from dtdialog.understanding.unasked_response import without_unasked_response
@@ -108,19 +109,18 @@ class Outcomes:
         record.failures += 1
         trace.note(f"confidence {confidence:.2f} is below {config.abstention.abstain_below:.2f}: not answering")
         if record.failures >= config.dialogue.max_failures:
-            last = list(closest[: config.clarify.max_options])
+            # the customer told more instead of picking: the options of the last turn, in any order, would repeat it
+            shown = memory.last_offered(record)
+            last = [d for d in closest if d.id not in shown][: config.clarify.max_options]
             if config.dialogue.options_when_unsure and len(last) >= 2:
-                offered = self.offer(record, trace, last, question=self.ctx.replies.unsure_options)
-                if offered.reply == memory.last_bot_text(record):
-                    # the customer told more instead of picking: the same list again would repeat the bot's last turn
-                    trace.note("the closest answers are the options of the last turn: not offered again")
-                    return self.hand_off(record, trace, HandoffReason.UNSURE)
                 trace.note("the confidence has run out: the closest answers are offered before a hand-off")
-                return offered
+                return self.offer(record, trace, last, question=self.ctx.replies.unsure_options)
+            if shown:
+                trace.note("the closest answers left are the options of the last turn: not offered again")
             return self.hand_off(record, trace, HandoffReason.UNSURE)
         said = " ".join([record.question, *record.followups])
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried),
-                               when_known=says_when(said))
+                               when_known=says_when(said), guidance=asks_for_guidance(said))
         record.state = State.AWAITING_DETAIL
         trace.decide(ReplyKind.ABSTAIN, state_after=State.AWAITING_DETAIL, confidence=confidence,
                      missing_detail=detail, best_id=outcome.candidates[0].document.id)

@@ -123,7 +123,7 @@ class Replies:
     #: the detail question when the question names no part or system the stored answers know
     abstain_part: str = "Which product, part or service is it about?"
     #: ... when it asks how to do something, or whether it is advisable, and reports no problem
-    abstain_goal: str = "What exactly are you working on, and where are you stuck?"
+    abstain_goal: str = "Could you tell me a bit more: what are you planning to do, or where did you get stuck?"
     #: ... when it names a part but not what happens
     abstain_symptom: str = "What exactly happens - an error message, something that does not work, something missing?"
     #: ... when both are there

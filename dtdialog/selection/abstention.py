@@ -7,8 +7,6 @@ index of another domain gets the same behaviour:
 
 * ``part``: the question names no thing the offered answers talk about (no noun entity of the index's
   vocabulary) - ask which part or system it is about;
-* ``goal``: it names a part but asks how to do something or whether it is advisable, reporting no problem
-  ("How do I test my battery?") - ask what the customer is working on and where they are stuck, not when it happens;
 * ``symptom``: it names a part but says nothing about what happens (no content word outside its noun
   phrases) - ask what happens;
 * ``context``: both are there - ask when it happens and what was already tried.
@@ -18,18 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from dtdialog.understanding.requests import asks_for_guidance
 from parsers.tree import EDU
 
 PART = "part"
 SYMPTOM = "symptom"
 CONTEXT = "context"
-GOAL = "goal"
-DETAILS = (PART, GOAL, SYMPTOM, CONTEXT)
+DETAILS = (PART, SYMPTOM, CONTEXT)
 
 
 def missing_detail(edus: Sequence[EDU], *, answer_terms: Iterable[str], normalizer) -> str:
-    """Return ``part``, ``goal``, ``symptom`` or ``context``: what the question lacks (see the module docstring).
+    """Return ``part``, ``symptom`` or ``context``: what the question lacks (see the module docstring).
 
     ``normalizer`` turns text into index terms (``terms_of_text``); ``answer_terms`` are the terms of the
     answers the engine ranked for it. A parser that records no noun phrases makes every content word count
@@ -41,8 +37,6 @@ def missing_detail(edus: Sequence[EDU], *, answer_terms: Iterable[str], normaliz
     nouns = normalizer.terms_of_text(" ".join(phrases) if phrases else text)
     if not nouns & known:
         return PART
-    if asks_for_guidance(text):
-        return GOAL
     phrase_words = {w for p in phrases for w in p.lower().split()}
     others = [lemma for e in edus for lemma in e.lemmas if lemma.lower() not in phrase_words]
     if phrases and not normalizer.terms_of_text(" ".join(others)):

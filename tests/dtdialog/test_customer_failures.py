@@ -123,3 +123,17 @@ def test_the_same_closest_answers_are_never_offered_twice_in_a_row(builtin_learn
         "I pulled fuses and the drain stopped when I pulled the radio fuse"])
     assert turns[1]["kind"] == "clarify", turns[1]["reply"][:80]
     assert turns[2]["reply"] != turns[1]["reply"]
+
+
+def test_options_the_customer_passed_over_are_not_offered_again_in_another_order(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker="learned"):
+    """Before: a customer who answered the closest answers with a finding ("I tested the battery at a parts store and
+    it passed") got two of the same three options again, reordered: the word-for-word check let them through."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "my headlights are dim and flicker at idle, brighter when I rev. 2008 Silverado", "what should I test first?",
+        "I tested the battery at a parts store and it passed"])
+    offers = [{o["answer_id"] for o in t["options"] if o["answer_id"]} for t in turns if t["kind"] == "clarify"]
+    assert offers, [t["kind"] for t in turns]
+    assert all(not (a & b) for a, b in zip(offers, offers[1:])), offers
+    assert turns[-1]["kind"] in ("clarify", "handoff"), turns[-1]["kind"]
