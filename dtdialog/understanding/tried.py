@@ -35,6 +35,9 @@ from parsers.relations import is_default
 from parsers.tree import EDU, DiscourseTree, Node
 
 REPLACED, CHECKED, CLEANED, RULED_OUT = "replaced", "checked", "cleaned", "ruled-out"
+#: work on a part that is neither a replacement nor a check: each is its own class, so "bleed the brakes" does not
+#: repeat "I tightened the brake lines"
+TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET = "tightened", "adjusted", "bled", "filled", "charged", "reset"
 
 #: base verb -> verb class (checked ≈ tested ≈ measured; replaced ≈ installed); matched on Porter stems
 _VERBS = {
@@ -42,6 +45,9 @@ _VERBS = {
     "check": CHECKED, "test": CHECKED, "measure": CHECKED, "inspect": CHECKED, "verify": CHECKED,
     "scan": CHECKED, "examine": CHECKED, "probe": CHECKED,
     "clean": CLEANED, "flush": CLEANED,
+    "tighten": TIGHTENED, "retighten": TIGHTENED, "adjust": ADJUSTED, "readjust": ADJUSTED, "bleed": BLED,
+    "bled": BLED, "fill": FILLED, "refill": FILLED, "top": FILLED, "charge": CHARGED, "recharge": CHARGED,
+    "reset": RESET,
 }
 
 
@@ -56,11 +62,14 @@ def _verb_class(word: str) -> str | None:
     return _verb_classes().get(stem(word))
 
 #: irregular done forms of the verbs above (the regular ones end in -ed)
-_IRREGULAR_DONE = frozenset({"swapped", "swopped"})
+_IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset"})
+#: base forms that end like a done form ("bleed the brakes")
+_BASE_IN_ED = frozenset({"bleed"})
 #: which recommended verb class each tried class covers: a part just replaced need not be tested again
 #: (the issue's "have the alternator tested" to someone who had just replaced it), and one the customer
 #: ruled out ("the fuses are fine") is settled whatever the answer wants done with it
-_COVERS = {REPLACED: {REPLACED, CHECKED}, CHECKED: {CHECKED}, CLEANED: {CLEANED}, RULED_OUT: {REPLACED, CHECKED, CLEANED}}
+_COVERS = {REPLACED: {REPLACED, CHECKED}, CHECKED: {CHECKED}, CLEANED: {CLEANED}, RULED_OUT: {REPLACED, CHECKED, CLEANED},
+           **{done: {done} for done in (TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET)}}
 
 _NEGATIONS = frozenset({"not", "never", "no", "nor", "without", "cannot"})
 _MODALS = frozenset({"should", "shall", "could", "would", "will", "can", "may", "might", "must", "need", "needs",
@@ -228,7 +237,7 @@ def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: froz
 
 
 def _is_done(token: str) -> bool:
-    return token.endswith("ed") or token in _IRREGULAR_DONE
+    return (token.endswith("ed") and token not in _BASE_IN_ED) or token in _IRREGULAR_DONE
 
 
 def _piece_starts(text: str) -> frozenset[int]:
@@ -415,7 +424,7 @@ def _is_advice(head: Sequence[str]) -> bool:
 
 
 def _is_base(token: str) -> bool:
-    return not token.endswith(("ed", "ing", "s"))
+    return token in _BASE_IN_ED or not token.endswith(("ed", "ing", "s"))
 
 
 def first_recommendation(edus: Sequence[EDU], vocabulary: Vocabulary) -> Recommendation | None:

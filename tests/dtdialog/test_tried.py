@@ -106,6 +106,14 @@ def test_main_recommendation_is_in_the_nucleus_not_the_satellite():
     ("I have checked the spark plugs.", "Pull one coil and check for a spark while someone cranks it.", False),
     ("I have checked the spark plugs.", "Replace the spark plugs.", False),  # a check does not settle a replacement
     ("I cleaned the throttle body.", "Check the throttle position sensor.", False),
+    # found by trying the chat: "I already tightened the gas cap" was asked what had been tried, and tightening the
+    # cap stayed the advice
+    ("I already tightened the gas cap.", "Tighten the cap until it clicks.", True),
+    ("I bled the brakes last weekend.", "Bleed the brakes again, starting at the right rear.", True),
+    ("I topped up the coolant.", "Top up the coolant to the line.", True),
+    ("I reset the ECU.", "Reset the ECU by pulling its fuse for a minute.", True),
+    ("I bled the brakes last weekend.", "Tighten the bleeder screws.", False),  # other work is not a repeat
+    ("I bleed the brakes every year.", "Bleed the brakes.", False),  # a habit, not a report of this problem
 ])
 def test_repeats_needs_a_covering_verb_class_on_the_same_thing(said, answer, repeats):
     rec = main_recommendation(build_tree(answer), NORMALIZER)
