@@ -90,7 +90,9 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:
         terms |= selector.terms_of_edus(selector.answer_edus(cand.document))
-    detail = missing_detail(outcome.plan.tree.edus, answer_terms=terms, normalizer=selector)
+    # a reply that names the part ("the fan doesn't come on at all") counts with the question that did not
+    said = [*outcome.plan.tree.edus, *(outcome.followup_tree.edus if outcome.followup_tree is not None else ())]
+    detail = missing_detail(said, answer_terms=terms, normalizer=selector)
     if guidance and detail != PART:
         return GOAL
     if detail != CONTEXT or not (tried_known or when_known):

@@ -137,3 +137,15 @@ def test_options_the_customer_passed_over_are_not_offered_again_in_another_order
     assert offers, [t["kind"] for t in turns]
     assert all(not (a & b) for a, b in zip(offers, offers[1:])), offers
     assert turns[-1]["kind"] in ("clarify", "handoff"), turns[-1]["kind"]
+
+
+def test_a_reply_that_names_the_part_is_never_asked_which_part(builtin_learned_index, tmp_path, capsys, monkeypatch,
+                                                              ranker="learned"):
+    """Before: "the fan doesn't come on at all", under an answer about the cooling fan, was asked "Which part or system
+    is it about?": the detail question read the opening ("the car overheats") and not the reply."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "the car overheats", "only in traffic, fine on the highway", "the fan doesn't come on at all"])
+    assert turns[1]["kind"] == "answer" and "fan" in turns[1]["reply"], turns[1]["kind"]
+    assert turns[2]["kind"] == "abstain", turns[2]["kind"]
+    assert "Which part or system" not in turns[2]["reply"], turns[2]["reply"]
