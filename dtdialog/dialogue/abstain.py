@@ -85,7 +85,7 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     stop"); the context question asks only for what is still missing. ``guidance``: the customer's messages ask for
     guidance and report no problem, so a part they name gets the goal question instead of the symptom or context one.
     """
-    from dtdialog.selection.abstention import CONTEXT, PART, missing_detail
+    from dtdialog.selection.abstention import CONTEXT, NAMED, PART, missing_detail
 
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:
@@ -93,7 +93,7 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     # a reply that names the part ("the fan doesn't come on at all") counts with the question that did not
     said = [*outcome.plan.tree.edus, *(outcome.followup_tree.edus if outcome.followup_tree is not None else ())]
     detail = missing_detail(said, answer_terms=terms, normalizer=selector)
-    if guidance and detail != PART:
+    if guidance and detail not in (PART, NAMED):
         return GOAL
     if detail != CONTEXT or not (tried_known or when_known):
         return detail

@@ -122,6 +122,8 @@ class Replies:
                     "Or say 'human' and I'll pass our conversation to a person.")
     #: the detail question when the question names no part or system the stored answers know
     abstain_part: str = "Which product, part or service is it about?"
+    #: ... when it names a thing none of the stored answers talk about
+    abstain_named: str = "My answers may use another name for it: could you describe the problem in other words?"
     #: ... when it asks how to do something, or whether it is advisable, and reports no problem
     abstain_goal: str = "Could you tell me a bit more: what are you planning to do, or where did you get stuck?"
     #: ... when it names a part but not what happens
@@ -173,9 +175,10 @@ class Replies:
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
 
     def abstain_text(self, detail: str) -> str:
-        """Return the abstention for the missing ``detail`` (``part``, ``goal``, ``symptom``, ``when``, ``tried``,
-        ``more`` or ``context``)."""
-        question = {"part": self.abstain_part, "goal": self.abstain_goal, "symptom": self.abstain_symptom,
+        """Return the abstention for the missing ``detail`` (``part``, ``named``, ``goal``, ``symptom``, ``when``,
+        ``tried``, ``more`` or ``context``)."""
+        question = {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,
+                    "symptom": self.abstain_symptom,
                     "when": self.abstain_when,
                     "tried": self.abstain_tried, "more": self.abstain_more}.get(detail, self.abstain_context)
         return self.abstain.format(question=question)

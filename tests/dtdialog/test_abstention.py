@@ -28,7 +28,7 @@ from dtdialog.dialogue.manager import ABSTAIN, ANSWER, CLARIFY, HANDOFF, Dialogu
 from dtdialog.dialogue.replies import Replies
 from dtdialog.dialogue.session import AWAITING_CHOICE, AWAITING_DETAIL, HANDED_OFF
 from dtdialog.dialogue.session_store import SessionStore
-from dtdialog.selection.abstention import CONTEXT, PART, SYMPTOM, missing_detail
+from dtdialog.selection.abstention import CONTEXT, NAMED, PART, SYMPTOM, missing_detail
 from dtdialog.selection.confidence import load_calibrator
 from dtdialog.selection.selector import AnswerSelector
 from dtdialog.setup.engine_config import EngineConfig
@@ -109,9 +109,11 @@ def _edu(text, lemmas, entities):
 
 def test_missing_detail_is_derived_from_the_question_and_the_offered_answers():
     known = {"brakes", "squeal", "battery"}
-    # a thing the answers never mention -> which part or system
+    # a thing the answers never mention -> in other words: never "which part?" of a customer who just named one
     assert missing_detail([_edu("my flux capacitor hums", ["flux", "capacitor", "hum"], ["my flux capacitor"])],
-                          answer_terms=known, normalizer=_Terms) == PART
+                          answer_terms=known, normalizer=_Terms) == NAMED
+    # no thing named at all -> which part or system
+    assert missing_detail([_edu("it is", ["it", "be"], [])], answer_terms=known, normalizer=_Terms) == PART
     # a known part and nothing about what it does -> what happens
     assert missing_detail([_edu("the brakes", ["brakes"], ["the brakes"])], answer_terms=known,
                           normalizer=_Terms) == SYMPTOM
