@@ -140,7 +140,9 @@ class Choices:
             trace.note(f"only one offered answer fits the constraint: {survivors[0].id}")
             return self.outcomes.deliver(record, trace, survivors[0].id, survivors[0].text)
         trace.note("constraint recorded; offering the remaining options again")
-        return self.outcomes.offer(record, trace, survivors, head=self.ctx.replies.constraint_noted_text(said))
+        offered = sum(1 for option in pending.options if option.answer_id)
+        head = self.ctx.replies.constraint_noted_text(said, spares_all=len(survivors) == offered)
+        return self.outcomes.offer(record, trace, survivors, head=head)
 
     def _survivors(self, record: SessionRecord, pending: PendingChoice, trace: TurnTrace) -> list[AnswerDocument]:
         # the offered answers no recorded constraint rules out; the others are skipped for good

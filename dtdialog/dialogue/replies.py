@@ -63,6 +63,8 @@ class Replies:
                                "Could you describe it differently or add a detail (symptom, model, what you tried)?")
     #: said before the options are listed again after a constraint removed some
     constraint_noted: str = 'Noted: "{said}". '
+    #: ... when none of the options on offer needs what the customer ruled out: say so, so the same list is no echo
+    constraint_spares_all: str = 'Noted: "{said}". None of these needs that. '
     choose: str = "A few different answers match your description. Which one fits your situation best?"
     choose_again: str = ("Sorry, I could not match that to an option. "
                          "Reply with a number, a few words from an option, or 'none of these':")
@@ -165,8 +167,8 @@ class Replies:
         """Return the fallback reply; ``found_on_topic`` when answers were found but none for the part asked."""
         return (self.fallback_off_part if found_on_topic else self.fallback_not_found).format(missing=missing)
 
-    def constraint_noted_text(self, said: str) -> str:
-        return self.constraint_noted.format(said=said)
+    def constraint_noted_text(self, said: str, *, spares_all: bool = False) -> str:
+        return (self.constraint_spares_all if spares_all else self.constraint_noted).format(said=said)
 
     def options_text(self, options: Sequence[_Option], *, again: bool = False, question: str | None = None) -> str:
         """Return the question that lists ``options`` (``again`` for a reply that matched none; ``question`` asks

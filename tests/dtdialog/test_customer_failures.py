@@ -149,3 +149,16 @@ def test_a_reply_that_names_the_part_is_never_asked_which_part(builtin_learned_i
     assert turns[1]["kind"] == "answer" and "fan" in turns[1]["reply"], turns[1]["kind"]
     assert turns[2]["kind"] == "abstain", turns[2]["kind"]
     assert "Which part or system" not in turns[2]["reply"], turns[2]["reply"]
+
+
+def test_a_constraint_no_option_breaks_says_so_instead_of_echoing_the_list(builtin_learned_index, tmp_path, capsys,
+                                                                          monkeypatch, ranker="learned"):
+    """Before: "I don't have a multimeter" while options were on offer got 'Noted: "I don't have a multimeter".' and
+    the very same list, which reads as if the bot had not understood."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "Battery keeps dying overnight. New battery, alternator tested fine at the shop.",
+        "how do I do a parasitic draw test?", "I don't have a multimeter"])
+    assert [t["kind"] for t in turns[1:]] == ["clarify", "clarify"], [t["kind"] for t in turns]
+    before, after = ({o["answer_id"] for o in t["options"] if o["answer_id"]} for t in turns[1:])
+    assert ("None of these needs that" in turns[2]["reply"]) == (before == after), turns[2]["reply"][:120]
