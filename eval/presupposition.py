@@ -43,12 +43,7 @@ class FlagRate:
 def measure(eval_set: EvalSet, *, examples: int = 12) -> FlagRate:
     """Return how many logged answers of ``eval_set``'s test dialogues the rule flags against their own context."""
     from dtdialog.understanding.entities import EntityNormalizer
-    from dtdialog.understanding.presupposition import (
-        common_ground,
-        find_presupposition,
-        opening_sentence,
-        premise_clash,
-    )
+    from dtdialog.understanding.presupposition import common_ground, misfit
 
     normalizer, pool = EntityNormalizer(), eval_set.pool_by_id()
     out, kinds = FlagRate(dataset=eval_set.name), Counter()
@@ -57,8 +52,7 @@ def measure(eval_set: EvalSet, *, examples: int = 12) -> FlagRate:
         for i, answer_id in enumerate(dialogue.answer_ids):
             text = pool[answer_id].text
             ground = common_ground(said, normalizer, customer=customer)
-            found = (find_presupposition(opening_sentence(None, text), ground, normalizer)
-                     or premise_clash(text, ground, normalizer))
+            found = misfit(text, ground, normalizer)
             out.answers += 1
             if found is not None:
                 out.flagged += 1

@@ -59,6 +59,8 @@ NOUN_WINDOW = 3
 SUBJECT_WORDS = 12
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _CLAUSE_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|while|when|if)\s")
+#: a clause that supposes instead of stating: its evidence is a question to the customer, not a claim about them
+_HYPOTHESIS = re.compile(r"\b(?:if|unless|whether|in case|when|once)\b[^,;:.!?]*")
 _SUBJECT_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|if)\s")
 #: a trouble code as written ("P0174", "E-404"): it states that a code was read, though the word "code" is not said
 _CODE_TOKEN = re.compile(r"\b[A-Za-z]{1,2}-?\d{3,5}\b")
@@ -242,6 +244,16 @@ def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
     return next((t for t in texts if not is_bare_response(t)), texts[0] if texts else "")
 
 
+def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
+           tree: DiscourseTree | None = None) -> Presupposition | None:
+    """Return why the answer ``text`` is not for this conversation, or None: a fact its opening takes for granted,
+    evidence its opening states that the customer said is absent, or a premise anywhere that says the opposite.
+    ``tree``: the answer's discourse tree, whose first EDUs give the opening sentence (None: split the text)."""
+    opening = opening_sentence(tree, text)
+    return (find_presupposition(opening, ground, normalizer) or denied_evidence(opening, ground, normalizer)
+            or premise_clash(text, ground, normalizer))
+
+
 def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
     """Return the first fact of ``opening`` that ``ground`` never stated or denied, or None."""
     for fact in presupposed_facts(opening, normalizer):
@@ -251,6 +263,34 @@ def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNo
         missing = unstated(fact, ground)
         if missing:
             return Presupposition(fact=fact, missing=missing)
+    return None
+
+
+def denied_evidence(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
+    """Return the evidence an answer's opening states as present that the customer said is absent, or None.
+
+    "Losing coolant with no external leak, sweet-smelling white smoke and overheating under load are all consistent
+    with a head gasket leak" to a customer who wrote "no white smoke". Only kinds of evidence count (a noise, a
+    light, a code, a smell or smoke, a vibration), outside a negation and outside a hypothesis ("if you see white
+    smoke"); the word before it must have been denied too, when it sets it apart ("blue smoke" to "no white
+    smoke" is another observation)."""
+    kinds = _triggers().kinds
+    for clause in _NEGATION_SCOPE_END.split(_HYPOTHESIS.sub(" , ", opening.lower())):
+        words, left = words_of(clause or ""), 0
+        for k, word in enumerate(words):
+            if word in _NEGATORS or word.endswith("n't"):
+                left = NEG_WINDOW
+                continue
+            if left:
+                left -= 1
+                continue
+            if word not in kinds or not normalizer.terms_of_text(word) <= ground.denied:
+                continue
+            modifier = normalizer.terms_of_text(words[k - 1]) if k and is_content_word(words[k - 1]) else frozenset()
+            if not modifier - ground.denied:
+                phrase = " ".join(words[max(0, k - 1):k + 1])
+                return Presupposition(fact=Fact(SYMPTOM, phrase, normalizer.terms_of_text(phrase), "any"),
+                                      missing=normalizer.terms_of_text(word), contradicted=True)
     return None
 
 

@@ -19,7 +19,9 @@ from dtdialog.understanding.presupposition import (
     SYMPTOM,
     VEHICLE,
     common_ground,
+    denied_evidence,
     find_presupposition,
+    misfit,
     premise_clash,
 )
 from index.base import AnswerDocument
@@ -196,6 +198,25 @@ def test_only_the_customer_denies_the_bots_if_it_doesnt_does_not():
     said = ["My fan runs all the time.", "If the fan doesn't come on, check the fuse first."]
     assert common_ground(said, NORMALIZER, customer=said[:1]).denied == frozenset()
     assert "fan" in common_ground(said, NORMALIZER, customer=said[:1]).affirmed
+
+
+def test_evidence_the_customer_said_is_absent_is_a_contradiction():
+    # found by trying the chat: "no visible leaks, no white smoke" got "Losing coolant with no external leak,
+    # sweet-smelling white smoke and overheating under load are all consistent with a head gasket leak"
+    said = "Coolant keeps disappearing, about a cup a week, no visible leaks, no white smoke. 2011 Outback."
+    ground = common_ground([said], NORMALIZER)
+    gasket = ("Losing coolant with no external leak, sweet-smelling white smoke and overheating under load are all "
+              "consistent with a head gasket leak.")
+    found = denied_evidence(gasket, ground, NORMALIZER)
+    assert found is not None and found.contradicted and "white smoke" in found.explain()
+    assert misfit(gasket, ground, NORMALIZER) is not None  # the stage and eval.presupposition read it too
+    # another colour is another observation; a supposition asks; a kind of evidence never denied is no clash
+    for fits in ("Blue smoke at startup usually means worn valve seals.",
+                 "If you see white smoke from the exhaust, the head gasket is the likely cause.",
+                 "An internal leak into the cylinders is the usual cause of losing coolant with no drips."):
+        assert denied_evidence(fits, ground, NORMALIZER) is None, fits
+    assert denied_evidence(gasket, common_ground(["It loses coolant and there is white smoke."], NORMALIZER),
+                           NORMALIZER) is None
 
 
 def test_a_symptom_restricted_by_only_needs_its_restriction_said():

@@ -1,5 +1,6 @@
-"""Stage 5e: demote an answer whose opening takes for granted a fact nobody in the conversation stated, or whose
-premise says the opposite of the customer ("Since your coolant isn't dropping" to one whose coolant keeps dropping).
+"""Stage 5e: demote an answer whose opening takes for granted a fact nobody in the conversation stated or states
+evidence the customer said is absent ("white smoke" to "no white smoke"), or whose premise says the opposite of the
+customer ("Since your coolant isn't dropping" to one whose coolant keeps dropping).
 
 Runs beside the already-tried and condition-clash stages, after scoring and before choose: a post-scoring score
 factor (``EngineConfig.demotions.presupposition_penalty``), so the learned ranker's features are untouched. What was
@@ -15,14 +16,7 @@ from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.selection.stages.record import StepRecord
 from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.selection.stages.tools import StageTools
-from dtdialog.understanding.presupposition import (
-    CommonGround,
-    Presupposition,
-    common_ground,
-    find_presupposition,
-    opening_sentence,
-    premise_clash,
-)
+from dtdialog.understanding.presupposition import CommonGround, Presupposition, common_ground, misfit
 
 
 def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,
@@ -46,5 +40,4 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
 
 def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools) -> Presupposition | None:
     analysis = cand.analysis or tools.analyze(cand.document)
-    found = find_presupposition(opening_sentence(analysis.tree, cand.document.text), ground, tools.normalizer)
-    return found or premise_clash(cand.document.text, ground, tools.normalizer)
+    return misfit(cand.document.text, ground, tools.normalizer, tree=analysis.tree)
