@@ -25,6 +25,7 @@ from dtdialog.understanding.tried import (
     extract_tried,
     main_recommendation,
     merge_tried,
+    recommendation_in,
     repeated_action,
 )
 from parsers.tree import DiscourseTree
@@ -64,20 +65,24 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
 
 def _mark_still_suspected(scored: Scored, tried: Sequence[TriedAction], objects: frozenset[str], tools: StageTools,
                           record: StepRecord) -> None:
-    """Record, per candidate, the parts the customer found fine that its main clause is about (``mentions_tried``).
-
-    Such an answer still suspects the part ("Top it up" to "fluid level is fine"), in words the reader of
-    recommendations may miss, so the customer's why must not say it leaves that out.
+    """Record, per candidate, the reports its words still act on (``mentions_tried``), so the customer's why never
+    says it leaves them out: a part found fine that its main clause is about ("Top it up" to "fluid level is fine",
+    in words the reader of recommendations may miss), or an action done that any of its clauses recommends again
+    ("To find out which, swap the cylinder 3 coil ..." to "I swapped the coil": a main clause the parser put in a
+    satellite is no demotion, yet no leaving out either).
     """
     ruled_out = [(k, a) for k, a in enumerate(tried) if a.verb_class == RULED_OUT]
-    for cand in scored.kept if ruled_out else ():
+    done = [(k, a) for k, a in enumerate(tried) if a.verb_class != RULED_OUT]
+    for cand in scored.kept:
         analysis = cand.analysis or tools.analyze(cand.document)
         if analysis.tree is None or not analysis.terms & objects:
             continue
-        main = tools.normalizer.terms_of_edus(analysis.tree.nucleus_chain_edus())
+        main = tools.normalizer.terms_of_edus(analysis.tree.nucleus_chain_edus()) if ruled_out else frozenset()
         named = [k for k, a in ruled_out if main & a.objects]
+        advice = [r for edu in analysis.tree.edus if (r := recommendation_in(edu, tools.normalizer))] if done else []
+        named += [k for k, a in done if any(repeated_action(r, [a]) for r in advice)]
         if named:
-            record.mentions_tried[cand.document.id] = named
+            record.mentions_tried[cand.document.id] = sorted(named)
 
 
 def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: frozenset[str],
