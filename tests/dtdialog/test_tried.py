@@ -120,6 +120,34 @@ def test_repeats_needs_a_covering_verb_class_on_the_same_thing(said, answer, rep
     assert (repeated_action(rec, _tried(said)) is not None) is repeats
 
 
+def test_the_why_never_says_an_answer_leaves_out_what_any_of_its_clauses_advises():
+    """An answer whose advice a parse put in a satellite is not demoted (its main clause recommends nothing), yet the
+    customer's why must not claim it leaves the action out: the stage records it in ``mentions_tried``."""
+    from dtdialog.selection.agreement import AgreementResult
+    from dtdialog.selection.scoring import RankedCandidate
+    from dtdialog.selection.stages import StepRecord
+    from dtdialog.selection.stages.already_tried import demote_tried
+    from dtdialog.selection.stages.scoring_stage import Scored
+    from index.base import AnswerDocument
+
+    tree = build_tree(("Elaboration", "NS", ["To find out which,", "swap the coil with the one from cylinder 1."]))
+    doc = AnswerDocument(id="coil#1", dialogue_id="coil", position=1, text=tree.text)
+    cand = RankedCandidate(document=doc, retrieval_score=1.0, score=1.0,
+                           agreement=AgreementResult(verdict=True, score=1.0, addressed=1, required=1))
+
+    class Tools:
+        normalizer = NORMALIZER
+
+        @staticmethod
+        def analyze(_doc):
+            return type("Analysis", (), {"tree": tree, "terms": NORMALIZER.terms_of_text(tree.text)})()
+
+    record = StepRecord()
+    tried = _tried("I swapped the coil with cylinder 2.")
+    out = demote_tried(Scored(kept=[cand]), tried, penalty=0.5, tools=Tools(), record=record)
+    assert out.kept[0].score == 1.0 and record.mentions_tried == {"coil#1": [0]}
+
+
 # --- session memory and demotion through the dialogue manager ---------------------------------------
 QUESTION = "My car struggles to start in the cold morning and the dash lights flicker."
 ANSWERS = {

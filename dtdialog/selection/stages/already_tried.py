@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.selection.stages.plan import StepPlan
@@ -30,10 +31,19 @@ from dtdialog.understanding.tried import (
 )
 from parsers.tree import DiscourseTree
 
-#: answer id -> (the DT it was read from, its main recommendation): a stored answer's recommendation never
-#: changes while its tree is the same object (the selector's analysis cache), so it is read once, not every step
+
+@dataclass(frozen=True)
+class _Reading:
+    tree: DiscourseTree
+    main: Recommendation | None
+    advice: tuple[Recommendation, ...]
+
+
+#: answer id -> its reading (the DT it was read from, its main recommendation, every clause's advice): a stored
+#: answer's advice never changes while its tree is the same object (the selector's analysis cache), so it is read
+#: once, not every step
 _CACHE_SIZE = 50_000
-_cache: OrderedDict[str, tuple[DiscourseTree, Recommendation | None]] = OrderedDict()
+_cache: OrderedDict[str, _Reading] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -79,7 +89,7 @@ def _mark_still_suspected(scored: Scored, tried: Sequence[TriedAction], objects:
             continue
         main = tools.normalizer.terms_of_edus(analysis.tree.nucleus_chain_edus()) if ruled_out else frozenset()
         named = [k for k, a in ruled_out if main & a.objects]
-        advice = [r for edu in analysis.tree.edus if (r := recommendation_in(edu, tools.normalizer))] if done else []
+        advice = _reading(cand.document.id, analysis.tree, tools).advice if done else ()
         named += [k for k, a in done if any(repeated_action(r, [a]) for r in advice)]
         if named:
             record.mentions_tried[cand.document.id] = sorted(named)
@@ -92,18 +102,19 @@ def _repeats(cand: RankedCandidate, tried: Sequence[TriedAction], objects: froze
     # most candidates never name a tried part: skip reading their recommendation (the learned ranker keeps ~100)
     if tree is None or not analysis.terms & objects:
         return None
-    return repeated_action(_recommendation(cand.document.id, tree, tools), tried)
+    return repeated_action(_reading(cand.document.id, tree, tools).main, tried)
 
 
-def _recommendation(doc_id: str, tree: DiscourseTree, tools: StageTools) -> Recommendation | None:
+def _reading(doc_id: str, tree: DiscourseTree, tools: StageTools) -> _Reading:
     with _cache_lock:
         cached = _cache.get(doc_id)
-        if cached is not None and cached[0] is tree:
+        if cached is not None and cached.tree is tree:
             _cache.move_to_end(doc_id)
-            return cached[1]
-    found = main_recommendation(tree, tools.normalizer)
+            return cached
+    advice = tuple(r for edu in tree.edus if (r := recommendation_in(edu, tools.normalizer)))
+    found = _Reading(tree, main_recommendation(tree, tools.normalizer), advice)
     with _cache_lock:
-        _cache[doc_id] = (tree, found)
+        _cache[doc_id] = found
         if len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return found
