@@ -78,7 +78,7 @@ _QUESTION_OPENERS = frozenset({"should", "shall", "could", "would", "will", "can
                                "what", "which", "how", "why", "when", "where", "who", "any", "anyone"})
 _BE = frozenset({"is", "are", "was", "were", "be", "been", "being", "seems", "seem", "seemed", "looks", "look",
                  "looked", "tested", "tests", "checked", "checks", "came", "comes", "reads", "read", "showed"})
-_FINE = frozenset({"fine", "good", "ok", "okay", "normal", "perfect", "clean", "working", "healthy", "new"})
+_FINE = frozenset({"fine", "good", "ok", "okay", "normal", "perfect", "clean", "working", "healthy", "new", "full"})
 #: words that end a clause: what follows belongs to another action or to the problem
 _BREAKS = frozenset({"but", "because", "so", "then", "since", "although", "though", "while", "which", "when",
                      "after", "before", "until", "and", "or", "yet", "still", "if"})
@@ -349,8 +349,8 @@ def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
         j = i + 1
         while j < len(tokens) - 1 and tokens[j] in ("out", "back", "all", "perfectly", "totally", "completely"):
             j += 1
-        if tokens[j] not in _FINE:
-            continue
+        if tokens[j] not in _FINE or (tokens[j] == "full" and tokens[j + 1:j + 2] == ["of"]):
+            continue  # "the pan is full of sludge" is a finding, not a level that is fine
         start = _clause_start(tokens, i)
         if any(t in _NEGATIONS or t.endswith("n't") or t in _MODALS for t in tokens[start:j]):
             continue

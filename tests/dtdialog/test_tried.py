@@ -57,6 +57,8 @@ def test_concession_satellite_of_the_paper_question_lists_every_action():
     # the demo's first message: the "not" of the clause before the comma is not this report's
     ("My car will not start, I replaced the battery but it still clicks.", REPLACED, "battery"),
     ("It won't crank; I put in a new battery yesterday.", REPLACED, "battery"),
+    # found by trying the chat: "Coolant is full" was no report, and "Check the coolant level first" was no repeat
+    ("Heater blows cold air even after the engine is warm. Coolant is full.", RULED_OUT, "coolant"),
 ])
 def test_reports_of_done_or_ruled_out(spec, verb_class, word):
     assert _has(_tried(spec), verb_class, word)
@@ -76,6 +78,7 @@ def test_a_condition_satellite_keeps_its_relation():
     "I never tested the alternator.",
     "The car starts fine, I did not replace the battery.",
     "I want to clean the throttle body.",
+    "The oil pan is full of sludge.",
 ])
 def test_what_the_customer_did_not_do_is_not_extracted(text):
     assert extract_tried(build_tree(text), NORMALIZER) == []
