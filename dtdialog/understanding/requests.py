@@ -2,7 +2,7 @@
 
 "How do I test my car battery?" or "Is it necessary to replace the oil filter every oil change?" describes no
 symptom, so "When does it happen?" is the wrong question to ask when no answer is sure: the abstention asks what
-the customer is working on and where they are stuck instead (``dtdialog.selection.abstention.GOAL``). A message that
+the customer is planning or where they got stuck instead (``dtdialog.dialogue.abstain.GOAL``). A message that
 also reports a problem ("it won't start, how do I check the fuel pump?") stays a problem report.
 
 The request openers and problem words are English grammar and kinds of trouble; the domain's own symptom verbs
