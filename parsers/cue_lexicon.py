@@ -92,9 +92,6 @@ def join_features(left: Sequence[UnitView], right: Sequence[UnitView]) -> list[s
         feats.append(f"{level}|Llast={left[-1].words[-1]}")
     # The clause type together with its opener separates e.g. "advcl+to" (purpose) from "advcl+when".
     feats.append(f"{level}|RdepR1={right[0].head_dep}+{r_words[0] if r_words else ''}")
-    # ... and on the left, a to-infinitive clause: "To narrow it down, check the fuse" (purpose, S N)
-    if l_words and l_words[0] == "to":
-        feats.append(f"{level}|LdepL1={left[0].head_dep}+to")
     feats.append(f"{level}|Size={min(len(left), 3)}x{min(len(right), 3)}")
     return feats
 

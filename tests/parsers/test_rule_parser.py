@@ -105,15 +105,6 @@ def test_conditional_and_causal_cues(parser):
     assert rels & {"Cause", "Explanation"}, tree.to_compact()
 
 
-@pytest.mark.parametrize("text", ["To find out which, swap the cylinder 3 coil with the coil from cylinder 1.",
-                                  "To narrow it down, check the fuse first."])
-def test_an_opening_purpose_clause_is_the_satellite_of_the_advice(parser, text):
-    """Before: "To find out which," was the nucleus (Elaboration N S), so the advice after it sat in a satellite,
-    where the reading of an answer's main recommendation does not look."""
-    tree = parser.parse(text)
-    assert tree.root.relation == "Enablement" and tree.root.nuclearity == ("S", "N"), tree.to_compact()
-
-
 def test_right_dependents_attach_before_left_ones(parser):
     tree = parser.parse("If the battery is weak, the car will not start because the starter needs current.")
     assert tree.root.relation == "Condition" and tree.root.nuclearity == ("S", "N")
