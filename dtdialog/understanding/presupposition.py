@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -200,20 +200,29 @@ def _negated_split(text: str, window: int = 0) -> tuple[list[str], list[str]]:
     of ``text``.
 
     A negator alone in its clause ("no, it's steady") answers a question and negates nothing after it."""
-    window = window or NEG_WINDOW
     negated: list[str] = []
     affirmed: list[str] = []
+    for words, states in _clause_polarity(text, window):
+        for word, state in zip(words, states):
+            if state is not None:
+                (negated if state else affirmed).append(word)
+    return negated, affirmed
+
+
+def _clause_polarity(text: str, window: int = 0) -> Iterator[tuple[list[str], list[bool | None]]]:
+    """Yield each clause's words of ``text`` (lower-cased) and, per word, None for a negator, True for a word within
+    ``window`` (default ``NEG_WINDOW``) after one, False for any other."""
+    window = window or NEG_WINDOW
     for clause in _NEGATION_SCOPE_END.split(text.lower()):
-        left = 0
-        for word in words_of(clause or ""):
+        words, states, left = words_of(clause or ""), [], 0
+        for word in words:
             if word in _NEGATORS or word.endswith("n't"):
                 left = window
-            elif left:
-                negated.append(word)
-                left -= 1
+                states.append(None)
             else:
-                affirmed.append(word)
-    return negated, affirmed
+                states.append(left > 0)
+                left = max(0, left - 1)
+        yield words, states
 
 
 def _phrases(text: str) -> list[str]:
@@ -275,16 +284,9 @@ def denied_evidence(opening: str, ground: CommonGround, normalizer: EntityNormal
     smoke"); the word before it must have been denied too, when it sets it apart ("blue smoke" to "no white
     smoke" is another observation)."""
     kinds = _triggers().kinds
-    for clause in _NEGATION_SCOPE_END.split(_HYPOTHESIS.sub(" , ", opening.lower())):
-        words, left = words_of(clause or ""), 0
+    for words, states in _clause_polarity(_HYPOTHESIS.sub(" , ", opening.lower())):
         for k, word in enumerate(words):
-            if word in _NEGATORS or word.endswith("n't"):
-                left = NEG_WINDOW
-                continue
-            if left:
-                left -= 1
-                continue
-            if word not in kinds or not normalizer.terms_of_text(word) <= ground.denied:
+            if states[k] is not False or word not in kinds or not normalizer.terms_of_text(word) <= ground.denied:
                 continue
             modifier = normalizer.terms_of_text(words[k - 1]) if k and is_content_word(words[k - 1]) else frozenset()
             if not modifier - ground.denied:
