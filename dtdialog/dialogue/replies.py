@@ -180,8 +180,7 @@ class Replies:
         """Return the abstention for the missing ``detail`` (``part``, ``named``, ``goal``, ``symptom``, ``when``,
         ``tried``, ``more`` or ``context``)."""
         question = {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,
-                    "symptom": self.abstain_symptom,
-                    "when": self.abstain_when,
+                    "symptom": self.abstain_symptom, "when": self.abstain_when,
                     "tried": self.abstain_tried, "more": self.abstain_more}.get(detail, self.abstain_context)
         return self.abstain.format(question=question)
 

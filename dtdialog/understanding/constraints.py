@@ -90,8 +90,8 @@ def extract_constraints(text: str) -> list[Constraint]:
     for match in _CANNOT.finditer(lowered):
         what = match.group("what")
         cost = _COST.match(what)
-        words = _content(what[cost.end():]) if cost else _content(what)
-        if cost:
+        words = _content(what[cost.end():] if cost else what)
+        if cost:  # "a new clutch": what is ruled out is buying the clutch, whatever the answer calls it
             words = tuple(w for w in words if w != "new")
         if words:
             found.append((match.start(), Constraint(AFFORD if cost else CANNOT, match.group(0).strip(), words)))

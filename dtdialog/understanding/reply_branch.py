@@ -41,6 +41,11 @@ class Branch:
         return f'it follows a reply that reported something you did not: "{quoted}"'
 
 
+def is_negator(word: str) -> bool:
+    """Return True for a word that says no ("not", "never", "without", any "...n't"), as ``words_of`` gives it."""
+    return word in _NEGATORS or word.endswith("n't")
+
+
 def polar_question(answer: str) -> str | None:
     """Return the answer's closing yes/no question ("Does the fan come on with the AC?"), or None.
 
@@ -85,7 +90,7 @@ def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[s
     for clause in _CLAUSE.split(reply.lower()):
         shared = len(_keys(clause, terms) & asked)
         if shared > best:
-            negated = any(w in _NEGATORS or w.endswith("n't") for w in words_of(clause))
+            negated = any(map(is_negator, words_of(clause)))
             best, polarity = shared, (-1 if negated else 1)
     return polarity
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from dtdialog.understanding.reply_branch import is_negator
 from dtdialog.understanding.symptom_conditions import symptom_verbs
 from index.vocabulary import stem, words_of
 
@@ -25,11 +26,10 @@ _REQUEST = re.compile(
     r"(?:is|are)\s+(?:\w+\s+){1,3}?(?:bad|safe|ok|okay|normal|necessary|harmful|worth)\s+(?:for|to)|"
     r"(?:do|would)\s+(?:i|you|we)\s+(?:need|have)\s+to|is\s+there\s+(?:a|any)\s+way|"
     r"(?:what|which)\s+(?:\w+\s+)?(?:should|do|would)\s+(?:i|you)\s+(?:use|buy|get|recommend))\b", re.I)
-#: words that report trouble in any domain; a negation ("won't", "not working") reports it too
+#: words that report trouble in any domain; a negation ("won't", "not working", ``reply_branch.is_negator``) does too
 _TROUBLE = frozenset({"problem", "problems", "issue", "issues", "error", "errors", "fail", "fails", "failed",
                       "failing", "failure", "broke", "broken", "stuck", "stopped", "died", "dead", "keeps", "noise",
                       "noises", "warning", "wrong", "damaged", "worse"})
-_NEGATIONS = frozenset({"not", "no", "never", "nothing", "cannot", "without"})
 
 
 def asks_for_guidance(text: str) -> bool:
@@ -40,7 +40,7 @@ def asks_for_guidance(text: str) -> bool:
 def reports_trouble(text: str) -> bool:
     """Return True when ``text`` says something is wrong: a negation, a word of trouble, or a symptom verb."""
     words = words_of(text.replace("\u2019", "'"))
-    if any(w in _NEGATIONS or w in _TROUBLE or w.endswith("n't") for w in words):
+    if any(w in _TROUBLE or is_negator(w) for w in words):
         return True
     symptoms = symptom_verbs()
     return any(stem(w) in symptoms for w in words)
