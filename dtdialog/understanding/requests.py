@@ -6,8 +6,8 @@ the customer is planning or where they got stuck instead (``dtdialog.dialogue.ab
 also reports a problem ("it won't start, how do I check the fuel pump?") stays a problem report.
 
 The request openers and problem words are English grammar and kinds of trouble; the domain's own symptom verbs
-("squeal", "leak", "stall") come from the symptom vocabulary, so a car customer's "how do I stop the squeal?" is
-a problem report.
+("squeal", "leak", "stall") and states ("spongy", "sticky") come from the symptom vocabulary, so a car customer's
+"how do I stop the squeal?" or "the pedal feels spongy, what should I check?" is a problem report.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from dtdialog.understanding.reply_branch import is_negator
-from dtdialog.understanding.symptom_conditions import symptom_verbs
+from dtdialog.understanding.symptom_conditions import symptom_states, symptom_verbs
 from index.vocabulary import stem, words_of
 
 _REQUEST = re.compile(
@@ -38,9 +38,9 @@ def asks_for_guidance(text: str) -> bool:
 
 
 def reports_trouble(text: str) -> bool:
-    """Return True when ``text`` says something is wrong: a negation, a word of trouble, or a symptom verb."""
+    """Return True when ``text`` says something is wrong: a negation, a word of trouble, a symptom verb or state."""
     words = words_of(text.replace("\u2019", "'"))
     if any(w in _TROUBLE or is_negator(w) for w in words):
         return True
-    symptoms = symptom_verbs()
+    symptoms = symptom_verbs() | symptom_states()
     return any(stem(w) in symptoms for w in words)

@@ -95,6 +95,13 @@ def symptom_verbs() -> frozenset[str]:
     return frozenset(stem(w) for w in raw.get("_symptom_verbs", ()))
 
 
+@lru_cache(maxsize=1)
+def symptom_states() -> frozenset[str]:
+    """Return the stems of states a working part does not have ("spongy", "sticky"): a message naming one reports trouble."""
+    raw = json.loads(CONCEPTS_PATH.read_text(encoding="utf-8"))
+    return frozenset(stem(w) for w in raw.get("_symptom_states", ()))
+
+
 def _ceases_an_action(match: re.Match) -> bool:
     """Return True for "stops turning when ...": a gerund after the verb of ceasing that is not a symptom's."""
     after = match.group(0).split()[1:2] if match.group(0).split()[0].lower().startswith("stop") else []

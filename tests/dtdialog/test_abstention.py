@@ -133,7 +133,11 @@ def test_a_guidance_request_is_told_apart_from_a_problem_report():
     reporting = ["My car won't start, how do I check the fuel pump?", "How do I stop the squeal from my brakes?",
                  "Can I drive a car with only water and no coolant if it has a leak?", "My brakes squeal.",
                  "The AC is not cold anymore, should I recharge it?", "What causes brakes to pulsate after new pads?",
-                 "How can I fix this error on my account?"]
+                 "How can I fix this error on my account?",
+                 # found by trying the chat: a state of a part ("soft", "sinks") reports the problem the check is for
+                 "My brake pedal feels soft and sinks a bit, what should I check?",
+                 "One of my front brake calipers is sticky, should I also put in a new rotor?",
+                 "What do I use to lubricate my door hinges? They are creaking when I open them."]
     assert [t for t in asking if not asks_for_guidance(t)] == []
     assert [t for t in reporting if asks_for_guidance(t)] == []
 
@@ -145,6 +149,7 @@ def test_a_guidance_request_is_told_apart_from_a_problem_report():
     (["Is it necessary to replace the oil filter every oil change?"], GOAL),
     # a reported problem keeps the context question, in the opening or in a later reply
     (["My brakes squeal when I stop, how do I fix it?"], None),
+    (["My brake pedal feels soft and sinks a bit, what should I check?"], None),
 ])
 def test_a_request_for_guidance_is_asked_what_the_customer_is_planning(builtin_learned_index, tmp_path, messages,
                                                                          asked):
