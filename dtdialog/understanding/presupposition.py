@@ -2,7 +2,7 @@
 
 "After a starter job, the most common mistakes are ..." answers someone who just replaced a starter; to a customer
 who never mentioned one it reads as an answer to another person. ``presupposed_facts(opening, normalizer)`` reads
-the answer's opening sentence for five kinds of presupposition trigger (past a bare yes or no: "No. A sidewall bulge means ..."
+the answer's opening sentence for six kinds of presupposition trigger (past a bare yes or no: "No. A sidewall bulge means ..."
 is read at its second sentence):
 
 * **a prior event**: a subordinator that states its clause as given ("after", "since", "now that", ...) followed by
@@ -15,7 +15,9 @@ is read at its second sentence):
 * **a reading**: a number and its unit heading the opening ("14.3 volts is a good charging voltage"), stated only
   when that number was said;
 * **a vehicle**: a make or model named in the opening ("Nissan has issued bulletins for CVT shudder on that
-  generation") when the conversation named another one (a model names its make).
+  generation") when the conversation named another one (a model names its make);
+* **a second one**: "Both fluids can be red ..." refers back to two things, stated only when the conversation
+  named two of them (``dtdialog.understanding.pairs``).
 
 ``unstated(fact, ground)`` says which of a fact's terms the conversation never stated. ``CommonGround`` holds what
 was said (the customer's messages and the answers already given), in the selector's entity terms (stems, car
@@ -36,6 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.pairs import pair_phrase, paired_nouns
 from dtdialog.understanding.tried import head_terms, reported_in_clause
 from dtdialog.understanding.unasked_response import is_bare_response
 from dtdialog.understanding.vehicles import names_in, vehicles_named
@@ -46,6 +49,8 @@ TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presuppo
 PRIOR_JOB, PRIOR_ACTION, OBSERVATION, SYMPTOM = "a prior job", "a prior action", "an observation", "a symptom"
 READING = "a reading"
 VEHICLE = "a vehicle"
+#: "Both fluids can be red ..." refers back to two things: a customer who named one never mentioned the second
+PAIR = "a second one"
 #: a number as said: "14.3", "14,3" and "14.3V" are one reading
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 PREMISE = "a premise"
@@ -121,6 +126,8 @@ class CommonGround:
     numbers: frozenset[str] = frozenset()
     #: every make and model named, lowercased, with the make of each model: what states a vehicle
     vehicles: frozenset[str] = frozenset()
+    #: the stems of the nouns named two of ("front and rear tires"): what states "both tires" (``pairs``)
+    pairs: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -169,7 +176,8 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
     numbers = frozenset(_numbers(t) for text in texts for t in _NUMBER.findall(text))
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
-                        affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles)
+                        affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles,
+                        pairs=paired_nouns(texts))
 
 
 def _numbers(token: str) -> str:
@@ -334,7 +342,8 @@ def unstated(fact: Fact, ground: CommonGround) -> frozenset[str]:
     VW uses ...") answers a customer who named no car."""
     if fact.key == "vehicle" and not ground.vehicles:
         return frozenset()
-    said = {"heads": ground.heads, "number": ground.numbers, "vehicle": ground.vehicles}.get(fact.key, ground.terms)
+    said = {"heads": ground.heads, "number": ground.numbers, "vehicle": ground.vehicles,
+            "pair": ground.pairs}.get(fact.key, ground.terms)
     return frozenset() if fact.terms & said else fact.terms
 
 
@@ -348,7 +357,14 @@ def presupposed_facts(opening: str, normalizer: EntityNormalizer) -> tuple[Fact,
     """Return the facts ``opening`` (an answer's first sentence) takes as given, in the order met."""
     lowered = opening.lower()
     return (*_event_facts(lowered, normalizer), *_observation_facts(lowered, normalizer),
-            *_symptom_facts(lowered, normalizer), *_reading_facts(lowered), *_vehicle_facts(opening))
+            *_symptom_facts(lowered, normalizer), *_reading_facts(lowered), *_vehicle_facts(opening),
+            *_pair_facts(lowered))
+
+
+def _pair_facts(opening: str) -> list[Fact]:
+    """Return "both fluids" of an opening that refers back to two things (``dtdialog.understanding.pairs``)."""
+    found = pair_phrase(opening)
+    return [Fact(PAIR, found[0], frozenset({found[1]}), "pair")] if found else []
 
 
 def _vehicle_facts(opening: str) -> list[Fact]:

@@ -177,3 +177,14 @@ def test_the_why_never_says_an_answer_leaves_out_what_it_tells_the_customer_to_d
     swaps = [t for t in turns if t["kind"] == "answer" and "swap the cylinder 3 coil" in t["reply"]]
     assert swaps, [t["kind"] for t in turns]
     assert all("swapped the coil" not in (t.get("why") or "") for t in swaps), [t.get("why") for t in swaps]
+
+
+@pytest.mark.parametrize("ranker", ["learned", "rules"])
+def test_a_how_to_question_never_gets_an_answer_that_compares_two_things_it_never_named(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker):
+    """Before: "How do I check my transmission fluid?" got "Both fluids can be red, but their location helps ...",
+    written for a customer who asked whether a red drip was transmission or power steering fluid."""
+    index, _ = builtin_learned_index
+    [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker, ["How do I check my transmission fluid?"])
+    assert turn.get("answer_id") != "transmission-009#1", ranker
+    assert not turn["reply"].startswith("Both fluids")

@@ -13,6 +13,7 @@ from dtdialog.setup.engine_config import DemotionConfig, EngineConfig
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.presupposition import (
     OBSERVATION,
+    PAIR,
     PRIOR_ACTION,
     PRIOR_JOB,
     READING,
@@ -141,6 +142,24 @@ def test_a_vehicle_is_presupposed_when_the_customer_named_another():
                   "What are the two water pumps on a W12 for?") is None
     assert _found("I had a similar problem removing the exhaust manifold on my Civic.", "an old Chevy 350") is None
     assert _found("Focus on the pads first, then the calipers.", "My Camry squeals") is None
+
+
+#: found by trying the chat: given to "How do I check my transmission fluid?", a customer who named one fluid
+BOTH_FLUIDS = ("Both fluids can be red, but their location helps. Transmission fluid usually drips under the middle "
+               "of the car, while power steering fluid drips near the front.")
+
+
+def test_both_refers_back_to_two_things_the_conversation_must_have_named():
+    found = _found(BOTH_FLUIDS, "How do I check my transmission fluid?")
+    assert found is not None and found.fact.kind == PAIR and found.missing == {"fluid"}
+    assert 'a second one you never mentioned: "both fluids"' in found.explain()
+    # named twice, joined ("front and rear"), or counted: the two are in the conversation
+    assert _found(BOTH_FLUIDS, "Is this red puddle transmission fluid or power steering fluid?") is None
+    assert _found("Both hoses should be hot once the thermostat opens.", "The upper and lower hoses feel cold.") is None
+    assert _found("Neither tire needs replacing yet.", "I have two tires with uneven wear.") is None
+    assert _found("Both tires are worn.", "My front tire is worn.").fact.kind == PAIR
+    # sides of one thing and a turn of phrase refer back to nothing
+    assert _found("Both sides of the rotor should look the same.", "My brakes pulse.") is None
 
 
 def test_a_bare_yes_or_no_is_no_opening_the_claim_after_it_is():
