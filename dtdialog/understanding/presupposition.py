@@ -465,8 +465,7 @@ def _noun_fact(phrase: list[str], modifiers: list[str], noun: str, normalizer: E
 
 def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
     """Return the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign of ...")."""
-    # "when" and "while" may sit inside the subject: "A battery light while driving means ..."
-    words = words_of(_SUBJECT_END.split(sentence, maxsplit=1)[0])
+    words = words_of(_subject_text(sentence))
     triggers = _triggers()
     for i in range(1, min(len(words), SUBJECT_WORDS + 1)):
         verb = next((v for v in triggers.diagnoses if tuple(words[i:i + len(v)]) == v), None)
@@ -481,8 +480,37 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
         negated = normalizer.terms_of_text(" ".join(_negated_split(" ".join(subject))[0]))
         phrase = " ".join([*subject, *verb])
         facts = [Fact(SYMPTOM, phrase, terms, "any", negated)] if terms else []
-        return facts + _restrictions(subject, phrase, negated, normalizer) if facts else facts
+        return facts + _restrictions(subject, phrase, negated, normalizer) + _subject_jobs(subject, normalizer) \
+            if facts else facts
     return []
+
+
+def _subject_text(sentence: str) -> str:
+    """Return the words that may hold an opening diagnosis' subject: up to the first clause end, past a comma
+    between the adjectives of its noun phrase ("A spongy, low pedal after caliper work means ...").
+
+    "when" and "while" may sit inside the subject: "A battery light while driving means ..."."""
+    first = _SUBJECT_END.search(sentence)
+    if first is None:
+        return sentence
+    head = words_of(sentence[:first.start()])
+    if first.group() == "," and head and head[0] in ("a", "an") and len(head) <= 2:
+        rest = _SUBJECT_END.search(sentence, first.end())
+        return sentence[:rest.start()] if rest else sentence
+    return sentence[:first.start()]
+
+
+def _subject_jobs(subject: list[str], normalizer: EntityNormalizer) -> list[Fact]:
+    """Return the prior job an "after" inside a diagnosed subject names ("A spongy, low pedal after caliper work
+    means ..."): a job noun on a part, never an event the customer may tell in other words ("after hitting
+    something")."""
+    out = []
+    for k, word in enumerate(subject[:-1]):
+        if word == "after":
+            job = _job_fact(" ".join(subject[k + 1:]), normalizer)
+            if job is not None:
+                out.append(job)
+    return out
 
 
 

@@ -188,3 +188,15 @@ def test_a_how_to_question_never_gets_an_answer_that_compares_two_things_it_neve
     [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker, ["How do I check my transmission fluid?"])
     assert turn.get("answer_id") != "transmission-009#1", ranker
     assert not turn["reply"].startswith("Both fluids")
+
+
+@pytest.mark.parametrize("ranker", ["learned", "rules"])
+def test_a_soft_pedal_never_gets_the_answer_for_a_pedal_gone_soft_after_caliper_work(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker):
+    """Before: "My brake pedal is spongy and goes almost to the floor." got "A spongy, low pedal after caliper work
+    almost always means air is still in the lines" (the comma ended the diagnosed subject, so nothing was read)."""
+    index, _ = builtin_learned_index
+    [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker,
+                   ["My brake pedal is spongy and goes almost to the floor."])
+    assert turn.get("answer_id") != "brakes-004#1", ranker
+    assert "caliper work" not in turn["reply"]

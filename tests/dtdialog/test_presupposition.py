@@ -162,6 +162,21 @@ def test_both_refers_back_to_two_things_the_conversation_must_have_named():
     assert _found("Both sides of the rotor should look the same.", "My brakes pulse.") is None
 
 
+#: found by trying the chat: given to "My brake pedal is spongy and goes almost to the floor."
+CALIPER = ("A spongy, low pedal after caliper work almost always means air is still in the lines. Bleed again "
+           "starting with the wheel farthest from the master cylinder.")
+
+
+def test_a_job_after_after_inside_a_diagnosed_subject_must_have_been_said():
+    # the comma between the adjectives keeps the subject whole ("a spongy" alone held no diagnosis)
+    found = _found(CALIPER, "My brake pedal is spongy and goes almost to the floor.")
+    assert found is not None and found.fact.kind == PRIOR_JOB and found.fact.phrase == "caliper work"
+    assert _found(CALIPER, "I replaced both front calipers and now the pedal is spongy and low.") is None
+    # an event told in other words is not judged, only a job on a part
+    assert _found("A clunk after hitting a pothole usually means a broken sway bar link.",
+                  "There is a clunk from the front since I scraped over a high curb.") is None
+
+
 def test_a_bare_yes_or_no_is_no_opening_the_claim_after_it_is():
     """"No. A sidewall bulge means the internal cords have broken ..." answered a post about a gouge in a tire: the
     rule read the opening "No." and found nothing taken for granted."""
