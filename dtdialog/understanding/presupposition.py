@@ -62,6 +62,8 @@ _PREMISE = re.compile(r"\b(since|because|given that|now that)\s+(.+?)(?=[.!?;]|$
 NOUN_WINDOW = 3
 #: a diagnosis' subject longer than this is not one noun phrase ("The first thing to know when ... means")
 SUBJECT_WORDS = 12
+#: how far a diagnostic verb is looked for: a longer subject is read only for the work it states as done
+LONG_SUBJECT_WORDS = 24
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _CLAUSE_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|while|when|if)\s")
 #: a clause that supposes instead of stating: its evidence is a question to the customer, not a claim about them
@@ -389,16 +391,18 @@ def _event_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
     """Return "after a starter job" (a job on a part) and "since you replaced the pump" (a done action)."""
     out = []
     for match in _event_pattern().finditer(sentence):
-        trigger, clause = match.group(1), " ".join(words_of(_CLAUSE_END.split(match.group(2), maxsplit=1)[0]))
-        job = _job_fact(clause, normalizer)
-        if job is not None:
-            out.append(job)
-            continue
-        for action in reported_in_clause(clause, normalizer):
-            terms = head_terms(action.objects)
-            if terms:
-                out.append(Fact(PRIOR_ACTION, f"{trigger} {clause}", terms, "heads"))
+        clause = " ".join(words_of(_CLAUSE_END.split(match.group(2), maxsplit=1)[0]))
+        out.extend(_given_facts(match.group(1), clause, normalizer))
     return out
+
+
+def _given_facts(trigger: str, clause: str, normalizer: EntityNormalizer) -> list[Fact]:
+    """Return what the clause after a trigger states as done: a job on a part, else each done action's object."""
+    job = _job_fact(clause, normalizer)
+    if job is not None:
+        return [job]
+    actions = (head_terms(action.objects) for action in reported_in_clause(clause, normalizer))
+    return [Fact(PRIOR_ACTION, f"{trigger} {clause}", terms, "heads") for terms in actions if terms]
 
 
 @lru_cache(maxsize=1)
@@ -464,25 +468,37 @@ def _noun_fact(phrase: list[str], modifiers: list[str], noun: str, normalizer: E
 
 
 def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
-    """Return the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign of ...")."""
-    words = words_of(_subject_text(sentence))
+    """Return the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign of ...").
+
+    A subject longer than ``SUBJECT_WORDS`` is too long to name one symptom; only the work it states as done is read
+    ("A shake that appears in a narrow speed range and starts after new tires is usually an imbalance")."""
+    found = _diagnosed_subject(words_of(_subject_text(sentence)))
+    if found is None:
+        return []
+    subject, verb, at = found
+    if subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
+        return []  # a definite subject ("the supplied values") is the customer's own report, in other words
+    jobs = _subject_jobs(subject, normalizer)
+    terms = normalizer.terms_of_text(" ".join(subject))
+    if at > SUBJECT_WORDS or not terms:
+        return jobs
+    negated = normalizer.terms_of_text(" ".join(_negated_split(" ".join(subject))[0]))
+    phrase = " ".join([*subject, *verb])
+    return [Fact(SYMPTOM, phrase, terms, "any", negated), *_restrictions(subject, phrase, negated, normalizer), *jobs]
+
+
+def _diagnosed_subject(words: list[str]) -> tuple[list[str], tuple[str, ...], int] | None:
+    """Return (the subject without its hedges, the diagnostic verb, where the verb starts), or None."""
     triggers = _triggers()
-    for i in range(1, min(len(words), SUBJECT_WORDS + 1)):
+    for i in range(1, min(len(words), LONG_SUBJECT_WORDS + 1)):
         verb = next((v for v in triggers.diagnoses if tuple(words[i:i + len(v)]) == v), None)
         if verb is None:
             continue
         subject = words[:i]
         while subject and subject[-1] in triggers.hedges:
             subject = subject[:-1]
-        if not subject or subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
-            return []  # a definite subject ("the supplied values") is the customer's own report, in other words
-        terms = normalizer.terms_of_text(" ".join(subject))
-        negated = normalizer.terms_of_text(" ".join(_negated_split(" ".join(subject))[0]))
-        phrase = " ".join([*subject, *verb])
-        facts = [Fact(SYMPTOM, phrase, terms, "any", negated)] if terms else []
-        return facts + _restrictions(subject, phrase, negated, normalizer) + _subject_jobs(subject, normalizer) \
-            if facts else facts
-    return []
+        return (subject, verb, i) if subject else None
+    return None
 
 
 def _subject_text(sentence: str) -> str:
@@ -501,16 +517,11 @@ def _subject_text(sentence: str) -> str:
 
 
 def _subject_jobs(subject: list[str], normalizer: EntityNormalizer) -> list[Fact]:
-    """Return the prior job an "after" inside a diagnosed subject names ("A spongy, low pedal after caliper work
-    means ..."): a job noun on a part, never an event the customer may tell in other words ("after hitting
-    something")."""
-    out = []
-    for k, word in enumerate(subject[:-1]):
-        if word == "after":
-            job = _job_fact(" ".join(subject[k + 1:]), normalizer)
-            if job is not None:
-                out.append(job)
-    return out
+    """Return the work an "after" inside a diagnosed subject states as done ("A spongy, low pedal after caliper work
+    means ...", "A shake that starts after new tires is usually ..."): a job on a part or a done action, never an
+    event the customer may tell in other words ("after hitting something")."""
+    return [fact for k, word in enumerate(subject[:-1]) if word == "after"
+            for fact in _given_facts(word, " ".join(subject[k + 1:]), normalizer)]
 
 
 

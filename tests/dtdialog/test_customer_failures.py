@@ -200,3 +200,13 @@ def test_a_soft_pedal_never_gets_the_answer_for_a_pedal_gone_soft_after_caliper_
                    ["My brake pedal is spongy and goes almost to the floor."])
     assert turn.get("answer_id") != "brakes-004#1", ranker
     assert "caliper work" not in turn["reply"]
+
+
+@pytest.mark.parametrize("ranker", ["learned", "rules"])
+def test_a_shake_when_braking_never_gets_the_answer_for_a_shake_after_new_tires(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker):
+    """Before: "My car shakes when I brake from highway speed." got "A shake that appears in a narrow speed range and
+    starts after new tires is usually an imbalance" ("is usually" was no diagnosis, and its subject was too long)."""
+    index, _ = builtin_learned_index
+    [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker, ["My car shakes when I brake from highway speed."])
+    assert "after new tires" not in turn["reply"], ranker

@@ -177,6 +177,22 @@ def test_a_job_after_after_inside_a_diagnosed_subject_must_have_been_said():
                   "There is a clunk from the front since I scraped over a high curb.") is None
 
 
+#: found by trying the chat: given to "My car shakes when I brake from highway speed."
+NEW_TIRES = ("A shake that appears in a narrow speed range and starts after new tires is usually an imbalance, not a "
+             "suspension problem.")
+
+
+def test_a_hedged_copula_diagnoses_and_a_long_subject_is_read_for_the_work_it_states_as_done():
+    # "is usually" diagnoses like "means": the symptom must have been reported
+    found = _found("A tinny rattle at a specific rpm is usually a loose heat shield.", "My brakes squeal.")
+    assert found is not None and found.fact.kind == SYMPTOM
+    assert _found("A tinny rattle at a specific rpm is usually a loose heat shield.", "I hear a rattle at 2000 rpm.") is None
+    # 15 words name no single symptom, but "after new tires" states work done that the customer never mentioned
+    found = _found(NEW_TIRES, "My car shakes when I brake from highway speed.")
+    assert found is not None and found.fact.kind == PRIOR_ACTION and found.missing == {"tire"}
+    assert _found(NEW_TIRES, "Since I got new tires my car shakes at 65 mph.") is None
+
+
 def test_a_bare_yes_or_no_is_no_opening_the_claim_after_it_is():
     """"No. A sidewall bulge means the internal cords have broken ..." answered a post about a gouge in a tire: the
     rule read the opening "No." and found nothing taken for granted."""
