@@ -75,6 +75,9 @@ WHEN, TRIED, MORE = "when", "tried", "more"
 #: The question for a customer who asks how to do something, or whether it is advisable, and reports no problem
 #: (``dtdialog.understanding.requests``): what they are working on, never when "it" happens.
 GOAL = "goal"
+#: The kinds of evidence a leading answer may need that the customer never reported (``StepRecord.unreported_evidence``,
+#: the first word of each ``observation_kinds`` group): "a single loud click with bright dash lights" asks about lights.
+EVIDENCE = ("noise", "code", "light", "smell", "vibration")
 
 
 def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False,
@@ -95,6 +98,9 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     detail = missing_detail(said, answer_terms=terms, normalizer=selector)
     if guidance and detail not in (PART, NAMED):
         return GOAL
+    unreported = next(iter(outcome.record.unreported_evidence.values()), None)
+    if unreported in EVIDENCE and detail not in (PART, NAMED):
+        return unreported  # the leading answer needs evidence never reported: ask for it, it tells them apart
     if detail != CONTEXT or not (tried_known or when_known):
         return detail
     return MORE if tried_known and when_known else (WHEN if tried_known else TRIED)

@@ -136,6 +136,13 @@ class Replies:
     abstain_when: str = "When does it happen, and did anything change after what you already tried?"
     #: ... when both are there and the customer already said when it happens
     abstain_tried: str = "What have you already tried, and what happened?"
+    #: ... when a leading answer needs a kind of evidence the customer never reported: a noise, an error code, a light
+    #: or message, a smell or smoke, a vibration
+    abstain_noise: str = "Do you hear anything when it happens - a click, a squeal, a knock?"
+    abstain_code: str = "Do you see an error code? If so, which one?"
+    abstain_light: str = "Does a warning light or message come on, or do the lights change when it happens?"
+    abstain_smell: str = "Do you notice any smell or smoke when it happens?"
+    abstain_vibration: str = "Do you feel any shake or vibration when it happens?"
     #: ... when the customer already said both when it happens and what they tried
     abstain_more: str = "What else do you notice when it happens, and did anything change since it started?"
     #: the hand-off reason after an abstention did not lead to a confident answer
@@ -178,10 +185,13 @@ class Replies:
 
     def abstain_text(self, detail: str) -> str:
         """Return the abstention for the missing ``detail`` (``part``, ``named``, ``goal``, ``symptom``, ``when``,
-        ``tried``, ``more`` or ``context``)."""
+        ``tried``, ``more``, ``context``, or a kind of evidence: ``noise``, ``code``, ``light``, ``smell``,
+        ``vibration``)."""
         question = {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,
                     "symptom": self.abstain_symptom, "when": self.abstain_when,
-                    "tried": self.abstain_tried, "more": self.abstain_more}.get(detail, self.abstain_context)
+                    "tried": self.abstain_tried, "more": self.abstain_more, "noise": self.abstain_noise,
+                    "code": self.abstain_code, "light": self.abstain_light, "smell": self.abstain_smell,
+                    "vibration": self.abstain_vibration}.get(detail, self.abstain_context)
         return self.abstain.format(question=question)
 
 

@@ -94,6 +94,8 @@ class Fact:
     key: str
     #: terms the fact itself states under a negation ("a car that won't start"): a customer's denial agrees with them
     negated: frozenset[str] = frozenset()
+    #: the kind of evidence a diagnosed subject names ("light" of "bright dash lights"): what to ask the customer
+    evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -532,7 +534,8 @@ def _evidence(subject: list[str], phrase: str, negated: frozenset[str], normaliz
     states it ("a click" for "clicking"); the subject's other words need only one of them said, as before."""
     kinds = _triggers().kinds
     groups = dict.fromkeys(kinds[w] for w in subject if w in kinds)
-    facts = (Fact(SYMPTOM, phrase, normalizer.terms_of_text(" ".join(group)), "any", negated) for group in groups)
+    facts = (Fact(SYMPTOM, phrase, normalizer.terms_of_text(" ".join(group)), "any", negated, group[0])
+             for group in groups)
     return [fact for fact in facts if fact.terms]
 
 

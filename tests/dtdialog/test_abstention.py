@@ -227,3 +227,24 @@ def test_the_scope_gate_refuses_a_question_about_what_the_index_does_not_cover(c
                  "--trace-json", str(traces), "--quiet"]) == 0
     decision = json.loads(traces.read_text().splitlines()[0])["decision"]
     assert decision["kind"] == "out_of_scope" and decision["reason"] == "domain"
+
+
+@pytest.mark.slow
+def test_a_leading_answer_that_needs_an_unreported_light_makes_the_lights_the_question(builtin_learned_index,
+                                                                                       tmp_path):
+    """Found by trying the chat: "it just clicks once" was asked what had been tried, while the two leading answers
+    (a single click with bright dash lights; rapid clicking with dim lights) wait only on what the lights do."""
+    from dtdialog.setup.assembly import EngineSpec, build_engine
+
+    path, parser = builtin_learned_index
+    engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(tmp_path / "s.sqlite")), parser=parser,
+                          progress=False)
+    try:
+        manager = engine.manager
+        result = manager.handle(session_id=manager.start_session(),
+                                text="My car won't start, it just clicks once when I turn the key.")
+        assert result.kind == ABSTAIN, result.reply[:80]
+        assert result.trace["decision"]["missing_detail"] == "light"
+        assert "dash lights stay bright or go dim" in result.reply
+    finally:
+        engine.close()

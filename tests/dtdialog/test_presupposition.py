@@ -355,3 +355,20 @@ def test_the_penalty_is_validated(bad):
         DemotionConfig(presupposition_penalty=bad)
     assert DemotionConfig(presupposition_penalty=0).presupposition_penalty == 0.0
     assert EngineConfig.from_dict({"presupposition_penalty": 1}).demotions.presupposition_penalty == 1.0
+
+
+def test_a_leading_answer_taken_out_for_unreported_evidence_records_the_kind_to_ask_for():
+    single = "A single loud click with bright dash lights usually means the starter solenoid is engaging."
+    rapid = "Rapid clicking with dim lights is the classic sign of a weak battery."
+    kept = [_cand("single#1", single, 1.3), _cand("rapid#1", rapid, 1.2), _cand("job#1", STARTER_JOB, 1.1),
+            _cand("x#1", "Check the fuses.", 1.0), _cand("late#1", single.replace("single", "lone"), 0.9)]
+    record = StepRecord()
+    said = ["My car won't start, it just clicks once when I turn the key."]
+    demote_presuppositions(Scored(kept=kept), said, penalty=1.0, tools=_Tools(), record=record)
+    # the light is what the two leading answers need; the starter job is no evidence; the fifth answer did not lead
+    assert record.unreported_evidence == {"single#1": "light", "rapid#1": "light"}
+    assert record.to_dict()["unreported_evidence"] == record.unreported_evidence
+    record = StepRecord()
+    demote_presuppositions(Scored(kept=kept), [*said, "The dash lights stay bright."], penalty=1.0, tools=_Tools(),
+                           record=record)
+    assert record.unreported_evidence == {}

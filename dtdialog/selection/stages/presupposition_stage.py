@@ -6,6 +6,8 @@ Runs beside the already-tried and condition-clash stages, after scoring and befo
 factor (``EngineConfig.demotions.presupposition_penalty``), so the learned ranker's features are untouched. What was
 stated is the customer's question and every reply so far, and the answers already given (the bot's own words are
 common ground too); the answer's facts are read from its opening sentence (``dtdialog.understanding.presupposition``).
+A leading answer taken out only because the customer never reported a kind of evidence it needs ("a single loud click
+with bright dash lights") is recorded with that kind, so an abstention can ask for it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.selection.stages.tools import StageTools
 from dtdialog.understanding.presupposition import CommonGround, Presupposition, common_ground, misfit
 
+#: the answers that led before this stage whose unreported evidence is recorded: what a detail question may ask for
+LEADING = 3
+
 
 def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,
                            record: StepRecord, customer: Sequence[str] | None = None) -> Scored:
@@ -29,9 +34,12 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
     if penalty <= 0 or not scored.kept:
         return scored
     ground = common_ground(said, tools.normalizer, customer=customer)
+    leading = {c.document.id for c in scored.kept[:LEADING]}
 
     def reason(cand: RankedCandidate) -> str | None:
         found = _presupposition(cand, ground, tools)
+        if found is not None and found.fact.evidence and not found.contradicted and cand.document.id in leading:
+            record.unreported_evidence[cand.document.id] = found.fact.evidence
         return found.explain() if found is not None else None
 
     scored, record.presupposition = demote(scored, reason, penalty=penalty, feature="presupposition")

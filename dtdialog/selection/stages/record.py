@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``; branch clash: ``branch_clash``; choose: ``candidates``, ``rejected``,
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``, ``unreported_evidence``; branch clash: ``branch_clash``; choose: ``candidates``, ``rejected``,
     ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
@@ -43,6 +43,9 @@ class StepRecord:
     condition_clash: dict[str, str] = field(default_factory=dict)
     # presupposition: answer id -> the fact its opening takes for granted that nobody stated
     presupposition: dict[str, str] = field(default_factory=dict)
+    # answer id -> the kind of evidence it needs that the customer never reported ("light"), for the answers that led
+    # before the presupposition stage, best first: the detail an abstention asks for
+    unreported_evidence: dict[str, str] = field(default_factory=dict)
     # branch clash: answer id -> the logged reply it was written for, which the customer's reply contradicts
     branch_clash: dict[str, str] = field(default_factory=dict)
     # branch: the logged next answer put first because the customer's reply took the branch it was written for
@@ -62,6 +65,7 @@ class StepRecord:
             "agreeing": self.agreeing, "rescued": self.rescued, "off_topic": self.off_topic,
             "tried": self.tried, "already_tried": self.already_tried, "mentions_tried": self.mentions_tried,
             "condition_clash": self.condition_clash,
-            "presupposition": self.presupposition, "branch_clash": self.branch_clash,
+            "presupposition": self.presupposition, "unreported_evidence": self.unreported_evidence,
+            "branch_clash": self.branch_clash,
             "branch_follows": self.branch_follows, "position": self.position,
         }
