@@ -38,6 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.opposites import opposed
 from dtdialog.understanding.pairs import pair_phrase, paired_nouns
 from dtdialog.understanding.tried import head_terms, reported_in_clause
 from dtdialog.understanding.unasked_response import is_bare_response
@@ -132,6 +133,8 @@ class CommonGround:
     vehicles: frozenset[str] = frozenset()
     #: the stems of the nouns named two of ("front and rear tires"): what states "both tires" (``pairs``)
     pairs: frozenset[str] = frozenset()
+    #: the words the customer wrote outside a negation, as written: what an opposite value is read against
+    said_words: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -173,15 +176,17 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
         heads |= named
     negated: set[str] = set()
     affirmed: set[str] = set()
+    said_words: set[str] = set()
     for text in texts if customer is None else [t for t in customer if t]:
         no, yes = _polarity_of(text, normalizer)
         negated |= no
         affirmed |= yes
+        said_words.update(_negated_split(text)[1])
     numbers = frozenset(_numbers(t) for text in texts for t in _NUMBER.findall(text))
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
                         affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles,
-                        pairs=paired_nouns(texts))
+                        pairs=paired_nouns(texts), said_words=frozenset(said_words))
 
 
 def _numbers(token: str) -> str:
@@ -268,11 +273,29 @@ def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
 def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
            tree: DiscourseTree | None = None) -> Presupposition | None:
     """Return why the answer ``text`` is not for this conversation, or None: a fact its opening takes for granted,
-    evidence its opening states that the customer said is absent, or a premise anywhere that says the opposite.
+    evidence its opening states that the customer said is absent, a diagnosed value whose opposite the customer said
+    ("dim lights" to "the lights stay bright"), or a premise anywhere that says the opposite.
     ``tree``: the answer's discourse tree, whose first EDUs give the opening sentence (None: split the text)."""
     opening = opening_sentence(tree, text)
     return (find_presupposition(opening, ground, normalizer) or denied_evidence(opening, ground, normalizer)
-            or premise_clash(text, ground, normalizer))
+            or opposite_value(opening, ground, normalizer) or premise_clash(text, ground, normalizer))
+
+
+def opposite_value(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
+    """Return the diagnosed subject of ``opening`` when it says a value whose opposite the customer said, or None.
+
+    "Rapid clicking with dim lights is the classic sign of a weak battery" to a customer whose car "clicks once" and
+    whose "dash lights stay bright" (``dtdialog.understanding.opposites``)."""
+    found = _diagnosed_subject(words_of(_subject_text(opening.lower())))
+    if found is None or found[2] > SUBJECT_WORDS:
+        return None
+    subject, verb, _ = found
+    word = opposed(subject, ground.said_words)
+    if word is None:
+        return None
+    phrase = " ".join([*subject, *verb])
+    return Presupposition(fact=Fact(SYMPTOM, phrase, normalizer.terms_of_text(" ".join(subject)), "any"),
+                          missing=frozenset({word}), contradicted=True)
 
 
 def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:

@@ -210,3 +210,18 @@ def test_a_shake_when_braking_never_gets_the_answer_for_a_shake_after_new_tires(
     index, _ = builtin_learned_index
     [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker, ["My car shakes when I brake from highway speed."])
     assert "after new tires" not in turn["reply"], ranker
+
+
+def test_one_click_and_bright_lights_never_lead_with_the_answer_for_rapid_clicking_and_dim_lights(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker="learned"):
+    """Before: the bot asked what had been tried, then, told "The dash lights stay bright.", offered "Rapid clicking
+    with dim lights is the classic sign of ..." first. Now it asks what the lights do, and the single-click answer
+    leads (answered, or first of the options)."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "My car won't start, it just clicks once when I turn the key.", "The dash lights stay bright."])
+    assert "bright or go dim" in turns[0]["reply"], turns[0]["reply"]
+    second = turns[1]
+    shown = [second["answer_id"]] if second["answer_id"] else [o["answer_id"] for o in second["options"]]
+    assert shown[0] == "no_start-001#1", second
+    assert "no_start-002#1" not in shown

@@ -193,6 +193,20 @@ def test_a_hedged_copula_diagnoses_and_a_long_subject_is_read_for_the_work_it_st
     assert _found(NEW_TIRES, "Since I got new tires my car shakes at 65 mph.") is None
 
 
+def test_a_diagnosed_value_whose_opposite_the_customer_said_is_a_contradiction():
+    """Found by trying the chat: after "it just clicks once" and "the dash lights stay bright", the rapid-clicking
+    answer still led the single-click one."""
+    rapid = "Rapid clicking with dim lights is the classic sign of a weak battery."
+    said = ("My car won't start, it just clicks once when I turn the key.", "The dash lights stay bright.")
+    found = misfit(rapid, common_ground(said, NORMALIZER), NORMALIZER)
+    assert found is not None and found.contradicted and found.missing in ({"rapid"}, {"dim"})
+    assert "you said is not the case" in found.explain()
+    single = "A single loud click with bright dash lights usually means the solenoid engages but the motor does not."
+    assert misfit(single, common_ground(said, NORMALIZER), NORMALIZER) is None
+    # a customer who said it under a negation ("not bright") said neither side; the bot's words deny nothing
+    assert misfit(rapid, common_ground(["It clicks, the lights are not bright."], NORMALIZER), NORMALIZER) is None
+
+
 def test_a_bare_yes_or_no_is_no_opening_the_claim_after_it_is():
     """"No. A sidewall bulge means the internal cords have broken ..." answered a post about a gouge in a tire: the
     rule read the opening "No." and found nothing taken for granted."""
