@@ -17,6 +17,9 @@ _RESPONSE = re.compile(
     r"definitely not|absolutely not|absolutely|definitely|of course|correct)(?:\s+(?:yet|really|necessarily|at all))?"
     r"\s*(?P<end>[.!?,;:])\s*", re.IGNORECASE)
 
+#: a conjunction that joined the rest of the sentence to the response
+_JOINED = re.compile(r"^(?:but|and|so|though|although)\b,?\s*", re.IGNORECASE)
+
 
 def is_bare_response(sentence: str) -> bool:
     """Return True for a sentence that is only a yes or no ("No.", "Not necessarily yet."): it claims nothing itself."""
@@ -38,4 +41,5 @@ def without_unasked_response(answer: str, customer: Iterable[str]) -> str:
     if said is None:
         return answer
     rest = answer.lstrip()[len(said):].lstrip()
+    rest = _JOINED.sub("", rest, count=1)  # "Usually not, but after running dry ...": the "but" went with the "not"
     return rest[:1].upper() + rest[1:]

@@ -21,6 +21,11 @@ def test_an_unasked_yes_or_no_is_left_out_and_the_rest_kept_whole():
     assert without_unasked_response("Not necessarily yet. Low fluid is a common cause.", [SLIPS]) == \
         "Low fluid is a common cause."
     assert without_unasked_response("Yes, you will want to flush it.", [SLIPS]) == "You will want to flush it."
+    # found by trying the chat: the "but" that answered the response goes with it
+    assert without_unasked_response("Usually not, but after running dry the lines are full of air.", [SLIPS]) == \
+        "After running dry the lines are full of air."
+    assert without_unasked_response("No, and the pump is fine.", [SLIPS]) == "The pump is fine."
+    assert without_unasked_response("No. But check the pump.", [SLIPS]) == "Check the pump."
     assert unasked_response("No, it's not safe to drive.", [SLIPS, "is it safe to drive like this"]) is None
     # "No spark on any cylinder ..." opens a statement, not a response; an answer that is only "Yes." stays
     assert without_unasked_response("No spark on any cylinder, and no light at all.", [SLIPS]).startswith("No spark")
