@@ -52,6 +52,10 @@ READING = "a reading"
 VEHICLE = "a vehicle"
 #: "Both fluids can be red ..." refers back to two things: a customer who named one never mentioned the second
 PAIR = "a second one"
+#: an answer about a trouble code ("P0442 means a very small leak") to a customer who gave another one (P0420)
+OTHER_CODE = "another code"
+#: a trouble code as written: a letter and four digits or hex digits ("P0420", "B1318", "U0100")
+_TROUBLE_CODE = re.compile(r"\b[A-Za-z][0-9][0-9A-Fa-f]{3}\b")
 #: a number as said: "14.3", "14,3" and "14.3V" are one reading
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 PREMISE = "a premise"
@@ -112,6 +116,8 @@ class Presupposition:
         """Return why the answer was demoted, quoting its words ('it presupposes a prior job you never mentioned ...')."""
         if self.contradicted and self.fact.kind == PREMISE:
             return f'it assumes the opposite of what you said: "{self.fact.phrase}"'
+        if self.fact.kind == OTHER_CODE:
+            return f'it is about another code than the one you gave: "{self.fact.phrase}"'
         if self.contradicted:
             return f'it presupposes {self.fact.kind} you said is not the case: "{self.fact.phrase}"'
         return f'it presupposes {self.fact.kind} you never mentioned: "{self.fact.phrase}"'
@@ -135,6 +141,8 @@ class CommonGround:
     pairs: frozenset[str] = frozenset()
     #: the words the customer wrote outside a negation, as written: what an opposite value is read against
     said_words: frozenset[str] = frozenset()
+    #: the trouble codes the customer gave, upper-cased ("P0420")
+    codes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -177,16 +185,18 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
     negated: set[str] = set()
     affirmed: set[str] = set()
     said_words: set[str] = set()
+    codes: set[str] = set()
     for text in texts if customer is None else [t for t in customer if t]:
         no, yes = _polarity_of(text, normalizer)
         negated |= no
         affirmed |= yes
         said_words.update(_negated_split(text)[1])
+        codes.update(code.upper() for code in _TROUBLE_CODE.findall(text))
     numbers = frozenset(_numbers(t) for text in texts for t in _NUMBER.findall(text))
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
                         affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles,
-                        pairs=paired_nouns(texts), said_words=frozenset(said_words))
+                        pairs=paired_nouns(texts), said_words=frozenset(said_words), codes=frozenset(codes))
 
 
 def _numbers(token: str) -> str:
@@ -278,7 +288,23 @@ def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
     ``tree``: the answer's discourse tree, whose first EDUs give the opening sentence (None: split the text)."""
     opening = opening_sentence(tree, text)
     return (find_presupposition(opening, ground, normalizer) or denied_evidence(opening, ground, normalizer)
-            or opposite_value(opening, ground, normalizer) or premise_clash(text, ground, normalizer))
+            or opposite_value(opening, ground, normalizer) or premise_clash(text, ground, normalizer)
+            or other_code(text, ground))
+
+
+def other_code(text: str, ground: CommonGround) -> Presupposition | None:
+    """Return the trouble code the answer is about when the customer gave codes and none of the answer's, or None.
+
+    "P0442 means a very small leak ..." to a customer whose code is P0420: a code is an identifier, so an answer
+    naming only other codes (anywhere in it) is about another fault."""
+    if not ground.codes:
+        return None
+    named = dict.fromkeys(code.upper() for code in _TROUBLE_CODE.findall(text))
+    if not named or set(named) & ground.codes:
+        return None
+    first = next(iter(named))
+    return Presupposition(fact=Fact(OTHER_CODE, first, frozenset({first.lower()}), "code"),
+                          missing=frozenset({first.lower()}), contradicted=True)
 
 
 def opposite_value(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:

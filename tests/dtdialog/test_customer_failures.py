@@ -225,3 +225,15 @@ def test_one_click_and_bright_lights_never_lead_with_the_answer_for_rapid_clicki
     shown = [second["answer_id"]] if second["answer_id"] else [o["answer_id"] for o in second["options"]]
     assert shown[0] == "no_start-001#1", second
     assert "no_start-002#1" not in shown
+
+
+@pytest.mark.parametrize("ranker", ["learned", "rules"])
+def test_a_customer_who_gave_a_code_never_gets_the_answer_for_another_code(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker):
+    """Before: "My check engine light is on, code P0420. What does it mean?" got "... P0442 means a very small leak"."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker,
+                  ["My check engine light is on, code P0420. What does it mean?", "no, that didn't help"])
+    for turn in turns:
+        shown = [turn["reply"], *(o["label"] for o in turn.get("options") or ())]
+        assert not any(code in text for text in shown for code in ("P0442", "P0455", "P0300", "P0128")), turn

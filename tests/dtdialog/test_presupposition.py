@@ -13,6 +13,7 @@ from dtdialog.setup.engine_config import DemotionConfig, EngineConfig
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.presupposition import (
     OBSERVATION,
+    OTHER_CODE,
     PAIR,
     PRIOR_ACTION,
     PRIOR_JOB,
@@ -205,6 +206,22 @@ def test_a_diagnosed_value_whose_opposite_the_customer_said_is_a_contradiction()
     assert misfit(single, common_ground(said, NORMALIZER), NORMALIZER) is None
     # a customer who said it under a negation ("not bright") said neither side; the bot's words deny nothing
     assert misfit(rapid, common_ground(["It clicks, the lights are not bright."], NORMALIZER), NORMALIZER) is None
+
+
+def test_an_answer_about_another_trouble_code_is_for_another_fault():
+    """Found by trying the chat: "code P0420. What does it mean?" got "... P0442 means a very small leak ..."."""
+    answer = ("It won't harm the engine, but you'll fail an emissions inspection. P0442 means a very small leak, often "
+              "from a cracked EVAP hose.")
+    found = misfit(answer, common_ground(["My check engine light is on, code P0420. What does it mean?"], NORMALIZER),
+                   NORMALIZER)
+    assert found is not None and found.fact.kind == OTHER_CODE and found.contradicted
+    assert found.explain() == 'it is about another code than the one you gave: "P0442"'
+    # the customer's own code among others, a customer who gave no code, a code only the bot said: no clash
+    both = answer + " A P0420 with it points at the catalyst."
+    assert misfit(both, common_ground(["It set code p0420."], NORMALIZER), NORMALIZER) is None
+    assert misfit(answer, common_ground(["My check engine light is on."], NORMALIZER), NORMALIZER) is None
+    ground = common_ground(["It came back.", "Read it: P0420 is the catalyst."], NORMALIZER, customer=["It came back."])
+    assert misfit(answer, ground, NORMALIZER) is None
 
 
 def test_a_bare_yes_or_no_is_no_opening_the_claim_after_it_is():
