@@ -122,12 +122,13 @@ def occurrence_clauses(text: str) -> list[str]:
     return out
 
 
-#: "in traffic", "at highway speed", "on cold mornings", "over bumps": a phrase that says when, with no clause marker
+#: "in traffic", "at highway speed", "on cold mornings", "over bumps", "overnight": a phrase that says when, with no
+#: clause marker
 _OCCASION = re.compile(
     r"\b(?:(?:in|at|on|during|over|under)\s+(?:the\s+|a\s+|an\s+)?(?:[\w/-]+\s+){0,2}?"
     r"(?:traffic|idle|highways?|freeways?|motorways?|speeds?|mph|km/h|rpm|start-?ups?|starts?|mornings?|nights?|"
     r"evenings?|rain|bumps|hills?|(?:red |stop ?)?lights?|turns|corners|load|acceleration|take-?off)"
-    r"|every\s+(?:morning|night|day|start|trip|time))\b", re.I)
+    r"|every\s+(?:morning|night|day|start|trip|time)|overnight|after\s+(?:it\s+)?sit(?:s|ting)|while\s+parked)\b", re.I)
 
 
 def says_when(text: str) -> bool:

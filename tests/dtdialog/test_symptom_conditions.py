@@ -40,7 +40,7 @@ def test_an_occasion_phrase_says_when_as_a_clause_does():
     """Before: "My temperature gauge climbs in traffic" was asked "When does it happen?"."""
     for said in ("My temperature gauge climbs in traffic", "It shakes at highway speed", "clunks over bumps",
                  "it squeals on cold mornings", "rough at idle", "hesitates at 2000 rpm", "it happens every morning",
-                 "squeals when I stop"):
+                 "squeals when I stop", "my battery keeps dying overnight", "it won't start after sitting a week"):
         assert says_when(said), said
     for said in ("My car makes a noise", "I had it checked at the shop", "the light on the dash is on",
                  "in my driveway", "on my 2012 Civic"):
