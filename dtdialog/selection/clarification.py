@@ -101,7 +101,8 @@ _INTERJECTIONS = frozenset({"yes,", "no,", "well,", "ok,", "okay,", "right,", "s
 #: is a fragment, not a name for a fix; its worth is multiplied by this.
 CONTINUATION_FACTOR = 0.6
 #: A clause that starts inside the phrase of the EDU before it (``mid_phrase``: "closed or the ECM is running the fan"
-#: after "the fan relay is stuck") is a cut, not a clause: its worth is multiplied by this.
+#: after "the fan relay is stuck"), or whose phrase the EDU after it goes on with ("The usual causes are a cooling
+#: fan" | "that isn't running"), is a cut, not a clause: its worth is multiplied by this.
 MID_PHRASE_FACTOR = 0.25
 #: A subordinate clause alone ("Since a corroded ground limits current") names a circumstance, as a question back
 #: names none: its worth is multiplied by this.
@@ -253,6 +254,7 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
     """
     best: tuple[tuple[bool, float], int, str] | None = None
     before = {b.index: a for a, b in zip(edus, edus[1:])}
+    after = {a.index: b for a, b in zip(edus, edus[1:])}
     # a question back to the customer is one whatever EDU of its sentence holds the "?" ("What does your battery
     # read in the morning | before you crank?")
     asks = {e.sentence for e in edus if e.text.rstrip().endswith("?")}
@@ -262,7 +264,10 @@ def option_label(edus: Sequence[EDU], *, normalizer: TermSource, others: set[str
         depth = min((depths or {}).get(e.index, 0) for e in span)
         worth = _clause_worth(normalizer.terms_of_edus(span), others=others, ignored=ignored, depth=depth,
                               question_mark=span[-1].sentence in asks, continues=_fragment(text))
-        worth *= MID_PHRASE_FACTOR if mid_phrase(before.get(span[0].index), span[0]) else 1.0
+        # a cut at either end: it starts inside the EDU before's phrase, or the EDU after it goes on with its phrase
+        # ("The usual causes are a cooling fan" | "that isn't running with the AC on")
+        cut = mid_phrase(before.get(span[0].index), span[0]) or mid_phrase(span[-1], after.get(span[-1].index))
+        worth *= MID_PHRASE_FACTOR if cut else 1.0
         worth *= LONG_LABEL_FACTOR if len(label) > MAX_LABEL_CHARS else 1.0
         worth *= ASIDE_FACTOR if _ASIDE.match(text) else 1.0
         subordinate = _subordinate(text)

@@ -272,6 +272,18 @@ def test_a_label_never_starts_where_the_segmenter_cut_a_phrase():
     assert pending.options[0].label == "That uneven temperature means many tubes are blocked"
 
 
+def test_a_label_never_ends_where_the_next_edu_goes_on_with_its_phrase():
+    """Found by trying the chat: "The usual causes are a cooling fan" was an option; its next EDU, "that isn't running
+    with the AC on", goes on with the noun phrase it cut."""
+    ac = build_tree(("Joint", "NN", [("Elaboration", "NS", ["The usual causes are a cooling fan",
+                                                              "that isn't running with the AC on,"]),
+                                     "or an overcharged system."]))
+    # the other option shares what the relative clause adds (running, AC): only the cut EDU told them apart before
+    fan = build_tree(("Joint", "NN", ["Run the engine with the AC on", "until the fan cycles on by itself."]))
+    pending = build_options([("ac#1", ac.edus, ac), ("fan#1", fan.edus, fan)], normalizer=NORM)
+    assert pending.options[0].label == "The usual causes are a cooling fan that isn't running with the AC on"
+
+
 def test_a_reply_word_or_a_dangling_link_is_no_part_of_a_label():
     assert readable("Good, stopping early protects the head gasket.") == "Stopping early protects the head gasket"
     assert readable("Attach the ground terminal firmly, then") == "Attach the ground terminal firmly"
