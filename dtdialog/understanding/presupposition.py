@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -312,7 +312,7 @@ def opposite_value(opening: str, ground: CommonGround, normalizer: EntityNormali
 
     "Rapid clicking with dim lights is the classic sign of a weak battery" to a customer whose car "clicks once" and
     whose "dash lights stay bright" (``dtdialog.understanding.opposites``)."""
-    found = _diagnosed_subject(words_of(_subject_text(opening.lower())))
+    found = _opening_subject(opening.lower())
     if found is None or found[2] > SUBJECT_WORDS:
         return None
     subject, verb, _ = found
@@ -523,7 +523,7 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
 
     A subject longer than ``SUBJECT_WORDS`` is too long to name one symptom; only the work it states as done is read
     ("A shake that appears in a narrow speed range and starts after new tires is usually an imbalance")."""
-    found = _diagnosed_subject(words_of(_subject_text(sentence)))
+    found = _opening_subject(sentence)
     if found is None:
         return []
     subject, verb, at = found
@@ -538,7 +538,14 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
     return [Fact(SYMPTOM, phrase, terms, "any", negated), *_restrictions(subject, phrase, negated, normalizer), *jobs]
 
 
-def _diagnosed_subject(words: list[str]) -> tuple[list[str], tuple[str, ...], int] | None:
+@lru_cache(maxsize=50_000)
+def _opening_subject(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
+    """Return the diagnosed subject of a lower-cased opening sentence (``_diagnosed_subject``): every turn reads the
+    same candidates' openings again."""
+    return _diagnosed_subject(words_of(_subject_text(sentence)))
+
+
+def _diagnosed_subject(words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
     """Return (the subject without its hedges, the diagnostic verb, where the verb starts), or None."""
     triggers = _triggers()
     for i in range(1, min(len(words), LONG_SUBJECT_WORDS + 1)):
@@ -548,7 +555,7 @@ def _diagnosed_subject(words: list[str]) -> tuple[list[str], tuple[str, ...], in
         subject = words[:i]
         while subject and subject[-1] in triggers.hedges:
             subject = subject[:-1]
-        return (subject, verb, i) if subject else None
+        return (tuple(subject), verb, i) if subject else None
     return None
 
 
@@ -567,7 +574,7 @@ def _subject_text(sentence: str) -> str:
     return sentence[:first.start()]
 
 
-def _subject_jobs(subject: list[str], normalizer: EntityNormalizer) -> list[Fact]:
+def _subject_jobs(subject: Sequence[str], normalizer: EntityNormalizer) -> list[Fact]:
     """Return the work an "after" inside a diagnosed subject states as done ("A spongy, low pedal after caliper work
     means ...", "A shake that starts after new tires is usually ..."): a job on a part or a done action, never an
     event the customer may tell in other words ("after hitting something")."""
@@ -577,7 +584,7 @@ def _subject_jobs(subject: list[str], normalizer: EntityNormalizer) -> list[Fact
 
 
 
-def _evidence(subject: list[str], phrase: str, negated: frozenset[str], normalizer: EntityNormalizer) -> list[Fact]:
+def _evidence(subject: Sequence[str], phrase: str, negated: frozenset[str], normalizer: EntityNormalizer) -> list[Fact]:
     """Return one fact per kind of evidence the diagnosed subject names: "A battery light while driving means ..." to
     "How do I test my battery?" takes a warning light for granted, though "battery" was said. Any word of the kind
     states it ("a click" for "clicking"); the subject's other words need only one of them said, as before."""
@@ -588,7 +595,7 @@ def _evidence(subject: list[str], phrase: str, negated: frozenset[str], normaliz
     return [fact for fact in facts if fact.terms]
 
 
-def _restrictions(subject: list[str], phrase: str, negated: frozenset[str],
+def _restrictions(subject: Sequence[str], phrase: str, negated: frozenset[str],
                   normalizer: EntityNormalizer) -> list[Fact]:
     """Return the facts that set a diagnosed symptom apart, each of which must have been said too: what follows
     "only" ("A grinding noise only with the AC on"), and a participle before the symptom ("A flashing check engine
