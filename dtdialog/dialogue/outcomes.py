@@ -21,6 +21,7 @@ from dtdialog.selection.clarification import ClarifyOption, build_options
 from dtdialog.understanding.requests import asks_for_guidance
 from dtdialog.understanding.side_questions import SAFETY, side_question, told_in
 from dtdialog.understanding.symptom_conditions import says_when
+from dtdialog.understanding.tried import says_tried
 from dtdialog.understanding.unasked_response import without_unasked_response
 from index.base import AnswerDocument
 
@@ -119,7 +120,9 @@ class Outcomes:
                 trace.note("the closest answers left are the options of the last turn: not offered again")
             return self.hand_off(record, trace, HandoffReason.UNSURE)
         said = " ".join([record.question, *record.followups])
-        detail = detail_to_ask(outcome, self.ctx.selector, tried_known=bool(record.tried),
+        # "I already did that" said what was tried, even when the advice it points at names no action we can read
+        tried_known = bool(record.tried) or any(says_tried(t) for t in record.followups)
+        detail = detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known,
                                when_known=says_when(said), guidance=asks_for_guidance(said))
         record.state = State.AWAITING_DETAIL
         trace.decide(ReplyKind.ABSTAIN, state_after=State.AWAITING_DETAIL, confidence=confidence,

@@ -436,9 +436,14 @@ def first_recommendation(edus: Sequence[EDU], vocabulary: Vocabulary) -> Recomme
     return None
 
 
+def says_tried(text: str) -> bool:
+    """Return True when a reply says the advice was already followed ("I already did that", "tried it")."""
+    return bool(_SAID_TRIED.search(text))
+
+
 def tried_from_reply(text: str, answer_edus: Sequence[EDU], vocabulary: Vocabulary) -> TriedAction | None:
     """Return the answer's recommendation as tried when the reply says it was already done ("tried that")."""
-    if not _SAID_TRIED.search(text):
+    if not says_tried(text):
         return None
     rec = first_recommendation(answer_edus, vocabulary)
     if rec is None:

@@ -248,3 +248,26 @@ def test_a_leading_answer_that_needs_an_unreported_light_makes_the_lights_the_qu
         assert "dash lights stay bright or go dim" in result.reply
     finally:
         engine.close()
+
+
+@pytest.mark.slow
+def test_after_i_already_did_that_the_bot_never_asks_what_was_tried(builtin_learned_index, tmp_path):
+    """Found by trying the chat: "I already did that, the fan runs" was answered "What have you already checked or
+    replaced?": the advice it points at ("see whether the fan starts spinning") names no action the tried reader
+    knows, so nothing was remembered, yet the customer had said what they did."""
+    from dtdialog.setup.assembly import EngineSpec, build_engine
+
+    path, parser = builtin_learned_index
+    engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(tmp_path / "s.sqlite")), parser=parser,
+                          progress=False)
+    try:
+        manager = engine.manager
+        session = manager.start_session()
+        first = manager.handle(session_id=session, text="My car overheats in traffic but is fine on the highway.")
+        assert first.kind == ANSWER, first.reply[:80]
+        result = manager.handle(session_id=session, text="I already did that, the fan runs")
+        assert result.kind == ABSTAIN, result.reply[:80]
+        assert result.trace["decision"]["missing_detail"] not in (TRIED, "context"), result.reply
+        assert "already checked or replaced, and what happened" not in result.reply
+    finally:
+        engine.close()
