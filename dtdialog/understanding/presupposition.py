@@ -212,7 +212,16 @@ def _ground_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str],
     terms = normalizer.terms_of_text(text)
     if _CODE_TOKEN.search(text):
         terms |= normalizer.terms_of_text("code")
+    # a word made on a kind of evidence reports that kind: "headlights" a light, "taillight" too
+    kinds = _kind_stems(normalizer)
+    terms |= {kind for term in terms if " " not in term for kind in kinds if term != kind and term.endswith(kind)}
     return terms, frozenset(heads)
+
+
+@lru_cache(maxsize=8)
+def _kind_stems(normalizer: EntityNormalizer) -> frozenset[str]:
+    """Return the stems of the words that name a kind of evidence ("light", "nois", "smoke"), four letters or more."""
+    return frozenset(t for word in _triggers().kinds for t in normalizer.terms_of_text(word) if len(t) >= 4)
 
 
 @lru_cache(maxsize=4096)
@@ -587,11 +596,18 @@ def _subject_jobs(subject: Sequence[str], normalizer: EntityNormalizer) -> list[
 def _evidence(subject: Sequence[str], phrase: str, negated: frozenset[str], normalizer: EntityNormalizer) -> list[Fact]:
     """Return one fact per kind of evidence the diagnosed subject names: "A battery light while driving means ..." to
     "How do I test my battery?" takes a warning light for granted, though "battery" was said. Any word of the kind
-    states it ("a click" for "clicking"); the subject's other words need only one of them said, as before."""
+    states it ("a click" for "clicking"), but a named kind of it only itself ("A flickering oil light" is not the
+    customer's flickering headlights); the subject's other words need only one of them said, as before."""
     kinds = _triggers().kinds
     groups = dict.fromkeys(kinds[w] for w in subject if w in kinds)
-    facts = (Fact(SYMPTOM, phrase, normalizer.terms_of_text(" ".join(group)), "any", negated, group[0])
-             for group in groups)
+    facts = [Fact(SYMPTOM, phrase, normalizer.terms_of_text(" ".join(group)), "any", negated, group[0])
+             for group in groups]
+    # a named kind of it ("oil light": canonical "oil pressure light") is that one: a headlight does not state it;
+    # no evidence to ask for, though: the customer who reported their headlights did report a light
+    for fact in list(facts):
+        for term in normalizer.terms_of_text(" ".join(subject)):
+            if " " in term and term.split()[-1] in fact.terms:
+                facts.append(Fact(SYMPTOM, phrase, frozenset({term}), "any", negated))
     return [fact for fact in facts if fact.terms]
 
 

@@ -224,6 +224,19 @@ def test_an_answer_about_another_trouble_code_is_for_another_fault():
     assert misfit(answer, ground, NORMALIZER) is None
 
 
+def test_a_named_kind_of_evidence_is_that_one_and_a_word_made_on_a_kind_reports_it():
+    """Found by trying the chat: "My headlights are dim and flicker at idle" got "A flickering oil light at hot idle
+    could be a faulty sender ..." ("could be" diagnosed nothing, and any word of the subject stated it)."""
+    oil = "A flickering oil light at hot idle could be a faulty sender or real low oil pressure."
+    found = _found(oil, "My headlights are dim and flicker at idle.")
+    assert found is not None and found.fact.kind == SYMPTOM and found.missing == {"oil pressur light"}
+    assert found.fact.evidence == ""  # a light was reported: the headlights; no light to ask about
+    assert _found(oil, "My oil light flickers at idle when the engine is hot.") is None
+    # "headlights" reports a light: the kind is stated, the diagnosis is judged on its other words as before
+    assert _found("Rapid clicking with dim lights is the classic sign of a weak battery.",
+                  "It clicks and my headlights go dim when I turn the key.") is None
+
+
 def test_a_bare_yes_or_no_is_no_opening_the_claim_after_it_is():
     """"No. A sidewall bulge means the internal cords have broken ..." answered a post about a gouge in a tire: the
     rule read the opening "No." and found nothing taken for granted."""
