@@ -151,26 +151,16 @@ def test_a_guidance_request_is_told_apart_from_a_problem_report():
     (["My brakes squeal when I stop, how do I fix it?"], None),
     (["My brake pedal feels soft and sinks a bit, what should I check?"], None),
 ])
-def test_a_request_for_guidance_is_asked_what_the_customer_is_planning(builtin_learned_index, tmp_path, messages,
-                                                                         asked):
-    from dtdialog.setup.assembly import EngineSpec, build_engine
-
-    path, parser = builtin_learned_index
-    engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(tmp_path / "s.sqlite")), parser=parser,
-                          progress=False)
-    try:
-        manager = engine.manager
-        session = manager.start_session()
-        for text in messages:
-            result = manager.handle(session_id=session, text=text)
-        assert result.kind == ABSTAIN, (result.kind, result.reply[:80])
-        detail = result.trace["decision"]["missing_detail"]
-        assert (detail == GOAL) == (asked == GOAL), detail
-        if asked == GOAL:
-            assert "planning" in result.reply and "When does it happen" not in result.reply, result.reply
-            assert "which car" not in result.reply.lower()  # the Corolla was named: never ask for it
-    finally:
-        engine.close()
+def test_a_request_for_guidance_is_asked_what_the_customer_is_planning(builtin_manager, messages, asked):
+    session = builtin_manager.start_session()
+    for text in messages:
+        result = builtin_manager.handle(session_id=session, text=text)
+    assert result.kind == ABSTAIN, (result.kind, result.reply[:80])
+    detail = result.trace["decision"]["missing_detail"]
+    assert (detail == GOAL) == (asked == GOAL), detail
+    if asked == GOAL:
+        assert "planning" in result.reply and "When does it happen" not in result.reply, result.reply
+        assert "which car" not in result.reply.lower()  # the Corolla was named: never ask for it
 
 
 @pytest.fixture
@@ -230,44 +220,38 @@ def test_the_scope_gate_refuses_a_question_about_what_the_index_does_not_cover(c
 
 
 @pytest.mark.slow
-def test_a_leading_answer_that_needs_an_unreported_light_makes_the_lights_the_question(builtin_learned_index,
-                                                                                       tmp_path):
+def test_a_leading_answer_that_needs_an_unreported_light_makes_the_lights_the_question(builtin_manager):
     """Found by trying the chat: "it just clicks once" was asked what had been tried, while the two leading answers
     (a single click with bright dash lights; rapid clicking with dim lights) wait only on what the lights do."""
-    from dtdialog.setup.assembly import EngineSpec, build_engine
-
-    path, parser = builtin_learned_index
-    engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(tmp_path / "s.sqlite")), parser=parser,
-                          progress=False)
-    try:
-        manager = engine.manager
-        result = manager.handle(session_id=manager.start_session(),
-                                text="My car won't start, it just clicks once when I turn the key.")
-        assert result.kind == ABSTAIN, result.reply[:80]
-        assert result.trace["decision"]["missing_detail"] == "light"
-        assert "dash lights stay bright or go dim" in result.reply
-    finally:
-        engine.close()
+    result = builtin_manager.handle(session_id=builtin_manager.start_session(),
+                                    text="My car won't start, it just clicks once when I turn the key.")
+    assert result.kind == ABSTAIN, result.reply[:80]
+    assert result.trace["decision"]["missing_detail"] == "light"
+    assert "dash lights stay bright or go dim" in result.reply
 
 
 @pytest.mark.slow
-def test_after_i_already_did_that_the_bot_never_asks_what_was_tried(builtin_learned_index, tmp_path):
+def test_after_i_already_did_that_the_bot_never_asks_what_was_tried(builtin_manager):
     """Found by trying the chat: "I already did that, the fan runs" was answered "What have you already checked or
     replaced?": the advice it points at ("see whether the fan starts spinning") names no action the tried reader
     knows, so nothing was remembered, yet the customer had said what they did."""
+    session = builtin_manager.start_session()
+    first = builtin_manager.handle(session_id=session, text="My car overheats in traffic but is fine on the highway.")
+    assert first.kind == ANSWER, first.reply[:80]
+    result = builtin_manager.handle(session_id=session, text="I already did that, the fan runs")
+    assert result.kind == ABSTAIN, result.reply[:80]
+    assert result.trace["decision"]["missing_detail"] not in (TRIED, "context"), result.reply
+    assert "already checked or replaced, and what happened" not in result.reply
+
+
+@pytest.fixture(scope="module")
+def builtin_manager(builtin_learned_index, tmp_path_factory):
+    """Return the dialogue manager ``dtdialog chat`` builds over the built-in corpus (learned ranker); each test
+    starts its own session."""
     from dtdialog.setup.assembly import EngineSpec, build_engine
 
     path, parser = builtin_learned_index
-    engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(tmp_path / "s.sqlite")), parser=parser,
-                          progress=False)
-    try:
-        manager = engine.manager
-        session = manager.start_session()
-        first = manager.handle(session_id=session, text="My car overheats in traffic but is fine on the highway.")
-        assert first.kind == ANSWER, first.reply[:80]
-        result = manager.handle(session_id=session, text="I already did that, the fan runs")
-        assert result.kind == ABSTAIN, result.reply[:80]
-        assert result.trace["decision"]["missing_detail"] not in (TRIED, "context"), result.reply
-        assert "already checked or replaced, and what happened" not in result.reply
-    finally:
-        engine.close()
+    sessions = tmp_path_factory.mktemp("abstain") / "s.sqlite"
+    engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(sessions)), parser=parser, progress=False)
+    yield engine.manager
+    engine.close()
