@@ -54,7 +54,8 @@ VEHICLE = "a vehicle"
 PAIR = "a second one"
 #: an answer about a trouble code ("P0442 means a very small leak") to a customer who gave another one (P0420)
 OTHER_CODE = "another code"
-#: a trouble code as written: a letter and four digits or hex digits ("P0420", "B1318", "U0100")
+#: a trouble code as written, which names one fault: a letter and four digits or hex digits ("P0420", "U0100");
+#: ``_CODE_TOKEN`` below is looser, as it only says that a code was reported
 _TROUBLE_CODE = re.compile(r"\b[A-Za-z][0-9][0-9A-Fa-f]{3}\b")
 #: a number as said: "14.3", "14,3" and "14.3V" are one reading
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
@@ -293,7 +294,8 @@ def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
            tree: DiscourseTree | None = None) -> Presupposition | None:
     """Return why the answer ``text`` is not for this conversation, or None: a fact its opening takes for granted,
     evidence its opening states that the customer said is absent, a diagnosed value whose opposite the customer said
-    ("dim lights" to "the lights stay bright"), or a premise anywhere that says the opposite.
+    ("dim lights" to "the lights stay bright"), a premise anywhere that says the opposite, or trouble codes anywhere
+    that are none of the customer's ("P0442" to "P0420").
     ``tree``: the answer's discourse tree, whose first EDUs give the opening sentence (None: split the text)."""
     opening = opening_sentence(tree, text)
     return (find_presupposition(opening, ground, normalizer) or denied_evidence(opening, ground, normalizer)
