@@ -74,6 +74,8 @@ class _Triggers:
     diagnoses: tuple[tuple[str, ...], ...]
     hedges: frozenset[str]
     units: frozenset[str]
+    #: pairs of word groups that exclude each other ("dim" / "bright"): ``dtdialog.understanding.opposites``
+    opposites: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -84,7 +86,8 @@ def trigger_words() -> _Triggers:
     return _Triggers(events=longest_first(data["event_triggers"]), jobs=frozenset(data["job_nouns"]),
                      observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
-                     hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]))
+                     hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]),
+                     opposites=tuple((frozenset(a), frozenset(b)) for a, b in data.get("opposite_values", ())))
 
 
 def number_key(token: str) -> str:

@@ -8,19 +8,14 @@ English words, not car parts: a group is matched on the lower-cased words as wri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
-from functools import lru_cache
-from pathlib import Path
 
-TRIGGERS_PATH = Path(__file__).resolve().parent.parent / "resources" / "presupposition_triggers.json"
+from dtdialog.understanding.opening_facts import trigger_words
 
 
-@lru_cache(maxsize=1)
 def opposite_values() -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
-    """Return the pairs of word groups that exclude each other."""
-    data = json.loads(TRIGGERS_PATH.read_text(encoding="utf-8"))
-    return tuple((frozenset(a), frozenset(b)) for a, b in data.get("opposite_values", ()))
+    """Return the pairs of word groups that exclude each other (read once, with the other trigger words)."""
+    return trigger_words().opposites
 
 
 def opposed(words: Collection[str], said: Collection[str]) -> str | None:

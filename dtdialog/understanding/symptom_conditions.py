@@ -54,7 +54,7 @@ class Clash:
 @lru_cache(maxsize=1)
 def _concepts() -> tuple[dict[str, str], tuple[tuple[tuple[str, ...], str], ...]]:
     """Return ``(stem -> situation, ((phrase stems), situation) ...)`` from the concepts file."""
-    raw = json.loads(CONCEPTS_PATH.read_text(encoding="utf-8"))
+    raw = _raw_concepts()
     single: dict[str, str] = {}
     phrases: list[tuple[tuple[str, ...], str]] = []
     for situation, words in raw.items():
@@ -90,16 +90,20 @@ def _clause(text: str, words: int = 8) -> str:
 
 
 @lru_cache(maxsize=1)
+def _raw_concepts() -> dict:
+    """Return the condition-concepts file as read (once): the situations, symptom verbs and symptom states."""
+    return json.loads(CONCEPTS_PATH.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def symptom_verbs() -> frozenset[str]:
-    raw = json.loads(CONCEPTS_PATH.read_text(encoding="utf-8"))
-    return frozenset(stem(w) for w in raw.get("_symptom_verbs", ()))
+    return frozenset(stem(w) for w in _raw_concepts().get("_symptom_verbs", ()))
 
 
 @lru_cache(maxsize=1)
 def symptom_states() -> frozenset[str]:
     """Return the stems of states a working part does not have ("spongy", "sticky"): a message naming one reports trouble."""
-    raw = json.loads(CONCEPTS_PATH.read_text(encoding="utf-8"))
-    return frozenset(stem(w) for w in raw.get("_symptom_states", ()))
+    return frozenset(stem(w) for w in _raw_concepts().get("_symptom_states", ()))
 
 
 def _ceases_an_action(match: re.Match) -> bool:
