@@ -75,18 +75,24 @@ WHEN, TRIED, MORE = "when", "tried", "more"
 #: The question for a customer who asks how to do something, or whether it is advisable, and reports no problem
 #: (``dtdialog.understanding.requests``): what they are working on, never when "it" happens.
 GOAL = "goal"
+#: For a customer who already told a lot (``AbstentionConfig.told_words``): no context question at all. Read by hand on
+#: held-out forum posts, the generic when / tried / what-else questions mostly asked for what the post had said or did
+#: not fit it (a how-to, a part's name, whether to repair or sell): say so and offer the person instead.
+TOLD = "told"
 #: The kinds of evidence a leading answer may need that the customer never reported (``StepRecord.unreported_evidence``,
 #: the first word of each ``observation_kinds`` group): "a single loud click with bright dash lights" asks about lights.
 EVIDENCE = ("noise", "code", "light", "smell", "vibration")
 
 
 def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False,
-                  guidance: bool = False) -> str:
+                  guidance: bool = False, told: bool = False) -> str:
     """Return which detail the question lacks (``dtdialog.selection.abstention``), against the top answers' terms.
 
     ``tried_known``: the customer already said what they did; ``when_known``: when the symptom happens ("when I
     stop"); the context question asks only for what is still missing. ``guidance``: the customer's messages ask for
     guidance and report no problem, so a part they name gets the goal question instead of the symptom or context one.
+    ``told``: the customer's messages are long, so a context or goal question becomes ``TOLD`` (none asked); a
+    question about a part, a symptom or the evidence a leading answer needs is still asked.
     """
     from dtdialog.selection.abstention import CONTEXT, NAMED, PART, missing_detail
 
@@ -97,10 +103,14 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     said = [*outcome.plan.tree.edus, *(outcome.followup_tree.edus if outcome.followup_tree is not None else ())]
     detail = missing_detail(said, answer_terms=terms, normalizer=selector)
     if guidance and detail not in (PART, NAMED):
-        return GOAL
+        return TOLD if told else GOAL
     unreported = next(iter(outcome.record.unreported_evidence.values()), None)
     if unreported in EVIDENCE and detail not in (PART, NAMED):
         return unreported  # the leading answer needs evidence never reported: ask for it, it tells them apart
-    if detail != CONTEXT or not (tried_known or when_known):
+    if detail != CONTEXT:
+        return detail
+    if told:
+        return TOLD
+    if not (tried_known or when_known):
         return detail
     return MORE if tried_known and when_known else (WHEN if tried_known else TRIED)

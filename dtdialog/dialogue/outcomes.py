@@ -122,8 +122,9 @@ class Outcomes:
         said = " ".join([record.question, *record.followups])
         # "I already did that" said what was tried, even when the advice it points at names no action we can read
         tried_known = bool(record.tried) or any(says_tried(t) for t in record.followups)
+        told = 0 < config.abstention.told_words <= len(said.split())
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known,
-                               when_known=says_when(said), guidance=asks_for_guidance(said))
+                               when_known=says_when(said), guidance=asks_for_guidance(said), told=told)
         record.state = State.AWAITING_DETAIL
         trace.decide(ReplyKind.ABSTAIN, state_after=State.AWAITING_DETAIL, confidence=confidence,
                      missing_detail=detail, best_id=outcome.candidates[0].document.id)

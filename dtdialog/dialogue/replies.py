@@ -145,6 +145,10 @@ class Replies:
     abstain_vibration: str = "Do you feel any shake or vibration when it happens?"
     #: ... when the customer already said both when it happens and what they tried
     abstain_more: str = "What else do you notice when it happens, and did anything change since it started?"
+    #: the whole abstention for a customer who already told a lot: no question that would make them repeat it
+    abstain_told: str = ("I'm not sure I have the right answer for this yet, and you've already told me a lot, so I "
+                         "won't ask you to repeat it. Say 'human' and I'll pass our conversation to a person, or tell "
+                         "me anything you haven't mentioned and I'll look again.")
     #: the hand-off reason after an abstention did not lead to a confident answer
     handoff_unsure: str = "I could not find an answer I'm confident about"
     # --- the chat command's own lines (``dtdialog chat``) ---
@@ -186,7 +190,9 @@ class Replies:
     def abstain_text(self, detail: str) -> str:
         """Return the abstention for the missing ``detail`` (``part``, ``named``, ``goal``, ``symptom``, ``when``,
         ``tried``, ``more``, ``context``, or a kind of evidence: ``noise``, ``code``, ``light``, ``smell``,
-        ``vibration``)."""
+        ``vibration``; ``told`` asks nothing)."""
+        if detail == "told":
+            return self.abstain_told
         question = {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,
                     "symptom": self.abstain_symptom, "when": self.abstain_when,
                     "tried": self.abstain_tried, "more": self.abstain_more, "noise": self.abstain_noise,

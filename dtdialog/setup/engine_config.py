@@ -214,12 +214,17 @@ class AbstentionConfig:
     """abstain_below: when the calibrated confidence (``dtdialog.selection.confidence``) of the answer the engine
     would give is below this, the bot asks for a missing detail (then hands off) instead of answering; 0 never
     abstains. The default is the threshold ``python -m eval.calibrate`` fits with the shipped calibrator.
+    told_words: when unsure, a step whose messages hold at least this many words gets no context question (when it
+    happens, what was tried, what else): the customer told a lot (``dtdialog.dialogue.abstain.TOLD``); 0 always asks.
     """
 
     abstain_below: float = 0.21
+    told_words: int = 60
 
     def __post_init__(self) -> None:
         _check_unit_floats(self, "abstain_below")
+        _check(isinstance(self.told_words, int) and not isinstance(self.told_words, bool) and self.told_words >= 0,
+               f"told_words must be an integer >= 0, got {self.told_words!r}")
 
 
 @dataclass

@@ -30,6 +30,7 @@ from parsers.files import atomic_write_text, check_out_dir
 HERE = Path(__file__).resolve().parent
 JUDGED_ANSWERS = HERE / "judged_answers.jsonl"
 JUDGED_ABSTENTIONS = HERE / "judged_abstentions.jsonl"
+JUDGED_QUESTIONS = HERE / "judged_questions.jsonl"
 #: the reply kinds of a first message, grouped as the report counts them
 OUTCOMES = {"answer": "answered", "clarify": "clarified", "ask_detail": "clarified", "abstain": "abstained",
             "fallback": "abstained", "handoff": "abstained", "out_of_scope": "refused"}
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                 session = engine.manager.start_session()
                 r = engine.manager.handle(session_id=session, text=q.text[:4000])
                 rows.append({"id": q.id, "kind": str(r.kind), "outcome": outcome(str(r.kind)),
-                             "answer_id": r.answer_id or "", "reply": r.reply})
+                             "answer_id": r.answer_id or "", "reply": r.reply,
+                             "detail": r.trace.get("decision", {}).get("missing_detail") or ""})
         finally:
             engine.close()
     counts = Counter(r["outcome"] for r in rows)
@@ -84,6 +86,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     lines += [f"| {name} | {counts.get(name, 0)} | {_pct(shares[name])} |" for name in ORDER]
     answered_or_clarified = _share([r["outcome"] in ("answered", "clarified") for r in rows])
     lines += ["", f"Answered or clarified: {_pct(answered_or_clarified)}.", ""]
+    lines += _asked_lines(rows)
     lines += judged["lines"]
     report = "\n".join(lines) + "\n"
     print(report)
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         atomic_write_text(out / "coverage.json", json.dumps({
             "command": command, "provenance": prov, "questions": len(rows), "counts": dict(counts), "shares": shares,
             "answered_or_clarified": answered_or_clarified, "judged": judged["figures"],
-            "outcomes": [{k: r[k] for k in ("id", "outcome", "answer_id")} for r in rows]}, indent=1))
+            "outcomes": [{k: r[k] for k in ("id", "outcome", "answer_id", "detail")} for r in rows]}, indent=1))
         write_samples(out, rows, {q.id: q.text for q in questions}, engine_answers=_answer_texts(spec),
                       n_answers=args.sample, n_abstentions=args.abstain_sample, seed=args.seed)
     return 0
@@ -115,19 +118,46 @@ def judged_figures(rows: list[dict]) -> dict:
     lines: list[str] = []
     by_id = {r["id"]: r for r in rows}
     if JUDGED_ANSWERS.is_file():
-        verdicts = [json.loads(line) for line in JUDGED_ANSWERS.read_text(encoding="utf-8").splitlines() if line.strip()]
+        verdicts = _read_jsonl(JUDGED_ANSWERS)
         current = [v for v in verdicts if by_id.get(v["id"], {}).get("answer_id") == v["answer_id"]]
         right = [v["verdict"] == "right" for v in current]
         figures["answers"] = {"judged": len(verdicts), "current": len(current), "right": _share(right)}
         lines.append(f"Judged first answers (a seeded sample, judged by reading): {len(current)} of {len(verdicts)} "
                      f"still given; relevant and right: {_pct(figures['answers']['right'])}.")
+    if JUDGED_QUESTIONS.is_file():
+        verdicts = _read_jsonl(JUDGED_QUESTIONS)
+        current = [v for v in verdicts if by_id.get(v["id"], {}).get("detail") == v["detail"]]
+        told = sum(1 for v in verdicts if by_id.get(v["id"], {}).get("detail") == "told")
+        fits = [v["verdict"] == "fits" for v in current]
+        figures["questions"] = {"judged": len(verdicts), "current": len(current), "told": told, "fits": _share(fits),
+                                "verdicts": dict(Counter(v["verdict"] for v in current))}
+        lines.append(f"Judged follow-up questions of abstentions: {len(current)} of {len(verdicts)} still asked, "
+                     f"{_pct(figures['questions']['fits'])} of them fit the post "
+                     f"({_counts(figures['questions']['verdicts'])}); {told} now ask nothing (told a lot).")
     if JUDGED_ABSTENTIONS.is_file():
-        verdicts = [json.loads(line) for line in JUDGED_ABSTENTIONS.read_text(encoding="utf-8").splitlines()
-                    if line.strip()]
+        verdicts = _read_jsonl(JUDGED_ABSTENTIONS)
         nothing = [v["nothing_fitting"] for v in verdicts]
         figures["abstentions"] = {"judged": len(verdicts), "nothing_fitting": sum(nothing)}
         lines.append(f"Judged abstentions: {sum(nothing)} of {len(verdicts)} had nothing fitting in the corpus.")
     return {"figures": figures, "lines": lines}
+
+
+def _asked_lines(rows: list[dict]) -> list[str]:
+    """Return the table of what the bot asked when it abstained (the detail kinds of ``dtdialog.dialogue.abstain``)."""
+    asked = Counter(r["detail"] for r in rows if r["outcome"] == "abstained" and r["detail"])
+    if not asked:
+        return []
+    total = sum(asked.values())
+    return ["| abstained and asked | questions | share of abstentions |", "|---|---|---|",
+            *(f"| {kind} | {n} | {100 * n / total:.1f}% |" for kind, n in asked.most_common()), ""]
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{n} {name}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
 
 
 def write_samples(out: Path, rows: list[dict], texts: dict[str, str], *, engine_answers: dict[str, str],

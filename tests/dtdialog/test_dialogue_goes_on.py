@@ -176,3 +176,20 @@ def test_an_abstention_never_asks_when_it_happens_after_the_customer_said_when(t
     assert DEFAULT_REPLIES.abstain_more in result.reply
     assert not any(q in result.reply for q in (DEFAULT_REPLIES.abstain_when, DEFAULT_REPLIES.abstain_context,
                                                DEFAULT_REPLIES.abstain_tried))
+
+
+def test_a_customer_who_told_a_lot_is_not_asked_a_context_question(tmp_path):
+    """Read by hand on held-out forum posts: the when / tried / what-else questions mostly asked for what a long post
+    had said, or did not fit it; past ``told_words`` the bot says it won't ask them to repeat it."""
+    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0, told_words=10)
+    sid = manager.start_session()
+    result = manager.handle(session_id=sid, text=text_of(PAPER_Q))
+    assert result.kind == ABSTAIN and result.reply == DEFAULT_REPLIES.abstain_told
+    assert result.trace["decision"]["missing_detail"] == "told"
+    assert manager.session(sid).state == AWAITING_DETAIL  # the customer may still add what they had not said
+
+
+def test_told_words_zero_always_asks_the_context_question(tmp_path):
+    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0, told_words=0)
+    result = manager.handle(session_id=manager.start_session(), text=text_of(PAPER_Q))
+    assert result.kind == ABSTAIN and DEFAULT_REPLIES.abstain_when in result.reply

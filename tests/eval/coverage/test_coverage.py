@@ -52,6 +52,24 @@ def test_a_verdict_counts_only_while_the_bot_still_gives_that_answer(tmp_path, m
     assert (figures["judged"], figures["current"], figures["right"]["value"]) == (3, 2, 0.5)
 
 
+
+def test_a_question_verdict_counts_only_while_the_bot_still_asks_that_question(tmp_path, monkeypatch):
+    verdicts = tmp_path / "questions.jsonl"
+    verdicts.write_text('{"id": "p1", "detail": "tried", "verdict": "fits"}\n'
+                        '{"id": "p2", "detail": "more", "verdict": "already_said"}\n'
+                        '{"id": "p3", "detail": "when", "verdict": "does_not_fit"}\n', encoding="utf-8")
+    for name in ("JUDGED_ANSWERS", "JUDGED_ABSTENTIONS"):
+        monkeypatch.setattr(cli, name, tmp_path / "none.jsonl")
+    monkeypatch.setattr(cli, "JUDGED_QUESTIONS", verdicts)
+    rows = [{"id": "p1", "detail": "tried"}, {"id": "p2", "detail": "told"}, {"id": "p3", "detail": "when"}]
+    judged = cli.judged_figures(rows)
+    figures = judged["figures"]["questions"]
+    assert (figures["judged"], figures["current"], figures["told"], figures["fits"]["value"]) == (3, 2, 1, 0.5)
+    assert "2 of 3 still asked" in judged["lines"][0] and "1 now ask nothing" in judged["lines"][0]
+    table = cli._asked_lines([{"outcome": "abstained", "detail": d} for d in ("told", "told", "tried")] +
+                             [{"outcome": "answered", "detail": ""}])
+    assert "| told | 2 | 66.7% |" in table and "| tried | 1 | 33.3% |" in table
+
 @pytest.mark.slow
 def test_the_command_runs_the_chat_engine_on_each_first_message(tmp_path, capsys):
     questions = tmp_path / "q.txt"
@@ -91,6 +109,12 @@ def test_the_shipped_verdicts_judge_held_out_car_posts_and_built_in_answers():
         assert verdict["answer_id"].split("#")[0] in dialogues, verdict["answer_id"]
     # the blind second judge read the same answers as the first
     assert second and all(first[v["id"]]["answer_id"] == v["answer_id"] for v in second)
+    questions = {r["id"]: r for _, r in read_objects(cli.JUDGED_QUESTIONS)}
+    second_questions = [r for _, r in read_objects(cli.JUDGED_QUESTIONS.with_name("judged_questions_second.jsonl"))]
+    for question in [*questions.values(), *second_questions]:
+        assert question["verdict"] in ("fits", "already_said", "does_not_fit") and question["why"], question
+        assert marks.get(question["id"]) is True and held_out(question["id"]) and question["detail"], question["id"]
+    assert second_questions and all(questions[v["id"]]["detail"] == v["detail"] for v in second_questions)
     for _, abstention in read_objects(cli.JUDGED_ABSTENTIONS):
         assert isinstance(abstention["nothing_fitting"], bool) and abstention["why"]
         assert abstention["nothing_fitting"] or abstention["fitting"] in dialogues, abstention
