@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from index.vocabulary import words_of
+
 
 def followup_calibrator_path(ranker: str) -> Path:
     """Return where the follow-up calibrator of ``ranker`` (``learned`` or ``rules``) ships."""
@@ -82,6 +84,23 @@ TOLD = "told"
 #: The kinds of evidence a leading answer may need that the customer never reported (``StepRecord.unreported_evidence``,
 #: the first word of each ``observation_kinds`` group): "a single loud click with bright dash lights" asks about lights.
 EVIDENCE = ("noise", "code", "light", "smell", "vibration")
+#: The words that name a kind of evidence without describing it: "my car makes a weird noise" said which kind, so the
+#: symptom question ("a noise, a warning light, a leak?") would ask it again; ask what that noise is like instead.
+_BARE_KINDS = {"noise": "noise", "noises": "noise", "sound": "noise", "sounds": "noise", "light": "light",
+               "lights": "light", "warning": "light", "smell": "smell", "smells": "smell", "odor": "smell",
+               "smoke": "smell", "vibration": "vibration", "vibrates": "vibration", "shake": "vibration",
+               "shakes": "vibration", "shaking": "vibration"}
+DESCRIBE = "describe_"
+WHEN_TOO = "+when"
+
+
+def named_kind(texts: Sequence[str]) -> str | None:
+    """Return the kind of evidence the customer named by a bare word ("a weird noise" -> ``noise``), or None."""
+    for text in texts:
+        for word in words_of(text):
+            if word in _BARE_KINDS:
+                return _BARE_KINDS[word]
+    return None
 
 
 def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False,
@@ -94,7 +113,7 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     ``told``: the customer's messages are long, so a context or goal question becomes ``TOLD`` (none asked); a
     question about a part, a symptom or the evidence a leading answer needs is still asked.
     """
-    from dtdialog.selection.abstention import CONTEXT, NAMED, PART, missing_detail
+    from dtdialog.selection.abstention import CONTEXT, NAMED, PART, SYMPTOM, missing_detail
 
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:
@@ -107,6 +126,9 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     unreported = next(iter(outcome.record.unreported_evidence.values()), None)
     if unreported in EVIDENCE and detail not in (PART, NAMED):
         return unreported  # the leading answer needs evidence never reported: ask for it, it tells them apart
+    if detail == SYMPTOM and (kind := named_kind([e.text for e in said])) is not None:
+        # they said which kind ("a noise"): ask what it is like, not which kind it is; when, unless they said it
+        return DESCRIBE + kind + ("" if when_known else WHEN_TOO)
     if detail != CONTEXT:
         return detail
     if told:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dtdialog.dialogue import memory
+from dtdialog.dialogue.abstain import DESCRIBE, WHEN_TOO, named_kind
 from dtdialog.dialogue.context import DialogueContext
 from dtdialog.dialogue.explanation import describe_signals
 from dtdialog.dialogue.kinds import ReplyKind
@@ -103,8 +104,10 @@ class QuestionIntake:
             record.held_text, record.held_vague = question, True
             trace.decide(ReplyKind.ASK_DETAIL, state_after=record.state, reason=verdict.reason,
                          signals=verdict.signals)
-            return TurnResult(session_id=record.id, reply=replies.vague_opening, kind=ReplyKind.ASK_DETAIL,
-                              state=record.state)
+            kind = named_kind([question])
+            reply = (replies.vague_describe.format(question=replies.describe_question(f"{DESCRIBE}{kind}{WHEN_TOO}"))
+                     if kind is not None else replies.vague_opening)
+            return TurnResult(session_id=record.id, reply=reply, kind=ReplyKind.ASK_DETAIL, state=record.state)
         reply = replies.out_of_scope_text(verdict.reason or "domain", language=verdict.language)
         # only an off-domain question is worth keeping: greetings, gibberish and other languages add no words
         record.held_text = question if verdict.reason == "domain" else ""

@@ -143,6 +143,15 @@ class Replies:
     abstain_light: str = "Does a warning light or message come on, or do the lights change when it happens?"
     abstain_smell: str = "Do you notice any smell or smoke when it happens?"
     abstain_vibration: str = "Do you feel any shake or vibration when it happens?"
+    #: ... when the customer named a kind of evidence but not what it is like ("my car makes a weird noise")
+    abstain_describe_noise: str = "What does it sound like - a click, a squeal, a grind, a knock, a whine?"
+    abstain_describe_light: str = "Which light or message is it, and does it stay on or flash?"
+    abstain_describe_smell: str = "What does it smell like - burning, sweet, fuel?"
+    abstain_describe_vibration: str = "Where do you feel it - the steering wheel, the seat, a pedal?"
+    #: ... added to a describe question when the customer has not said when it happens
+    abstain_describe_when: str = "And when does it happen?"
+    #: a vague opening that named a kind of evidence ("my car shakes"): {question} is its describe question
+    vague_describe: str = "Could you tell me a bit more? {question}"
     #: ... when the customer already said both when it happens and what they tried
     abstain_more: str = "What else do you notice when it happens, and did anything change since it started?"
     #: the whole abstention for a customer who already told a lot: no question that would make them repeat it
@@ -187,12 +196,21 @@ class Replies:
         head = self.choose_again if again else (question or self.choose)
         return "\n".join([head] + [self.option_line.format(number=o.number, label=o.label) for o in options])
 
+    def describe_question(self, detail: str) -> str:
+        """Return the question of ``describe_<kind>`` (what the named noise, light, smell or vibration is like), with
+        the when question after it for ``describe_<kind>+when``."""
+        kind, _, when = detail.removeprefix("describe_").partition("+")
+        question = getattr(self, f"abstain_describe_{kind}", self.abstain_symptom)
+        return f"{question} {self.abstain_describe_when}" if when else question
+
     def abstain_text(self, detail: str) -> str:
         """Return the abstention for the missing ``detail`` (``part``, ``named``, ``goal``, ``symptom``, ``when``,
         ``tried``, ``more``, ``context``, or a kind of evidence: ``noise``, ``code``, ``light``, ``smell``,
-        ``vibration``; ``told`` asks nothing)."""
+        ``vibration``; ``describe_<kind>`` what the kind of evidence they named is like; ``told`` asks nothing)."""
         if detail == "told":
             return self.abstain_told
+        if detail.startswith("describe_"):
+            return self.abstain.format(question=self.describe_question(detail))
         question = {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,
                     "symptom": self.abstain_symptom, "when": self.abstain_when,
                     "tried": self.abstain_tried, "more": self.abstain_more, "noise": self.abstain_noise,

@@ -268,6 +268,40 @@ def test_a_customer_who_told_a_lot_is_still_asked_for_evidence_a_leading_answer_
     assert result.kind == ABSTAIN and result.trace["decision"]["missing_detail"] == "light"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("text", "detail", "asked"), [
+    ("my car is making a weird noise", "describe_noise+when", "What does it sound like"),
+    ("my car makes a noise when I turn", "describe_noise", "What does it sound like"),
+    ("there's a strange smell in my car", "describe_smell+when", "What does it smell like"),
+])
+def test_a_customer_who_named_the_kind_of_symptom_is_asked_what_it_is_like(builtin_manager, text, detail, asked):
+    """Found by trying the chat: "my car is making a weird noise" was asked "What exactly happens - a noise, a warning
+    light, it won't start, a leak?"."""
+    result = builtin_manager.handle(session_id=builtin_manager.start_session(), text=text)
+    assert result.kind == ABSTAIN and result.trace["decision"]["missing_detail"] == detail, result.reply
+    assert asked in result.reply and "a warning light, it won't start" not in result.reply
+    assert ("when does it happen" in result.reply) == detail.endswith("+when")
+
+
+@pytest.mark.slow
+def test_a_vague_opening_that_names_its_kind_is_asked_what_it_is_like(builtin_manager):
+    result = builtin_manager.handle(session_id=builtin_manager.start_session(), text="my car shakes")
+    assert result.kind == "ask_detail" and "Where do you feel it" in result.reply
+    assert "a noise, a warning light" not in result.reply
+
+
+def test_the_named_kind_is_read_from_bare_words_and_the_question_asks_about_it():
+    from dtdialog.dialogue.abstain import named_kind
+
+    assert named_kind(["My car is making a weird noise"]) == "noise"
+    assert named_kind(["the steering wheel shakes at 60"]) == "vibration"
+    assert named_kind(["it squeals when I brake"]) is None  # a described noise: nothing left to ask about its kind
+    replies = Replies()
+    assert replies.describe_question("describe_light") == replies.abstain_describe_light
+    assert replies.describe_question("describe_light+when").endswith(replies.abstain_describe_when)
+    assert replies.abstain_describe_light in replies.abstain_text("describe_light")
+
+
 @pytest.fixture(scope="module")
 def builtin_manager(builtin_learned_index, tmp_path_factory):
     """Return the dialogue manager ``dtdialog chat`` builds over the built-in corpus (learned ranker); each test

@@ -55,10 +55,15 @@ def test_out_of_scope_input_gets_its_own_reply_not_an_answer(built, capsys, text
 def test_a_vague_car_opening_is_asked_for_detail_not_refused(built, capsys):
     from dtdialog.setup.profile import builtin_profile
 
+    replies = builtin_profile().replies()
     for text in ("my car", "brakes", "it makes a noise"):
         turn, = _json_chat(built, capsys, [text])
         assert turn["kind"] == "ask_detail" and turn["reason"] == "vague" and turn["state"] == "NEW"
-        assert turn["reply"] == builtin_profile().replies().vague_opening and turn["answer_id"] is None
+        assert turn["answer_id"] is None
+        # a noise named is not asked about again: what it sounds like is
+        expected = (replies.vague_describe.format(question=replies.describe_question("describe_noise+when"))
+                    if "noise" in text else replies.vague_opening)
+        assert turn["reply"] == expected
 
 
 def test_the_detail_after_a_vague_opening_joins_it(built, capsys):
