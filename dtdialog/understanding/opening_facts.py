@@ -74,6 +74,8 @@ class _Triggers:
     diagnoses: tuple[tuple[str, ...], ...]
     hedges: frozenset[str]
     units: frozenset[str]
+    #: "some", "a little": a subject that opens with one states a generality ("Some corrosion is normal")
+    generic: tuple[tuple[str, ...], ...] = ()
     #: pairs of word groups that exclude each other ("dim" / "bright"): ``dtdialog.understanding.opposites``
     opposites: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
@@ -87,7 +89,8 @@ def trigger_words() -> _Triggers:
                      observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
                      hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]),
-                     opposites=tuple((frozenset(a), frozenset(b)) for a, b in data.get("opposite_values", ())))
+                     opposites=tuple((frozenset(a), frozenset(b)) for a, b in data.get("opposite_values", ())),
+                     generic=longest_first(data.get("generic_quantifiers", ())))
 
 
 def number_key(token: str) -> str:
@@ -274,6 +277,8 @@ def _diagnosed_subject(words: list[str]) -> tuple[tuple[str, ...], tuple[str, ..
         subject = words[:i]
         while subject and subject[-1] in triggers.hedges:
             subject = subject[:-1]
+        if any(tuple(subject[:len(q)]) == q for q in triggers.generic):
+            return None  # "Some corrosion is normal over time": a generality, no symptom of this customer's
         return (tuple(subject), verb, i) if subject else None
     return None
 
@@ -287,10 +292,19 @@ def _subject_text(sentence: str) -> str:
     if first is None:
         return sentence
     head = words_of(sentence[:first.start()])
-    if first.group() == "," and head and head[0] in ("a", "an") and len(head) <= 2:
+    adjectives = head and (head[0] in ("a", "an") and len(head) <= 2 or len(head) == 1 and _adjective_next(sentence,
+                                                                                                            first.end()))
+    if first.group() == "," and adjectives:
         rest = _SUBJECT_END.search(sentence, first.end())
         return sentence[:rest.start()] if rest else sentence
     return sentence[:first.start()]
+
+
+def _adjective_next(sentence: str, at: int) -> bool:
+    """Return True when the word after a one-word head's comma goes on its noun phrase ("Clear, odorless water"),
+    not a clause ("Yes, the starter ...", "Usually, a click ...")."""
+    after = words_of(sentence[at:at + 40])
+    return bool(after) and after[0] not in _DEFINITE | {"a", "an", "if", "when", "as"} and is_entity_word(after[0])
 
 
 def _subject_jobs(subject: Sequence[str], normalizer: EntityNormalizer) -> list[Fact]:

@@ -39,6 +39,7 @@ from functools import lru_cache
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.opening_facts import (
     CLAUSE_END,
+    LONG_SUBJECT_WORDS,
     NUMBER,
     OBSERVATION,
     PAIR,
@@ -261,10 +262,11 @@ def opposite_value(opening: str, ground: CommonGround, normalizer: EntityNormali
     "Rapid clicking with dim lights is the classic sign of a weak battery" to a customer whose car "clicks once" and
     whose "dash lights stay bright" (``dtdialog.understanding.opposites``)."""
     found = opening_subject(opening.lower())
-    if found is None or found[2] > SUBJECT_WORDS:
+    if found is None or found[2] > LONG_SUBJECT_WORDS:
         return None
     subject, verb, _ = found
-    word = opposed(subject, ground.said_words)
+    # a long subject's values sit at its head ("Clear, odorless water dripping under ... after using the AC")
+    word = opposed(subject[:SUBJECT_WORDS], ground.said_words)
     if word is None:
         return None
     phrase = " ".join([*subject, *verb])

@@ -11,6 +11,7 @@ from dtdialog.selection.stages.presupposition_stage import demote_presupposition
 from dtdialog.selection.stages.scoring_stage import Scored
 from dtdialog.setup.engine_config import DemotionConfig, EngineConfig
 from dtdialog.understanding.entities import EntityNormalizer
+from dtdialog.understanding.opening_facts import opening_subject
 from dtdialog.understanding.presupposition import (
     OBSERVATION,
     OTHER_CODE,
@@ -206,6 +207,32 @@ def test_a_diagnosed_value_whose_opposite_the_customer_said_is_a_contradiction()
     assert misfit(single, common_ground(said, NORMALIZER), NORMALIZER) is None
     # a customer who said it under a negation ("not bright") said neither side; the bot's words deny nothing
     assert misfit(rapid, common_ground(["It clicks, the lights are not bright."], NORMALIZER), NORMALIZER) is None
+
+
+def test_a_verdict_of_normal_diagnoses_its_subject_unless_it_is_a_generality():
+    """Found by trying the chat: "A spark at the last connection is normal ..." (a jump-start answer) was offered for
+    dim headlights; "X is normal / harmless" takes X as the customer's symptom, as "X means" does."""
+    spark = "A spark at the last connection is normal if it was made to the ground point, but reversed cables blow fuses."
+    found = _found(spark, "My headlights are dim and flicker at idle.")
+    assert found is not None and found.fact.kind == SYMPTOM and "spark" in found.fact.phrase
+    assert _found(spark, "I jumped my neighbor's car and there was a spark at the last clamp.") is None
+    # a quantified subject states a generality: any customer may be told it
+    assert _found("Some corrosion is normal over time, but crust that comes back means venting.",
+                  "There is white crust on my battery terminals.") is None
+
+
+def test_a_clear_odorless_fluid_is_not_the_red_sweet_one_the_customer_saw():
+    """Found by trying the chat: "Clear, odorless water dripping under the passenger side ... is normal" was offered
+    to a customer with a pinkish red, sweet-smelling puddle (its subject runs past the comma after one adjective)."""
+    water = ("Clear, odorless water dripping under the passenger side after using the air conditioning is normal. "
+             "The evaporator drains there.")
+    said = ("A small puddle under the front passenger side, kind of pinkish red and slippery.", "it smells sweet")
+    found = misfit(water, common_ground(said, NORMALIZER), NORMALIZER)
+    assert found is not None and found.contradicted
+    assert misfit(water, common_ground(["Water drips under the passenger side after I use the AC, it's clear."],
+                                       NORMALIZER), NORMALIZER) is None
+    # one word and a comma open a clause, not a noun phrase, when a determiner follows
+    assert opening_subject("yes, the starter is usually bad") is None
 
 
 def test_an_answer_about_another_trouble_code_is_for_another_fault():
