@@ -76,6 +76,8 @@ class _Triggers:
     units: frozenset[str]
     #: "some", "a little": a subject that opens with one states a generality ("Some corrosion is normal")
     generic: tuple[tuple[str, ...], ...] = ()
+    #: heads of noun compounds that name no part ("highway speed"): ``dtdialog.understanding.sibling_parts``
+    non_part_heads: frozenset[str] = frozenset()
     #: pairs of word groups that exclude each other ("dim" / "bright"): ``dtdialog.understanding.opposites``
     opposites: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
@@ -90,7 +92,8 @@ def trigger_words() -> _Triggers:
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
                      hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]),
                      opposites=tuple((frozenset(a), frozenset(b)) for a, b in data.get("opposite_values", ())),
-                     generic=longest_first(data.get("generic_quantifiers", ())))
+                     generic=longest_first(data.get("generic_quantifiers", ())),
+                     non_part_heads=frozenset(data.get("non_part_heads", ())))
 
 
 def number_key(token: str) -> str:

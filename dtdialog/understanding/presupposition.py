@@ -59,6 +59,7 @@ from dtdialog.understanding.opening_facts import (
 )
 from dtdialog.understanding.opposites import opposed
 from dtdialog.understanding.pairs import paired_nouns
+from dtdialog.understanding.sibling_parts import customer_compounds, other_part
 from dtdialog.understanding.tried import head_terms
 from dtdialog.understanding.unasked_response import is_bare_response
 from dtdialog.understanding.vehicles import vehicles_named
@@ -66,7 +67,7 @@ from index.vocabulary import entity_words, is_content_word, is_entity_word, word
 from parsers.tree import DiscourseTree
 
 #: the kinds of fact and the reader are ``opening_facts``'s; they are named here too, where the checks are
-__all__ = ["OBSERVATION", "OTHER_CODE", "PAIR", "PREMISE", "PRIOR_ACTION", "PRIOR_JOB", "READING", "SYMPTOM", "VEHICLE",
+__all__ = ["OBSERVATION", "OTHER_CODE", "OTHER_PART", "PAIR", "PREMISE", "PRIOR_ACTION", "PRIOR_JOB", "READING", "SYMPTOM", "VEHICLE",
            "CommonGround", "Fact", "Presupposition", "common_ground", "denied", "denied_evidence", "find_presupposition",
            "misfit", "opening_sentence", "opposite_value", "other_code", "premise_clash", "presupposed_facts",
            "unstated"]
@@ -77,6 +78,8 @@ OTHER_CODE = "another code"
 #: ``_CODE_TOKEN`` below is looser, as it only says that a code was reported
 _TROUBLE_CODE = re.compile(r"\b[A-Za-z][0-9][0-9A-Fa-f]{3}\b")
 PREMISE = "a premise"
+#: an answer logged for a sibling part ("clutch pedal") to a customer who named another of its kind ("brake pedal")
+OTHER_PART = "another part"
 #: a premise about the customer's own thing says "your" ("since your coolant isn't dropping"); "because you aren't
 #: waiting" is advice, not a claim about their case
 _POSSESSIVE = frozenset({"your", "yours"})
@@ -105,6 +108,8 @@ class Presupposition:
             return f'it assumes the opposite of what you said: "{self.fact.phrase}"'
         if self.fact.kind == OTHER_CODE:
             return f'it is about another code than the one you gave: "{self.fact.phrase}"'
+        if self.fact.kind == OTHER_PART:
+            return f'it was written for another part than the one you named: "{self.fact.phrase}"'
         if self.contradicted:
             return f'it presupposes {self.fact.kind} you said is not the case: "{self.fact.phrase}"'
         return f'it presupposes {self.fact.kind} you never mentioned: "{self.fact.phrase}"'
@@ -130,6 +135,8 @@ class CommonGround:
     said_words: frozenset[str] = frozenset()
     #: the trouble codes the customer gave, upper-cased ("P0420")
     codes: frozenset[str] = frozenset()
+    #: the customer's noun compounds as (modifier, head) lemmas ("brake", "pedal"): what names their part
+    compounds: frozenset[tuple[str, str]] = frozenset()
 
 
 
@@ -161,9 +168,11 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
         codes.update(code.upper() for code in _TROUBLE_CODE.findall(text))
     numbers = frozenset(number_key(t) for text in texts for t in NUMBER.findall(text))
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
+    own = texts if customer is None else [t for t in customer if t]
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
                         affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles,
-                        pairs=paired_nouns(texts), said_words=frozenset(said_words), codes=frozenset(codes))
+                        pairs=paired_nouns(texts), said_words=frozenset(said_words), codes=frozenset(codes),
+                        compounds=customer_compounds(own))
 
 
 
@@ -229,16 +238,26 @@ def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
 
 
 def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
-           tree: DiscourseTree | None = None) -> Presupposition | None:
+           tree: DiscourseTree | None = None, logged_question: str = "") -> Presupposition | None:
     """Return why the answer ``text`` is not for this conversation, or None: a fact its opening takes for granted,
     evidence its opening states that the customer said is absent, a diagnosed value whose opposite the customer said
-    ("dim lights" to "the lights stay bright"), a premise anywhere that says the opposite, or trouble codes anywhere
-    that are none of the customer's ("P0442" to "P0420").
-    ``tree``: the answer's discourse tree, whose first EDUs give the opening sentence (None: split the text)."""
+    ("dim lights" to "the lights stay bright"), a premise anywhere that says the opposite, trouble codes anywhere
+    that are none of the customer's ("P0442" to "P0420"), or a sibling of the customer's part in the question it was
+    logged for ("clutch pedal" to "brake pedal", ``sibling_parts``).
+    ``tree``: the answer's discourse tree, whose first EDUs give the opening sentence (None: split the text);
+    ``logged_question``: the question the answer was logged for ("": not checked)."""
     opening = opening_sentence(tree, text)
     return (find_presupposition(opening, ground, normalizer) or denied_evidence(opening, ground, normalizer)
             or opposite_value(opening, ground, normalizer) or premise_clash(text, ground, normalizer)
-            or other_code(text, ground))
+            or other_code(text, ground) or sibling_part(logged_question, ground, normalizer))
+
+
+def sibling_part(logged_question: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
+    """Return the part the answer's logged question names when it is a sibling of the customer's, or None."""
+    found = other_part(ground.compounds, ground.said_words, logged_question) if logged_question else None
+    if found is None:
+        return None
+    return Presupposition(fact=Fact(OTHER_PART, found[0], frozenset({found[1]}), "part"), missing=frozenset({found[1]}))
 
 
 def other_code(text: str, ground: CommonGround) -> Presupposition | None:

@@ -48,4 +48,5 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
 
 def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools) -> Presupposition | None:
     analysis = cand.analysis or tools.analyze(cand.document)
-    return misfit(cand.document.text, ground, tools.normalizer, tree=analysis.tree)
+    return misfit(cand.document.text, ground, tools.normalizer, tree=analysis.tree,
+                  logged_question=str((cand.document.meta or {}).get("question", "")))
