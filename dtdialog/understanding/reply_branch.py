@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dtdialog.understanding.opening_facts import negated_split
+from dtdialog.understanding.opposites import opposed
 from index.vocabulary import content_words, stem, words_of
 
 #: Words that open a yes/no question ("Does the fan come on ...?"); a wh-question has no yes or no.
@@ -106,11 +108,14 @@ def branch_clash(reply: str, logged: str, answer_before: str,
     """Return why the answer written after ``logged`` does not follow ``reply``, or None when it may.
 
     Both replies answer ``answer_before`` (the bot's last answer). They clash when its closing yes/no question is
-    answered both ways, or when ``reply`` only asks while ``logged`` reported something."""
+    answered both ways, when they report opposite values (``opposites``: "low" against "full"), or when ``reply`` only
+    asks while ``logged`` reported something."""
     if not reply.strip() or not logged.strip():
         return None
     if reports(logged) and not reports(reply):
         return Branch("no_report", logged)
+    if opposed(frozenset(words_of(logged)), frozenset(negated_split(reply)[1])) is not None:
+        return Branch("polarity", logged)  # "The level is slightly low" against "I checked it and it's full"
     question = polar_question(answer_before)
     if question is None:
         return None

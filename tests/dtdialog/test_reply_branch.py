@@ -61,6 +61,18 @@ def test_a_clash_is_the_other_answer_or_no_report():
                         "Where does the fresh oil appear?", TERMS) is None
 
 
+def test_replies_that_report_opposite_values_clash_whatever_the_question():
+    """Found by trying the chat: "I checked the power steering fluid and it's full" got "Top it up with the correct
+    power steering fluid ... because the level dropped", written for "The level is slightly low"."""
+    check = "Check the fluid level in the reservoir. Is the level low or the fluid foamy?"  # a choice: no yes or no
+    logged = "The level is slightly low and the fluid is dark and a bit foamy."
+    found = branch_clash("I checked the power steering fluid and it's full", logged, check, TERMS)
+    assert found is not None and found.kind == "polarity"
+    assert branch_clash("it's low and looks dark", logged, check, TERMS) is None
+    # a value said under a negation is not said: "not full" is no report of a full reservoir
+    assert branch_clash("it's not full, maybe a bit under the line", logged, check, TERMS) is None
+
+
 def _cand(doc_id: str, text: str, score: float, reply_before: str | None = None) -> RankedCandidate:
     dialogue_id, position = doc_id.split("#")
     doc = AnswerDocument(id=doc_id, dialogue_id=dialogue_id, position=int(position), text=text,
