@@ -80,6 +80,8 @@ class _Triggers:
     non_part_heads: frozenset[str] = frozenset()
     #: pairs of word groups that exclude each other ("dim" / "bright"): ``dtdialog.understanding.opposites``
     opposites: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
+    #: more such pairs, read only between two replies to the same answer ("low" / "full")
+    reply_opposites: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -91,9 +93,14 @@ def trigger_words() -> _Triggers:
                      observations=frozenset(data["observation_nouns"]), kinds=kinds, determiners=frozenset(data["determiners"]),
                      report_verbs=frozenset(data["report_verbs"]), diagnoses=longest_first(data["diagnostic_verbs"]),
                      hedges=frozenset(data["hedges"]), units=frozenset(data["reading_units"]),
-                     opposites=tuple((frozenset(a), frozenset(b)) for a, b in data.get("opposite_values", ())),
+                     opposites=_pairs(data.get("opposite_values", ())),
+                     reply_opposites=_pairs(data.get("reply_opposite_values", ())),
                      generic=longest_first(data.get("generic_quantifiers", ())),
                      non_part_heads=frozenset(data.get("non_part_heads", ())))
+
+
+def _pairs(items) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    return tuple((frozenset(a), frozenset(b)) for a, b in items)
 
 
 def number_key(token: str) -> str:

@@ -18,12 +18,14 @@ def opposite_values() -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     return trigger_words().opposites
 
 
-def opposed(words: Collection[str], said: Collection[str]) -> str | None:
+def opposed(words: Collection[str], said: Collection[str], *, replies: bool = False) -> str | None:
     """Return a word of ``words`` whose opposite the customer ``said`` (and never the word's own group), else None.
 
-    ``words`` that hold both sides ("cold or hot") state neither."""
+    ``words`` that hold both sides ("cold or hot") state neither. ``replies``: ``words`` are another reply to the same
+    answer, so the pairs read only between replies count too ("low" / "full")."""
     mine, theirs = set(words), set(said)
-    for a, b in opposite_values():
+    pairs = opposite_values() + (trigger_words().reply_opposites if replies else ())
+    for a, b in pairs:
         for side, other in ((a, b), (b, a)):
             if mine & side and not mine & other and theirs & other and not theirs & side:
                 return sorted(mine & side)[0]

@@ -114,7 +114,7 @@ def branch_clash(reply: str, logged: str, answer_before: str,
         return None
     if reports(logged) and not reports(reply):
         return Branch("no_report", logged)
-    if opposed(frozenset(words_of(logged)), frozenset(negated_split(reply)[1])) is not None:
+    if opposed(frozenset(words_of(logged)), frozenset(negated_split(reply)[1]), replies=True) is not None:
         return Branch("polarity", logged)  # "The level is slightly low" against "I checked it and it's full"
     question = polar_question(answer_before)
     if question is None:

@@ -18,3 +18,10 @@ def test_a_value_opposes_only_what_the_customer_said_of_the_other_side():
     assert opposed(subject, {"it", "clicks"}) is None
     assert opposed(subject, {"bright", "then", "dim"}) is None
     assert opposed("a steady or flashing light".split(), {"flashing"}) is None
+
+
+def test_low_and_full_oppose_only_between_replies():
+    """In an opening, "a spongy, low pedal" meets "the reservoir is full" (another thing); two replies to the same
+    answer speak of the same level."""
+    assert opposed({"low"}, {"the", "reservoir", "is", "full"}) is None
+    assert opposed({"low"}, {"it's", "full"}, replies=True) == "low"
