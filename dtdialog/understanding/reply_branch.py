@@ -24,6 +24,10 @@ _YES = frozenset({"yes", "yeah", "yep", "yup", "correct", "sure", "affirmative",
 _NO = frozenset({"no", "nope", "nah", "negative"})
 _NEGATORS = frozenset({"not", "no", "never", "nothing", "none", "neither", "nor", "without", "cannot"})
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: An answer that opens on the finding of the reply before it ("That confirms one of the tires ...", "That means the
+#: fan motor is fine"): given after any other reply, it confirms what the customer never found.
+_REFERS_BACK = re.compile(r"^(?:that|this)\s+(?:confirms|means|points|explains|fits|pattern|rules|tells|shows|suggests|"
+                          r"narrows|proves|indicates|result|reading)\b")
 #: Where a reply's clauses part: punctuation, and "but" or "while" between two statements.
 _CLAUSE = re.compile(r"[,;:.!?]+|\s(?:but|while|though|although|whereas)\s")
 
@@ -40,6 +44,8 @@ class Branch:
         quoted = " ".join(self.logged.split()[:14])
         if self.kind == "polarity":
             return f'it follows a reply that answered the question the other way: "{quoted}"'
+        if self.kind == "finding":
+            return f'it follows up a finding you have not reported: "{quoted}"'
         return f'it follows a reply that reported something you did not: "{quoted}"'
 
 
@@ -97,6 +103,11 @@ def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[s
     return polarity
 
 
+def refers_back(answer: str) -> bool:
+    """Return True when ``answer`` opens on the finding the reply before it reported ("That confirms ...")."""
+    return _REFERS_BACK.match(answer.strip().lower()) is not None
+
+
 def reports(text: str) -> bool:
     """Return True when ``text`` states something: a sentence that is not a question and has a content word."""
     return any(not s.rstrip().endswith("?") and content_words(words_of(s))
@@ -139,6 +150,13 @@ def branch_agrees(reply: str, logged: str, answer_before: str,
         said, written_for = reply_polarity(reply, question, terms), reply_polarity(logged, question, terms)
         if said and written_for:
             return said == written_for
+    return reports_finding(reply, logged, terms)
+
+
+def reports_finding(reply: str, logged: str, terms: Callable[[str], frozenset[str]] | None = None) -> bool:
+    """Return True when ``reply`` holds most of the logged reply's words: it reports what that reply found. A yes to
+    the same question is not enough for an answer that opens on the finding ("That confirms ..."): "tire pressures are
+    all at 35" reads as a yes to "Can you swap the front tires?"."""
     wanted = _keys(logged, terms)
     return bool(wanted) and len(_keys(reply, terms) & wanted) >= AGREE_SHARE * len(wanted)
 

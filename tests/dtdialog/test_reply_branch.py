@@ -12,7 +12,7 @@ from dtdialog.selection.stages import StepRecord
 from dtdialog.selection.stages.branch_clash import SKIPS_AHEAD, demote_branch_clashes
 from dtdialog.selection.stages.scoring_stage import Scored
 from dtdialog.understanding.entities import EntityNormalizer
-from dtdialog.understanding.reply_branch import branch_clash, polar_question, reply_polarity, reports
+from dtdialog.understanding.reply_branch import branch_clash, polar_question, refers_back, reply_polarity, reports
 from index.base import AnswerDocument
 from index.builder import parse_documents
 from tests.dtdialog.engine_helpers import TableParser
@@ -91,6 +91,32 @@ def _stage(reply: str, *, penalty: float = 0.8) -> tuple[Scored, StepRecord]:
                                                                               document=lambda _id: None),
                                 record=record)
     return out, record
+
+
+SWAP = ("To check, swap the two front tires left and right. If the pull changes direction, one tire is the cause. "
+        "Can you swap the front tires?")
+SWAPPED = "I swapped them, and now it pulls to the right."
+CONFIRMS = "That confirms one of the tires has a conicity problem. Take it back to the tire shop."
+
+
+def _swap_stage(reply: str) -> tuple[Scored, StepRecord]:
+    previous = AnswerDocument(id="tire#1", dialogue_id="tire", position=1, text=SWAP)
+    kept = [_cand("tire#3", CONFIRMS, 0.9, SWAPPED), _cand("other#1", "A bent tie rod can make the car pull.", 0.5)]
+    record = StepRecord()
+    out = demote_branch_clashes(Scored(kept=kept, rescued=[]), SimpleNamespace(previous=previous, is_followup=True),
+                                reply, penalty=0.8, tools=SimpleNamespace(normalizer=EntityNormalizer(),
+                                                                          document=lambda _id: None), record=record)
+    return out, record
+
+
+def test_an_answer_that_opens_on_a_finding_needs_the_reply_to_report_it():
+    """Found by trying the chat: "tire pressures are all at 35" read as a yes to "Can you swap the front tires?", and
+    "That confirms one of the tires has a conicity problem" followed."""
+    out, record = _swap_stage("tire pressures are all at 35")
+    assert out.kept[0].document.id == "other#1" and "finding you have not reported" in record.branch_clash["tire#3"]
+    out, record = _swap_stage("yes, I swapped them and now it pulls right")
+    assert out.kept[0].document.id == "tire#3" and not record.branch_clash
+    assert refers_back(CONFIRMS) and not refers_back("That loose connection can also cause it.")
 
 
 def test_the_stage_demotes_every_later_answer_of_the_branch_not_taken():
