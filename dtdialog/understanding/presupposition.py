@@ -59,6 +59,7 @@ from dtdialog.understanding.opening_facts import (
 )
 from dtdialog.understanding.opposites import opposed
 from dtdialog.understanding.pairs import paired_nouns
+from dtdialog.understanding.reply_branch import is_negator
 from dtdialog.understanding.sibling_parts import customer_compounds, other_part
 from dtdialog.understanding.tried import head_terms
 from dtdialog.understanding.unasked_response import is_bare_response
@@ -137,6 +138,9 @@ class CommonGround:
     codes: frozenset[str] = frozenset()
     #: the customer's noun compounds as (modifier, head) lemmas ("brake", "pedal"): what names their part
     compounds: frozenset[tuple[str, str]] = frozenset()
+    #: the terms the customer said in a clause with no negator at all ("my check engine light is on"): what a symptom
+    #: an answer states under a negation contradicts ("the light never comes on" is not one)
+    plain: frozenset[str] = frozenset()
 
 
 
@@ -169,10 +173,11 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
     numbers = frozenset(number_key(t) for text in texts for t in NUMBER.findall(text))
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     own = texts if customer is None else [t for t in customer if t]
+    plain = frozenset().union(*(_plain_terms(t, normalizer) for t in own))
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
                         affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles,
                         pairs=paired_nouns(texts), said_words=frozenset(said_words), codes=frozenset(codes),
-                        compounds=customer_compounds(own))
+                        compounds=customer_compounds(own), plain=plain - negated)
 
 
 
@@ -296,7 +301,7 @@ def opposite_value(opening: str, ground: CommonGround, normalizer: EntityNormali
 def find_presupposition(opening: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
     """Return the first fact of ``opening`` that ``ground`` never stated or denied, or None."""
     for fact in presupposed_facts(opening, normalizer):
-        against = denied(fact, ground)
+        against = denied(fact, ground) or affirmed_against(fact, ground, normalizer)
         if against:
             return Presupposition(fact=fact, missing=against, contradicted=True)
         missing = unstated(fact, ground)
@@ -374,43 +379,16 @@ def denied(fact: Fact, ground: CommonGround) -> frozenset[str]:
     return (fact.terms - fact.negated) & ground.denied
 
 
+def affirmed_against(fact: Fact, ground: CommonGround, normalizer: EntityNormalizer) -> frozenset[str]:
+    """Return the terms ``fact`` states under a negation that the customer said in a plain clause ("No spark and
+    no check engine light at key-on suggests ..." to "My check engine light is on"). A bare kind of evidence ("light")
+    is left out: "no check engine light" says nothing of the headlights."""
+    kinds = _kind_stems(normalizer)
+    return frozenset(t for t in head_terms(fact.negated) & ground.plain if " " in t or t not in kinds)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+@lru_cache(maxsize=4096)
+def _plain_terms(text: str, normalizer: EntityNormalizer) -> frozenset[str]:
+    """Return the terms of the clauses of ``text`` that hold no negator anywhere ("my check engine light is on")."""
+    clauses = (c for c in CLAUSE_END.split(text.lower()) if c and not any(map(is_negator, words_of(c))))
+    return frozenset().union(*(normalizer.terms_of_text(c) for c in clauses))

@@ -235,6 +235,19 @@ def test_a_clear_odorless_fluid_is_not_the_red_sweet_one_the_customer_saw():
     assert opening_subject("yes, the starter is usually bad") is None
 
 
+def test_a_symptom_stated_under_a_negation_contradicts_a_customer_who_has_it():
+    """Found by trying the chat: "My check engine light is on, code P0420" was answered "No spark on any cylinder and
+    no check engine light at key-on suggests the ECM ... is losing power"."""
+    answer = "No spark on any cylinder and no check engine light at key-on suggests the ECM is losing power."
+    found = _found(answer, "My check engine light is on, code P0420")
+    assert found is not None and found.contradicted and "check engin light" in found.missing
+    assert _found(answer, "It cranks but won't start, there is no spark and the check engine light never comes on.") \
+        is None
+    # "no check engine light" says nothing of the headlights: a bare kind of evidence is no contradiction
+    headlights = _found(answer, "It cranks, no spark, and my headlights are on.")
+    assert headlights is None or not headlights.contradicted
+
+
 def test_an_answer_about_another_trouble_code_is_for_another_fault():
     """Found by trying the chat: "code P0420. What does it mean?" got "... P0442 means a very small leak ..."."""
     answer = ("It won't harm the engine, but you'll fail an emissions inspection. P0442 means a very small leak, often "
