@@ -22,6 +22,9 @@ from dtdialog.understanding.presupposition import CommonGround, Presupposition, 
 
 #: the answers that led before this stage whose unreported evidence is recorded: what a detail question may ask for
 LEADING = 3
+#: the answers that led before this stage whose logged question is read for a sibling of the customer's part: reading
+#: it parses the question (spaCy, ~5 ms the first time), and an answer further down is rarely the one given
+LEADING_PARTS = 10
 
 
 def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,
@@ -35,9 +38,10 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
         return scored
     ground = common_ground(said, tools.normalizer, customer=customer)
     leading = {c.document.id for c in scored.kept[:LEADING]}
+    parts_read = {c.document.id for c in scored.kept[:LEADING_PARTS]}
 
     def reason(cand: RankedCandidate) -> str | None:
-        found = _presupposition(cand, ground, tools)
+        found = _presupposition(cand, ground, tools, parts=cand.document.id in parts_read)
         if found is not None and found.fact.evidence and not found.contradicted and cand.document.id in leading:
             record.unreported_evidence[cand.document.id] = found.fact.evidence
         return found.explain() if found is not None else None
@@ -46,7 +50,8 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
     return scored
 
 
-def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools) -> Presupposition | None:
+def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools, *,
+                    parts: bool) -> Presupposition | None:
     analysis = cand.analysis or tools.analyze(cand.document)
-    return misfit(cand.document.text, ground, tools.normalizer, tree=analysis.tree,
-                  logged_question=str((cand.document.meta or {}).get("question", "")))
+    logged = str((cand.document.meta or {}).get("question", "")) if parts else ""
+    return misfit(cand.document.text, ground, tools.normalizer, tree=analysis.tree, logged_question=logged)
