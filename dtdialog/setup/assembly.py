@@ -417,6 +417,7 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks, entity
     matching with the profile's synonyms (the default list when it names none)."""
     from dtdialog.understanding.entities import EntityNormalizer
+    from dtdialog.understanding.sibling_parts import remember as remember_compounds
 
     generator, scorer = _ranking(spec, index=index, index_path=index_path, side=side, hooks=hooks, progress=progress)
     ranker = "rules" if scorer is None else "learned"
@@ -428,8 +429,8 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
                               normalizer=normalizer, calibrator=engine_calibrator(spec, scorer),
                               stages=stage_set(spec.use_tree))
     seed = getattr(getattr(scorer, "extractor", None), "seed_query", None)
-    if seed is not None:  # the SG feature takes the question's phrases from the RST parser's spaCy parse
-        selector.question_analyzed = (seed,)
+    # the SG feature and the sibling-part check take the question's phrases from the RST parser's spaCy parse
+    selector.question_analyzed = (*((seed,) if seed is not None else ()), remember_compounds)
     return selector, ranker
 
 

@@ -4,47 +4,78 @@ An answer's logged opening question (``AnswerDocument.meta["question"]``) says w
 When one of its noun compounds has the head of a compound the customer wrote ("clutch pedal" against "brake pedal",
 "glow plug" against "spark plug", "water pump" against "fuel pump"), the customer never wrote its modifier, and the
 logged question holds none of the customer's compounds of that head, the answer was written for a sibling part. The
-compounds are the noun runs at the end of spaCy's noun chunks (``parsers.phrase_chunks``), as lemmas, so no list of
-parts is needed and another domain's compounds work the same way ("gift card" against "credit card").
+compounds are runs of nouns in spaCy's tagging, as lemmas (the question's from the parse the RST parser made of it),
+so no list of parts is needed and another domain's compounds work the same way ("gift card" against "credit card").
 """
 
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from functools import lru_cache
+from typing import Any
 
 NOUNS = frozenset({"NOUN", "PROPN"})
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: Compounds are read from the logged question only when it holds a head the customer used: most never do.
 _CACHE = 20_000
 
 
-@lru_cache(maxsize=_CACHE)
+#: compounds of texts the engine's RST parser already analysed (``remember``): the question is not parsed twice
+_REMEMBERED: OrderedDict[str, frozenset[tuple[str, str]]] = OrderedDict()
+_REMEMBERED_SIZE = 1024
+
+
+def remember(text: str, analyzed: Any, nlp: Any = None) -> None:
+    """Keep the compounds of ``text`` from the parse the RST parser made of it (a ``question_analyzed`` hook of the
+    selector): a long question costs spaCy ~30 ms, which every turn would otherwise pay again."""
+    _REMEMBERED[text] = compounds_of_tokens(analyzed.tokens, text.lower())
+    _REMEMBERED.move_to_end(text)
+    if len(_REMEMBERED) > _REMEMBERED_SIZE:
+        _REMEMBERED.popitem(last=False)
+
+
 def compounds(text: str) -> frozenset[tuple[str, str]]:
-    """Return the (modifier, head) lemmas of the noun compounds ending ``text``'s noun phrases ("clutch", "pedal"), and
-    of those inside them ("brake", "fluid" of "brake fluid reservoir"); empty without spaCy's model."""
+    """Return the (modifier, head) lemmas of ``text``'s noun compounds ("clutch", "pedal"), and of those inside a
+    longer one ("brake", "fluid" of "brake fluid reservoir"); empty without spaCy's model."""
+    found = _REMEMBERED.get(text)
+    return found if found is not None else _parsed_compounds(text)
+
+
+@lru_cache(maxsize=_CACHE)
+def _parsed_compounds(text: str) -> frozenset[tuple[str, str]]:
     from parsers.errors import ModelNotAvailableError
-    from parsers.phrase_chunks import phrases_of_text
+    from parsers.nlp_spacy import SpacyBackend
 
     try:
-        chunks = phrases_of_text(text)
+        analyzed = _backend(SpacyBackend).analyze(text)
     except ModelNotAvailableError:
         return frozenset()
+    return compounds_of_tokens(analyzed.tokens, text.lower())
+
+
+@lru_cache(maxsize=1)
+def _backend(kind: Any) -> Any:
+    return kind(disable=("ner",))
+
+
+def compounds_of_tokens(tokens: Iterable[Any], lowered: str) -> frozenset[tuple[str, str]]:
+    """Return the compounds of a run of nouns among ``tokens`` (``parsers.nlp_base.Token``: POS and lemma), each
+    written together in ``lowered`` (the text, lower-cased)."""
     out: set[tuple[str, str]] = set()
-    for chunk in chunks:
-        if chunk.kind != "NP" or len(chunk.lemmas) < 2 or chunk.pos[-1] not in NOUNS:
+    run: list[str] = []
+    for token in [*tokens, None]:
+        if token is not None and token.pos in NOUNS and not token.is_punct:
+            run.append(token.lemma.lower())
             continue
-        start = len(chunk.lemmas) - 1
-        while start > 0 and chunk.pos[start - 1] in NOUNS:
-            start -= 1
-        run = [lemma.lower() for lemma in chunk.lemmas[start:]]
         if len(run) > 1:
             out.add((" ".join(run[:-1]), run[-1]))
             # the compounds inside ("brake fluid" of "brake fluid reservoir"), but not the last pair of a longer one:
             # "pressure light" of "oil pressure light" is no part of its own
             out.update(zip(run[:-2], run[1:-1]))
-    lowered = text.lower()
-    # a chunk may run across punctuation ("video in comments - wheel turned"): keep the compounds written as one
+        run = []
+    # a run may join words across punctuation the tagger missed ("comments - wheel"): keep those written together
     return frozenset(c for c in out if _written_together([*c[0].split(), c[1]], lowered))
 
 
@@ -81,7 +112,8 @@ def other_part(mine: Collection[tuple[str, str]], said_words: Collection[str],
     lowered = logged_question.lower()
     if not heads or not any(head in lowered for head in heads):
         return None
-    logged = compounds(logged_question)
+    # only the sentences that hold one of the customer's heads are tagged: a long logged question costs spaCy ~30 ms
+    logged = compounds(" ".join(s for s in _SENTENCE.split(logged_question) if any(h in s.lower() for h in heads)))
     for modifier, head in sorted(logged):
         theirs = [m for m, h in mine if h == head] if head in heads else []
         if not theirs or modifier in theirs or any(w in said_words or f"{w}s" in said_words for w in modifier.split()):
