@@ -40,6 +40,8 @@ def compounds(text: str) -> frozenset[tuple[str, str]]:
     """Return the (modifier, head) lemmas of ``text``'s noun compounds ("clutch", "pedal"), and of those inside a
     longer one ("brake", "fluid" of "brake fluid reservoir"); empty without spaCy's model."""
     found = _REMEMBERED.get(text)
+    if found is None:  # the engine plans a long question from its first EDUs: that is what its parser analysed
+        found = next((c for t, c in reversed(_REMEMBERED.items()) if len(t) > 200 and text.startswith(t)), None)
     return found if found is not None else _parsed_compounds(text)
 
 

@@ -23,8 +23,9 @@ from dtdialog.understanding.presupposition import CommonGround, Presupposition, 
 #: the answers that led before this stage whose unreported evidence is recorded: what a detail question may ask for
 LEADING = 3
 #: the answers that led before this stage whose logged question is read for a sibling of the customer's part: reading
-#: it parses the question (spaCy, ~5 ms the first time), and an answer further down is rarely the one given
-LEADING_PARTS = 10
+#: it tags the question's sentences with the customer's head (spaCy, a few ms the first time); an answer further down
+#: is rarely the one given
+LEADING_PARTS = 3
 
 
 def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,
