@@ -233,8 +233,9 @@ class AnswerSelector:
                           analyze=self._analysis, document=self._document)
 
     def _parse_reply(self, text: str) -> DiscourseTree:
-        """Return the DT of a customer's reply, shaped as the question's is (``StageSet.shape``)."""
-        return self.stages.shape(self.parse(text))
+        """Return the DT of a customer's reply, shaped as the question's is (``StageSet.shape``); its analysis goes to
+        the ``question_analyzed`` hooks as the question's does, so they need not parse it again."""
+        return self.stages.shape(self._parse_question(text))
 
     # --- the narrow interface the dialogue manager uses (it never reaches the index or normaliser) ---
     def document(self, doc_id: str) -> AnswerDocument | None:
