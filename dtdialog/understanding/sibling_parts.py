@@ -11,6 +11,7 @@ so no list of parts is needed and another domain's compounds work the same way (
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from functools import lru_cache
@@ -25,41 +26,46 @@ _CACHE = 20_000
 #: compounds of texts the engine's RST parser already analysed (``remember``): the question is not parsed twice
 _REMEMBERED: OrderedDict[str, frozenset[tuple[str, str]]] = OrderedDict()
 _REMEMBERED_SIZE = 1024
+_LOCK = threading.Lock()
 
 
 def remember(text: str, analyzed: Any, nlp: Any = None) -> None:
     """Keep the compounds of ``text`` from the parse the RST parser made of it (a ``question_analyzed`` hook of the
     selector): a long question costs spaCy ~30 ms, which every turn would otherwise pay again."""
-    _REMEMBERED[text] = compounds_of_tokens(analyzed.tokens, text.lower())
-    _REMEMBERED.move_to_end(text)
-    if len(_REMEMBERED) > _REMEMBERED_SIZE:
-        _REMEMBERED.popitem(last=False)
+    found = compounds_of_tokens(analyzed.tokens, text.lower())
+    with _LOCK:  # the API's engine serves turns from several threads
+        _REMEMBERED[text] = found
+        _REMEMBERED.move_to_end(text)
+        if len(_REMEMBERED) > _REMEMBERED_SIZE:
+            _REMEMBERED.popitem(last=False)
 
 
 def compounds(text: str) -> frozenset[tuple[str, str]]:
     """Return the (modifier, head) lemmas of ``text``'s noun compounds ("clutch", "pedal"), and of those inside a
     longer one ("brake", "fluid" of "brake fluid reservoir"); empty without spaCy's model."""
-    found = _REMEMBERED.get(text)
-    if found is None:  # the engine plans a long question from its first EDUs: that is what its parser analysed
-        found = next((c for t, c in reversed(_REMEMBERED.items()) if len(t) > 200 and text.startswith(t)), None)
+    with _LOCK:
+        found = _REMEMBERED.get(text)
+        if found is None:  # the engine plans a long question from its first EDUs: that is what its parser analysed
+            found = next((c for t, c in reversed(_REMEMBERED.items()) if len(t) > 200 and text.startswith(t)), None)
     return found if found is not None else _parsed_compounds(text)
 
 
 @lru_cache(maxsize=_CACHE)
 def _parsed_compounds(text: str) -> frozenset[tuple[str, str]]:
     from parsers.errors import ModelNotAvailableError
-    from parsers.nlp_spacy import SpacyBackend
 
     try:
-        analyzed = _backend(SpacyBackend).analyze(text)
+        analyzed = _backend().analyze(text)
     except ModelNotAvailableError:
         return frozenset()
     return compounds_of_tokens(analyzed.tokens, text.lower())
 
 
 @lru_cache(maxsize=1)
-def _backend(kind: Any) -> Any:
-    return kind(disable=("ner",))
+def _backend() -> Any:
+    from parsers.nlp_spacy import SpacyBackend
+
+    return SpacyBackend(disable=("ner",))
 
 
 def compounds_of_tokens(tokens: Iterable[Any], lowered: str) -> frozenset[tuple[str, str]]:
