@@ -254,10 +254,10 @@ def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
     opening = opening_sentence(tree, text)
     return (find_presupposition(opening, ground, normalizer) or denied_evidence(opening, ground, normalizer)
             or opposite_value(opening, ground, normalizer) or premise_clash(text, ground, normalizer)
-            or other_code(text, ground) or sibling_part(logged_question, ground, normalizer))
+            or other_code(text, ground) or sibling_part(logged_question, ground))
 
 
-def sibling_part(logged_question: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
+def sibling_part(logged_question: str, ground: CommonGround) -> Presupposition | None:
     """Return the part the answer's logged question names when it is a sibling of the customer's, or None."""
     found = other_part(ground.compounds, ground.said_words, logged_question) if logged_question else None
     if found is None:

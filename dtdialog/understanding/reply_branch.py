@@ -115,12 +115,13 @@ def reports(text: str) -> bool:
 
 
 def branch_clash(reply: str, logged: str, answer_before: str,
-                 terms: Callable[[str], frozenset[str]] | None = None) -> Branch | None:
+                 terms: Callable[[str], frozenset[str]] | None = None, *, answer_after: str = "") -> Branch | None:
     """Return why the answer written after ``logged`` does not follow ``reply``, or None when it may.
 
     Both replies answer ``answer_before`` (the bot's last answer). They clash when its closing yes/no question is
-    answered both ways, when they report opposite values (``opposites``: "low" against "full"), or when ``reply`` only
-    asks while ``logged`` reported something."""
+    answered both ways, when they report opposite values (``opposites``: "low" against "full"), when ``reply`` only
+    asks while ``logged`` reported something, or when ``answer_after`` (the answer written after ``logged``) opens on
+    a finding ``reply`` does not report ("That confirms ...": a yes is not enough, ``reports_finding``)."""
     if not reply.strip() or not logged.strip():
         return None
     if reports(logged) and not reports(reply):
@@ -128,10 +129,13 @@ def branch_clash(reply: str, logged: str, answer_before: str,
     if opposed(frozenset(words_of(logged)), frozenset(negated_split(reply)[1]), replies=True) is not None:
         return Branch("polarity", logged)  # "The level is slightly low" against "I checked it and it's full"
     question = polar_question(answer_before)
-    if question is None:
-        return None
-    said, written_for = reply_polarity(reply, question, terms), reply_polarity(logged, question, terms)
-    return Branch("polarity", logged) if said and written_for and said != written_for else None
+    if question is not None:
+        said, written_for = reply_polarity(reply, question, terms), reply_polarity(logged, question, terms)
+        if said and written_for and said != written_for:
+            return Branch("polarity", logged)
+    if refers_back(answer_after) and not reports_finding(reply, logged, terms):
+        return Branch("finding", logged)
+    return None
 
 
 #: A reply with at least this share of the logged reply's words (content stems and entity terms) says what it said.

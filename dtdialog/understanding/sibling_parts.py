@@ -19,7 +19,7 @@ from typing import Any
 
 NOUNS = frozenset({"NOUN", "PROPN"})
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-#: Compounds are read from the logged question only when it holds a head the customer used: most never do.
+#: the compounds of this many texts parsed here (replies and the sentences of logged questions) are kept
 _CACHE = 20_000
 
 

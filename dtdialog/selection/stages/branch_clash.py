@@ -4,10 +4,11 @@ A follow-up answer was written for the reply before it in its dialogue (``meta["
 time). When the customer answered the bot's yes/no question the other way, asked back where the logged customer
 reported something, or did not report the finding the next answer opens on ("That confirms ...": a yes is not
 enough, most of the logged reply's words are) (``dtdialog.understanding.reply_branch``), every later answer of that
-dialogue is demoted. When the reply took the logged branch (the same yes or no, or most of the logged reply's words), the logged next answer
-goes first, and the dialogue manager gives it without offering a choice. Either way, the answers further on in that
-dialogue are demoted: they were written for replies the customer has not given. A post-scoring factor
-(``EngineConfig.demotions.branch_clash_penalty``), like the other demotions, so the ranker's features are untouched.
+dialogue is demoted. When the reply took the logged branch (the same yes or no, or most of the logged reply's words),
+the logged next answer goes first, and the dialogue manager gives it without offering a choice. Either way, the
+answers further on in that dialogue are demoted: they were written for replies the customer has not given. A
+post-scoring factor (``EngineConfig.demotions.branch_clash_penalty``), like the other demotions, so the ranker's
+features are untouched.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dtdialog.selection.stages.plan import StepPlan
 from dtdialog.selection.stages.record import StepRecord
 from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.selection.stages.tools import StageTools
-from dtdialog.understanding.reply_branch import Branch, branch_agrees, branch_clash, refers_back, reports_finding
+from dtdialog.understanding.reply_branch import branch_agrees, branch_clash
 from index.base import AnswerDocument
 
 #: Why an answer further on in the dialogue of the answer just given is demoted: it was written for replies that
@@ -40,9 +41,7 @@ def demote_branch_clashes(scored: Scored, step: StepPlan, reply: str, *, penalty
     reply = reply.strip()
     successor, logged = _logged_next(previous, scored, tools)
     terms = tools.normalizer.terms_of_text
-    found = branch_clash(reply, logged, previous.text, terms) if reply and logged else None
-    if found is None and reply and logged and refers_back(successor.text) and not reports_finding(reply, logged, terms):
-        found = Branch("finding", logged)  # "That confirms ..." after a reply that found something else, or nothing
+    found = branch_clash(reply, logged, previous.text, terms, answer_after=successor.text) if reply and logged else None
     if found is None and reply and logged and branch_agrees(reply, logged, previous.text, terms):
         scored = _first(scored, successor.id, record)
 
