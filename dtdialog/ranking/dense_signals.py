@@ -19,9 +19,14 @@ from parsers.errors import ModelNotAvailableError
 _QUERY_CACHE = 256
 
 
+def query_messages(question: str, followups: Sequence[str] = ()) -> tuple[str, ...]:
+    """Return the customer's messages a step is ranked for: the question and every non-empty follow-up so far."""
+    return (question, *[f for f in followups if f and f.strip()])
+
+
 def dense_query_text(question: str, followups: Sequence[str] = ()) -> str:
-    """Return the text embedded for a step: the question plus every non-empty follow-up so far."""
-    return "\n".join([question, *[f for f in followups if f and f.strip()]])
+    """Return the text embedded for a step: its messages (``query_messages``), one a line."""
+    return "\n".join(query_messages(question, followups))
 
 
 class _TorchThreads:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
+from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text, query_messages
 from dtdialog.understanding.subtrees import QuestionPlan
 from index.base import AnswerIndex, SearchHit, SearchQuery
 from parsers.errors import ConfigError
@@ -20,12 +20,12 @@ class HybridGenerator:
     """Union of the lexical top ``lexical_k`` and the dense top ``dense_k`` (each defaults to the step's ``size``).
 
     A learned ranker is trained on candidate lists of one depth; passing that depth here keeps the
-    lists it sees at run time alike. ``prefetch``: callables given the step's dense query text once the
-    hits are found, to start work the scorer will need (``SignalExtractor.prefetch``: the SG parse).
+    lists it sees at run time alike. ``prefetch``: callables given the step's messages (``query_messages``) once
+    the hits are found, to start work the scorer will need (``SignalExtractor.prefetch``: the SG parse).
     """
 
     def __init__(self, *, index: AnswerIndex, dense: DenseSignals, dense_k: int | None = None,
-                 lexical_k: int | None = None, prefetch: Sequence[Callable[[str], None]] = ()) -> None:
+                 lexical_k: int | None = None, prefetch: Sequence[Callable[[tuple[str, ...]], None]] = ()) -> None:
         for name, value in (("dense_k", dense_k), ("lexical_k", lexical_k)):
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be at least 1, got {value}")
@@ -59,7 +59,7 @@ class HybridGenerator:
             seen.add(doc_id)
             hits.append(SearchHit(document=doc, score=0.0, matched={"dense": [f"{cosine:.3f}"]}))
         for start in self.prefetch:  # e.g. the scorer's SG parse of the query, during the agreement checks
-            start(text)
+            start(query_messages(plan.question, followups))
         return hits
 
     def to_dict(self) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text
+from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text, query_messages
 from dtdialog.ranking.features import CandidateSignals
 from dtdialog.selection.agreement import AgreementTable
 from dtdialog.selection.scoring import RankedCandidate
@@ -63,7 +63,7 @@ class SignalExtractor:
         terms = self.dense.store.terms if self.dense is not None else None
         texts = [c.document.text for c in candidates]
         bm25 = terms.bm25(query, texts) if terms is not None else None
-        sg = self._sg(query, candidates) if self.use_sg else None
+        sg = self._sg(query_messages(plan.question, followups), candidates) if self.use_sg else None
         sides = self._sides(part, ids, texts, terms) if q_relations and self.use_sides else {}
         out = []
         for i, cand in enumerate(candidates):
@@ -107,12 +107,12 @@ class SignalExtractor:
                 out[f"{side}_bm25"] = [float(v) for v in terms.bm25(text, texts)]
         return out
 
-    def prefetch(self, query: str) -> None:
-        """Start the SG parse of a step's query text in the background (no-op without the SG feature)."""
+    def prefetch(self, messages: tuple[str, ...]) -> None:
+        """Start the SG parse of a step's messages in the background (no-op without the SG feature)."""
         if self.use_sg:
             from dtdialog.selection.syntactic_generalization import prefetch
 
-            prefetch(query)
+            prefetch(messages)
 
     def seed_query(self, text: str, analyzed, backend) -> None:
         """Give the SG feature the engine's own parse of a question (``backend``: the parser's spaCy backend),
@@ -123,8 +123,9 @@ class SignalExtractor:
 
             seed(text, analyzed, nlp=backend.nlp, disabled=getattr(backend, "disable", ()))
 
-    def _sg(self, query: str, candidates: Sequence[RankedCandidate]) -> list[float]:
-        """Return the SG score of each candidate: from its stored phrases when the store has them, else parsed."""
+    def _sg(self, query: tuple[str, ...], candidates: Sequence[RankedCandidate]) -> list[float]:
+        """Return the SG score of each candidate for the step's messages ``query``: from its stored phrases when the
+        store has them, else parsed."""
         from dtdialog.selection.syntactic_generalization import sg_score, sg_score_keys, sg_score_phrases
 
         store = self.sg_store

@@ -300,7 +300,7 @@ class SyntacticGeneralizer:
         self._nlp = nlp
         self.cache_size = cache_size
         self.weights = dict(weights or PHRASE_WEIGHTS)
-        self._cache: OrderedDict[str, tuple[list[PhraseChunk], float]] = OrderedDict()
+        self._cache: OrderedDict[str | tuple[str, ...], tuple[list[PhraseChunk], float]] = OrderedDict()
         self._pending: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._executor = None
@@ -317,7 +317,7 @@ class SyntacticGeneralizer:
             self._nlp = load_spacy()
         return self._nlp
 
-    def _store(self, text: str, phrases: list[PhraseChunk]) -> tuple[list[PhraseChunk], float]:
+    def _store(self, text: str | tuple[str, ...], phrases: list[PhraseChunk]) -> tuple[list[PhraseChunk], float]:
         entry = (phrases, self._self_score(phrases))
         with self._lock:
             self._cache[text] = entry
@@ -350,12 +350,34 @@ class SyntacticGeneralizer:
             return pending.result()
         return self._store(text, phrases_of_text(text, nlp=self.nlp))
 
-    def prefetch(self, text: str) -> None:
-        """Start parsing ``text`` in a worker thread so a later ``analyze``/``score`` finds it ready.
+    def analyze_messages(self, messages: tuple[str, ...]) -> tuple[list[PhraseChunk], float]:
+        """Return (phrases, self-similarity) of several messages (a question and the replies after it): each
+        message's phrases, cached apart, in order.
+
+        A reply is a message of its own, so the question's parse (made once, or handed over by ``seed``) serves
+        every later step, and only the new reply is parsed.
+        """
+        if len(messages) == 1:
+            return self.analyze(messages[0])
+        key = tuple(map(sg_text, messages))
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        return self._store(key, [p for message in messages for p in self.analyze(message)[0]])
+
+    def prefetch(self, text: str | tuple[str, ...]) -> None:
+        """Start parsing ``text`` (or each of a tuple of messages) in a worker thread so a later ``analyze``/``score``
+        finds it ready.
 
         The engine calls it when a turn's query text is known, before the agreement checks, so the
         query's parse overlaps them (spaCy's parser releases the GIL for most of its work).
         """
+        if isinstance(text, tuple):
+            for message in text:
+                self.prefetch(message)
+            return
         text = sg_text(text)
         if text in self._cache or text in self._pending:
             return
@@ -395,9 +417,12 @@ class SyntacticGeneralizer:
             self._store(text, phrases)
 
     def phrases(self, item) -> tuple[list[PhraseChunk], float]:
-        """Return (phrases, self-similarity) of a str, ``AnalyzedText`` or spaCy ``Doc``."""
+        """Return (phrases, self-similarity) of a str, a tuple of messages (``analyze_messages``), an
+        ``AnalyzedText`` or a spaCy ``Doc``."""
         if isinstance(item, str):
             return self.analyze(item)
+        if isinstance(item, tuple):
+            return self.analyze_messages(item)
         if isinstance(item, AnalyzedText):
             phrases = extract_phrases(item)
         else:  # a spaCy Doc
@@ -503,8 +528,8 @@ def sg_score(q, a) -> float:
     return default_generalizer().score(q, a)
 
 
-def prefetch(q: str) -> None:
-    """Start parsing the query text ``q`` in the background (``SyntacticGeneralizer.prefetch``)."""
+def prefetch(q: str | tuple[str, ...]) -> None:
+    """Start parsing the query text ``q`` (or its messages) in the background (``SyntacticGeneralizer.prefetch``)."""
     default_generalizer().prefetch(q)
 
 

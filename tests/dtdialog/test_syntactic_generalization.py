@@ -247,3 +247,36 @@ def test_a_stored_phrase_list_scores_the_same_from_its_remembered_self_similarit
     assert sg.score_phrases(q, tuple(stored)) == first  # an equal list (or the same one) scores the same
     other = tuple(phrases_of_text("Replace the battery terminals.", nlp=sg.nlp))
     assert sg.score_phrases(q, other) == sg._normalised(*sg.phrases(q), other, sg._self_score(other))
+
+
+def test_a_later_step_parses_only_the_new_reply(sg, monkeypatch):
+    """A step's SG query is its messages, each parsed once: the question's parse serves every later step, and a
+    step after a reply parses that reply alone (the joined text was a second parse of the whole story)."""
+    import dtdialog.selection.syntactic_generalization as sgm
+
+    parsed = []
+    real = sgm.phrases_of_text
+    monkeypatch.setattr(sgm, "phrases_of_text", lambda text, *, nlp=None: parsed.append(text) or real(text, nlp=nlp))
+    fresh = SyntacticGeneralizer(nlp=sg.nlp)
+    question = "My 2011 Focus cranks but will not start. I replaced the battery last week."
+    reply = "The fuel pump does not hum when I turn the key."
+    q_phrases, _ = fresh.analyze(question)
+    both, self_score = fresh.phrases((question, reply))
+    assert parsed == [question, reply]
+    assert both == q_phrases + fresh.analyze(reply)[0]
+    assert self_score == pytest.approx(fresh._self_score(both)) and self_score > fresh.analyze(question)[1]
+    assert fresh.phrases((question, reply))[0] is both and len(parsed) == 2  # cached as one query
+    answer = "A silent fuel pump at key-on points to its relay or fuse before the pump itself."
+    assert fresh.score((question, reply), answer) > fresh.score((question,), answer) >= 0.0
+    assert fresh.score((question,), answer) == fresh.score(question, answer)
+
+
+def test_prefetching_a_steps_messages_parses_each_apart(sg):
+    fresh = SyntacticGeneralizer(nlp=sg.nlp)
+    messages = ("The brakes squeal when I stop.", "Only in the morning.")
+    fresh.prefetch(messages)
+    for text in messages:
+        pending = fresh._pending.get(text)
+        if pending is not None:
+            pending.result()
+        assert text in fresh._cache
