@@ -44,7 +44,8 @@ def doc_to_analyzed(doc) -> AnalyzedText:
     """Return the ``AnalyzedText`` view of a spaCy ``Doc``."""
     sent_of: dict[int, int] = {}
     sentences = []
-    for s_i, sent in enumerate(doc.sents):
+    # a pipeline run without its parser (tagging only) sets no sentence boundaries: the text is one sentence
+    for s_i, sent in enumerate(doc.sents if doc.has_annotation("SENT_START") else (doc[:],)):
         sentences.append((sent.start, sent.end))
         for t in range(sent.start, sent.end):
             sent_of[t] = s_i

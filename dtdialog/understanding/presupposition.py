@@ -318,17 +318,25 @@ def denied_evidence(opening: str, ground: CommonGround, normalizer: EntityNormal
     light, a code, a smell or smoke, a vibration), outside a negation and outside a hypothesis ("if you see white
     smoke"); the word before it must have been denied too, when it sets it apart ("blue smoke" to "no white
     smoke" is another observation)."""
-    kinds = trigger_words().kinds
-    for words, states in clause_polarity(_HYPOTHESIS.sub(" , ", opening.lower())):
-        for k, word in enumerate(words):
-            if states[k] is not False or word not in kinds or not normalizer.terms_of_text(word) <= ground.denied:
-                continue
-            modifier = normalizer.terms_of_text(words[k - 1]) if k and is_content_word(words[k - 1]) else frozenset()
-            if not modifier - ground.denied:
-                phrase = " ".join(words[max(0, k - 1):k + 1])
-                return Presupposition(fact=Fact(SYMPTOM, phrase, normalizer.terms_of_text(phrase), "any"),
-                                      missing=normalizer.terms_of_text(word), contradicted=True)
+    for word, before in stated_evidence(opening):
+        if not normalizer.terms_of_text(word) <= ground.denied:
+            continue
+        modifier = normalizer.terms_of_text(before) if before and is_content_word(before) else frozenset()
+        if not modifier - ground.denied:
+            phrase = f"{before} {word}" if before else word
+            return Presupposition(fact=Fact(SYMPTOM, phrase, normalizer.terms_of_text(phrase), "any"),
+                                  missing=normalizer.terms_of_text(word), contradicted=True)
     return None
+
+
+@lru_cache(maxsize=50_000)
+def stated_evidence(opening: str) -> tuple[tuple[str, str], ...]:
+    """Return each kind of evidence ``opening`` states as present (outside a negation and a hypothesis), with the word
+    before it in its clause ("" at the clause's start): read once per answer, not once per turn."""
+    kinds = trigger_words().kinds
+    return tuple((word, words[k - 1] if k else "")
+                 for words, states in clause_polarity(_HYPOTHESIS.sub(" , ", opening.lower()))
+                 for k, word in enumerate(words) if states[k] is False and word in kinds)
 
 
 def premise_clash(text: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:

@@ -65,7 +65,8 @@ def _parsed_compounds(text: str) -> frozenset[tuple[str, str]]:
 def _backend() -> Any:
     from parsers.nlp_spacy import SpacyBackend
 
-    return SpacyBackend(disable=("ner",))
+    # compounds need tags and lemmas only: without the parser a text tags in ~60% of the time, with the same tags
+    return SpacyBackend(disable=("ner", "parser"))
 
 
 def compounds_of_tokens(tokens: Iterable[Any], lowered: str) -> frozenset[tuple[str, str]]:
