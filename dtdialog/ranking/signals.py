@@ -11,6 +11,7 @@ score. The same extractor runs at training time (``eval.train_ranker``) and in t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from dtdialog.ranking.dense_signals import DenseSignals, dense_query_text, query_messages
 from dtdialog.ranking.features import CandidateSignals
@@ -26,6 +27,14 @@ from parsers.relations import is_default
 def _rr_parts(term: RRTerm) -> tuple[str, frozenset[str]]:
     """Return (relation, lower-cased words) of a stored RR term."""
     return term.relation.strip(), frozenset(w.lower() for w in term.words)
+
+
+@lru_cache(maxsize=20_000)
+def _answer_reading(text: str, rr_edu: tuple[RRTerm, ...]) -> tuple[frozenset[str], int, tuple]:
+    """Return an answer's entity words, their count and its RR terms' parts: the same every step it is a candidate
+    (a step reads ~70 answers, most of them seen before)."""
+    words = entity_words(text)
+    return frozenset(words), len(words), tuple(map(_rr_parts, rr_edu))
 
 
 class SignalExtractor:
@@ -68,8 +77,7 @@ class SignalExtractor:
         out = []
         for i, cand in enumerate(candidates):
             doc = cand.document
-            answer_words = entity_words(doc.text)
-            doc_rr = [_rr_parts(t) for t in doc.rr_edu]
+            answer_words, n_answer_words, doc_rr = _answer_reading(doc.text, doc.rr_edu)
             rr_matches = sum(1 for rel, words in q_rr if any(rel == d_rel and words & d_words for d_rel, d_words in doc_rr))
             compat = [any(self.table.addresses(r.relation, a) for a in doc.relations) for r in q_relations]
             dense = None
@@ -79,8 +87,8 @@ class SignalExtractor:
             lexical = float(cand.retrieval_score) if cand.retrieval_score > 0 else None
             out.append(CandidateSignals(
                 doc_id=doc.id, lexical=lexical, bm25=float(bm25[i]) if bm25 is not None else None, dense=dense, hub=float(hubs[i]) if hubs is not None else 0.0,
-                query_terms=len(query_terms), shared_terms=len(query_terms & set(answer_words)),
-                answer_words=len(answer_words), query_words=len(query_words),
+                query_terms=len(query_terms), shared_terms=len(query_terms & answer_words),
+                answer_words=n_answer_words, query_words=len(query_words),
                 agreement_verdict=bool(cand.agreement.verdict), agreement_score=float(cand.agreement.score),
                 addressed=int(cand.agreement.addressed), required=int(cand.agreement.required),
                 rr_edu_matches=rr_matches, entity_overlap=len(cand.agreement.overlap),
