@@ -8,6 +8,8 @@ match nothing, the options are dropped and the reply is read as "none of these".
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dtdialog.dialogue import memory
 from dtdialog.dialogue.clarify import competes
 from dtdialog.dialogue.context import DialogueContext
@@ -105,12 +107,24 @@ class Choices:
         the step's next detail.
 
         The options are dropped, not rejected: the step is ranked again with the reply, whose reported actions the
-        ranking remembers and whose repeats it demotes, and the usual rule answers, offers or asks.
+        ranking remembers and whose repeats it demotes, and the usual rule answers, offers or asks. When that offers
+        the very answers on screen, the bot says the detail does not tell them apart instead of listing them as if
+        new, and it counts as a reply that matched no option (``MAX_REPROMPTS``).
         """
         trace.note("the reply tells more instead of picking; ranking the step again with it")
+        before = memory.pending_of(record) if record.pending else None
         record.pending = None
         memory.add_reply(record, text)
-        return self.steps.select(record, trace)
+        result = self.steps.select(record, trace)
+        if before is None or result.kind != ReplyKind.CLARIFY or not record.pending:
+            return result
+        if {o.answer_id for o in result.options} != {o.answer_id for o in before.options}:
+            return result
+        offered = memory.pending_of(record)
+        offered.reprompts = before.reprompts + 1
+        record.pending = offered.to_dict()
+        trace.note("the detail leaves the same options: said so, not listed as new")
+        return replace(result, reply=self.ctx.replies.options_text(result.options, question=self.ctx.replies.choose_same))
 
     def _tells_more(self, record: SessionRecord, text: str) -> bool:
         """Return True when the reply names something the index knows and can tell apart ("already did an alignment")

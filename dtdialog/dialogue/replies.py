@@ -66,6 +66,9 @@ class Replies:
     #: ... when none of the options on offer needs what the customer ruled out: say so, so the same list is no echo
     constraint_spares_all: str = 'Noted: "{said}". None of these needs that. '
     choose: str = "A few different answers match your description. Which one fits your situation best?"
+    #: a detail given instead of a pick still leaves the options on screen: they are not news
+    choose_same: str = ("Thanks - that still leaves the same answers, so it doesn't tell them apart. "
+                        "Which one is closest to your situation?")
     choose_again: str = ("Sorry, I could not match that to an option. "
                          "Reply with a number, a few words from an option, or 'none of these':")
     option_line: str = "  {number}) {label}"

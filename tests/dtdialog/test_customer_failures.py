@@ -237,3 +237,21 @@ def test_a_customer_who_gave_a_code_never_gets_the_answer_for_another_code(
     for turn in turns:
         shown = [turn["reply"], *(o["label"] for o in turn.get("options") or ())]
         assert not any(code in text for text in shown for code in ("P0442", "P0455", "P0300", "P0128")), turn
+
+
+def test_a_detail_that_leaves_the_same_options_is_not_answered_with_the_same_list(
+        builtin_learned_index, tmp_path, capsys, monkeypatch, ranker="learned"):
+    """Before: options for a grinding brake, then "it's from the rear I think", then the same options under the same
+    "A few different fixes match your description": the detail was taken, the step ranked again, and the very list on
+    screen offered as if it were new. Now the bot says the detail does not tell them apart."""
+    index, _ = builtin_learned_index
+    turns = _chat(index, tmp_path, capsys, monkeypatch, ranker, [
+        "My 2012 Honda Accord makes a grinding noise when I brake, especially at low speed. I replaced the front pads "
+        "two months ago.", "I already did that, the pads are new", "it's from the rear I think"])
+    offer, after = turns[1], turns[2]
+    same = [o["answer_id"] for o in after["options"]] == [o["answer_id"] for o in offer["options"]]
+    if offer["kind"] != "clarify" or not same:
+        pytest.skip(f"the conversation no longer offers one list twice ({offer['kind']}, then {after['kind']})")
+    assert after["kind"] == "clarify" and after["state"] == "AWAITING_CHOICE"
+    assert after["reply"].split("\n")[0] != offer["reply"].split("\n")[0]
+    assert "doesn't tell them apart" in after["reply"]
