@@ -38,6 +38,9 @@ REPLACED, CHECKED, CLEANED, RULED_OUT = "replaced", "checked", "cleaned", "ruled
 #: work on a part that is neither a replacement nor a check: each is its own class, so "bleed the brakes" does not
 #: repeat "I tightened the brake lines"
 TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET = "tightened", "adjusted", "bled", "filled", "charged", "reset"
+#: work reported without saying which ("had the alignment done", "did the brakes last month"): it covers any advice on
+#: that part; never read as advice ("do" names no action of its own)
+DONE = "done"
 
 #: base verb -> verb class (checked ≈ tested ≈ measured; replaced ≈ installed); matched on Porter stems
 _VERBS = {
@@ -47,7 +50,7 @@ _VERBS = {
     "clean": CLEANED, "flush": CLEANED,
     "tighten": TIGHTENED, "retighten": TIGHTENED, "adjust": ADJUSTED, "readjust": ADJUSTED, "bleed": BLED,
     "bled": BLED, "fill": FILLED, "refill": FILLED, "top": FILLED, "charge": CHARGED, "recharge": CHARGED,
-    "reset": RESET,
+    "reset": RESET, "did": DONE, "done": DONE,
 }
 
 
@@ -62,14 +65,15 @@ def _verb_class(word: str) -> str | None:
     return _verb_classes().get(stem(word))
 
 #: irregular done forms of the verbs above (the regular ones end in -ed)
-_IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset"})
+_IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset", "did", "done"})
 #: base forms that end like a done form ("bleed the brakes")
 _BASE_IN_ED = frozenset({"bleed"})
 #: which recommended verb class each tried class covers: a part just replaced need not be tested again
 #: (the issue's "have the alternator tested" to someone who had just replaced it), and one the customer
 #: ruled out ("the fuses are fine") is settled whatever the answer wants done with it
 _COVERS = {REPLACED: {REPLACED, CHECKED}, CHECKED: {CHECKED}, CLEANED: {CLEANED}, RULED_OUT: {REPLACED, CHECKED, CLEANED},
-           **{done: {done} for done in (TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET)}}
+           **{done: {done} for done in (TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET)},
+           DONE: {REPLACED, CHECKED, CLEANED, TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET}}
 
 _NEGATIONS = frozenset({"not", "never", "no", "nor", "without", "cannot"})
 _MODALS = frozenset({"should", "shall", "could", "would", "will", "can", "may", "might", "must", "need", "needs",
@@ -86,6 +90,12 @@ _BREAKS = frozenset({"but", "because", "so", "then", "since", "although", "thoug
 _ADVICE = frozenset({"should", "must", "need", "needs", "try", "recommend", "suggest", "would", "i'd", "you'd",
                      "please", "first", "then", "next", "also", "just", "now", "so", "and", "start", "begin"})
 _HAVE_DONE = frozenset({"have", "get"})
+#: "did" is the work done only before its object's determiner ("did the brakes"); before a pronoun, a negation or a
+#: verb it is an auxiliary ("what did I do", "I did not check")
+_DETERMINERS = frozenset({"the", "a", "an", "my", "his", "her", "our", "their", "both", "all", "some", "this", "that",
+                          "these", "those"})
+#: before a done verb, the subject is its object ("the pads were replaced at the shop", "the alignment was done")
+_PASSIVE = frozenset({"was", "were", "been", "is", "are", "being", "got"})
 #: non-object words a clause often carries ("replaced it myself yesterday")
 _NOT_OBJECT_WORDS = ("yesterday", "today", "week", "last", "weekend", "month", "ago", "already", "also", "again",
                      "myself", "twice", "recently", "new", "brand", "everything", "still", "fine", "good", "okay",
@@ -227,7 +237,8 @@ def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: froz
     actions: list[TriedAction] = []
     for i, token in enumerate(tokens):
         verb_class = _verb_class(token)
-        if verb_class is not None and _is_done(token) and not _blocked(tokens, i, pieces):
+        if verb_class is not None and _is_done(token) and not _blocked(tokens, i, pieces) \
+                and not (token == "did" and tokens[i + 1:i + 2] and tokens[i + 1] not in _DETERMINERS):
             action = _done_action(tokens, i, verb_class, normalizer, phrases, relation)
             if action is not None:
                 actions.append(action)
@@ -328,15 +339,16 @@ def _done_action(tokens: Sequence[str], i: int, verb_class: str, normalizer: Ent
         between = _objects(tokens[have + 1:i], normalizer, phrases)
         if between:
             return TriedAction(verb_class, between, " ".join(tokens[have:i + 1]), relation)
-    after = _object_tokens(tokens, i, normalizer)
+    before = [t for t in tokens[start:i] if t not in ("and",)]
+    passive = i > start and tokens[i - 1] in _PASSIVE and _objects(before, normalizer, phrases)
+    after = [] if passive else _object_tokens(tokens, i, normalizer)
     objects = _objects(after, normalizer, phrases)
     if objects:
         return TriedAction(verb_class, objects, " ".join([tokens[i], *after]), relation)
-    before = [t for t in tokens[start:i] if t not in ("and",)]
     objects = _objects(before, normalizer, phrases)
     if not objects:
         return None
-    return TriedAction(verb_class, objects, " ".join(before + [tokens[i]]), relation)
+    return TriedAction(verb_class, objects, " ".join(tokens[start:i + 1]), relation)  # the customer's words, whole
 
 
 def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: frozenset[str],
@@ -394,7 +406,7 @@ def recommendation_in(edu: EDU, normalizer: Vocabulary) -> Recommendation | None
     phrases = normalizer.terms_of_edus([edu])
     for i, token in enumerate(tokens):
         verb_class = _verb_class(token)
-        if verb_class is None:
+        if verb_class is None or verb_class == DONE:
             continue
         start = _advice_start(tokens, i)
         if _is_base(token) and _is_advice(tokens[start:i]):

@@ -11,6 +11,7 @@ from dtdialog.dialogue.trace import format_trace
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.tried import (
     CHECKED,
+    DONE,
     REPLACED,
     RULED_OUT,
     TriedAction,
@@ -59,6 +60,13 @@ def test_concession_satellite_of_the_paper_question_lists_every_action():
     ("It won't crank; I put in a new battery yesterday.", REPLACED, "battery"),
     # found by trying the chat: "Coolant is full" was no report, and "Check the coolant level first" was no repeat
     ("Heater blows cold air even after the engine is warm. Coolant is full.", RULED_OUT, "coolant"),
+    # found by trying the chat: "the alignment was done with the brakes" under options was read as picking the
+    # option that names the alignment; work reported without saying which is work done on that part
+    ("The alignment was done with the brakes.", DONE, "alignment"),
+    ("I had the timing belt done at 90k.", DONE, "timing belt"),
+    ("I did the brakes on all four wheels last spring.", DONE, "brakes"),
+    # a passive's subject is its object, not the words after it
+    ("The pads were replaced at the shop.", REPLACED, "pads"),
 ])
 def test_reports_of_done_or_ruled_out(spec, verb_class, word):
     assert _has(_tried(spec), verb_class, word)
@@ -79,6 +87,8 @@ def test_a_condition_satellite_keeps_its_relation():
     "The car starts fine, I did not replace the battery.",
     "I want to clean the throttle body.",
     "The oil pan is full of sludge.",
+    "What did I do wrong?",
+    "I did not check the fuses yet.",
 ])
 def test_what_the_customer_did_not_do_is_not_extracted(text):
     assert extract_tried(build_tree(text), NORMALIZER) == []
@@ -117,6 +127,8 @@ def test_main_recommendation_is_in_the_nucleus_not_the_satellite():
     ("I reset the ECU.", "Reset the ECU by pulling its fuse for a minute.", True),
     ("I bled the brakes last weekend.", "Tighten the bleeder screws.", False),  # other work is not a repeat
     ("I bleed the brakes every year.", "Bleed the brakes.", False),  # a habit, not a report of this problem
+    ("I had the alignment done last week.", "Check the alignment first.", True),
+    ("I had the alignment done last week.", "Check the tire pressures first.", False),
 ])
 def test_repeats_needs_a_covering_verb_class_on_the_same_thing(said, answer, repeats):
     rec = main_recommendation(build_tree(answer), NORMALIZER)
