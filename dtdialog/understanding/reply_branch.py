@@ -28,6 +28,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: fan motor is fine"): given after any other reply, it confirms what the customer never found.
 _REFERS_BACK = re.compile(r"^(?:that|this)\s+(?:confirms|means|points|explains|fits|pattern|rules|tells|shows|suggests|"
                           r"narrows|proves|indicates|result|reading)\b")
+#: An answer that opens on a consequence of the reply before it ("Then replace the valve cover gasket ..."): it follows
+#: only a reply that took the logged reply's branch (``branch_agrees``), as one opening on its finding does.
+_CONSEQUENCE = re.compile(r"^(?:then|in that case|if so)\b")
 #: Where a reply's clauses part: punctuation, and "but" or "while" between two statements.
 _CLAUSE = re.compile(r"[,;:.!?]+|\s(?:but|while|though|although|whereas)\s")
 
@@ -121,7 +124,9 @@ def branch_clash(reply: str, logged: str, answer_before: str,
     Both replies answer ``answer_before`` (the bot's last answer). They clash when its closing yes/no question is
     answered both ways, when they report opposite values (``opposites``: "low" against "full"), when ``reply`` only
     asks while ``logged`` reported something, or when ``answer_after`` (the answer written after ``logged``) opens on
-    a finding ``reply`` does not report ("That confirms ...": a yes is not enough, ``reports_finding``)."""
+    a finding ``reply`` does not report ("That confirms ...": a yes is not enough, ``reports_finding``) or on a
+    consequence of a reply ``reply`` is not ("Then replace ...": neither the same yes or no nor the same finding,
+    ``branch_agrees``)."""
     if not reply.strip() or not logged.strip():
         return None
     if reports(logged) and not reports(reply):
@@ -135,7 +140,14 @@ def branch_clash(reply: str, logged: str, answer_before: str,
             return Branch("polarity", logged)
     if refers_back(answer_after) and not reports_finding(reply, logged, terms):
         return Branch("finding", logged)
+    if follows_on(answer_after) and not branch_agrees(reply, logged, answer_before, terms):
+        return Branch("finding", logged)  # "no leaks on the ground" is not "fresh oil along the valve cover"
     return None
+
+
+def follows_on(answer: str) -> bool:
+    """Return True when ``answer`` opens on a consequence of the reply before it ("Then replace ...")."""
+    return _CONSEQUENCE.match(answer.strip().lower()) is not None
 
 
 #: A reply with at least this share of the logged reply's words (content stems and entity terms) says what it said.

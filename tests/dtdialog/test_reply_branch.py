@@ -119,6 +119,27 @@ def test_an_answer_that_opens_on_a_finding_needs_the_reply_to_report_it():
     assert refers_back(CONFIRMS) and not refers_back("That loose connection can also cause it.")
 
 
+def test_an_answer_that_opens_on_a_consequence_needs_the_reply_it_was_written_for():
+    """Found by trying the chat: to "Where does the oil appear?", "no leaks on the ground" got "Then replace the valve
+    cover gasket" (written for "Fresh oil is along the back edge of the valve cover"), and to "Did it fire briefly on
+    starting fluid?", "I can smell gas after cranking" got "Then start with fuel pressure". "Then ..." follows only
+    the same yes or no to the question before it, or most of the logged reply's words."""
+    where = "Clean the area and drive a few days. Where does the fresh oil appear?"
+    fresh = "Fresh oil is along the back edge of the valve cover, and the dipstick is at the full mark."
+    gasket = "Then replace the valve cover gasket, along with the spark plug tube seals."
+    found = branch_clash("no leaks on the ground", fresh, where, TERMS, answer_after=gasket)
+    assert found is not None and found.kind == "finding"
+    assert branch_clash("there's fresh oil along the back edge of the valve cover", fresh, where, TERMS,
+                        answer_after=gasket) is None
+    fluid = "Spray a short shot of starting fluid into the intake. Did it fire briefly on starting fluid?"
+    fired = "It did fire on the starting fluid the first couple of times, but now it won't even do that."
+    pressure = "Then start with fuel pressure, because starting fluid only proves the ignition works."
+    assert branch_clash("I can smell gas after cranking", fired, fluid, TERMS, answer_after=pressure) is not None
+    assert branch_clash("yes, it fired for a second", fired, fluid, TERMS, answer_after=pressure) is None
+    # the overheating chat's own branch: the same yes to the same question is enough for "Then ..."
+    assert branch_clash("yes, it comes on with the AC", LOGGED, FAN, TERMS, answer_after=THEN) is None
+
+
 def test_the_stage_demotes_every_later_answer_of_the_branch_not_taken():
     out, record = _stage("the fan doesn't come on at all")
     assert [c.document.id for c in out.kept] == ["other#1", "fan#3", "fan#5"]
