@@ -135,4 +135,7 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
         return TOLD
     if not (tried_known or when_known):
         return detail
-    return MORE if tried_known and when_known else (WHEN if tried_known else TRIED)
+    if tried_known and when_known:
+        # they said what they tried, when, and what they notice: "what else do you notice" asks it again
+        return TOLD if named_kind([e.text for e in said]) is not None else MORE
+    return WHEN if tried_known else TRIED

@@ -261,6 +261,19 @@ def test_a_long_message_gets_no_question_that_makes_the_customer_repeat_it(built
 
 
 @pytest.mark.slow
+def test_a_customer_who_said_when_what_they_tried_and_what_they_notice_is_asked_nothing_generic(builtin_manager):
+    """Found by trying the chat: "a grinding noise when I brake ... I replaced the front pads" was asked "What else do
+    you notice when it happens - a noise, a smell, a warning light - ...?". With when, what was tried and the kind of
+    evidence all said, the what-else question asks them again: nothing generic is asked."""
+    text = ("My 2012 Honda Accord makes a grinding noise when I brake, especially at low speed. I replaced the front "
+            "pads two months ago.")
+    result = builtin_manager.handle(session_id=builtin_manager.start_session(), text=text)
+    assert result.kind == ABSTAIN, result.reply[:80]
+    assert result.trace["decision"]["missing_detail"] == TOLD, result.reply
+    assert "What else do you notice" not in result.reply and "human" in result.reply
+
+
+@pytest.mark.slow
 def test_a_customer_who_told_a_lot_is_still_asked_for_evidence_a_leading_answer_needs(builtin_manager, monkeypatch):
     monkeypatch.setattr(builtin_manager.config.abstention, "told_words", 5)
     result = builtin_manager.handle(session_id=builtin_manager.start_session(),
