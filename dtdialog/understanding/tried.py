@@ -92,8 +92,7 @@ _ADVICE = frozenset({"should", "must", "need", "needs", "try", "recommend", "sug
 _HAVE_DONE = frozenset({"have", "get"})
 #: "did" is the work done only before its object's determiner ("did the brakes"); before a pronoun, a negation or a
 #: verb it is an auxiliary ("what did I do", "I did not check")
-_DETERMINERS = frozenset({"the", "a", "an", "my", "his", "her", "our", "their", "both", "all", "some", "this", "that",
-                          "these", "those"})
+_DETERMINERS = frozenset({"the", "a", "an", "my", "his", "her", "our", "their", "both"})
 #: before a done verb, the subject is its object ("the pads were replaced at the shop", "the alignment was done")
 _PASSIVE = frozenset({"was", "were", "been", "is", "are", "being", "got"})
 #: non-object words a clause often carries ("replaced it myself yesterday")
@@ -341,6 +340,8 @@ def _done_action(tokens: Sequence[str], i: int, verb_class: str, normalizer: Ent
             return TriedAction(verb_class, between, " ".join(tokens[have:i + 1]), relation)
     before = [t for t in tokens[start:i] if t not in ("and",)]
     passive = i > start and tokens[i - 1] in _PASSIVE and _objects(before, normalizer, phrases)
+    if tokens[i] == "done" and not passive:
+        return None  # "I've done some research", "done it countless times": only "had X done" and "X was done" say which
     after = [] if passive else _object_tokens(tokens, i, normalizer)
     objects = _objects(after, normalizer, phrases)
     if objects:
