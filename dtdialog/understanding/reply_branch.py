@@ -37,7 +37,8 @@ _CLAUSE = re.compile(r"[,;:.!?]+|\s(?:but|while|though|although|whereas)\s")
 
 @dataclass(frozen=True)
 class Branch:
-    """Why a logged answer does not follow the customer's reply: ``kind`` is ``polarity`` or ``no_report``."""
+    """Why a logged answer does not follow the customer's reply: ``kind`` is ``polarity``, ``no_report``, ``finding``
+    or ``unanswered``."""
 
     kind: str
     logged: str
@@ -49,6 +50,8 @@ class Branch:
             return f'it follows a reply that answered the question the other way: "{quoted}"'
         if self.kind == "finding":
             return f'it follows up a finding you have not reported: "{quoted}"'
+        if self.kind == "unanswered":
+            return f'it follows an answer to the last question that you have not given: "{quoted}"'
         return f'it follows a reply that reported something you did not: "{quoted}"'
 
 
@@ -138,11 +141,21 @@ def branch_clash(reply: str, logged: str, answer_before: str,
         said, written_for = reply_polarity(reply, question, terms), reply_polarity(logged, question, terms)
         if said and written_for and said != written_for:
             return Branch("polarity", logged)
+        if written_for and not said and not states_condition(answer_after) and not reports_finding(reply, logged, terms):
+            # "also my brakes squeak" to "Does your engine have a bleeder screw?": the answer after "I found a small
+            # screw on the thermostat housing" ("Open that bleeder screw ...") follows a reply not given
+            return Branch("unanswered", logged)
     if refers_back(answer_after) and not reports_finding(reply, logged, terms):
         return Branch("finding", logged)
     if follows_on(answer_after) and not branch_agrees(reply, logged, answer_before, terms):
         return Branch("finding", logged)  # "no leaks on the ground" is not "fresh oil along the valve cover"
     return None
+
+
+def states_condition(answer: str) -> bool:
+    """Return True when ``answer`` opens on the condition it holds under ("If both hoses are hot, ..."): it says
+    which reply it was written for, so it may follow any."""
+    return answer.strip().lower().startswith(("if ", "when ", "unless "))
 
 
 def follows_on(answer: str) -> bool:

@@ -140,6 +140,24 @@ def test_an_answer_that_opens_on_a_consequence_needs_the_reply_it_was_written_fo
     assert branch_clash("yes, it comes on with the AC", LOGGED, FAN, TERMS, answer_after=THEN) is None
 
 
+def test_a_reply_that_leaves_the_yes_no_question_open_takes_no_branch():
+    """Found by trying the chat: "also my brakes squeak, unrelated" to "Does your engine have a bleeder screw?" got
+    "Open that bleeder screw ..." at 97%, written for "I found a small screw on top of the thermostat housing". A reply
+    that answers the question neither way and reports none of the logged finding takes no branch; an answer that
+    opens on its own condition ("If both hoses are hot, ...") says which reply it is for, and may follow any."""
+    bleeder = "Many engines have a bleeder screw on the thermostat housing. Does your engine have a bleeder screw?"
+    found_it = "I found a small screw on top of the thermostat housing. It's a 2010 Jeep Liberty."
+    open_it = "Open that bleeder screw with the engine cold and slowly fill the reservoir."
+    found = branch_clash("also my brakes squeak, unrelated", found_it, bleeder, TERMS, answer_after=open_it)
+    assert found is not None and found.kind == "unanswered" and "have not given" in found.explain()
+    assert branch_clash("yes, there's one on the thermostat housing", found_it, bleeder, TERMS,
+                        answer_after=open_it) is None
+    hoses = "Feel both heater hoses at the firewall. Are both hoses hot?"
+    both_hot = "Both hoses are hot, and the coolant is full."
+    blend = "If both hoses are hot, the coolant is flowing through the heater core, so the blend door is likely."
+    assert branch_clash("the coolant level is fine", both_hot, hoses, TERMS, answer_after=blend) is None
+
+
 def test_the_stage_demotes_every_later_answer_of_the_branch_not_taken():
     out, record = _stage("the fan doesn't come on at all")
     assert [c.document.id for c in out.kept] == ["other#1", "fan#3", "fan#5"]
