@@ -90,6 +90,9 @@ _BARE_KINDS = {"noise": "noise", "noises": "noise", "sound": "noise", "sounds": 
                "lights": "light", "warning": "light", "smell": "smell", "smells": "smell", "odor": "smell",
                "smoke": "smell", "vibration": "vibration", "vibrates": "vibration", "shake": "vibration",
                "shakes": "vibration", "shaking": "vibration"}
+#: The bot's own yes/no question, which the customer's reply left open (``StepRecord.unanswered``): asked again first,
+#: since the answer after it depends on it ("Can you feel play in the link?" to "it's the front left I think").
+AGAIN = "again"
 DESCRIBE = "describe_"
 WHEN_TOO = "+when"
 
@@ -115,6 +118,8 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     """
     from dtdialog.selection.abstention import CONTEXT, NAMED, PART, SYMPTOM, missing_detail
 
+    if outcome.record.unanswered:
+        return AGAIN
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:
         terms |= selector.terms_of_edus(selector.answer_edus(cand.document))

@@ -26,12 +26,21 @@ def add_reply(record: SessionRecord, text: str) -> None:
     record.followups.append(text)
 
 
+def screen_reply(record: SessionRecord) -> str | None:
+    """Return the step's reply to the answer on screen (``SessionRecord.screen_reply``), or None before any reply."""
+    replies = record.step_followups
+    if not replies:
+        return None
+    return replies[record.screen_reply] if 0 <= record.screen_reply < len(replies) else replies[0]
+
+
 @dataclass(frozen=True)
 class StepMark:
     """Where a session's step stood (``step_mark``), to put it back (``back_to``)."""
 
     step: int
     step_followups: tuple[str, ...]
+    screen_reply: int
     followups: int
     context_id: str | None
     tried: tuple[dict, ...]
@@ -39,13 +48,14 @@ class StepMark:
 
 def step_mark(record: SessionRecord) -> StepMark:
     """Return where the session's step stands, for ``back_to`` (a reply that turned out not to be a step)."""
-    return StepMark(record.step, tuple(record.step_followups), len(record.followups), record.context_id,
-                    tuple(dict(t) for t in record.tried))
+    return StepMark(record.step, tuple(record.step_followups), record.screen_reply, len(record.followups),
+                    record.context_id, tuple(dict(t) for t in record.tried))
 
 
 def back_to(record: SessionRecord, mark: StepMark) -> None:
     """Put the session's step, its replies and what it remembers as tried back where ``step_mark`` found them."""
     record.step, record.step_followups, record.context_id = mark.step, list(mark.step_followups), mark.context_id
+    record.screen_reply = mark.screen_reply
     del record.followups[mark.followups:]
     record.tried = [dict(t) for t in mark.tried]
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dtdialog.dialogue import memory
-from dtdialog.dialogue.abstain import detail_to_ask
+from dtdialog.dialogue.abstain import AGAIN, detail_to_ask
 from dtdialog.dialogue.context import DialogueContext
 from dtdialog.dialogue.handoff import HandoffReason
 from dtdialog.dialogue.kinds import ReplyKind, State
@@ -126,9 +126,12 @@ class Outcomes:
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known,
                                when_known=says_when(said), guidance=asks_for_guidance(said), told=told)
         record.state = State.AWAITING_DETAIL
+        if detail == AGAIN:  # the reply to the question asked again is the one the answer on screen waits for
+            record.screen_reply = len(record.step_followups)
         trace.decide(ReplyKind.ABSTAIN, state_after=State.AWAITING_DETAIL, confidence=confidence,
                      missing_detail=detail, best_id=outcome.candidates[0].document.id)
-        return TurnResult(session_id=record.id, reply=self.ctx.replies.abstain_text(detail), kind=ReplyKind.ABSTAIN,
+        return TurnResult(session_id=record.id, reply=self.ctx.replies.abstain_text(
+                              detail, again=outcome.record.unanswered or ""), kind=ReplyKind.ABSTAIN,
                           state=State.AWAITING_DETAIL, confidence=confidence)
 
     def side_reply(self, record: SessionRecord, trace: TurnTrace, question: str, *,

@@ -157,6 +157,8 @@ class Replies:
     vague_describe: str = "Could you tell me a bit more? {question}"
     #: ... when the customer already said both when it happens and what they tried
     abstain_more: str = "What else do you notice when it happens, and did anything change since it started?"
+    #: the bot's own yes/no question again, when the reply left it open and the next step depends on it
+    abstain_again: str = "Before I go on, could you check this: {question}"
     #: the whole abstention for a customer who already told a lot: no question that would make them repeat it
     abstain_told: str = ("I'm not sure I have the right answer for this yet, and you've already told me a lot, so I "
                          "won't ask you to repeat it. Say 'human' and I'll pass our conversation to a person, or tell "
@@ -206,12 +208,15 @@ class Replies:
         question = getattr(self, f"abstain_describe_{kind}", self.abstain_symptom)
         return f"{question} {self.abstain_describe_when}" if when else question
 
-    def abstain_text(self, detail: str) -> str:
+    def abstain_text(self, detail: str, *, again: str = "") -> str:
         """Return the abstention for the missing ``detail`` (``part``, ``named``, ``goal``, ``symptom``, ``when``,
         ``tried``, ``more``, ``context``, or a kind of evidence: ``noise``, ``code``, ``light``, ``smell``,
-        ``vibration``; ``describe_<kind>`` what the kind of evidence they named is like; ``told`` asks nothing)."""
+        ``vibration``; ``describe_<kind>`` what the kind of evidence they named is like; ``told`` asks nothing;
+        ``again`` asks the bot's own question ``again`` once more)."""
         if detail == "told":
             return self.abstain_told
+        if detail == "again" and again:
+            return self.abstain.format(question=self.abstain_again.format(question=again))
         if detail.startswith("describe_"):
             return self.abstain.format(question=self.describe_question(detail))
         question = {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,

@@ -50,6 +50,9 @@ class SessionRecord:
     plan: dict[str, Any] | None = None
     step: int = 0
     step_followups: list[str] = field(default_factory=list)
+    #: which of ``step_followups`` replies to the answer on screen: the first, or the one after the bot asked that
+    #: answer's question again (``abstain.AGAIN``); absent in old records
+    screen_reply: int = 0
     #: the answer the step's follow-up replies to (its context); None at step 0. A rejected answer never is.
     context_id: str | None = None
     followups: list[str] = field(default_factory=list)
@@ -103,6 +106,7 @@ class SessionRecord:
         self.plan = plan
         self.step = 0
         self.step_followups = []
+        self.screen_reply = 0
         self.context_id = None
         self.followups = []
         self.delivered = []

@@ -48,8 +48,9 @@ class Steps:
             exclude_ids=[i for i in record.excluded_ids if i not in keep],
             constraints=memory.constraints_of(record), size=self.ctx.config.retrieval.candidates,
             context_ids=record.context_ids, **memory.tried_kwargs(record),
-            # the step's first reply answers the answer on screen; later ones answer the bot's own questions
-            context_reply=record.step_followups[0] if record.step_followups else None)
+            # the step's first reply answers the answer on screen, later ones the bot's own questions: unless the bot
+            # asked that answer's question again, when the reply to it does
+            context_reply=memory.screen_reply(record))
         memory.remember_tried(record, outcome)
         return outcome
 
@@ -86,7 +87,7 @@ class Steps:
         following = next_part(outcome.part_index, len(plan.parts)) if after_rejection else None
         if following is not None and record.step == outcome.part_index:
             trace.note(f"part {outcome.part_index + 1} of the question has no answer left; on to part {following + 1}")
-            record.step, record.step_followups = following, []
+            record.step, record.step_followups, record.screen_reply = following, [], 0
             return self.select(record, trace, plan=plan, allow_clarify=allow_clarify, after_rejection=True,
                                on_unsure=on_unsure)
         if on_unsure is not None:
@@ -129,7 +130,7 @@ class Steps:
         ``on_unsure``: as in ``select``)."""
         record.followups.append(text)
         record.step += 1
-        record.step_followups = [text]
+        record.step_followups, record.screen_reply = [text], 0
         # C_i replies to the answer on screen: it (and only it) lends the next step its referents
         record.context_id = record.delivered[-1] if record.delivered else None
         return self.select(record, trace, allow_clarify=allow_clarify, on_unsure=on_unsure)

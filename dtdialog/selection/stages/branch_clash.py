@@ -21,7 +21,7 @@ from dtdialog.selection.stages.plan import StepPlan
 from dtdialog.selection.stages.record import StepRecord
 from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.selection.stages.tools import StageTools
-from dtdialog.understanding.reply_branch import branch_agrees, branch_clash
+from dtdialog.understanding.reply_branch import branch_agrees, branch_clash, polar_question
 from index.base import AnswerDocument
 
 #: Why an answer further on in the dialogue of the answer just given is demoted: it was written for replies that
@@ -42,6 +42,8 @@ def demote_branch_clashes(scored: Scored, step: StepPlan, reply: str, *, penalty
     successor, logged = _logged_next(previous, scored, tools)
     terms = tools.normalizer.terms_of_text
     found = branch_clash(reply, logged, previous.text, terms, answer_after=successor.text) if reply and logged else None
+    if found is not None and found.kind == "unanswered":
+        record.unanswered = polar_question(previous.text)
     if found is None and reply and logged and branch_agrees(reply, logged, previous.text, terms):
         scored = _first(scored, successor.id, record)
 

@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``, ``unreported_evidence``; branch clash: ``branch_clash``; choose: ``candidates``, ``rejected``,
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``, ``unreported_evidence``; branch clash: ``branch_clash``, ``branch_follows``, ``unanswered``; choose: ``candidates``, ``rejected``,
     ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
@@ -50,6 +50,9 @@ class StepRecord:
     branch_clash: dict[str, str] = field(default_factory=dict)
     # branch: the logged next answer put first because the customer's reply took the branch it was written for
     branch_follows: str | None = None
+    # branch: the yes/no question of the answer just given that the customer's reply left open, so its logged next
+    # answer could not follow: the question an abstention asks again
+    unanswered: str | None = None
     # choose: rejected answer id -> why it was not offered (off topic, constraint, no agreement)
     rejected_reasons: dict[str, str] = field(default_factory=dict)
 
@@ -67,5 +70,5 @@ class StepRecord:
             "condition_clash": self.condition_clash,
             "presupposition": self.presupposition, "unreported_evidence": self.unreported_evidence,
             "branch_clash": self.branch_clash,
-            "branch_follows": self.branch_follows, "position": self.position,
+            "branch_follows": self.branch_follows, "unanswered": self.unanswered, "position": self.position,
         }
