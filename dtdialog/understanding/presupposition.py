@@ -61,11 +61,11 @@ from dtdialog.understanding.opposites import opposed
 from dtdialog.understanding.pairs import paired_nouns
 from dtdialog.understanding.reply_branch import is_negator
 from dtdialog.understanding.sibling_parts import customer_compounds, other_part
-from dtdialog.understanding.tried import head_terms
+from dtdialog.understanding.tried import CHECKED, head_terms, recommendation_in
 from dtdialog.understanding.unasked_response import is_bare_response
 from dtdialog.understanding.vehicles import vehicles_named
 from index.vocabulary import entity_words, is_content_word, is_entity_word, words_of
-from parsers.tree import DiscourseTree
+from parsers.tree import EDU, DiscourseTree
 
 #: the kinds of fact and the reader are ``opening_facts``'s; they are named here too, where the checks are
 __all__ = ["OBSERVATION", "OTHER_CODE", "OTHER_PART", "PAIR", "PREMISE", "PRIOR_ACTION", "PRIOR_JOB", "READING", "SYMPTOM", "VEHICLE",
@@ -154,12 +154,16 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
     ``customer``: the customer's own messages, whose negations deny (default: every text); the bot's "if it doesn't
     start, ..." denies nothing."""
     texts = [t for t in texts if t]
+    own_texts = None if customer is None else frozenset(t for t in customer if t)
     terms: set[str] = set()
     heads: set[str] = set()
     for text in texts:
         stated, named = _ground_of(text, normalizer)
         terms |= stated
-        heads |= named
+        # a job or an action is the customer's history: the bot naming a part states it only by advising work on it
+        # ("Replace the thermostat", then "Now that the thermostat is new"), not by mentioning it ("Check the coolant
+        # level" is no coolant change)
+        heads |= named if own_texts is None or text in own_texts else _advised_heads(text, normalizer)
     negated: set[str] = set()
     affirmed: set[str] = set()
     said_words: set[str] = set()
@@ -180,6 +184,22 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
                         compounds=customer_compounds(own), plain=plain - negated)
 
 
+
+
+#: where a bot's answer parts into clauses that may each advise: sentence ends, semicolons, commas, "and then"
+_ADVICE_CLAUSE = re.compile(r"(?<=[.!?;,])\s+|\s+(?:and then|then|and)\s+")
+
+
+@lru_cache(maxsize=4096)
+def _advised_heads(text: str, normalizer: EntityNormalizer) -> frozenset[str]:
+    """Return the head terms of the parts a bot's answer advises work on (a replacement, a flush, a top-up, ...; not
+    a check), clause by clause."""
+    heads: set[str] = set()
+    for k, clause in enumerate(_ADVICE_CLAUSE.split(text)):
+        advice = recommendation_in(EDU(index=k, text=clause, start=0, end=len(clause), sentence=k), normalizer)
+        if advice is not None and advice.verb_class != CHECKED:  # a check does no job on the part
+            heads |= head_terms(advice.objects)
+    return frozenset(heads)
 
 
 @lru_cache(maxsize=4096)

@@ -405,6 +405,25 @@ def test_what_the_bot_already_said_is_common_ground():
     assert _found(answer, "It fired briefly.") is None  # no done action nor job: nothing to judge
 
 
+def test_the_bot_states_a_job_only_by_advising_it():
+    """Found by trying the chat: after "Check the coolant level first", "An erratic gauge and a heater that goes cold
+    after a coolant change are classic signs of trapped air" was given to a customer who changed no coolant. A job is
+    the customer's history; the bot's words state one only when they advise that work."""
+    erratic = ("An erratic gauge and a heater that goes cold after a coolant change are classic signs of trapped air, "
+               "because an air pocket gives false readings.")
+    said = ["my heater blows cold air", "Check the coolant level first, and feel both heater hoses. Are both hot?",
+            "yes the engine gets to normal temperature"]
+    customer = [said[0], said[2]]
+    ground = common_ground(said, NORMALIZER, customer=customer)
+    found = find_presupposition(erratic, ground, NORMALIZER)
+    assert found is not None and found.fact.kind == PRIOR_JOB
+    advised = [said[0], "Drain and refill the coolant, then bleed the system.", "ok I did it"]
+    assert find_presupposition(erratic, common_ground(advised, NORMALIZER, customer=[advised[0], advised[2]]),
+                               NORMALIZER) is None
+    # with no line between the customer's words and the bot's, every text states as before
+    assert find_presupposition(erratic, common_ground(said, NORMALIZER), NORMALIZER) is None
+
+
 def _cand(doc_id: str, text: str, score: float) -> RankedCandidate:
     doc = AnswerDocument(id=doc_id, dialogue_id=doc_id.split("#")[0], position=1, text=text)
     return RankedCandidate(document=doc, retrieval_score=1.0, score=score,
