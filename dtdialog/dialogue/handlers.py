@@ -9,6 +9,7 @@ options (``choice``, ``none_fit``), session bookkeeping (``memory``) and how a t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from dtdialog.dialogue import memory, transitions
 from dtdialog.dialogue.choice import Choices
@@ -194,6 +195,10 @@ class TurnHandlers:
 
     def on_conclude_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
                            trace: TurnTrace) -> TurnResult:
+        if not intents.closes(text):
+            # "ok" or "yes" under options picks none and says no goodbye: list them again
+            return self.choices.settle(record, memory.pending_of(record), text, replace(intent, has_content=False),
+                                       None, trace)
         record.state = State.CONCLUDED
         record.pending = None
         return self.outcomes.reply(record, trace, ReplyKind.CONCLUDED, self.ctx.replies.concluded_in_choice,

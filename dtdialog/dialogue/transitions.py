@@ -19,7 +19,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_FEEDBACK *              -> next_step          the reply is follow-up C_i: rank the next dialogue step
-    AWAITING_CHOICE   conclude       -> conclude_choice    done while options are on offer -> CONCLUDED
+    AWAITING_CHOICE   conclude       -> conclude_choice    thanks or fixed while options are on offer -> CONCLUDED; a bare ok or yes re-asks
     AWAITING_CHOICE   none_of_these  -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   reject         -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   constraint     -> constrain_choice   drop offered answers it rules out; re-offer or deliver
@@ -76,7 +76,7 @@ HANDLERS: dict[str, str] = {
     "followup": "ask again if it has no content, else as the fallback row",
     "next_step": "the reply is follow-up C_i: rank the next dialogue step",
     "add_detail": "more words for the step that had no answer: rank it again",
-    "conclude_choice": "done while options are on offer -> CONCLUDED",
+    "conclude_choice": "thanks or fixed while options are on offer -> CONCLUDED; a bare ok or yes re-asks",
     "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
     "constrain_choice": "drop offered answers it rules out; re-offer or deliver",
     "choose": "pick an option by number or phrase, else clarify, open a new problem or re-ask",

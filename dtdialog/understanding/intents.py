@@ -82,6 +82,13 @@ def says_fixed(text: str) -> bool:
     return bool(_CONCLUDE_PHRASE.search(lowered) or _FIXED_WORD.search(lowered)) and not _NEGATION.search(lowered)
 
 
+def closes(text: str) -> bool:
+    """Return True when a closing reply thanks or says the problem is fixed: a bare "ok" or "yes" does neither (to
+    "does one of them match your situation?" it is no goodbye)."""
+    return says_fixed(text) or bool(_THANKS.search(text.lower())) or bool(_BYE.search(text.lower()))
+
+
+_BYE = re.compile(r"(?:bye|goodbye|cheers|ty|thx|solved|sorted)")
 #: Thanks alone ends a conversation only in a short reply: "thanks in advance" closes a question, not a dialogue.
 _THANKS = re.compile(r"\bthanks?\b|\bthank you\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|still|nothing|didn't|doesn't|won't|isn't|wasn't|don't|can't|cannot|but)\b")

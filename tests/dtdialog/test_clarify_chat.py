@@ -257,3 +257,18 @@ def test_new_words_the_index_knows_are_detail_and_made_up_ones_are_not(engine):
     sid, _, first = next(_clarified(manager, ["My car is leaking fluid."]))
     made_up = manager.handle(session_id=sid, text="purple elephants")
     assert "could not match" in made_up.reply and made_up.options == first.options
+
+
+def test_a_bare_ok_or_yes_under_options_is_no_goodbye(engine):
+    """Found by trying the chat: options, then "ok", then "Glad to help! Come back any time.": the session ended on a
+    reply that picked nothing and thanked no one (and "yes" to "does one of them match your situation?" means one
+    does). Thanks, or a problem said fixed, still ends it."""
+    manager = engine.manager
+    for reply in ("ok", "yes"):
+        sid, _, first = next(_clarified(manager))
+        turn = manager.handle(session_id=sid, text=reply)
+        assert turn.kind == "clarify" and turn.state == AWAITING_CHOICE, (reply, turn.reply)
+        assert [o.answer_id for o in turn.options] == [o.answer_id for o in first.options]
+    for reply in ("thanks", "ok thanks, that fixed it"):
+        sid, _, _ = next(_clarified(manager))
+        assert manager.handle(session_id=sid, text=reply).kind == "concluded", reply
