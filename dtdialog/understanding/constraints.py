@@ -48,6 +48,12 @@ _HAND_EQUIPMENT = " ".join([e for e in _EQUIPMENT if " " not in e and e not in _
                            + ["wrench", "screwdriver", "pliers", "voltmeter", "ohmmeter"])
 
 
+#: "I don't have a multimeter" rules out every electrical reading, not only the answers that say "multimeter": "Check
+#: the voltage across the battery terminals" needs one as much
+_METERS = frozenset({"multimeter", "voltmeter", "ohmmeter", "meter", "dvom", "dmm"})
+_ELECTRICAL_READINGS = "multimeter voltmeter ohmmeter voltage volts ohms resistance continuity amps amperage"
+
+
 @dataclass(frozen=True)
 class Constraint:
     """Something the user cannot do (``cannot``), does not have (``lacks``) or cannot pay for (``cannot afford``)."""
@@ -71,6 +77,8 @@ class Constraint:
         """Return True when an answer with ``answer_terms`` mentions everything this constraint excludes."""
         if self.kind == LACKS and set(self.words) <= _GENERIC_LACK:
             return bool(answer_terms & normalizer.terms_of_text(_HAND_EQUIPMENT))
+        if self.kind == LACKS and set(self.words) & _METERS:
+            return bool(answer_terms & normalizer.terms_of_text(_ELECTRICAL_READINGS))
         terms = self.terms(normalizer)
         singles = {t for t in terms if " " not in t}
         if self.kind == AFFORD and not answer_terms & normalizer.terms_of_text(_REPLACEMENT):

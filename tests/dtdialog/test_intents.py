@@ -105,6 +105,20 @@ def test_no_tools_at_all_rules_out_an_answer_that_needs_any_hand_equipment():
     assert not scan.violated_by(norm.terms_of_text("Loosen the bolt with a wrench."), norm)
 
 
+def test_no_meter_rules_out_every_electrical_reading():
+    """Found by trying the chat: "I don't have a multimeter" after "Check the voltage across the battery terminals with
+    the engine running" left that answer standing (it never says "multimeter"), and the bot asked what had been
+    tried."""
+    norm = EntityNormalizer(synonyms={}, use_builtin=False)
+    for said in ("I don't have a multimeter", "i have no voltmeter", "without a meter"):
+        (meter,) = extract_constraints(said)
+        for needs in ("Check the voltage across the battery terminals with the engine running. What does it read?",
+                      "It should read about 12.6 volts after sitting overnight.", "Measure the resistance of the coil."):
+            assert meter.violated_by(norm.terms_of_text(needs), norm), (said, needs)
+        for free in ("Replace the drive belt if it is cracked.", "Have a parts store test the alternator."):
+            assert not meter.violated_by(norm.terms_of_text(free), norm), (said, free)
+
+
 def test_asking_for_another_suggestion_turns_the_answer_down():
     """Before: "what else should I check?" under an answer got "Tell me what happened when you tried that"."""
     for text in ("what else should I check?", "what else could it be?", "any other ideas?", "ok what now"):
