@@ -210,7 +210,8 @@ def _ground_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str],
         heads |= head_terms(normalizer.terms_of_text(phrase))
     terms = normalizer.terms_of_text(text)
     if _CODE_TOKEN.search(text):
-        terms |= normalizer.terms_of_text("code")
+        # a trouble code is its own identifier too, whatever fault the synonym list reads it as ("P0420")
+        terms |= normalizer.terms_of_text("code") | {code.lower() for code in _TROUBLE_CODE.findall(text)}
     # a word made on a kind of evidence reports that kind: "headlights" a light, "taillight" too
     kinds = _kind_stems(normalizer)
     terms |= {kind for term in terms if " " not in term for kind in kinds if term != kind and term.endswith(kind)}
