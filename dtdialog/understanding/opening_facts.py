@@ -264,14 +264,8 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
     if found is None:
         return []
     subject, verb, at = found
-    if subject[0] == "the" and len(subject) > 1 and subject[1] not in _PRONOUNS and at <= SUBJECT_WORDS:
-        # a definite subject ("the supplied values") is the customer's own report, in other words: only what sets
-        # it apart must have been said ("The pulsing pedal and shaking wheel under braking" to a wheel that shakes)
-        phrase = " ".join([*subject, *verb])
-        negated = normalizer.terms_of_text(" ".join(negated_split(" ".join(subject))[0]))
-        return _restrictions(subject[1:], phrase, negated, normalizer)
     if subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
-        return []
+        return []  # a definite subject ("the supplied values") is the customer's own report, in other words
     jobs = _subject_jobs(subject, normalizer)
     terms = normalizer.terms_of_text(" ".join(subject))
     if at > SUBJECT_WORDS or not terms:
