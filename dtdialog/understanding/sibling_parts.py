@@ -81,8 +81,10 @@ def compounds_of_tokens(tokens: Iterable[Any], lowered: str) -> frozenset[tuple[
         if len(run) > 1:
             out.add((" ".join(run[:-1]), run[-1]))
             # the compounds inside ("brake fluid" of "brake fluid reservoir"), but not the last pair of a longer one:
-            # "pressure light" of "oil pressure light" is no part of its own
-            out.update(zip(run[:-2], run[1:-1]))
+            # "pressure light" of "oil pressure light" is no part of its own; nor those of an indicator's name ("check
+            # engine" of "check engine light" is no kind of engine)
+            if run[-1] not in _evidence_words():
+                out.update(zip(run[:-2], run[1:-1]))
         run = []
     # a run may join words across punctuation the tagger missed ("comments - wheel"): keep those written together
     return frozenset(c for c in out if _written_together([*c[0].split(), c[1]], lowered))
@@ -92,6 +94,14 @@ def _written_together(lemmas: list[str], lowered: str) -> bool:
     """Return True when the words of ``lemmas`` follow each other in ``lowered`` with only spaces or one hyphen."""
     stems = [re.escape(w[:-1] if len(w) > 3 else w) for w in lemmas]
     return re.search(r"\b" + r"\w*(?: +|-)".join(stems), lowered) is not None
+
+
+@lru_cache(maxsize=1)
+def _evidence_words() -> frozenset[str]:
+    """Return the words that name a kind of evidence ("light", "noise", "code"): a compound they head is its name."""
+    from dtdialog.understanding.opening_facts import trigger_words
+
+    return frozenset(trigger_words().kinds)
 
 
 @lru_cache(maxsize=1)
