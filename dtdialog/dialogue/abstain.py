@@ -107,18 +107,19 @@ def named_kind(texts: Sequence[str]) -> str | None:
 
 
 def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False,
-                  guidance: bool = False, told: bool = False) -> str:
+                  guidance: bool = False, told: bool = False, asked_again: bool = False) -> str:
     """Return which detail the question lacks (``dtdialog.selection.abstention``), against the top answers' terms.
 
     ``tried_known``: the customer already said what they did; ``when_known``: when the symptom happens ("when I
     stop"); the context question asks only for what is still missing. ``guidance``: the customer's messages ask for
     guidance and report no problem, so a part they name gets the goal question instead of the symptom or context one.
     ``told``: the customer's messages are long, so a context or goal question becomes ``TOLD`` (none asked); a
-    question about a part, a symptom or the evidence a leading answer needs is still asked.
+    question about a part, a symptom or the evidence a leading answer needs is still asked. ``asked_again``: the bot
+    already asked its own yes/no question again in this step (``AGAIN``), so it is not asked a third time.
     """
     from dtdialog.selection.abstention import CONTEXT, NAMED, PART, SYMPTOM, missing_detail
 
-    if outcome.record.unanswered:
+    if outcome.record.unanswered and not asked_again:  # asked once more at most: never the same question thrice
         return AGAIN
     terms: set[str] = set()
     for cand in outcome.candidates[:5]:

@@ -124,7 +124,8 @@ class Outcomes:
         tried_known = bool(record.tried) or any(says_tried(t) for t in record.followups)
         told = 0 < config.abstention.told_words <= len(said.split())
         detail = detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known,
-                               when_known=says_when(said), guidance=asks_for_guidance(said), told=told)
+                               when_known=says_when(said), guidance=asks_for_guidance(said), told=told,
+                               asked_again=record.screen_reply > 0)
         record.state = State.AWAITING_DETAIL
         if detail == AGAIN:  # the reply to the question asked again is the one the answer on screen waits for
             record.screen_reply = len(record.step_followups)

@@ -315,6 +315,26 @@ def test_the_named_kind_is_read_from_bare_words_and_the_question_asks_about_it()
     assert replies.abstain_describe_light in replies.abstain_text("describe_light")
 
 
+@pytest.mark.slow
+def test_the_bots_own_question_is_asked_again_once_and_its_answer_then_follows(builtin_manager, monkeypatch):
+    """Found by trying the chat: "it's the front left I think" to "Can you feel play in the link?" got the answer
+    written for "The left sway bar link has obvious play". The question is asked once more, not a third time however
+    many unsure steps the settings allow, and "yes" to it gets the logged next answer."""
+    monkeypatch.setattr(builtin_manager.config.dialogue, "max_failures", 5)
+    opening = "There's a clunk from the front end when I go over speed bumps"
+    for replies, last in ((["it's the front left I think", "yes, the link has some play"], "answer"),
+                          (["it's the front left I think", "not sure"], None)):
+        session = builtin_manager.start_session()
+        assert builtin_manager.handle(session_id=session, text=opening).kind == ANSWER
+        again = builtin_manager.handle(session_id=session, text=replies[0])
+        assert again.kind == ABSTAIN and "Can you feel play in the link?" in again.reply, again.reply
+        after = builtin_manager.handle(session_id=session, text=replies[1])
+        if last is not None:
+            assert after.kind == last and "Replace both sway bar end links" in after.reply, after.reply
+        else:
+            assert "Can you feel play in the link?" not in after.reply, after.reply
+
+
 @pytest.fixture(scope="module")
 def builtin_manager(builtin_learned_index, tmp_path_factory):
     """Return the dialogue manager ``dtdialog chat`` builds over the built-in corpus (learned ranker); each test
