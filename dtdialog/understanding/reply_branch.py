@@ -18,6 +18,9 @@ from index.vocabulary import content_words, stem, words_of
 #: Words that open a yes/no question ("Does the fan come on ...?"); a wh-question has no yes or no.
 _POLAR_OPENERS = frozenset({"do", "does", "did", "is", "are", "was", "were", "can", "could", "has", "have", "had",
                             "will", "would", "am"})
+#: A short answer opens on a pronoun and the question's auxiliary ("It did at first", "it doesn't"): yes, or no with
+#: a negator right after it, whatever words the rest shares with the question.
+_ANSWER_SUBJECTS = frozenset({"it", "i", "they", "we", "she", "he", "there", "that", "both", "one"})
 #: Words that may stand before the question's verb ("And does it ...", "So is the light ...").
 _LEAD_INS = frozenset({"and", "so", "also", "then", "now", "next", "finally", "first"})
 _YES = frozenset({"yes", "yeah", "yep", "yup", "correct", "sure", "affirmative", "indeed"})
@@ -99,6 +102,9 @@ def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[s
         return 1
     if words and words[0] in _NO and (len(words) == 1 or reply.split()[0].rstrip().endswith((",", ".", "!"))):
         return -1
+    if len(words) > 1 and words[0] in _ANSWER_SUBJECTS and _same_auxiliary(words[1], question):
+        # "It did at first but not anymore" to "Did it fire briefly on starting fluid?": the short answer decides
+        return -1 if is_negator(words[1]) or words[2:3] in (["not"], ["never"]) else 1
     asked = _keys(question, terms)
     best, polarity = 0, 0
     for clause in _CLAUSE.split(reply.lower()):
@@ -107,6 +113,19 @@ def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[s
             negated = any(map(is_negator, words_of(clause)))
             best, polarity = shared, (-1 if negated else 1)
     return polarity
+
+
+#: The auxiliaries a short answer may echo, by the one the question opens on ("Did it ...?" - "It did", "it didn't").
+_AUXILIARY_FAMILIES = ({"do", "does", "did"}, {"is", "are", "was", "were", "am"}, {"can", "could", "ca"},
+                       {"has", "have", "had"}, {"will", "would", "wo"})
+
+
+def _same_auxiliary(word: str, question: str) -> bool:
+    """Return True when ``word`` ("did", "doesn't") echoes the auxiliary ``question`` opens on: "I can smell gas" to
+    "Did it fire ...?" is a statement of its own, not a short answer."""
+    asked = next((w for w in words_of(question) if w not in _LEAD_INS), "")
+    base = word[:-3] if word.endswith("n't") else word
+    return any(asked in family and base in family for family in _AUXILIARY_FAMILIES)
 
 
 def refers_back(answer: str) -> bool:

@@ -43,6 +43,16 @@ def test_replies_from_the_corpus_are_read_yes_no_or_not_at_all():
     assert reply_polarity("The carpet is dry.", "Is it wet?") == 0
 
 
+def test_a_short_answer_is_read_by_its_auxiliary():
+    """The paper's own C1, "It did at first but not anymore", to "Did it fire briefly on starting fluid?" shares no
+    content word with the question: read as saying nothing, the answer logged after it ("Then start with fuel
+    pressure") was taken for one whose question was left open."""
+    question = "Did it fire briefly on starting fluid?"
+    assert reply_polarity("It did at first but not anymore. What should I do?", question) == 1
+    assert reply_polarity("it didn't", question) == -1 and reply_polarity("It did not catch at all", question) == -1
+    assert reply_polarity("I smell gas", question) == 0
+
+
 def test_a_question_back_reports_nothing():
     assert not reports("where would the oil be dripping from?")
     assert reports("It did fire on the starting fluid, but now it won't. What should I do next?")
