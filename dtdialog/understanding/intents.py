@@ -88,7 +88,7 @@ def closes(text: str) -> bool:
     return says_fixed(text) or bool(_THANKS.search(text.lower())) or bool(_BYE.search(text.lower()))
 
 
-_BYE = re.compile(r"(?:bye|goodbye|cheers|ty|thx|solved|sorted)")
+_BYE = re.compile(r"\b(?:bye|goodbye|cheers|ty|thx|solved|sorted)\b")
 #: Thanks alone ends a conversation only in a short reply: "thanks in advance" closes a question, not a dialogue.
 _THANKS = re.compile(r"\bthanks?\b|\bthank you\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|still|nothing|didn't|doesn't|won't|isn't|wasn't|don't|can't|cannot|but)\b")

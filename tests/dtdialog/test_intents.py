@@ -119,6 +119,14 @@ def test_no_meter_rules_out_every_electrical_reading():
             assert not meter.violated_by(norm.terms_of_text(free), norm), (said, free)
 
 
+def test_only_thanks_a_goodbye_or_a_fix_closes_under_options():
+    for text in ("thanks", "ok thanks", "bye", "cheers", "that fixed it"):
+        assert intents.closes(text), text
+    # a word that only holds a goodbye's letters ("empty" holds "ty") closes nothing
+    for text in ("ok", "yes", "yes, it's empty", "sure", "okay party"):
+        assert not intents.closes(text), text
+
+
 def test_asking_for_another_suggestion_turns_the_answer_down():
     """Before: "what else should I check?" under an answer got "Tell me what happened when you tried that"."""
     for text in ("what else should I check?", "what else could it be?", "any other ideas?", "ok what now"):
