@@ -36,7 +36,8 @@ SUBJECT_WORDS = 12
 LONG_SUBJECT_WORDS = 24
 CLAUSE_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|while|when|if)\s")
 _SUBJECT_END = re.compile(r"[,;:.!?()]|\s(?:but|so|and then|because|which|if)\s")
-_CODE = re.compile(r"[a-z][0-9][0-9a-f]{3}")
+#: a trouble code as written, which names one fault: a letter and four digits or hex digits ("P0420", "U0100")
+TROUBLE_CODE = re.compile(r"\b[A-Za-z][0-9][0-9A-Fa-f]{3}\b")
 _PRONOUNS = frozenset({"it", "this", "that", "these", "those", "which", "what", "there", "they", "you", "i", "we"})
 _DEFINITE = _PRONOUNS | {"the", "your", "my", "our"}
 #: words that deny what follows them within ``NEG_WINDOW`` words of their clause (and every "...n't")
@@ -248,7 +249,7 @@ def _noun_fact(phrase: list[str], modifiers: list[str], noun: str, normalizer: E
     """Return the fact of an observation phrase: its modifiers' terms set it apart, else any word of the noun's kind."""
     kind = " ".join(trigger_words().kinds.get(noun, (noun,)))
     # a trouble code ("that P0420 code") is an identifier: read as itself, not as the fault the synonyms give it
-    codes = [m for m in modifiers if _CODE.fullmatch(m)]
+    codes = [m for m in modifiers if TROUBLE_CODE.fullmatch(m)]
     words = [m for m in modifiers if m not in codes]
     terms = frozenset(codes) | (normalizer.terms_of_text(" ".join(words)) if words else frozenset())
     terms = terms or normalizer.terms_of_text(kind)

@@ -48,6 +48,7 @@ from dtdialog.understanding.opening_facts import (
     READING,
     SUBJECT_WORDS,
     SYMPTOM,
+    TROUBLE_CODE,
     VEHICLE,
     Fact,
     clause_polarity,
@@ -75,9 +76,6 @@ __all__ = ["OBSERVATION", "OTHER_CODE", "OTHER_PART", "PAIR", "PREMISE", "PRIOR_
 
 #: an answer about a trouble code ("P0442 means a very small leak") to a customer who gave another one (P0420)
 OTHER_CODE = "another code"
-#: a trouble code as written, which names one fault: a letter and four digits or hex digits ("P0420", "U0100");
-#: ``_CODE_TOKEN`` below is looser, as it only says that a code was reported
-_TROUBLE_CODE = re.compile(r"\b[A-Za-z][0-9][0-9A-Fa-f]{3}\b")
 PREMISE = "a premise"
 #: an answer logged for a sibling part ("clutch pedal") to a customer who named another of its kind ("brake pedal")
 OTHER_PART = "another part"
@@ -173,7 +171,7 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
         negated |= no
         affirmed |= yes
         said_words.update(negated_split(text)[1])
-        codes.update(code.upper() for code in _TROUBLE_CODE.findall(text))
+        codes.update(code.upper() for code in TROUBLE_CODE.findall(text))
     numbers = frozenset(number_key(t) for text in texts for t in NUMBER.findall(text))
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     own = texts if customer is None else [t for t in customer if t]
@@ -211,7 +209,7 @@ def _ground_of(text: str, normalizer: EntityNormalizer) -> tuple[frozenset[str],
     terms = normalizer.terms_of_text(text)
     if _CODE_TOKEN.search(text):
         # a trouble code is its own identifier too, whatever fault the synonym list reads it as ("P0420")
-        terms |= normalizer.terms_of_text("code") | {code.lower() for code in _TROUBLE_CODE.findall(text)}
+        terms |= normalizer.terms_of_text("code") | {code.lower() for code in TROUBLE_CODE.findall(text)}
     # a word made on a kind of evidence reports that kind: "headlights" a light, "taillight" too
     kinds = _kind_stems(normalizer)
     terms |= {kind for term in terms if " " not in term for kind in kinds if term != kind and term.endswith(kind)}
@@ -293,7 +291,7 @@ def other_code(text: str, ground: CommonGround) -> Presupposition | None:
     naming only other codes (anywhere in it) is about another fault."""
     if not ground.codes:
         return None
-    named = dict.fromkeys(code.upper() for code in _TROUBLE_CODE.findall(text))
+    named = dict.fromkeys(code.upper() for code in TROUBLE_CODE.findall(text))
     if not named or set(named) & ground.codes:
         return None
     first = next(iter(named))
