@@ -15,9 +15,12 @@ from dtdialog.understanding.opening_facts import negated_split
 from dtdialog.understanding.opposites import opposed
 from index.vocabulary import content_words, stem, words_of
 
+#: The auxiliaries, by family: a short answer echoes the family its question opens on ("Did it ...?" - "It did", "it
+#: didn't"; "ca" and "wo" are what "can't" and "won't" leave without their "n't").
+_AUXILIARY_FAMILIES = ({"do", "does", "did"}, {"is", "are", "was", "were", "am"}, {"can", "could", "ca"},
+                       {"has", "have", "had"}, {"will", "would", "wo"})
 #: Words that open a yes/no question ("Does the fan come on ...?"); a wh-question has no yes or no.
-_POLAR_OPENERS = frozenset({"do", "does", "did", "is", "are", "was", "were", "can", "could", "has", "have", "had",
-                            "will", "would", "am"})
+_POLAR_OPENERS = frozenset().union(*_AUXILIARY_FAMILIES) - {"ca", "wo"}
 #: A short answer opens on a pronoun and the question's auxiliary ("It did at first", "it doesn't"): yes, or no with
 #: a negator right after it, whatever words the rest shares with the question.
 _ANSWER_SUBJECTS = frozenset({"it", "i", "they", "we", "she", "he", "there", "that", "both", "one"})
@@ -113,11 +116,6 @@ def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[s
             negated = any(map(is_negator, words_of(clause)))
             best, polarity = shared, (-1 if negated else 1)
     return polarity
-
-
-#: The auxiliaries a short answer may echo, by the one the question opens on ("Did it ...?" - "It did", "it didn't").
-_AUXILIARY_FAMILIES = ({"do", "does", "did"}, {"is", "are", "was", "were", "am"}, {"can", "could", "ca"},
-                       {"has", "have", "had"}, {"will", "would", "wo"})
 
 
 def _same_auxiliary(word: str, question: str) -> bool:

@@ -110,8 +110,7 @@ def _skipped_heads() -> frozenset[str]:
     light" names any light: the opening's named-kind check reads those)."""
     from dtdialog.understanding.opening_facts import trigger_words
 
-    triggers = trigger_words()
-    return triggers.non_part_heads | frozenset(triggers.kinds)
+    return trigger_words().non_part_heads | _evidence_words()
 
 
 def customer_compounds(texts: Iterable[str]) -> frozenset[tuple[str, str]]:
