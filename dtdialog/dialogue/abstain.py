@@ -47,12 +47,14 @@ def load_followup_calibrator(first: Any | None) -> Any | None:
 class ConfidenceRule:
     """Answer only at or above ``threshold`` calibrated confidence; without a calibrator every answer passes.
 
-    ``followup``: the calibrator of follow-up steps (None: ``calibrator`` reads them too).
+    ``followup``: the calibrator of follow-up steps (None: ``calibrator`` reads them too). ``brief_threshold``: the
+    bar of a brief opening (``AbstentionConfig.brief_below``), where asking first is cheap; the higher one applies.
     """
 
     calibrator: Any | None
     threshold: float
     followup: Any | None = None
+    brief_threshold: float = 0.0
 
     def confidence(self, chosen: Any, ranked: Sequence[Any], *, followup_step: bool = False) -> float | None:
         """Return the confidence that ``chosen`` is right, against the rest of its ranking ``ranked``."""
@@ -66,9 +68,13 @@ class ConfidenceRule:
         a step ranked from the customer's reply reads the follow-up calibrator)."""
         return self.confidence(chosen, outcome.candidates, followup_step=outcome.followup_tree is not None)
 
-    def sure(self, confidence: float | None) -> bool:
+    def bar(self, *, brief: bool = False) -> float:
+        """Return the confidence an answer needs (``brief``: the customer's opening alone, and a short one)."""
+        return max(self.threshold, self.brief_threshold) if brief else self.threshold
+
+    def sure(self, confidence: float | None, *, brief: bool = False) -> bool:
         """Return True when an answer of ``confidence`` may be given."""
-        return confidence is None or confidence >= self.threshold
+        return confidence is None or confidence >= self.bar(brief=brief)
 
 
 #: The context questions, by what the customer already said: what they tried (ask when it happens), when it happens

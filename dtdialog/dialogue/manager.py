@@ -79,7 +79,9 @@ class DialogueManager:
     def rule(self) -> ConfidenceRule:
         """The confidence rule every answer passes, over the current calibrators and threshold."""
         followup = self.followup_calibrator if self.calibrator is not None else None
-        return ConfidenceRule(self.calibrator, self.config.abstention.abstain_below, followup=followup)
+        abstention = self.config.abstention
+        return ConfidenceRule(self.calibrator, abstention.abstain_below, followup=followup,
+                              brief_threshold=abstention.brief_below)
 
     def start_session(self, session_id: str | None = None) -> str:
         """Create and store a new session; return its id (``session_id``, else a uuid4 hex).

@@ -78,10 +78,11 @@ class Steps:
         follows = bool(ranked) and ranked[0].document.id == outcome.record.branch_follows
         close = [] if follows else close_alternatives(ranked, config)[: config.clarify.max_options]
         followup_step = outcome.followup_tree is not None
-        if allow_clarify and len(close) >= 2 and self.worth_offering(close, ranked, trace, followup_step):
+        brief = self.brief_opening(record)
+        if allow_clarify and len(close) >= 2 and self.worth_offering(close, ranked, trace, followup_step, brief=brief):
             return self.outcomes.offer(record, trace, [c.document for c in close])
         confidence = rule.confidence(ranked[0], ranked, followup_step=followup_step) if ranked else None
-        if ranked and rule.sure(confidence):
+        if ranked and rule.sure(confidence, brief=brief):
             return self.outcomes.deliver(record, trace, ranked[0].document.id, ranked[0].document.text,
                                          confidence=confidence)
         following = next_part(outcome.part_index, len(plan.parts)) if after_rejection else None
@@ -94,21 +95,31 @@ class Steps:
             return on_unsure()
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
-        return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked])
+        return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked],
+                                     brief=brief and rule.sure(confidence))
+
+    def brief_opening(self, record: SessionRecord) -> bool:
+        """Return True while the session holds only the customer's opening and it is brief
+        (``AbstentionConfig.brief_words``): nothing asked, offered or shown yet."""
+        limit = self.ctx.config.abstention.brief_words
+        return (0 < limit and not record.followups and not record.delivered and not record.failures
+                and not record.pending and len(record.question.split()) < limit)
 
     def worth_offering(self, options: Sequence[Any], ranked: Sequence[Any], trace: TurnTrace,
-                       followup_step: bool) -> bool:
+                       followup_step: bool, *, brief: bool = False) -> bool:
         """Return True when the chance that one of ``options`` is right reaches the bar for answering
-        (``ClarifyConfig.confident_options``): options none of which is likely are a guess list, not a choice."""
+        (``ClarifyConfig.confident_options``): options none of which is likely are a guess list, not a choice.
+        ``brief``: a brief opening's bar, as for an answer (``brief_opening``)."""
         rule = self.ctx.rule
         if not self.ctx.config.clarify.confident_options:
             return True
         chances = [rule.confidence(c, ranked, followup_step=followup_step) for c in options]
         if any(c is None for c in chances):
             return True  # no calibrator: nothing to weigh the options with
-        if rule.sure(sum(chances)):
+        if rule.sure(sum(chances), brief=brief):
             return True
-        trace.note(f"{len(options)} close answers, together {sum(chances):.2f} likely: not offered as options")
+        trace.note(f"{len(options)} close answers, together {sum(chances):.2f} likely: not offered as options"
+                   + (" on a brief opening" if brief and rule.sure(sum(chances)) else ""))
         return False
 
     def fresh(self, record: SessionRecord, ranked: Sequence[Any]) -> list[Any]:

@@ -216,15 +216,23 @@ class AbstentionConfig:
     abstains. The default is the threshold ``python -m eval.calibrate`` fits with the shipped calibrator.
     told_words: when unsure, a step whose messages hold at least this many words gets no context question (when it
     happens, what was tried, what else): the customer told a lot (``dtdialog.dialogue.abstain.TOLD``); 0 always asks.
+    brief_words, brief_below: an opening of fewer than ``brief_words`` words ("Brakes go to the floor.") is answered
+    only at ``brief_below`` confidence or more, else the bot first asks for the detail: with so little said, one
+    question costs the customer less than an answer more likely wrong than right. Once, before anything else was
+    asked or shown; 0 words turns it off.
     """
 
     abstain_below: float = 0.21
     told_words: int = 60
+    brief_words: int = 12
+    brief_below: float = 0.5
 
     def __post_init__(self) -> None:
-        _check_unit_floats(self, "abstain_below")
-        _check(isinstance(self.told_words, int) and not isinstance(self.told_words, bool) and self.told_words >= 0,
-               f"told_words must be an integer >= 0, got {self.told_words!r}")
+        _check_unit_floats(self, "abstain_below", "brief_below")
+        for name in ("told_words", "brief_words"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                   f"{name} must be an integer >= 0, got {value!r}")
 
 
 @dataclass

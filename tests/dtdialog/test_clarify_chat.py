@@ -40,6 +40,10 @@ def _engine(index_path, tmp_path, **config):
     from dtdialog.setup.assembly import EngineSpec, build_engine
     from parsers.base import get_parser
 
+    # options on these short, broad openings and the replies to them are this file's subject: with the brief-opening
+    # bar (tested in test_dialogue_goes_on) most would first be asked for a detail, so it is off here
+    config.setdefault("brief_words", 0)
+
     spec = EngineSpec(index_path=index_path, ranker="rules", sessions_path=tmp_path / "sessions.sqlite",
                       config=EngineConfig.from_dict(config))
     return build_engine(spec, parser=get_parser("rules"), progress=False)
