@@ -112,6 +112,13 @@ def named_kind(texts: Sequence[str]) -> str | None:
     return None
 
 
+def names_which_light(texts: Sequence[str], vocabulary: Any) -> bool:
+    """Return True when the customer's words name which light it is: a known light's compound term ("check engine
+    light", "oil light"), not a bare or generic one ("a warning light", "the dash lights")."""
+    return any(" " in term and term.rsplit(" ", 1)[1] == "light"
+               for text in texts for term in vocabulary.terms_of_text(text))
+
+
 def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known: bool = False,
                   guidance: bool = False, told: bool = False, asked_again: bool = False) -> str:
     """Return which detail the question lacks (``dtdialog.selection.abstention``), against the top answers' terms.
@@ -140,6 +147,8 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
         return unreported  # the leading answer needs evidence never reported: ask for it, it tells them apart
     if detail == SYMPTOM and (kind := named_kind([e.text for e in said])) is not None:
         # they said which kind ("a noise"): ask what it is like, not which kind it is; when, unless they said it
+        if kind == "light" and names_which_light([e.text for e in said], selector):
+            kind = "named_light"  # "the check engine light is on": which light it is was said
         return DESCRIBE + kind + ("" if when_known else WHEN_TOO)
     if detail != CONTEXT:
         return detail

@@ -149,6 +149,8 @@ class Replies:
     #: ... when the customer named a kind of evidence but not what it is like ("my car makes a weird noise")
     abstain_describe_noise: str = "What does it sound like - a click, a squeal, a grind, a knock, a whine?"
     abstain_describe_light: str = "Which light or message is it, and does it stay on or flash?"
+    #: ... a light they named by which one it is ("the check engine light is on"): only how it behaves
+    abstain_describe_named_light: str = "Does it stay on, or does it flash?"
     abstain_describe_smell: str = "What does it smell like - burning, sweet, fuel?"
     abstain_describe_vibration: str = "Where do you feel it - the steering wheel, the seat, a pedal?"
     #: ... added to a describe question when the customer has not said when it happens

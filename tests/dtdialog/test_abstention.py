@@ -286,6 +286,8 @@ def test_a_customer_who_told_a_lot_is_still_asked_for_evidence_a_leading_answer_
     ("my car is making a weird noise", "describe_noise+when", "What does it sound like"),
     ("my car makes a noise when I turn", "describe_noise", "What does it sound like"),
     ("there's a strange smell in my car", "describe_smell+when", "What does it smell like"),
+    # found by trying the chat: asked "Which light or message is it" of a customer who had said which
+    ("The check engine light is on.", "describe_named_light+when", "Does it stay on, or does it flash?"),
 ])
 def test_a_customer_who_named_the_kind_of_symptom_is_asked_what_it_is_like(builtin_manager, text, detail, asked):
     """Found by trying the chat: "my car is making a weird noise" was asked "What exactly happens - a noise, a warning
@@ -309,7 +311,16 @@ def test_the_named_kind_is_read_from_bare_words_and_the_question_asks_about_it()
     assert named_kind(["My car is making a weird noise"]) == "noise"
     assert named_kind(["the steering wheel shakes at 60"]) == "vibration"
     assert named_kind(["it squeals when I brake"]) is None  # a described noise: nothing left to ask about its kind
+    from dtdialog.dialogue.abstain import names_which_light
+    from dtdialog.understanding.entities import EntityNormalizer
+
+    vocabulary = EntityNormalizer()
+    assert names_which_light(["The check engine light is on."], vocabulary)
+    assert names_which_light(["the oil light flickers at idle"], vocabulary)
+    assert not names_which_light(["a warning light came on"], vocabulary)
+    assert not names_which_light(["my dash lights go dim"], vocabulary)
     replies = Replies()
+    assert replies.describe_question("describe_named_light") == replies.abstain_describe_named_light
     assert replies.describe_question("describe_light") == replies.abstain_describe_light
     assert replies.describe_question("describe_light+when").endswith(replies.abstain_describe_when)
     assert replies.abstain_describe_light in replies.abstain_text("describe_light")
