@@ -65,19 +65,19 @@ class QuestionIntake:
         if verdict is not None and not verdict.in_scope and verdict.reason != VAGUE:
             verdict = self.scope_verdict(question, trace)
         if verdict is None or verdict.in_scope:
-            return self.plan_and_select(record, joined, trace)
+            return self.plan_and_select(record, joined, trace, asked_before=True)
         return self.refuse(record, joined if verdict.reason == VAGUE else question, verdict, trace)
 
     def plan_and_select(self, record: SessionRecord, question: str, trace: TurnTrace, *,
-                        plan: QuestionPlan | None = None) -> TurnResult:
-        """Start ``question`` on the session and answer its first step."""
+                        plan: QuestionPlan | None = None, asked_before: bool = False) -> TurnResult:
+        """Start ``question`` on the session and answer its first step (``asked_before``: see ``Steps.select``)."""
         if plan is None:
             plan = self.ctx.selector.plan(question)
         record.start_question(question, plan.to_dict())
         trace.plan(plan, full=True)
         # constraints stated up front ("... and I can't remove the engine") apply from the first answer
         memory.add_constraints(record, extract_constraints(question), trace)
-        return self.steps.select(record, trace, plan=plan)
+        return self.steps.select(record, trace, plan=plan, asked_before=asked_before)
 
     def scope_verdict(self, text: str, trace: TurnTrace, *,
                       meanwhile: Callable[[], object] | None = None) -> ScopeVerdict | None:

@@ -56,11 +56,13 @@ class Steps:
 
     def select(self, record: SessionRecord, trace: TurnTrace, *, plan: QuestionPlan | None = None,
                allow_clarify: bool = True, after_rejection: bool = False,
-               on_unsure: Callable[[], TurnResult] | None = None) -> TurnResult:
+               on_unsure: Callable[[], TurnResult] | None = None, asked_before: bool = False) -> TurnResult:
         """Rank the current step and answer, clarify, abstain or fall back.
 
         ``on_unsure``: the reply when no answer is sure, instead of asking for a detail the customer has no reason
-        to lack (they cannot do what the answer on screen asks, or asked about the repair itself).
+        to lack (they cannot do what the answer on screen asks, or asked about the repair itself). ``asked_before``:
+        the question is an opening joined to the customer's reply to a request for more ("my car" + "the brakes
+        grind"), so it gets no brief-opening question again.
 
         The step's context is the answer its follow-up replied to (``record.context_ids``), never the
         answer just rejected: a retry ranks the same part again with the shown answers excluded, and keeps
@@ -78,7 +80,7 @@ class Steps:
         follows = bool(ranked) and ranked[0].document.id == outcome.record.branch_follows
         close = [] if follows else close_alternatives(ranked, config)[: config.clarify.max_options]
         followup_step = outcome.followup_tree is not None
-        brief = self.brief_opening(record)
+        brief = not asked_before and self.brief_opening(record)
         if allow_clarify and len(close) >= 2 and self.worth_offering(close, ranked, trace, followup_step, brief=brief):
             return self.outcomes.offer(record, trace, [c.document for c in close])
         confidence = rule.confidence(ranked[0], ranked, followup_step=followup_step) if ranked else None

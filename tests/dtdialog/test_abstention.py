@@ -357,3 +357,13 @@ def builtin_manager(builtin_learned_index, tmp_path_factory):
     engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(sessions)), parser=parser, progress=False)
     yield engine.manager
     engine.close()
+
+
+def test_an_opening_joined_to_its_detail_is_not_asked_again_for_being_brief(builtin_manager):
+    """Found by trying the chat: "my car" was asked for more, "the brakes grind" joined it, and the joined five words
+    were asked for a detail again as a brief opening (``abstention.brief_words``): the customer was asked once."""
+    session = builtin_manager.start_session()
+    assert builtin_manager.handle(session_id=session, text="my car").kind == "ask_detail"
+    result = builtin_manager.handle(session_id=session, text="the brakes grind")
+    assert not any("a brief opening" in note for note in result.trace["notes"]), result.trace["notes"]
+    assert result.kind == ANSWER, result.reply
