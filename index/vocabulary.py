@@ -23,6 +23,9 @@ import threading
 from collections.abc import Iterable
 from functools import lru_cache
 
+#: a sentence break in customer or answer text: the space after a full stop, '!' or '?' (no abbreviation handling)
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+
 #: English function words no role treats as a term: articles, pronouns, auxiliaries, prepositions,
 #: conjunctions, negations, contraction pieces.
 FUNCTION_WORDS: frozenset[str] = frozenset("""

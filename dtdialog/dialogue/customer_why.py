@@ -9,15 +9,13 @@ each answer and the API returns it as the turn's ``why``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from dtdialog.dialogue.explanation import deciding_step
-from index.vocabulary import words_of
+from index.vocabulary import SENTENCE_BREAK, words_of
 
 #: Quoted words longer than this lose their later clauses (whole ones, never part of one).
 QUOTE_CHARS = 160
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _TRIM = " \t\n,;:.-"
 #: first words of a reported action that read after "you already did" besides an "-ed" verb ("had it tested")
 _DONE_HEADS = frozenset({"had", "got", "put", "did", "have", "fitted"})
@@ -118,7 +116,7 @@ def _quote(clauses: list[str]) -> str:
     """Return the clauses as one quotation, cut only between clauses or sentences, without the end's punctuation."""
     kept: list[str] = []
     # a long unsegmented clause still ends at a sentence: the quote stays one short line
-    pieces = [p for c in clauses for p in _SENTENCE.split(" ".join(c.split())) if p]
+    pieces = [p for c in clauses for p in SENTENCE_BREAK.split(" ".join(c.split())) if p]
     for clause in pieces:
         if kept and len(" ".join([*kept, clause])) > QUOTE_CHARS:
             return " ".join(kept).rstrip(_TRIM) + " …"
@@ -131,6 +129,6 @@ def _followup_words(turn: dict[str, Any], step: dict[str, Any]) -> str:
     text = str(turn.get("user_text") or "")
     if not step.get("followup_dt") or not text.strip() or text.strip() == str(turn.get("question") or "").strip():
         return ""
-    sentences = [s for s in _SENTENCE.split(" ".join(text.split())) if s]
+    sentences = [s for s in SENTENCE_BREAK.split(" ".join(text.split())) if s]
     statements = [s for s in sentences if not s.endswith("?")] or sentences
     return _quote(statements)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from dtdialog.understanding.opening_facts import negated_split
 from dtdialog.understanding.opposites import opposed
-from index.vocabulary import content_words, stem, words_of
+from index.vocabulary import SENTENCE_BREAK, content_words, stem, words_of
 
 #: The auxiliaries, by family: a short answer echoes the family its question opens on ("Did it ...?" - "It did", "it
 #: didn't"; "ca" and "wo" are what "can't" and "won't" leave without their "n't").
@@ -29,7 +29,6 @@ _LEAD_INS = frozenset({"and", "so", "also", "then", "now", "next", "finally", "f
 _YES = frozenset({"yes", "yeah", "yep", "yup", "correct", "sure", "affirmative", "indeed"})
 _NO = frozenset({"no", "nope", "nah", "negative"})
 _NEGATORS = frozenset({"not", "no", "never", "nothing", "none", "neither", "nor", "without", "cannot"})
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: An answer that opens on the finding of the reply before it ("That confirms one of the tires ...", "That means the
 #: fan motor is fine"): given after any other reply, it confirms what the customer never found.
 _REFERS_BACK = re.compile(r"^(?:that|this)\s+(?:confirms|means|points|explains|fits|pattern|rules|tells|shows|suggests|"
@@ -71,7 +70,7 @@ def polar_question(answer: str) -> str | None:
 
     A wh-question ("Where does the oil appear?") or a choice ("only when braking, or also while cruising?") has no
     yes or no, so it is None."""
-    sentences = [s for s in _SENTENCE.split(answer.strip()) if s]
+    sentences = [s for s in SENTENCE_BREAK.split(answer.strip()) if s]
     last = sentences[-1] if sentences else ""
     return last if last.rstrip().endswith("?") and _polar(last) else None
 
@@ -79,7 +78,7 @@ def polar_question(answer: str) -> str | None:
 def asks_yes_no(text: str) -> bool:
     """Return True when a customer's message holds a yes/no question ("Is the transmission going out?"); one that
     opens with its auxiliary counts without the question mark ("is it safe to drive like this")."""
-    return any(_polar(s) for s in _SENTENCE.split(text.strip()) if s.strip())
+    return any(_polar(s) for s in SENTENCE_BREAK.split(text.strip()) if s.strip())
 
 
 def _polar(sentence: str) -> bool:
@@ -134,7 +133,7 @@ def refers_back(answer: str) -> bool:
 def reports(text: str) -> bool:
     """Return True when ``text`` states something: a sentence that is not a question and has a content word."""
     return any(not s.rstrip().endswith("?") and content_words(words_of(s))
-               for s in _SENTENCE.split(text.strip()) if s.strip())
+               for s in SENTENCE_BREAK.split(text.strip()) if s.strip())
 
 
 def branch_clash(reply: str, logged: str, answer_before: str,

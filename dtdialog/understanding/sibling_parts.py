@@ -17,8 +17,9 @@ from collections.abc import Collection, Iterable
 from functools import lru_cache
 from typing import Any
 
+from index.vocabulary import SENTENCE_BREAK
+
 NOUNS = frozenset({"NOUN", "PROPN"})
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: the compounds of this many texts parsed here (replies and the sentences of logged questions) are kept
 _CACHE = 20_000
 
@@ -131,7 +132,7 @@ def other_part(mine: Collection[tuple[str, str]], said_words: Collection[str],
     if not heads or not any(head in lowered for head in heads):
         return None
     # only the sentences that hold one of the customer's heads are tagged: a long logged question costs spaCy ~30 ms
-    logged = compounds(" ".join(s for s in _SENTENCE.split(logged_question) if any(h in s.lower() for h in heads)))
+    logged = compounds(" ".join(s for s in SENTENCE_BREAK.split(logged_question) if any(h in s.lower() for h in heads)))
     for modifier, head in sorted(logged):
         theirs = [m for m, h in mine if h == head] if head in heads else []
         if not theirs or modifier in theirs or any(w in said_words or f"{w}s" in said_words for w in modifier.split()):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from index.vocabulary import words_of
+from index.vocabulary import SENTENCE_BREAK, words_of
 
 SAFETY, COST, WARRANTY, PLACE, DURATION = "safety", "cost", "warranty", "place", "duration"
 
@@ -46,7 +46,6 @@ _TELLS: dict[str, re.Pattern[str]] = {
                       r"in the (?:engine bay|trunk|dash|footwell|kick panel))\b", re.I),
 }
 _ASKING = re.compile(r"\?\s*$|^(?:is|are|can|could|should|may|will|would|how|where|what|when|do|does)\b")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: Question words that name nothing the answer must share ("where is the fuse box" must share "fuse box").
 _ASKING_WORDS = frozenset("""where where's is are the a an my it it's this that do does i find can could would exactly
 located
@@ -71,7 +70,7 @@ def told_in(kind: str, question: str, answers: Sequence[str]) -> str | None:
     """
     asked = set(words_of(question)) - _ASKING_WORDS
     for answer in answers:
-        for sentence in _SENTENCE.split(answer.strip()):
+        for sentence in SENTENCE_BREAK.split(answer.strip()):
             if not _TELLS[kind].search(sentence):
                 continue
             if kind != PLACE or (asked and asked <= set(words_of(sentence))):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.entry import one_line_errors
+from index.vocabulary import SENTENCE_BREAK
 from parsers.errors import InputError
 from parsers.files import atomic_write_text, check_out_dir
 
@@ -43,7 +43,6 @@ SETS: dict[str, tuple[tuple[str, ...], bool]] = {
     "rule + lexical + dense, the judges' tried phrases": (RULE + LEXICAL + DENSE, True),
 }
 FOLDS, SENTENCES = 5, 8
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ class Row:
 
 def sentences(text: str) -> list[str]:
     """Return the first ``SENTENCES`` sentences of an answer (what its advice leads with)."""
-    return [s for s in _SENTENCE.split(text.strip()) if s.strip()][:SENTENCES] or [text]
+    return [s for s in SENTENCE_BREAK.split(text.strip()) if s.strip()][:SENTENCES] or [text]
 
 
 def lexical_features(answer: str, heads: Sequence[frozenset[str]], normalizer) -> dict[str, float]:
