@@ -21,6 +21,7 @@ from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.understanding.subtrees import QuestionPlan
+from dtdialog.understanding.symptom_conditions import says_when
 
 if TYPE_CHECKING:
     from dtdialog.selection.selector import RankOutcome
@@ -102,10 +103,14 @@ class Steps:
 
     def brief_opening(self, record: SessionRecord) -> bool:
         """Return True while the session holds only the customer's opening and it is brief
-        (``AbstentionConfig.brief_words``): nothing asked, offered or shown yet."""
+        (``AbstentionConfig.brief_words``): nothing asked, offered or shown yet. An opening that already says when it
+        happens and what was tried ("My brakes squeal when I stop, I already replaced the pads") is not: those are
+        what the bot would ask, so asking first gains nothing (``record.tried``: the ranking has just read it)."""
         limit = self.ctx.config.abstention.brief_words
-        return (0 < limit and not record.followups and not record.delivered and not record.failures
-                and not record.pending and len(record.question.split()) < limit)
+        if not (0 < limit and not record.followups and not record.delivered and not record.failures
+                and not record.pending and len(record.question.split()) < limit):
+            return False
+        return not (record.tried and says_when(record.question))
 
     def worth_offering(self, options: Sequence[Any], ranked: Sequence[Any], trace: TurnTrace,
                        followup_step: bool, *, brief: bool = False) -> bool:
