@@ -219,7 +219,7 @@ class AbstentionConfig:
     brief_words, brief_below: an opening of fewer than ``brief_words`` words ("Brakes go to the floor.") is answered
     only at ``brief_below`` confidence or more, else the bot first asks for the detail: with so little said, one
     question costs the customer less than an answer more likely wrong than right. Once, before anything else was
-    asked or shown; 0 words turns it off.
+    asked or shown, and not when the opening already says when it happens and what was tried; 0 words turns it off.
     """
 
     abstain_below: float = 0.21
