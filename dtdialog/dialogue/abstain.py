@@ -76,6 +76,10 @@ class ConfidenceRule:
         """Return True when an answer of ``confidence`` may be given."""
         return confidence is None or confidence >= self.bar(brief=brief)
 
+    def held_back(self, confidence: float | None, *, brief: bool) -> bool:
+        """Return True when only a brief opening's bar stops an answer (or options) of ``confidence``."""
+        return brief and self.sure(confidence) and not self.sure(confidence, brief=True)
+
 
 #: The context questions, by what the customer already said: what they tried (ask when it happens), when it happens
 #: (ask what they tried), or both (ask what else they notice): never ask again what was just said.

@@ -99,7 +99,7 @@ class Outcomes:
         return TurnResult(session_id=record.id, reply=reply, kind=ReplyKind.FALLBACK, state=State.AWAITING_DETAIL)
 
     def abstain(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace, confidence: float, *,
-                closest: Sequence[AnswerDocument] = (), brief: bool = False) -> TurnResult:
+                closest: Sequence[AnswerDocument] = (), held_back: bool = False) -> TurnResult:
         """Ask for the missing detail instead of an answer the engine is unsure of; the second time, offer the
         ``closest`` answers to pick from (``options_when_unsure``), else hand off.
 
@@ -108,8 +108,8 @@ class Outcomes:
         """
         config = self.ctx.config
         record.failures += 1
-        if brief:  # sure enough for a longer message: the brief opening's bar is what stopped it
-            trace.note(f"a brief opening: confidence {confidence:.2f} is below {config.abstention.brief_below:.2f}, "
+        if held_back:  # sure enough for a longer message: the brief opening's bar is what stopped it
+            trace.note(f"a brief opening: confidence {confidence:.2f} is below {self.ctx.rule.bar(brief=True):.2f}, "
                        "so the detail is asked for first")
         else:
             trace.note(f"confidence {confidence:.2f} is below {config.abstention.abstain_below:.2f}: not answering")

@@ -99,7 +99,7 @@ class Steps:
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
         return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked],
-                                     brief=brief and rule.sure(confidence))
+                                     held_back=rule.held_back(confidence, brief=brief))
 
     def brief_opening(self, record: SessionRecord) -> bool:
         """Return True while the session holds only the customer's opening and it is brief
@@ -126,7 +126,7 @@ class Steps:
         if rule.sure(sum(chances), brief=brief):
             return True
         trace.note(f"{len(options)} close answers, together {sum(chances):.2f} likely: not offered as options"
-                   + (" on a brief opening" if brief and rule.sure(sum(chances)) else ""))
+                   + (" on a brief opening" if rule.held_back(sum(chances), brief=brief) else ""))
         return False
 
     def fresh(self, record: SessionRecord, ranked: Sequence[Any]) -> list[Any]:
