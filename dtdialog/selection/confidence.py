@@ -110,9 +110,16 @@ class Calibrator:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def confidence(self, candidates: Sequence[Any]) -> float | None:
-        """Return the calibrated probability that ``candidates[0]`` is right, or None without candidates."""
+        """Return the calibrated probability that ``candidates[0]`` is right, or None without candidates.
+
+        When ``candidates[0]`` is the team's logged reply to an opening the customer's first message repeats, the
+        probability from that match (its ``logged_question`` feature, ``dtdialog.ranking.logged_questions``) counts
+        when higher: the two are fitted on the same open-pool protocol, and this model never sees logged openings.
+        """
         values = step_features(candidates, self.ranker)
-        return None if values is None else round(self.probability(values), 4)
+        if values is None:
+            return None
+        return round(max(self.probability(values), float(candidates[0].features.get("logged_question", 0.0))), 4)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

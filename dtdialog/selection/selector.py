@@ -34,6 +34,7 @@ from dtdialog.selection.stages.features_stage import (
     PHRASE_WEIGHT,
     describe_candidates,
 )
+from dtdialog.selection.stages.logged_question_stage import mark_logged_opening
 from dtdialog.selection.stages.plan import plan_step
 from dtdialog.selection.stages.position_stage import order_by_position
 from dtdialog.selection.stages.presupposition_stage import demote_presuppositions
@@ -92,8 +93,10 @@ class AnswerSelector:
     def __init__(self, *, index: AnswerIndex, parser: RSTParser, config: EngineConfig | None = None,
                  generator: CandidateGenerator | None = None, scorer: CandidateScorer | None = None,
                  normalizer: EntityNormalizer | None = None, calibrator: Calibrator | None = None,
-                 stages: StageSet = TREE_STAGES) -> None:
+                 stages: StageSet = TREE_STAGES, logged_questions: Any = None) -> None:
         self.index = index
+        #: the logged openings nearest a first message (``dtdialog.ranking.logged_questions``); None: no such evidence
+        self.logged_questions = logged_questions
         #: the tree-reading stages: the engine's, or the ablation's without the tree (``EngineSpec.use_tree``)
         self.stages = stages
         #: P(right) of a ranking's top answer (``dtdialog.selection.confidence``); the position stage asks whether an
@@ -211,9 +214,13 @@ class AnswerSelector:
         scored = demote_branch_clashes(scored, step_plan, context_reply if context_reply is not None
                                        else next((f for f in reversed(followups) if f.strip()), ""),
                                        penalty=demotions.branch_clash_penalty, tools=tools, record=record)
+        first_step = not step_plan.is_followup or not context_ids
+        scored = mark_logged_opening(scored, plan.question, followups, first_step=first_step,
+                                     logged=self.logged_questions, at=config.abstention.logged_opening_at,
+                                     tools=tools, record=record)
         choice = choose(candidates, scored, record=record)
         # nothing delivered yet (the question alone, or a detail given after an abstention): the answer opens
-        choice = order_by_position(choice, first_step=not step_plan.is_followup or not context_ids,
+        choice = order_by_position(choice, first_step=first_step,
                                    mode=config.position.step1_position,
                                    margin=config.position.opening_margin, record=record,
                                    confidence=self.calibrator.confidence if self.calibrator is not None else None,

@@ -257,7 +257,8 @@ class Engine:
             self.manager.selector = self.selector
 
     def warm_up(self) -> None:
-        """Load now what the first turn would otherwise load: spaCy, the query encoder, the domain profile.
+        """Load now what the first turn would otherwise load: spaCy, the query encoder, the logged openings' vectors,
+        the domain profile.
 
         ``build_engine`` does this itself unless it is given ``warm=False``; ``dtdialog chat`` then runs it in
         a background thread while the first prompt waits for the user, and joins it before the first turn.
@@ -269,6 +270,8 @@ class Engine:
             from dtdialog.ranking.factory import warm_up_scorer
 
             warm_up_scorer(self.selector.scorer)
+        if self.selector.logged_questions is not None:
+            self.selector.logged_questions.warm_up()
         if self.manager is not None and self.manager.scope is not None:
             self.manager.scope.warm_up()
 
@@ -416,6 +419,7 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
               hooks: _Hooks, progress: bool, profile: Profile) -> tuple[AnswerSelector, str]:
     """Return ``(selector, resolved ranker)``: candidate generation and scoring as the spec's ranker asks, entity
     matching with the profile's synonyms (the default list when it names none)."""
+    from dtdialog.ranking.logged_questions import logged_questions_for
     from dtdialog.understanding.entities import EntityNormalizer
     from dtdialog.understanding.sibling_parts import remember as remember_compounds
 
@@ -425,9 +429,10 @@ def _selector(spec: EngineSpec, *, parser: RSTParser, index: AnswerIndex, index_
     config = spec.config
     if scorer is None and not spec.use_tree:  # no agreement was checked: the rule scorer must not weigh it
         config = replace(config, rules=replace(config.rules, agreement_weight=0.0, first_step_agreement_weight=0.0))
+    logged = logged_questions_for(index, scorer) if config.abstention.logged_opening_at < 1.0 else None
     selector = AnswerSelector(index=index, parser=parser, config=config, generator=generator, scorer=scorer,
                               normalizer=normalizer, calibrator=engine_calibrator(spec, scorer),
-                              stages=stage_set(spec.use_tree))
+                              stages=stage_set(spec.use_tree), logged_questions=logged)
     seed = getattr(getattr(scorer, "extractor", None), "seed_query", None)
     # the SG feature and the sibling-part check take the question's phrases from the RST parser's spaCy parse
     selector.question_analyzed = (*((seed,) if seed is not None else ()), remember_compounds)

@@ -220,15 +220,19 @@ class AbstentionConfig:
     only at ``brief_below`` confidence or more, else the bot first asks for the detail: with so little said, one
     question costs the customer less than an answer more likely wrong than right. Once, before anything else was
     asked or shown, and not when the opening already says when it happens and what was tried; 0 words turns it off.
+    logged_opening_at: a first message that says what a logged opening question said, in other words, lends that
+    dialogue's first answer the probability of being right that the match gives (``dtdialog.ranking.logged_questions``),
+    when higher than its calibrated confidence and at least this; 1 turns it off (the calibrator alone decides).
     """
 
     abstain_below: float = 0.21
     told_words: int = 60
     brief_words: int = 12
     brief_below: float = 0.5
+    logged_opening_at: float = 0.5
 
     def __post_init__(self) -> None:
-        _check_unit_floats(self, "abstain_below", "brief_below")
+        _check_unit_floats(self, "abstain_below", "brief_below", "logged_opening_at")
         for name in ("told_words", "brief_words"):
             value = getattr(self, name)
             _check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,

@@ -32,7 +32,7 @@ FLAT = {"candidates": 40, "whole_question": False, "agreement_table": "table.jso
         "condition_clash_penalty": 0.5, "presupposition_penalty": 0.0, "branch_clash_penalty": 0.5,
         "step1_position": "standalone",
         "opening_margin": 2.5, "clarify_margin": 0.1, "clarify_ratio": 0.7, "max_options": 4, "confident_options": False,
-        "abstain_below": 0.3, "told_words": 40, "brief_words": 8, "brief_below": 0.6,
+        "abstain_below": 0.3, "told_words": 40, "brief_words": 8, "brief_below": 0.6, "logged_opening_at": 0.7,
         "scope_quantile": 0.1, "scope_threshold": 0.05, "scope_mass": None, "scope_dense_floor": 0.1,
         "scope_dense_sure": 0.4, "max_failures": 3, "max_rejections": 2, "options_when_unsure": False,
         "max_input_chars": 500, "max_traces": 10}
@@ -55,6 +55,7 @@ FLAT = {"candidates": 40, "whole_question": False, "agreement_table": "table.jso
     (AbstentionConfig, {"told_words": -1}, "told_words must be an integer >= 0, got -1"),
     (AbstentionConfig, {"brief_words": 2.5}, "brief_words must be an integer >= 0, got 2.5"),
     (AbstentionConfig, {"brief_below": -0.1}, "brief_below must be a number in [0, 1], got -0.1"),
+    (AbstentionConfig, {"logged_opening_at": 1.5}, "logged_opening_at must be a number in [0, 1], got 1.5"),
     (ScopeConfig, {"scope_quantile": 0.9}, "scope_quantile must be a number in [0, 0.5], got 0.9"),
     (ScopeConfig, {"scope_dense_sure": "high"}, "scope_dense_floor and scope_dense_sure must be cosines in [-1, 1]"),
     (DialogueLimits, {"max_input_chars": 10**6}, "max_input_chars must be at most the parser's"),
@@ -71,7 +72,7 @@ def test_each_group_refuses_a_bad_value_in_one_line(group, options, message):
 
 def test_groups_keep_the_defaults_and_store_numbers_as_floats():
     config = EngineConfig()
-    assert set(config.to_dict()) == set(GROUPS) and len(FLAT_OPTIONS) == 38
+    assert set(config.to_dict()) == set(GROUPS) and len(FLAT_OPTIONS) == 39
     assert (config.retrieval.candidates, config.clarify.clarify_margin, config.abstention.abstain_below,
             config.scope.scope_mass, config.dialogue.max_traces) == (100, 0.04, 0.21, 40.0, 50)
     assert isinstance(DemotionConfig(presupposition_penalty=1).presupposition_penalty, float)

@@ -14,7 +14,7 @@ class StepRecord:
 
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
-    scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``, ``unreported_evidence``; branch clash: ``branch_clash``, ``branch_follows``, ``unanswered``; choose: ``candidates``, ``rejected``,
+    scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``, ``unreported_evidence``; branch clash: ``branch_clash``, ``branch_follows``, ``unanswered``; logged opening: ``logged_question``; choose: ``candidates``, ``rejected``,
     ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
     when nothing moved).
     """
@@ -53,6 +53,8 @@ class StepRecord:
     # branch: the yes/no question of the answer just given that the customer's reply left open, so its logged next
     # answer could not follow: the question an abstention asks again
     unanswered: str | None = None
+    # logged opening: the one nearest the customer's first words, its cosine, gap and probability (first step only)
+    logged_question: dict[str, Any] = field(default_factory=dict)
     # choose: rejected answer id -> why it was not offered (off topic, constraint, no agreement)
     rejected_reasons: dict[str, str] = field(default_factory=dict)
 
@@ -71,4 +73,5 @@ class StepRecord:
             "presupposition": self.presupposition, "unreported_evidence": self.unreported_evidence,
             "branch_clash": self.branch_clash,
             "branch_follows": self.branch_follows, "unanswered": self.unanswered, "position": self.position,
+            "logged_question": self.logged_question,
         }
