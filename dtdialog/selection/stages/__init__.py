@@ -17,6 +17,8 @@ what it decided into the step's ``StepRecord`` (the trace):
    ("After a starter job ...");
    ``branch_clash.demote_branch_clashes`` - the logged continuation of the answer just given, when the customer's
    reply went the other way than the reply it was written for;
+   ``logged_question_stage.mark_logged_opening`` - on the first step, the first answer of the dialogue whose logged
+   opening the customer's words repeat gets the match's probability, which the confidence reads (no score changes);
 6. ``choose.choose`` - the scorer's first choice plus its on-topic alternatives; the rest is rejected;
 7. ``position_stage.order_by_position`` - on the first step, answers that were follow-ups in their source
    dialogue go behind the openings within ``opening_margin``, and one whose opening points back
