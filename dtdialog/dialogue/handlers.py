@@ -113,6 +113,10 @@ class TurnHandlers:
     def on_greet_or_start(self, record: SessionRecord, text: str, intent: intents.Intent,
                           trace: TurnTrace) -> TurnResult:
         if not intent.has_content:
+            if record.held_vague and record.held_text:
+                # "no, that didn't help" to the detail question of a vague opening: no detail to give, as after an
+                # abstention (the opening stays held, so a later detail still completes it)
+                return self.on_no_detail(record, text, intent, trace)
             return self.outcomes.reply(record, trace, ReplyKind.PROMPT, self.outcomes.idle_prompt(record),
                                        state=record.state)
         return self.intake.start(record, text, trace)

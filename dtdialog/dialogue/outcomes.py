@@ -168,9 +168,10 @@ class Outcomes:
         return TurnResult(session_id=record.id, reply=reply, kind=ReplyKind.HANDOFF, state=State.HANDED_OFF)
 
     def idle_prompt(self, record: SessionRecord) -> str:
-        """Return the greeting before the session's first question, and an invitation to go on after it."""
+        """Return the greeting to the session's first message, and an invitation to go on after anything was said."""
         replies = self.ctx.replies
-        return replies.greeting if record.state == State.NEW and not record.question else replies.anything_else
+        first = sum(1 for message in record.transcript if message.get("role") == "user") <= 1
+        return replies.greeting if first and record.state == State.NEW and not record.question else replies.anything_else
 
 
 def missing_text(outcome: RankOutcome) -> str:

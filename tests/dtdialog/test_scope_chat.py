@@ -77,6 +77,26 @@ def test_the_detail_after_a_vague_opening_joins_it(built, capsys):
     assert "my car it will not start when it is cold and the engine cranks slowly" in questions
 
 
+def test_no_to_the_detail_question_of_a_vague_opening_is_no_greeting(built, capsys):
+    """Found by trying the chat: "My car won't start." got the detail question, then "no, that didn't help" got the
+    greeting, as if the conversation had not begun. Now it is a bare no to a request for detail: asked once more, then
+    a person, and a detail given later still completes the opening."""
+    from dtdialog.setup.profile import builtin_profile
+
+    replies = builtin_profile().replies()
+    vague, no, detail = _json_chat(built, capsys, ["My car won't start.", "no, that didn't help",
+                                                   "it cranks slowly when it is cold"])
+    assert vague["kind"] == "ask_detail" and "won't start" not in vague["reply"]
+    assert no["reply"] not in (replies.greeting, replies.out_of_scope_greeting) and no["reply"] == replies.detail_prompt
+    assert detail["kind"] in ("answer", "clarify", "abstain") and detail["state"] != "NEW"
+    handed = _json_chat(built, capsys, ["my car", "no", "nope", "hello?"])
+    assert [t["kind"] for t in handed[1:3]] == ["prompt", "handoff"]
+    assert handed[3]["state"] == "HANDED_OFF" and handed[3]["reply"] != replies.greeting
+    # a small-talk opening gets the greeting once; a bare reply after it is invited on, not greeted again
+    hello, ok = _json_chat(built, capsys, ["hello?", "ok"])
+    assert hello["reason"] == "greeting" and ok["reply"] == replies.anything_else
+
+
 def test_each_reason_says_something_different_and_fitting(built, capsys):
     turns = _json_chat(built, capsys, ["hello?", "asdfghjkl", "Mein Auto springt nicht an, was kann ich tun?"])
     replies = [t["reply"] for t in turns]
