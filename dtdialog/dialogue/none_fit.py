@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dtdialog.dialogue import memory
+from dtdialog.dialogue.abstain import AGAIN
 from dtdialog.dialogue.clarify import strong_others
 from dtdialog.dialogue.context import DialogueContext
 from dtdialog.dialogue.handoff import HandoffReason
@@ -20,6 +21,7 @@ from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.steps import Steps
 from dtdialog.dialogue.trace import TurnTrace
+from dtdialog.selection.abstention import CONTEXT
 from dtdialog.selection.clarification import ClarifyOption, PendingChoice
 
 if TYPE_CHECKING:
@@ -68,9 +70,12 @@ class NoneFits:
         record.state = State.AWAITING_DETAIL
         record.pending = PendingChoice(options=[], asked_detail=True, yardstick=list(first),
                                        ignore_terms=sorted(self.outcomes.said_terms(record))).to_dict()
+        detail = self.outcomes.detail_for(record, outcome)
+        if detail == AGAIN:  # the bot's own question is the answer on screen's, and none is on screen now
+            detail = CONTEXT
         trace.decide(ReplyKind.FALLBACK, state_after=State.AWAITING_DETAIL,
-                     missing="detail after none of the options fitted")
-        return TurnResult(session_id=record.id, reply=self.ctx.replies.none_fit_detail, kind=ReplyKind.FALLBACK,
+                     missing="detail after none of the options fitted", missing_detail=detail)
+        return TurnResult(session_id=record.id, reply=self.ctx.replies.none_fit_text(detail), kind=ReplyKind.FALLBACK,
                           state=State.AWAITING_DETAIL)
 
     def offer_others(self, record: SessionRecord, trace: TurnTrace, others: list[Any],

@@ -123,13 +123,7 @@ class Outcomes:
             if shown:
                 trace.note("the closest answers left are the options of the last turn: not offered again")
             return self.hand_off(record, trace, HandoffReason.UNSURE)
-        said = " ".join([record.question, *record.followups])
-        # "I already did that" said what was tried, even when the advice it points at names no action we can read
-        tried_known = bool(record.tried) or any(says_tried(t) for t in record.followups)
-        told = 0 < config.abstention.told_words <= len(said.split())
-        detail = detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known,
-                               when_known=says_when(said), guidance=asks_for_guidance(said), told=told,
-                               asked_again=record.screen_reply > 0)
+        detail = self.detail_for(record, outcome)
         record.state = State.AWAITING_DETAIL
         if detail == AGAIN:  # the reply to the question asked again is the one the answer on screen waits for
             record.screen_reply = len(record.step_followups)
@@ -138,6 +132,15 @@ class Outcomes:
         return TurnResult(session_id=record.id, reply=self.ctx.replies.abstain_text(
                               detail, again=outcome.record.unanswered or ""), kind=ReplyKind.ABSTAIN,
                           state=State.AWAITING_DETAIL, confidence=confidence)
+
+    def detail_for(self, record: SessionRecord, outcome: RankOutcome) -> str:
+        """Return the detail to ask for after ``outcome`` (``abstain.detail_to_ask``): never what the customer said."""
+        said = " ".join([record.question, *record.followups])
+        # "I already did that" said what was tried, even when the advice it points at names no action we can read
+        tried_known = bool(record.tried) or any(says_tried(t) for t in record.followups)
+        told = 0 < self.ctx.config.abstention.told_words <= len(said.split())
+        return detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known, when_known=says_when(said),
+                             guidance=asks_for_guidance(said), told=told, asked_again=record.screen_reply > 0)
 
     def side_reply(self, record: SessionRecord, trace: TurnTrace, question: str, *,
                    back_to: memory.StepMark | None = None) -> TurnResult:

@@ -76,6 +76,12 @@ class Replies:
     #: none of the offered answers fits and no other strong one is on topic: ask for the one missing detail
     none_fit_detail: str = ("Then I am missing a detail to find the right answer. In a few words: what exactly happens "
                             "(the symptom), and which product, part or service is involved? Or say 'human' to talk to a person.")
+    #: ... the same, when the customer already said what happens and to which part: {question} asks what is missing
+    none_fit_ask: str = ("Then I am missing a detail to find the right answer. {question} Or say 'human' to talk to a "
+                         "person.")
+    #: ... the same, for a customer who already told a lot: no question that would make them repeat it
+    none_fit_told: str = ("Then none of my answers fits what you described. Say 'human' and I'll pass our conversation "
+                          "to a person, or tell me anything you haven't mentioned and I'll look again.")
     #: said before other strong candidates are offered after "none of these"
     none_fit_others: str = "OK, not those. "
     #: asked over the closest answers when the bot is still unsure after asking for a detail
@@ -217,16 +223,29 @@ class Replies:
         ``again`` asks the bot's own question ``again`` once more)."""
         if detail == "told":
             return self.abstain_told
+        return self.abstain.format(question=self.detail_question(detail, again=again))
+
+    def detail_question(self, detail: str, *, again: str = "") -> str:
+        """Return the question that asks for the missing ``detail`` (as ``abstain_text``; not for ``told``)."""
         if detail == "again" and again:
-            return self.abstain.format(question=self.abstain_again.format(question=again))
+            return self.abstain_again.format(question=again)
         if detail.startswith("describe_"):
-            return self.abstain.format(question=self.describe_question(detail))
-        question = {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,
-                    "symptom": self.abstain_symptom, "when": self.abstain_when,
-                    "tried": self.abstain_tried, "more": self.abstain_more, "noise": self.abstain_noise,
-                    "code": self.abstain_code, "light": self.abstain_light, "smell": self.abstain_smell,
-                    "vibration": self.abstain_vibration}.get(detail, self.abstain_context)
-        return self.abstain.format(question=question)
+            return self.describe_question(detail)
+        return {"part": self.abstain_part, "named": self.abstain_named, "goal": self.abstain_goal,
+                "symptom": self.abstain_symptom, "when": self.abstain_when,
+                "tried": self.abstain_tried, "more": self.abstain_more, "noise": self.abstain_noise,
+                "code": self.abstain_code, "light": self.abstain_light, "smell": self.abstain_smell,
+                "vibration": self.abstain_vibration}.get(detail, self.abstain_context)
+
+    def none_fit_text(self, detail: str) -> str:
+        """Return the reply to "none of these" when nothing else fits: what happens and which part
+        (``none_fit_detail``) when one of them is missing, else the one missing ``detail``, or, for a customer who
+        told a lot, no question (``none_fit_told``)."""
+        if detail in ("symptom", "part"):
+            return self.none_fit_detail
+        if detail == "told":
+            return self.none_fit_told
+        return self.none_fit_ask.format(question=self.detail_question(detail))
 
 
 DEFAULT_REPLIES = Replies()

@@ -158,7 +158,7 @@ def test_the_detail_question_then_the_hand_off_when_the_detail_finds_nothing(ind
             if result.state != AWAITING_DETAIL:
                 continue
             reached += 1
-            assert result.reply == manager.replies.none_fit_detail
+            assert result.reply == manager.replies.none_fit_text(result.trace["decision"]["missing_detail"])
             after = manager.handle(session_id=sid, text="purple elephants")
             assert after.kind == "handoff" and after.state == HANDED_OFF, after.reply
             assert manager.replies.handoff_no_detail in after.reply
@@ -220,7 +220,10 @@ def test_none_of_these_after_an_answer_never_moves_to_another_system(engine):
         assert ranked[answer_id].features["topic"] >= config.clarify.clarify_ratio * bar.features["topic"], answer_id
         assert ranked[answer_id].score >= config.clarify.clarify_ratio * bar.score, answer_id
     if result.state == AWAITING_DETAIL:
-        assert result.reply == manager.replies.none_fit_detail
+        # the customer said what happens and to what: the question asks for what is missing, never for those again
+        detail = result.trace["decision"]["missing_detail"]
+        assert detail not in ("symptom", "part") and result.reply == manager.replies.none_fit_text(detail)
+        assert "which part" not in result.reply and "what exactly happens" not in result.reply
         # a detail that names nothing in the corpus ends with a person, not a guess
         assert manager.handle(session_id=sid, text="purple elephants").kind == "handoff"
 

@@ -92,10 +92,16 @@ def test_a_check_the_customer_cannot_do_hands_off_instead_of_guessing_again(
 
 def test_the_detail_question_never_asks_when_it_happens_after_in_traffic(
         builtin_learned_index, tmp_path, capsys, monkeypatch, ranker="learned"):
-    """Before: "My temperature gauge climbs in traffic ..." was asked "When does it happen?"."""
+    """Before: "My temperature gauge climbs in traffic ..." was asked "When does it happen?". It now gets the cooling-fan
+    answer (the logged opening it repeats lifts the confidence); without that evidence the bot is unsure, and asks."""
+    import dtdialog.ranking.logged_questions as logged
+
     index, _ = builtin_learned_index
-    [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker,
-                   ["My temperature gauge climbs in traffic on my 2009 Corolla"])
+    question = ["My temperature gauge climbs in traffic on my 2009 Corolla"]
+    [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker, question)
+    assert turn["kind"] == "answer" and "fan" in turn["reply"], turn["reply"][:80]
+    monkeypatch.setattr(logged, "logged_questions_for", lambda *a, **k: None)
+    [turn] = _chat(index, tmp_path, capsys, monkeypatch, ranker, question)
     assert turn["kind"] == "abstain", turn["reply"][:80]
     assert "When does it happen" not in turn["reply"] and "What have you already" in turn["reply"], turn["reply"]
 
