@@ -149,6 +149,15 @@ def _why_lost(alt: dict[str, Any], chosen: dict[str, Any] | None, step: dict[str
     return f"{alt_id}: {'; '.join(reasons)} ({score})."
 
 
+#: Why options were offered instead of an answer (the decision's ``offered_because``), in an agent's words.
+OFFERED_BECAUSE = {
+    "close": "{n} answers came too close to pick one, so the customer was asked to choose",
+    "unsure": "no answer was sure enough and the confidence had run out, so the {n} closest were offered before a "
+              "hand-off",
+    "none_fit": "none of the options before fitted, so {n} others as strong were offered",
+}
+
+
 def summarize(trace: dict[str, Any], history: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Return the plain-language summary of a turn trace; ``lines`` holds the sentences to show, in order."""
     from dtdialog.selection.confidence import confidence_words
@@ -164,8 +173,8 @@ def summarize(trace: dict[str, Any], history: list[dict[str, Any]] | None = None
         lines.append(f"Chose answer {answer_id}.")
     elif kind == "clarify":
         options = [o for o in decision.get("options") or [] if isinstance(o, dict) and o.get("answer_id")]
-        lines.append(f"No answer delivered: {len(options)} answers came too close to pick one, so the customer "
-                     "was asked to choose.")
+        because = OFFERED_BECAUSE.get(str(decision.get("offered_because") or "close"), OFFERED_BECAUSE["close"])
+        lines.append(f"No answer delivered: {because.format(n=len(options))}.")
     else:
         reason = decision.get("reason") or ""
         lines.append(f"No answer delivered in this turn (reply: {kind.replace('_', ' ')}"

@@ -87,7 +87,7 @@ class NoneFits:
         if len(others) == 1:
             return self.outcomes.deliver_if_sure(record, trace, others[0], outcome)
         result = self.outcomes.offer(record, trace, [c.document for c in others[: self.ctx.config.clarify.max_options]],
-                                     head=self.ctx.replies.none_fit_others)
+                                     head=self.ctx.replies.none_fit_others, why="none_fit")
         record.pending = {**(record.pending or {}), "yardstick": list(first)}
         return result
 

@@ -69,9 +69,11 @@ class Outcomes:
         return self.abstain(record, outcome, trace, confidence)
 
     def offer(self, record: SessionRecord, trace: TurnTrace, docs: list[AnswerDocument], *,
-              head: str = "", question: str | None = None) -> TurnResult:
+              head: str = "", question: str | None = None, why: str = "close") -> TurnResult:
         """Return a clarification over ``docs`` (best first); ``head`` is said before the options, ``question``
-        asks instead of the usual "which one fits"."""
+        asks instead of the usual "which one fits". ``why`` goes to the trace (``explanation.OFFERED_BECAUSE``):
+        ``close`` (too close to pick one), ``unsure`` (the confidence ran out) or ``none_fit`` (others as strong after
+        "none of these")."""
         selector, config = self.ctx.selector, self.ctx.config
         pending = build_options([(d.id, selector.answer_edus(d), selector.answer_tree(d)) for d in docs],
                                 normalizer=selector, max_options=config.clarify.max_options,
@@ -79,7 +81,7 @@ class Outcomes:
         record.pending = pending.to_dict()
         record.state = State.AWAITING_CHOICE
         trace.decide(ReplyKind.CLARIFY, state_after=State.AWAITING_CHOICE,
-                     options=[o.to_dict() for o in pending.options])
+                     options=[o.to_dict() for o in pending.options], offered_because=why)
         return TurnResult(session_id=record.id, reply=head + self.ctx.replies.options_text(pending.options, question=question),
                           kind=ReplyKind.CLARIFY, options=pending.options, state=State.AWAITING_CHOICE)
 
@@ -119,7 +121,7 @@ class Outcomes:
             last = [d for d in closest if d.id not in shown][: config.clarify.max_options]
             if config.dialogue.options_when_unsure and len(last) >= 2:
                 trace.note("the confidence has run out: the closest answers are offered before a hand-off")
-                return self.offer(record, trace, last, question=self.ctx.replies.unsure_options)
+                return self.offer(record, trace, last, question=self.ctx.replies.unsure_options, why="unsure")
             if shown:
                 trace.note("the closest answers left are the options of the last turn: not offered again")
             return self.hand_off(record, trace, HandoffReason.UNSURE)

@@ -78,6 +78,7 @@ def test_when_still_unsure_the_closest_answers_are_offered_before_the_hand_off(t
     offer = manager.handle(session_id=sid, text="It happens every morning when I back out of the garage")
     assert offer.kind == CLARIFY and offer.state == AWAITING_CHOICE, offer.reply
     assert offer.reply.startswith(Replies.unsure_options) and 2 <= len(offer.options) <= 3
+    assert offer.trace["decision"]["offered_because"] == "unsure"
     assert "closest answers are offered" in " ".join(offer.trace["notes"])
     picked = manager.handle(session_id=sid, text="1")
     assert picked.kind == ANSWER and picked.answer_id == offer.options[0].answer_id

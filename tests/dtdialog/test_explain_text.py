@@ -152,3 +152,19 @@ def test_the_explain_view_shows_the_question_whole_and_every_value_readable(tmp_
     assert "{" not in text and not re.search(r"'\w+': ", text)
     second = format_trace(manager.handle(session_id=sid, text=text_of(PAPER_C1)).trace)
     assert f"message: {text_of(PAPER_C1)}" in second
+
+
+def test_options_offered_when_the_confidence_ran_out_are_not_called_too_close():
+    """Found by trying the chat: options offered as the last resort before a hand-off were explained as "3 answers came
+    too close to pick one", which is not why they were offered."""
+    from dtdialog.dialogue.explanation import OFFERED_BECAUSE
+
+    def decision(because):
+        options = [{"number": 1, "label": "a", "answer_id": "x#1"}, {"number": 2, "label": "b", "answer_id": "y#1"},
+                   {"number": 3, "label": "none of these", "answer_id": ""}]
+        return {"decision": {"kind": "clarify", "options": options, **({"offered_because": because} if because else {})},
+                "steps": []}
+
+    assert summarize(decision("unsure"))["lines"][0] == f"No answer delivered: {OFFERED_BECAUSE['unsure'].format(n=2)}."
+    assert "too close" not in summarize(decision("none_fit"))["lines"][0]
+    assert "too close" in summarize(decision(None))["lines"][0]  # traces written before the reason was kept
