@@ -118,7 +118,10 @@ class Outcomes:
         if record.failures >= config.dialogue.max_failures:
             # the customer told more instead of picking: the options of the last turn, in any order, would repeat it
             shown = memory.last_offered(record)
-            last = [d for d in closest if d.id not in shown][: config.clarify.max_options]
+            last = [d for d in closest if d.id not in shown]
+            if record.context_ids:
+                last = self.taking_up_replies(record, last, trace)
+            last = last[: config.clarify.max_options]
             if config.dialogue.options_when_unsure and len(last) >= 2:
                 trace.note("the confidence has run out: the closest answers are offered before a hand-off")
                 return self.offer(record, trace, last, question=self.ctx.replies.unsure_options, why="unsure")
@@ -134,6 +137,22 @@ class Outcomes:
         return TurnResult(session_id=record.id, reply=self.ctx.replies.abstain_text(
                               detail, again=outcome.record.unanswered or ""), kind=ReplyKind.ABSTAIN,
                           state=State.AWAITING_DETAIL, confidence=confidence)
+
+    def taking_up_replies(self, record: SessionRecord, docs: Sequence[AnswerDocument],
+                          trace: TurnTrace) -> list[AnswerDocument]:
+        """Return the answers of ``docs`` that take up what the customer's replies to the answer on screen added to
+        the question (a term of theirs the question lacked: "the fan doesn't come on", "I checked the fuse"); all of
+        them when the replies added no term. Options that take up nothing of it answer the question again, not the
+        customer."""
+        selector = self.ctx.selector
+        added = selector.terms_of_text(" ".join(record.step_followups)) - selector.terms_of_text(record.question)
+        if not added:
+            return list(docs)
+        kept = [d for d in docs if added & selector.terms_of_edus(selector.answer_edus(d))]
+        if len(kept) < len(docs):
+            trace.note(f"{len(docs) - len(kept)} closest answer(s) take up nothing the customer's reply added "
+                       f"({', '.join(sorted(added))}): not offered")
+        return kept
 
     def detail_for(self, record: SessionRecord, outcome: RankOutcome) -> str:
         """Return the detail to ask for after ``outcome`` (``abstain.detail_to_ask``): never what the customer said."""

@@ -401,3 +401,20 @@ def test_the_none_fit_reply_for_each_missing_detail():
     assert r.none_fit_text("when") == r.none_fit_ask.format(question=r.abstain_when)
     assert r.none_fit_text("describe_noise") == r.none_fit_ask.format(question=r.abstain_describe_noise)
     assert r.abstain_text("tried") == r.abstain.format(question=r.detail_question("tried"))
+
+
+@pytest.mark.slow
+def test_the_last_options_after_an_answer_take_up_the_customers_reply(builtin_manager):
+    """Found by trying the chat: after the cooling-fan answer, "no the fan doesn't come on at all" and "I checked the
+    fuse and it's fine" got three options about sealer, the radiator cap and air in the hose: the question again, not
+    the customer. Options that take up nothing the replies added are not offered; with none left, a person."""
+    session = builtin_manager.start_session()
+    first = builtin_manager.handle(
+        session_id=session, text="My car overheats in traffic but is fine on the highway. I topped up the coolant last week.")
+    assert first.kind == ANSWER and "fan" in first.reply
+    builtin_manager.handle(session_id=session, text="no the fan doesn't come on at all")
+    last = builtin_manager.handle(session_id=session, text="I checked the fuse and it's fine")
+    notes = " ".join(last.trace["notes"])
+    assert "take up nothing the customer's reply added" in notes and "fan" in notes, notes
+    assert last.kind == HANDOFF and not last.options, last.reply
+    assert builtin_manager.replies.handoff_unsure in last.reply
