@@ -368,4 +368,29 @@ def _restrictions(subject: Sequence[str], phrase: str, negated: frozenset[str],
         terms = normalizer.terms_of_text(head[0])
         if terms:
             out.append(Fact(SYMPTOM, phrase, terms, "any", negated))
+    out.extend(_head_fact(head, phrase, negated, normalizer))
     return out
+
+
+#: Words after which a diagnosed subject's head noun phrase has ended ("Grinding | after a long period of squealing",
+#: "Rapid clicking | with dim lights"): what follows qualifies the symptom, the head names it.
+_HEAD_END = frozenset({"after", "with", "at", "in", "on", "during", "while", "when", "from", "of", "that", "which",
+                       "under", "over", "only", "before", "near", "and", "or", "but", "if", "without", "whenever"})
+
+
+def _head_fact(head: Sequence[str], phrase: str, negated: frozenset[str], normalizer: EntityNormalizer) -> list[Fact]:
+    """Return the one kind of evidence the subject's head names by its own word ("grinding", "squeal", "click"), which
+    must have been said itself: "Grinding after a long period of squealing means ..." to a customer who reported a
+    squeal, and no grinding, takes the grinding for granted, though the squeal is one of its words. Only such a word:
+    other heads are often the answer's words for what the customer told in theirs ("Excessive body roll" for "leans
+    a lot more in corners"), and a bare kind ("Noise that started ...") is stated by any word of its kind
+    (``_evidence``)."""
+    kinds = trigger_words().kinds
+    named = []
+    for word in head:
+        if word in _HEAD_END:
+            break
+        if word in kinds and word.rstrip("s") not in (kinds[word][0], "sound"):
+            named.append(word)
+    terms = normalizer.terms_of_text(" ".join(named)) if named else frozenset()
+    return [Fact(SYMPTOM, phrase, terms, "any", negated)] if terms else []

@@ -371,9 +371,19 @@ def test_a_symptom_set_apart_by_a_participle_needs_the_participle_said():
     assert found is not None and found.fact.kind == SYMPTOM and "flash" in found.missing
     assert _found(answer, "The check engine light started flashing on the highway.") is None
     assert _found("A grinding noise with the AC on usually means a worn clutch.", "It makes a grinding noise.") is None
-    # a gerund that is the symptom itself is no participle: any of its terms states it, as before
-    assert _found("Grinding after a long period of squealing almost always means the pads are worn through.",
-                  "My brakes squeal when I stop.") is None
+    # a gerund that is the symptom itself is no participle; but it names one noise, which must be said itself: a
+    # squeal is not a grinding (found in the README's conversation: a customer who had replaced the pads got "the pads
+    # are worn through")
+    grinding = "Grinding after a long period of squealing almost always means the pads are worn through."
+    found = _found(grinding, "My brakes squeal when I stop.")
+    assert found is not None and found.missing == {"grind"}
+    assert _found(grinding, "My brakes grind when I stop, they squealed for months.") is None
+    # only a word of a kind of evidence is read so: other heads are the answer's words for the customer's ("Excessive
+    # body roll" for "leans in corners"), and a bare kind is stated by any word of it
+    assert _found("Excessive body roll without noise often means the sway bar isn't working.",
+                  "My car leans a lot more in corners than it used to. There are no clunks or noises.") is None
+    assert _found("Noise that started right after a brake job often means something was disturbed.",
+                  "It squeals since the brake job.") is None
 
 
 def test_the_papers_answer_presupposes_nothing_the_rule_judges():
