@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from index.vocabulary import words_of
+from index.vocabulary import stem, words_of
 
 
 def followup_calibrator_path(ranker: str) -> Path:
@@ -116,6 +117,20 @@ def named_kind(texts: Sequence[str]) -> str | None:
     return None
 
 
+def reports_evidence(texts: Sequence[str]) -> bool:
+    """Return True when the customer's words report a kind of evidence, by its name or a word of it ("a weird noise",
+    "it squeals", "a flashing light"; ``presupposition_triggers.json``'s ``observation_kinds``)."""
+    stems = _evidence_stems()
+    return any(stem(word) in stems for text in texts for word in words_of(text))
+
+
+@lru_cache(maxsize=1)
+def _evidence_stems() -> frozenset[str]:
+    from dtdialog.understanding.opening_facts import trigger_words
+
+    return frozenset(stem(word) for word in [*trigger_words().kinds, *_BARE_KINDS])
+
+
 def names_which_light(texts: Sequence[str], vocabulary: Any) -> bool:
     """Return True when the customer's words name which light it is: a known light's compound term ("check engine
     light", "oil light"), not a bare or generic one ("a warning light", "the dash lights")."""
@@ -161,6 +176,7 @@ def detail_to_ask(outcome: Any, selector: Any, *, tried_known: bool, when_known:
     if not (tried_known or when_known):
         return detail
     if tried_known and when_known:
-        # they said what they tried, when, and what they notice: "what else do you notice" asks it again
-        return TOLD if named_kind([e.text for e in said]) is not None else MORE
+        # they said what they tried, when, and what they notice ("a noise", "it squeals"): "what else do you notice -
+        # a noise, ..." asks it again
+        return TOLD if reports_evidence([e.text for e in said]) else MORE
     return WHEN if tried_known else TRIED
