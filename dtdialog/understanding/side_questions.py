@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from index.vocabulary import SENTENCE_BREAK, words_of
+from index.vocabulary import SENTENCE_BREAK, is_content_word, words_of
 
 SAFETY, COST, WARRANTY, PLACE, DURATION = "safety", "cost", "warranty", "place", "duration"
 
@@ -50,6 +50,8 @@ _ASKING = re.compile(r"\?\s*$|^(?:is|are|can|could|should|may|will|would|how|whe
 _ASKING_WORDS = frozenset("""where where's is are the a an my it it's this that do does i find can could would exactly
 located
 """.split())
+#: The words of a safety question that ask whether, not what: "is it still safe", "is that ok".
+_SAFETY_WORDS = frozenset("safe unsafe dangerous okay ok alright fine still keep use now".split())
 #: Messages longer than this describe rather than ask.
 MAX_WORDS = 10
 
@@ -66,12 +68,19 @@ def side_question(text: str) -> str | None:
 def told_in(kind: str, question: str, answers: Sequence[str]) -> str | None:
     """Return the first sentence of ``answers`` (the latest first) that tells what ``question`` asks, or None.
 
-    A place must be the place of what was asked: the sentence also names the question's own words.
+    A place must be the place of what was asked: the sentence also names the question's own words. Safety asked of
+    something other than driving ("is it safe to tap the starter?") must be told of it: the sentence shares a word.
     """
     asked = set(words_of(question)) - _ASKING_WORDS
+    # "is it safe to tap the starter with a hammer?" asks about tapping, not driving: a sentence on driving is no answer
+    doing = {w for w in asked - _SAFETY_WORDS if is_content_word(w)} if kind == SAFETY else set()
+    if any(w.startswith("driv") for w in asked):
+        doing = set()
     for answer in answers:
         for sentence in SENTENCE_BREAK.split(answer.strip()):
             if not _TELLS[kind].search(sentence):
+                continue
+            if doing and not doing & set(words_of(sentence)):
                 continue
             if kind != PLACE or (asked and asked <= set(words_of(sentence))):
                 return sentence.strip()

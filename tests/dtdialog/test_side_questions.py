@@ -87,3 +87,19 @@ def test_a_customer_asks_about_the_repair_under_an_answer(builtin_learned_index,
     # the questions left the step where it was: the rejection is of the grinding answer, on its own part
     assert turns[1]["state"] == turns[2]["state"] == "AWAITING_FEEDBACK"
     assert turns[3]["kind"] != "side_answer" and turns[3]["answer_id"] != turns[0]["answer_id"]
+
+
+def test_a_safety_question_the_answers_do_not_tell_is_not_read_as_about_driving():
+    """Found by trying the chat: "is it safe to tap the starter with a hammer?" got "My answers don't say whether it
+    is safe to drive like this", and under an answer that said "I would not drive it", that sentence would have been
+    its answer: safety asked of something else is told only by a sentence about it, and the untold reply (also the
+    one for any side question of no known kind) does not put driving in the customer's mouth."""
+    from dtdialog.setup.profile import builtin_profile
+
+    replies = builtin_profile().replies()
+    question = "is it safe to tap the starter with a hammer?"
+    assert side_question(question) == SAFETY and told_in(SAFETY, question, [GRINDING]) is None
+    assert "drive" not in replies.side_untold_text(SAFETY) and "human" in replies.side_untold_text(SAFETY)
+    # driving, said or not, is still told by the sentence on driving
+    for asked in ("is it safe?", "is it safe to drive on the highway?", "Can I still drive it?"):
+        assert told_in(SAFETY, asked, [GRINDING]) == "I would not drive it to work all week; get it repaired as soon as possible."
