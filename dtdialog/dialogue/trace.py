@@ -203,7 +203,19 @@ def _tried_lines(step: dict[str, Any]) -> list[str]:
     for answer_id, why in {**(step.get("condition_clash") or {}), **(step.get("presupposition") or {}),
                            **(step.get("branch_clash") or {})}.items():
         lines.append(f"  demoted {answer_id}: {why}")
+    lines.extend(_logged_opening_lines(step.get("logged_question") or {}))
     return lines
+
+
+def _logged_opening_lines(match: dict[str, Any]) -> list[str]:
+    """Return the ``--explain`` line of the logged opening nearest the customer's first words, and whether it counts."""
+    if not match:
+        return []
+    verdict = ("counts for " + str(match.get("answer")) if match.get("counts") else
+               "its answer is no candidate" if not match.get("candidate") else "below the bar")
+    return [f"  logged opening nearest: {match.get('dialogue')} (cosine {match.get('cosine', 0):.2f}, gap "
+            f"{match.get('gap', 0):.2f}, coverage {match.get('coverage', 0):.2f}) -> {match.get('probability', 0):.2f}, "
+            f"{verdict}"]
 
 
 # --- calibrated confidence ---

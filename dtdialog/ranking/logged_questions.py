@@ -154,6 +154,11 @@ class LoggedQuestions:
         """Encode the logged openings now (about 0.8 s for the built-in corpus), not in the first turn."""
         self._openings()
 
+    @property
+    def ready(self) -> bool:
+        """True once the logged openings are encoded (``warm_up`` or the first ``match``)."""
+        return self._loaded is not None
+
     def _openings(self) -> tuple[list[tuple[str, str, str]], np.ndarray]:
         with self._lock:
             if self._loaded is None:

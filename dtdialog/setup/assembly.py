@@ -255,6 +255,8 @@ class Engine:
                                                progress=progress, profile=self.profile)
         if self.manager is not None:
             self.manager.selector = self.selector
+        if self.selector.logged_questions is not None:  # encoded here, not in the next customer's turn
+            self.selector.logged_questions.warm_up()
 
     def warm_up(self) -> None:
         """Load now what the first turn would otherwise load: spaCy, the query encoder, the logged openings' vectors,

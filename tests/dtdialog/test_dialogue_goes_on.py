@@ -182,12 +182,16 @@ def test_an_abstention_never_asks_when_it_happens_after_the_customer_said_when(t
     """Found by trying the chat: "yes, when I rev it goes away" got "When does it happen, and what have you ...?"."""
     manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0)
     sid = manager.start_session()
-    result = manager.handle(session_id=sid, text=text_of(BRAKE_Q))  # "I replaced the brake pads, ... when I stop."
+    result = manager.handle(session_id=sid, text="I replaced the thermostat, but the engine still overheats in traffic.")
     assert result.kind == ABSTAIN and manager.session(sid).tried
     # both said: ask what else they notice, never "when" nor "what have you tried"
     assert DEFAULT_REPLIES.abstain_more in result.reply
     assert not any(q in result.reply for q in (DEFAULT_REPLIES.abstain_when, DEFAULT_REPLIES.abstain_context,
                                                DEFAULT_REPLIES.abstain_tried))
+    # and one who also said what they hear ("I replaced the brake pads, but the brakes still squeal when I stop") is
+    # asked nothing generic: what else they notice would ask it again
+    told = manager.handle(session_id=manager.start_session(), text=text_of(BRAKE_Q))
+    assert told.kind == ABSTAIN and told.reply == DEFAULT_REPLIES.abstain_told
 
 
 def test_a_customer_who_told_a_lot_is_not_asked_a_context_question(tmp_path):

@@ -74,7 +74,9 @@ DOCS = [_Doc("nostart#3", "nostart", 3, {"question": "battery coil plug solenoid
 
 def test_the_nearest_opening_and_its_lead_over_the_next_dialogue():
     logged = LoggedQuestions(index=_Index(DOCS), dense=_Dense(), model=MODEL)
+    assert not logged.ready
     match = logged.match("I changed the battery, coil and plug and the solenoid; it won't start")
+    assert logged.ready
     # the dialogue's first stored answer, whatever order the index lists its answers in
     assert (match.dialogue_id, match.answer_id) == ("nostart", "nostart#1")
     assert match.cosine == pytest.approx(1.0) and match.gap == pytest.approx(1.0)

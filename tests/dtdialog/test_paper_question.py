@@ -107,6 +107,11 @@ def test_the_learned_chat_opens_with_the_papers_answer_by_default(engines, quest
     match = outcome.record.logged_question
     assert match["dialogue"] == "no_start-paper-001" and match["counts"] and match["probability"] >= 0.5
     assert outcome.candidates[0].features["logged_question"] == match["probability"]
+    # the agents' view says so
+    from dtdialog.dialogue.trace import format_trace
+
+    assert f"logged opening nearest: no_start-paper-001 (cosine {match['cosine']:.2f}" in format_trace(result.trace)
+    assert f"counts for {INTENDED}" in format_trace(result.trace)
     # without the evidence the calibrator alone decides, and it is not sure: the bot asks instead of answering
     base = manager.config
     try:
@@ -129,3 +134,21 @@ def test_a_detail_given_before_any_answer_still_gets_an_opening(engines, ranker)
     outcome = selector.rank_outcome(question=PAPER_Q, step=0, size=10,
                                     followups=["It did at first but not anymore. What should I do?"])
     assert position_of(outcome.candidates[0].document).stands_alone, outcome.candidates[0].document.text[:60]
+
+
+def test_a_refreshed_engine_encodes_the_logged_openings_before_any_turn(builtin_learned_index, tmp_path):
+    """The API refreshes the engine after answers change; the openings' encoding (0.8 s here, seconds for a large log)
+    belongs to that refresh, not to the next customer's turn."""
+    from dtdialog.setup.assembly import EngineSpec, build_engine
+
+    path, parser = builtin_learned_index
+    engine = build_engine(EngineSpec(index_path=str(path), sessions_path=str(tmp_path / "s.sqlite")), parser=parser,
+                          progress=False)
+    try:
+        assert engine.selector.logged_questions.ready  # the build's warm-up
+        old = engine.selector.logged_questions
+        engine.refresh()
+        assert engine.selector.logged_questions is not old and engine.selector.logged_questions.ready
+    finally:
+        engine.close()
+

@@ -74,7 +74,7 @@ def test_a_question_verdict_counts_only_while_the_bot_still_asks_that_question(t
 def test_the_command_runs_the_chat_engine_on_each_first_message(tmp_path, capsys):
     questions = tmp_path / "q.txt"
     questions.write_text("What is the capital of France and who painted the Mona Lisa?\n"
-                         "My brakes squeal when I stop and the pedal feels soft. The pads are two years old.\n",
+                         "My car overheats in traffic but is fine on the highway. I topped up the coolant last week.\n",
                          encoding="utf-8")
     out = tmp_path / "out"
     assert cli.main(["--data", str(questions), "--no-progress", "--out", str(out)]) == 0
