@@ -27,7 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from dtdialog.ranking.logged_questions import FEATURES, MODEL_PATH, LoggedQuestionModel, encoder_family, term_coverage
+from dtdialog.ranking.logged_questions import (
+    FEATURES,
+    MODEL_PATH,
+    LoggedQuestionModel,
+    encoder_family,
+    nearest_of,
+    term_coverage,
+)
 from dtdialog.setup.engine_config import AbstentionConfig
 from eval.calibrator import ece, fold_of
 from eval.datasets import REPO_ROOT, default_data_dir, load_eval_set, reddit_questions
@@ -66,9 +73,8 @@ def match_rows(keys: Sequence[str], messages: np.ndarray, message_terms: Sequenc
         mine = own[i] if own is not None else None
         if mine is not None and key in removed:
             cosines[mine] = -np.inf
-        top = int(np.argmax(cosines))
-        second = float(np.partition(cosines, -2)[-2]) if len(cosines) > 1 else 0.0
-        values = (float(cosines[top]), float(cosines[top]) - second, term_coverage(message_terms[i], opening_terms[top]))
+        top, cosine, gap = nearest_of(cosines)
+        values = (cosine, gap, term_coverage(message_terms[i], opening_terms[top]))
         rows.append(MatchRow(key=key, values=values, own=mine is not None and top == mine))
     return rows
 

@@ -129,7 +129,11 @@ class LoggedQuestionModel:
 def nearest(query: np.ndarray, vectors: np.ndarray) -> tuple[int, float, float]:
     """Return ``(row, cosine, gap)``: the row of ``vectors`` nearest ``query`` and its lead over the second nearest
     (the whole cosine when there is one row). Rows and query are unit vectors."""
-    cosines = vectors @ query
+    return nearest_of(vectors @ query)
+
+
+def nearest_of(cosines: np.ndarray) -> tuple[int, float, float]:
+    """Return ``(row, cosine, gap)`` of the largest of ``cosines`` and its lead over the second largest."""
     top = int(np.argmax(cosines))
     second = float(np.partition(cosines, -2)[-2]) if len(cosines) > 1 else 0.0
     return top, float(cosines[top]), float(cosines[top]) - second
