@@ -60,6 +60,8 @@ class MatchRow:
     key: str
     values: tuple[float, float, float]
     own: bool
+    #: the row of the nearest opening
+    nearest: int = -1
 
 
 def match_rows(keys: Sequence[str], messages: np.ndarray, message_terms: Sequence[frozenset[str]],
@@ -75,7 +77,7 @@ def match_rows(keys: Sequence[str], messages: np.ndarray, message_terms: Sequenc
             cosines[mine] = -np.inf
         top, cosine, gap = nearest_of(cosines)
         values = (cosine, gap, term_coverage(message_terms[i], opening_terms[top]))
-        rows.append(MatchRow(key=key, values=values, own=mine is not None and top == mine))
+        rows.append(MatchRow(key=key, values=values, own=mine is not None and top == mine, nearest=top))
     return rows
 
 
@@ -183,9 +185,9 @@ def run(args: argparse.Namespace, *, command: str) -> int:
                          "max_probability": round(max((p for p, _ in asking), default=0.0), 4),
                          "counted": sum(p >= bar for p, _ in asking),
                          "counted_right": sum(p >= bar and j["verdict"] == "right" for p, j in asking)},
-        "paper": {name: {"dialogue": ids[int(np.argmax(openings @ vec))], "values": [round(v, 4) for v in r.values],
+        "paper": {name: {"dialogue": ids[r.nearest], "values": [round(v, 4) for v in r.values],
                          "probability": round(model.probability(*r.values), 4)}
-                  for name, r, vec in zip(("paper", "paraphrase"), paper_rows, encoder.encode(list(PAPER)))},
+                  for name, r in zip(("paper", "paraphrase"), paper_rows)},
     }
     model.save(Path(args.models_dir) / MODEL_PATH.name)
     out.mkdir(parents=True, exist_ok=True)
