@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,11 +115,27 @@ class OutOfFoldScorer(LearnedScorer):
         return self.folds.model_for(plan.question, self.model)
 
 
-def out_of_fold(model_path: str | Path | None):
-    """Return a ``build_engine`` ``wrap_scorer``: out-of-fold scoring when the model has fold models."""
+def with_openings(folds: FoldModels, openings: Mapping[str, str]) -> FoldModels:
+    """Return ``folds`` where each opening of ``openings`` (opening -> its whole question) is held out with its
+    question: a customer who opens with a title alone is scored by the fold model that never saw that question, not
+    by the shipped one, which trained on it."""
+    held_out = dict(folds.held_out)
+    for opening, question in openings.items():
+        fold = folds.held_out.get(question_key(question))
+        if fold is not None:
+            held_out.setdefault(question_key(opening), fold)
+    return FoldModels(model_name=folds.model_name, feature_names=folds.feature_names,
+                      fold_estimators=folds.fold_estimators, held_out=held_out)
+
+
+def out_of_fold(model_path: str | Path | None, *, openings: Mapping[str, str] | None = None):
+    """Return a ``build_engine`` ``wrap_scorer``: out-of-fold scoring when the model has fold models
+    (``openings``: a dialogue's first message -> its whole question, ``with_openings``)."""
 
     def wrap(scorer: LearnedScorer) -> LearnedScorer:
         folds = folds_for(scorer.model, model_path)
+        if folds is not None and openings:
+            folds = with_openings(folds, openings)
         return scorer if folds is None else OutOfFoldScorer(scorer=scorer, folds=folds)
 
     return wrap

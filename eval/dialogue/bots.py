@@ -12,7 +12,7 @@ It never clarifies or hands off.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eval.datasets import EvalDialogue, PoolAnswer
@@ -34,11 +34,12 @@ class EngineBot:
     """``dtq``: the dialogue manager of an engine built over ``pool``; ``dtq-no-dt`` the same without the tree."""
 
     def __init__(self, pool: Sequence[PoolAnswer], *, ranker: str | None = None, progress: bool = False,
-                 use_tree: bool = True, parser: str | None = None) -> None:
+                 use_tree: bool = True, parser: str | None = None, openings: Mapping[str, str] | None = None) -> None:
         self.name = "dtq" if use_tree else "dtq-no-dt"
         self._tmp = tempfile.TemporaryDirectory(prefix="dtdialog-dialogue-eval-")
         self.engine = build_pool_engine(pool, sessions_path=Path(self._tmp.name) / "sessions.sqlite",
-                                        ranker=ranker, progress=progress, use_tree=use_tree, parser=parser)
+                                        ranker=ranker, progress=progress, use_tree=use_tree, parser=parser,
+                                        openings=openings)
         self.manager = self.engine.manager
         replies = self.manager.replies
         # a greeting is recognised by its first words: the profile's wording may add to the end
@@ -73,9 +74,11 @@ class EngineBot:
 
 
 def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker: str | None = None,
-                      progress: bool = False, use_tree: bool = True, parser: str | None = None):
+                      progress: bool = False, use_tree: bool = True, parser: str | None = None,
+                      openings: Mapping[str, str] | None = None):
     """Return the engine ``dtdialog chat`` builds, over a temporary index of ``pool``, with a session store
-    (``parser``: the RST parser's name, default the engine's)."""
+    (``parser``: the RST parser's name, default the engine's; ``openings``: each dialogue's first message -> its whole
+    question, so an opening of a training question is scored out of fold too, ``eval.out_of_fold.with_openings``)."""
     from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from eval.methods.pool_index import pool_index, seed_dense_store
     from eval.out_of_fold import out_of_fold
@@ -89,7 +92,7 @@ def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker
     if ranker != "rules":  # the pool's vectors from the cross-run cache, before the engine would encode them
         seed_dense_store(index, path, progress=progress)
     return build_engine(spec, progress=progress, parser=rst, index=index, index_path=path,
-                        wrap_scorer=out_of_fold(spec.model_path()))
+                        wrap_scorer=out_of_fold(spec.model_path(), openings=openings))
 
 
 class NextResultBot:

@@ -56,10 +56,21 @@ def make_bot(name: str, eval_set: EvalSet, *, hidden: frozenset[str], ranker: st
     """Return bot ``name`` over the set's pool without ``hidden`` (``ranker``, ``parser``: the engine bots')."""
     if name in ENGINE_BOTS:
         return EngineBot(open_pool(eval_set.pool, hidden), ranker=ranker, progress=progress, use_tree=name == "dtq",
+                         openings=openings_of(eval_set),
                          parser=parser)
     bot = NextResultBot(name, eval_set.pool, progress=progress)
     bot.hidden = hidden  # the same pool minus the hidden answers, without encoding it again
     return bot
+
+
+def openings_of(eval_set: EvalSet) -> dict[str, str]:
+    """Return each dialogue's first message -> its whole question, where the customer opens with less (a title)."""
+    out = {}
+    for d in eval_set.dialogues:
+        opening, body = d.opening_and_body()
+        if body:
+            out.setdefault(opening, d.question)
+    return out
 
 
 def play_all(bot: Bot, eval_set: EvalSet, *, removed: frozenset[str], pool: str, seed: int,

@@ -62,6 +62,15 @@ def test_mechanics_opens_with_the_title_and_accepts_gold():
     assert s.lines[-1].gold
 
 
+def test_the_engine_scores_a_title_opening_with_the_fold_model_of_its_question():
+    # the shipped ranker trained on every mechanics question: a title alone must be held out with its question
+    from eval.datasets import EvalSet
+    from eval.dialogue.run import openings_of
+
+    eval_set = EvalSet(name="m", dialogues=(MECH, TWO_STEP), pool=())
+    assert openings_of(eval_set) == {"Car will not start.": MECH.question}  # a first turn alone has no body
+
+
 def test_wrong_answer_is_rejected_with_a_seeded_phrase():
     runs = []
     for _ in range(2):

@@ -18,6 +18,7 @@ from eval.out_of_fold import (
     out_of_fold,
     question_key,
     split_model_file,
+    with_openings,
 )
 from parsers.errors import ModelNotAvailableError
 
@@ -45,6 +46,21 @@ def test_fold_models_score_their_held_out_questions(tmp_path):
     assert held.estimator is not model.estimator and held.feature_names == NAMES
     np.testing.assert_allclose(held.logits(X[:5]), folds.fold_estimators[1].decision_function(X[:5]))
     assert again.model_for("A question nobody trained on", model) is model
+
+
+def test_an_opening_is_held_out_with_its_question(tmp_path):
+    # a simulated customer opens with the title alone: the shipped model trained on that question must not score it
+    _, model, folds = _fitted(tmp_path)
+    assert folds.model_for("Car stalls", model) is model
+    other = FoldModels(model_name="m", feature_names=NAMES, fold_estimators=folds.fold_estimators,
+                       held_out={**folds.held_out, question_key("Car stalls at idle\nbody two"): 0})
+    keyed = with_openings(other, {"Car stalls": "Why does my car\nstall?", "Unknown": "Never trained on"})
+    assert keyed.model_for("Car  stalls", model).estimator is folds.fold_estimators[1]
+    assert keyed.model_for("Unknown", model) is model
+    assert other.model_for("Car stalls", model) is model  # the folds given are left as they were
+    # an opening that is itself a training question keeps its own fold
+    both = with_openings(other, {"Car stalls at idle\nbody two": "Why does my car\nstall?"})
+    assert both.model_for("Car stalls at idle body two", model).estimator is folds.fold_estimators[0]
 
 
 def test_folds_of_another_model_are_not_used(tmp_path):
