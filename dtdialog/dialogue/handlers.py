@@ -172,6 +172,9 @@ class TurnHandlers:
         # "no" to a request for detail: the customer has none, so the bot's confidence cannot grow
         record.failures += 1
         if record.failures >= self.ctx.config.dialogue.max_failures:
+            if record.question and record.state == State.AWAITING_DETAIL:
+                # as after a detail that left the bot unsure ("I don't have more details"): the closest answers first
+                return self.steps.last_resort(record, trace)
             return self.outcomes.hand_off(record, trace, HandoffReason.UNSURE)
         return self.on_ask_again(record, text, intent, trace)
 

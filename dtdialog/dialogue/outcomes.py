@@ -116,18 +116,7 @@ class Outcomes:
         else:
             trace.note(f"confidence {confidence:.2f} is below {config.abstention.abstain_below:.2f}: not answering")
         if record.failures >= config.dialogue.max_failures:
-            # the customer told more instead of picking: the options of the last turn, in any order, would repeat it
-            shown = memory.last_offered(record)
-            last = [d for d in closest if d.id not in shown]
-            if record.context_ids:
-                last = self.taking_up_replies(record, last, trace)
-            last = last[: config.clarify.max_options]
-            if config.dialogue.options_when_unsure and len(last) >= 2:
-                trace.note("the confidence has run out: the closest answers are offered before a hand-off")
-                return self.offer(record, trace, last, question=self.ctx.replies.unsure_options, why="unsure")
-            if shown:
-                trace.note("the closest answers left are the options of the last turn: not offered again")
-            return self.hand_off(record, trace, HandoffReason.UNSURE)
+            return self.last_resort(record, trace, closest)
         detail = self.detail_for(record, outcome)
         record.state = State.AWAITING_DETAIL
         if detail == AGAIN:  # the reply to the question asked again is the one the answer on screen waits for
@@ -137,6 +126,23 @@ class Outcomes:
         return TurnResult(session_id=record.id, reply=self.ctx.replies.abstain_text(
                               detail, again=outcome.record.unanswered or ""), kind=ReplyKind.ABSTAIN,
                           state=State.AWAITING_DETAIL, confidence=confidence)
+
+    def last_resort(self, record: SessionRecord, trace: TurnTrace, closest: Sequence[AnswerDocument]) -> TurnResult:
+        """The confidence has run out on this step: offer the ``closest`` answers to pick from before a hand-off
+        (``options_when_unsure``), else hand off."""
+        config = self.ctx.config
+        # the customer told more instead of picking: the options of the last turn, in any order, would repeat it
+        shown = memory.last_offered(record)
+        last = [d for d in closest if d.id not in shown]
+        if record.context_ids:
+            last = self.taking_up_replies(record, last, trace)
+        last = last[: config.clarify.max_options]
+        if config.dialogue.options_when_unsure and len(last) >= 2:
+            trace.note("the confidence has run out: the closest answers are offered before a hand-off")
+            return self.offer(record, trace, last, question=self.ctx.replies.unsure_options, why="unsure")
+        if shown:
+            trace.note("the closest answers left are the options of the last turn: not offered again")
+        return self.hand_off(record, trace, HandoffReason.UNSURE)
 
     def taking_up_replies(self, record: SessionRecord, docs: Sequence[AnswerDocument],
                           trace: TurnTrace) -> list[AnswerDocument]:

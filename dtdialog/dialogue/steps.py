@@ -101,6 +101,14 @@ class Steps:
         return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked],
                                      held_back=rule.held_back(confidence, brief=brief))
 
+    def last_resort(self, record: SessionRecord, trace: TurnTrace) -> TurnResult:
+        """The customer has no detail to give ("no", "still the same") and the confidence has run out: rank the step
+        as it stands and offer its closest answers before a hand-off (``Outcomes.last_resort``), as when the detail
+        they gave left the bot unsure."""
+        outcome = self.rank(record, self.plan(record), record.step_followups)
+        trace.step(outcome, step=record.step)
+        return self.outcomes.last_resort(record, trace, [c.document for c in self.fresh(record, outcome.candidates)])
+
     def brief_opening(self, record: SessionRecord) -> bool:
         """Return True while the session holds only the customer's opening and it is brief
         (``AbstentionConfig.brief_words``): nothing asked, offered or shown yet. An opening that already says when it

@@ -74,13 +74,27 @@ def test_hand_off_comes_after_max_rejections_and_says_how_many(tmp_path):
 
 
 def test_a_hand_off_with_no_answer_shown_never_claims_answers_did_not_help(tmp_path):
-    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0)
+    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0, options_when_unsure=False)
     sid = manager.start_session()
     assert manager.handle(session_id=sid, text=text_of(BRAKE_Q)).kind == ABSTAIN
     handoff = manager.handle(session_id=sid, text="no")  # no detail to give: the confidence has run out
     assert handoff.kind == HANDOFF
     assert "did not help" not in handoff.reply and DEFAULT_REPLIES.handoff_unsure in handoff.reply
     assert handoff.trace["decision"]["answers_shown"] == 0
+
+
+@pytest.mark.parametrize("no", ["no", "still the same", "I don't have more details"])
+def test_no_detail_to_give_gets_the_closest_answers_before_the_hand_off(tmp_path, no):
+    """Found by trying the chat: after "no, that didn't help" and the bot's question, "still the same" handed off at
+    once, where "I don't have more details" got the closest answers to pick from: both say there is nothing to add."""
+    manager = _manager(tmp_path, calibrator=_sure_of_nothing(), clarify_margin=0.0)
+    sid = manager.start_session()
+    assert manager.handle(session_id=sid, text=text_of(BRAKE_Q)).kind == ABSTAIN
+    offer = manager.handle(session_id=sid, text=no)
+    assert offer.kind == CLARIFY and offer.reply.startswith(DEFAULT_REPLIES.unsure_options), offer.reply
+    assert offer.trace["decision"]["offered_because"] == "unsure" and len(offer.options) >= 3
+    handoff = manager.handle(session_id=sid, text="none of these")
+    assert handoff.kind == HANDOFF and DEFAULT_REPLIES.handoff_none_fit in handoff.reply
 
 
 def test_after_a_hand_off_messages_wait_for_the_person_and_the_greeting_never_returns(tmp_path):
