@@ -125,3 +125,20 @@ def test_a_shipped_model_loaded_without_its_path_finds_its_own_folds():
         pytest.skip("no shipped hybrid ranker model")
     folds = folds_for(RankerModel.load(TREELESS_MODEL), None)
     assert folds is not None and folds.model_name == "ranker-v1-hybrid"
+
+
+def test_every_first_message_of_the_mechanics_dialogues_is_scored_out_of_fold(shared_data):
+    """The simulated customer opens with a mechanics title; until ad71154 no title resolved to a fold, so the shipped
+    ranker, which trained on every one of these questions, scored them all."""
+    from eval.datasets import load_eval_set
+    from eval.dialogue.run import openings_of
+
+    if not DEFAULT_MODEL.is_file():
+        pytest.skip("no shipped ranker model")
+    mechanics = load_eval_set("mechanics", data_dir=shared_data)
+    openings = [d.opening_and_body()[0] for d in mechanics.dialogues]
+    for path in sorted(MODELS_DIR.glob("*.joblib")):
+        model = RankerModel.load(path)
+        folds = folds_for(model, path)
+        keyed = with_openings(folds, openings_of(mechanics))
+        assert all(keyed.model_for(o, model) is not model for o in openings), path.name
