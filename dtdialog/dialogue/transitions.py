@@ -27,8 +27,8 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify, open a new problem or re-ask
     AWAITING_DETAIL   conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_DETAIL   choice         -> ask_again          nothing to search with: ask for feedback or detail again
-    AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no none to give (a failure; the last: closest answers, then a person)
-    AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no none to give (a failure; the last: closest answers, then a person)
+    AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)
+    AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)
     AWAITING_DETAIL   side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
@@ -82,7 +82,7 @@ HANDLERS: dict[str, str] = {
     "choose": "pick an option by number or phrase, else clarify, open a new problem or re-ask",
     "none_fits": "the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)",
     "await_person": "handed off: the message joins the transcript; a person will pick it up",
-    "no_detail": "no answer on screen: words are detail, a bare no none to give (a failure; the last: closest answers, then a person)",
+    "no_detail": "no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)",
     "side_question": "a question about the repair: a sure next answer, else what the answers given tell, else say so",
 }
 

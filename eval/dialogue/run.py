@@ -56,8 +56,7 @@ def make_bot(name: str, eval_set: EvalSet, *, hidden: frozenset[str], ranker: st
     """Return bot ``name`` over the set's pool without ``hidden`` (``ranker``, ``parser``: the engine bots')."""
     if name in ENGINE_BOTS:
         return EngineBot(open_pool(eval_set.pool, hidden), ranker=ranker, progress=progress, use_tree=name == "dtq",
-                         openings=openings_of(eval_set),
-                         parser=parser)
+                         parser=parser, openings=openings_of(eval_set))
     bot = NextResultBot(name, eval_set.pool, progress=progress)
     bot.hidden = hidden  # the same pool minus the hidden answers, without encoding it again
     return bot
