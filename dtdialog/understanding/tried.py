@@ -38,6 +38,7 @@ REPLACED, CHECKED, CLEANED, RULED_OUT = "replaced", "checked", "cleaned", "ruled
 #: work on a part that is neither a replacement nor a check: each is its own class, so "bleed the brakes" does not
 #: repeat "I tightened the brake lines"
 TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET = "tightened", "adjusted", "bled", "filled", "charged", "reset"
+BALANCED, ROTATED, RESURFACED, LUBRICATED = "balanced", "rotated", "resurfaced", "lubricated"
 #: work reported without saying which ("had the alignment done", "did the brakes last month"): it covers any advice on
 #: that part; never read as advice ("do" names no action of its own)
 DONE = "done"
@@ -51,6 +52,11 @@ _VERBS = {
     "tighten": TIGHTENED, "retighten": TIGHTENED, "adjust": ADJUSTED, "readjust": ADJUSTED, "bleed": BLED,
     "bled": BLED, "fill": FILLED, "refill": FILLED, "top": FILLED, "charge": CHARGED, "recharge": CHARGED,
     "reset": RESET, "did": DONE, "done": DONE,
+    # wheel and brake work a customer reports by its own verb ("had the tires balanced twice", "had the front rotors
+    # machined"); "diagnose" is a check, a rebuilt part is renewed. Not "align", "grease" or "repair": their stems are
+    # the stems of terms a clause names as its object ("the alignment", "brake grease", "a puncture repair")
+    "balance": BALANCED, "rebalance": BALANCED, "rotate": ROTATED, "resurface": RESURFACED, "machine": RESURFACED,
+    "skim": RESURFACED, "lubricate": LUBRICATED, "diagnose": CHECKED, "rebuild": REPLACED, "rebuilt": REPLACED,
 }
 
 
@@ -65,15 +71,17 @@ def _verb_class(word: str) -> str | None:
     return _verb_classes().get(stem(word))
 
 #: irregular done forms of the verbs above (the regular ones end in -ed)
-_IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset", "did", "done"})
+_IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset", "did", "done", "rebuilt"})
 #: base forms that end like a done form ("bleed the brakes")
 _BASE_IN_ED = frozenset({"bleed"})
 #: which recommended verb class each tried class covers: a part just replaced need not be tested again
 #: (the issue's "have the alternator tested" to someone who had just replaced it), and one the customer
 #: ruled out ("the fuses are fine") is settled whatever the answer wants done with it
 _COVERS = {REPLACED: {REPLACED, CHECKED}, CHECKED: {CHECKED}, CLEANED: {CLEANED}, RULED_OUT: {REPLACED, CHECKED, CLEANED},
-           **{done: {done} for done in (TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET)},
-           DONE: {REPLACED, CHECKED, CLEANED, TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET}}
+           **{done: {done} for done in (TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET, BALANCED, ROTATED,
+                                        RESURFACED, LUBRICATED)},
+           DONE: {REPLACED, CHECKED, CLEANED, TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET, BALANCED, ROTATED,
+                  RESURFACED, LUBRICATED}}
 
 _NEGATIONS = frozenset({"not", "never", "no", "nor", "without", "cannot"})
 _MODALS = frozenset({"should", "shall", "could", "would", "will", "can", "may", "might", "must", "need", "needs",
@@ -141,9 +149,12 @@ class TriedAction:
 
     def explain(self) -> str:
         """Return why an answer repeating this is demoted, in the customer's words ("you already replaced …")."""
-        if self.verb_class == RULED_OUT:
-            return f'you said "{self.text}"'
         words = self.text.split()
+        # a report read before its verb is the customer's clause with its subject ("the pads were replaced"): quoted
+        if self.verb_class == RULED_OUT or not words or (
+                _verb_class(words[0]) is None and words[0].lower() not in _HAVE_DONE | {"had", "got"}):
+            return f'you said "{self.text}"'
+
         # "replaced the thermostat already" keeps the customer's word order; the reason says "already" once
         return "you already " + " ".join(words[:-1] if len(words) > 1 and words[-1].lower() == "already" else words)
 
@@ -349,7 +360,8 @@ def _done_action(tokens: Sequence[str], i: int, verb_class: str, normalizer: Ent
     objects = _objects(before, normalizer, phrases)
     if not objects:
         return None
-    return TriedAction(verb_class, objects, " ".join(tokens[start:i + 1]), relation)  # the customer's words, whole
+    first = next((k for k in range(start, i) if tokens[k] != "and"), i)  # "and the tires rotated": no "and" quoted
+    return TriedAction(verb_class, objects, " ".join(tokens[first:i + 1]), relation)  # the customer's words, whole
 
 
 def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: frozenset[str],
