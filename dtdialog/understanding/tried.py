@@ -38,7 +38,6 @@ REPLACED, CHECKED, CLEANED, RULED_OUT = "replaced", "checked", "cleaned", "ruled
 #: work on a part that is neither a replacement nor a check: each is its own class, so "bleed the brakes" does not
 #: repeat "I tightened the brake lines"
 TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET = "tightened", "adjusted", "bled", "filled", "charged", "reset"
-BALANCED, ROTATED, RESURFACED, LUBRICATED = "balanced", "rotated", "resurfaced", "lubricated"
 #: work reported without saying which ("had the alignment done", "did the brakes last month"): it covers any advice on
 #: that part; never read as advice ("do" names no action of its own)
 DONE = "done"
@@ -52,11 +51,6 @@ _VERBS = {
     "tighten": TIGHTENED, "retighten": TIGHTENED, "adjust": ADJUSTED, "readjust": ADJUSTED, "bleed": BLED,
     "bled": BLED, "fill": FILLED, "refill": FILLED, "top": FILLED, "charge": CHARGED, "recharge": CHARGED,
     "reset": RESET, "did": DONE, "done": DONE,
-    # wheel and brake work a customer reports by its own verb ("had the tires balanced twice", "had the front rotors
-    # machined"); "diagnose" is a check, a rebuilt part is renewed. Not "align", "grease" or "repair": their stems are
-    # the stems of terms a clause names as its object ("the alignment", "brake grease", "a puncture repair")
-    "balance": BALANCED, "rebalance": BALANCED, "rotate": ROTATED, "resurface": RESURFACED, "machine": RESURFACED,
-    "skim": RESURFACED, "lubricate": LUBRICATED, "diagnose": CHECKED, "rebuild": REPLACED, "rebuilt": REPLACED,
 }
 
 
@@ -71,17 +65,15 @@ def _verb_class(word: str) -> str | None:
     return _verb_classes().get(stem(word))
 
 #: irregular done forms of the verbs above (the regular ones end in -ed)
-_IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset", "did", "done", "rebuilt"})
+_IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset", "did", "done"})
 #: base forms that end like a done form ("bleed the brakes")
 _BASE_IN_ED = frozenset({"bleed"})
 #: which recommended verb class each tried class covers: a part just replaced need not be tested again
 #: (the issue's "have the alternator tested" to someone who had just replaced it), and one the customer
 #: ruled out ("the fuses are fine") is settled whatever the answer wants done with it
 _COVERS = {REPLACED: {REPLACED, CHECKED}, CHECKED: {CHECKED}, CLEANED: {CLEANED}, RULED_OUT: {REPLACED, CHECKED, CLEANED},
-           **{done: {done} for done in (TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET, BALANCED, ROTATED,
-                                        RESURFACED, LUBRICATED)},
-           DONE: {REPLACED, CHECKED, CLEANED, TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET, BALANCED, ROTATED,
-                  RESURFACED, LUBRICATED}}
+           **{done: {done} for done in (TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET)},
+           DONE: {REPLACED, CHECKED, CLEANED, TIGHTENED, ADJUSTED, BLED, FILLED, CHARGED, RESET}}
 
 _NEGATIONS = frozenset({"not", "never", "no", "nor", "without", "cannot"})
 _MODALS = frozenset({"should", "shall", "could", "would", "will", "can", "may", "might", "must", "need", "needs",
@@ -154,7 +146,6 @@ class TriedAction:
         if self.verb_class == RULED_OUT or not words or (
                 _verb_class(words[0]) is None and words[0].lower() not in _HAVE_DONE | {"had", "got"}):
             return f'you said "{self.text}"'
-
         # "replaced the thermostat already" keeps the customer's word order; the reason says "already" once
         return "you already " + " ".join(words[:-1] if len(words) > 1 and words[-1].lower() == "already" else words)
 

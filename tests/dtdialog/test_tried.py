@@ -10,12 +10,9 @@ from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import format_trace
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.tried import (
-    BALANCED,
     CHECKED,
     DONE,
     REPLACED,
-    RESURFACED,
-    ROTATED,
     RULED_OUT,
     TriedAction,
     extract_tried,
@@ -70,25 +67,18 @@ def test_concession_satellite_of_the_paper_question_lists_every_action():
     ("I did the brakes on all four wheels last spring.", DONE, "brakes"),
     # a passive's subject is its object, not the words after it
     ("The pads were replaced at the shop.", REPLACED, "pads"),
-    # found by trying the chat: "Had the tires balanced twice" was no report, so the answer to re-check the balance
-    # came first; wheel and brake work has verbs of its own
-    ("Steering wheel shakes at 60 mph. Had the tires balanced twice.", BALANCED, "tires"),
-    ("I had the front rotors machined last week.", RESURFACED, "rotors"),
-    ("The rotors were skimmed at the last service.", RESURFACED, "rotors"),
-    ("I rotated the tires and it still hums.", ROTATED, "tires"),
-    ("The calipers were rebuilt last year.", REPLACED, "calipers"),
 ])
 def test_reports_of_done_or_ruled_out(spec, verb_class, word):
     assert _has(_tried(spec), verb_class, word)
 
 
 def test_a_report_read_before_its_verb_is_quoted_without_the_joiner():
-    # found by trying the chat: the demotion said "you already and the tires rotated"
-    actions = _tried(("Joint", "NN", ["The wheel bearing was checked", "and the tires rotated."]))
-    assert _has(actions, ROTATED, "tires") and _has(actions, CHECKED, "wheel bearing")
-    assert sorted(a.explain() for a in actions) == ['you said "the tires rotated"',
+    # found by trying the chat: a demotion said "you already and the tires rotated"
+    actions = _tried(("Joint", "NN", ["The wheel bearing was checked", "and the pads replaced."]))
+    assert _has(actions, REPLACED, "pads") and _has(actions, CHECKED, "wheel bearing")
+    assert sorted(a.explain() for a in actions) == ['you said "the pads replaced"',
                                                     'you said "the wheel bearing was checked"']
-    assert [a.explain() for a in _tried("I had the tires balanced twice.")] == ["you already had the tires balanced"]
+    assert [a.explain() for a in _tried("I had the alternator tested.")] == ["you already had the alternator tested"]
 
 
 def test_a_condition_satellite_keeps_its_relation():
@@ -148,9 +138,6 @@ def test_main_recommendation_is_in_the_nucleus_not_the_satellite():
     ("I bleed the brakes every year.", "Bleed the brakes.", False),  # a habit, not a report of this problem
     ("I had the alignment done last week.", "Check the alignment first.", True),
     ("I had the alignment done last week.", "Check the tire pressures first.", False),
-    ("I had the tires balanced twice.", "Balance the tires again on a road-force machine.", True),
-    ("I had the tires balanced twice.", "Rotate the tires front to back.", False),  # other wheel work is no repeat
-    ("I had the front rotors machined.", "Have the rotors resurfaced.", True),
 ])
 def test_repeats_needs_a_covering_verb_class_on_the_same_thing(said, answer, repeats):
     rec = main_recommendation(build_tree(answer), NORMALIZER)
