@@ -90,6 +90,8 @@ _BREAKS = frozenset({"but", "because", "so", "then", "since", "although", "thoug
 _ADVICE = frozenset({"should", "must", "need", "needs", "try", "recommend", "suggest", "would", "i'd", "you'd",
                      "please", "first", "then", "next", "also", "just", "now", "so", "and", "start", "begin"})
 _HAVE_DONE = frozenset({"have", "get"})
+#: the causative as a report of work done ("had the alternator tested", "got the tires rotated")
+_HAD_DONE = _HAVE_DONE | {"had", "got"}
 #: "did" is the work done only before its object's determiner ("did the brakes"); before a pronoun, a negation or a
 #: verb it is an auxiliary ("what did I do", "I did not check")
 _DETERMINERS = frozenset({"the", "a", "an", "my", "his", "her", "our", "their", "both"})
@@ -144,7 +146,7 @@ class TriedAction:
         words = self.text.split()
         # a report read before its verb is the customer's clause with its subject ("the pads were replaced"): quoted
         if self.verb_class == RULED_OUT or not words or (
-                _verb_class(words[0]) is None and words[0].lower() not in _HAVE_DONE | {"had", "got"}):
+                _verb_class(words[0]) is None and words[0].lower() not in _HAD_DONE):
             return f'you said "{self.text}"'
         # "replaced the thermostat already" keeps the customer's word order; the reason says "already" once
         return "you already " + " ".join(words[:-1] if len(words) > 1 and words[-1].lower() == "already" else words)
@@ -335,7 +337,7 @@ def _done_action(tokens: Sequence[str], i: int, verb_class: str, normalizer: Ent
     """Return "replaced the battery" (object after the verb), "had the alternator tested" (between) or "the battery
     was tested" (before it)."""
     start = _clause_start(tokens, i)
-    have = next((k for k in range(i - 2, start - 1, -1) if tokens[k] in _HAVE_DONE | {"had", "got"}), None)
+    have = next((k for k in range(i - 2, start - 1, -1) if tokens[k] in _HAD_DONE), None)
     if have is not None:
         between = _objects(tokens[have + 1:i], normalizer, phrases)
         if between:
