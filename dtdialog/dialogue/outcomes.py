@@ -21,7 +21,7 @@ from dtdialog.selection.clarification import ClarifyOption, build_options
 from dtdialog.understanding.requests import asks_for_guidance
 from dtdialog.understanding.side_questions import SAFETY, side_question, told_in
 from dtdialog.understanding.symptom_conditions import says_when
-from dtdialog.understanding.tried import says_tried
+from dtdialog.understanding.tried import says_work_done
 from dtdialog.understanding.unasked_response import without_unasked_response
 from index.base import AnswerDocument
 
@@ -163,8 +163,9 @@ class Outcomes:
     def detail_for(self, record: SessionRecord, outcome: RankOutcome) -> str:
         """Return the detail to ask for after ``outcome`` (``abstain.detail_to_ask``): never what the customer said."""
         said = " ".join([record.question, *record.followups])
-        # "I already did that" said what was tried, even when the advice it points at names no action we can read
-        tried_known = bool(record.tried) or any(says_tried(t) for t in record.followups)
+        # "I already did that" or "had the tires balanced" said what was tried, even when no action we can read is named
+        tried_known = bool(record.tried) or says_work_done(record.question) or any(
+            says_work_done(t) for t in record.followups)
         told = 0 < self.ctx.config.abstention.told_words <= len(said.split())
         return detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known, when_known=says_when(said),
                              guidance=asks_for_guidance(said), told=told, asked_again=record.screen_reply > 0)

@@ -459,6 +459,21 @@ def says_tried(text: str) -> bool:
     return bool(_SAID_TRIED.search(text))
 
 
+#: work a shop did, told with the causative ("Had the tires balanced twice", "got my car scanned at the parts store"):
+#: the verb closes its noun phrase, so "got a used car" is no report
+_CAUSATIVE_REPORT = re.compile(
+    r"\b(?:had|got|gotten)\s+(?:the|my|a|an|both|all|his|her|our|their|it|them)\b(?:\s+[a-z'-]+){0,3}?"
+    r"\s+(?:[a-z]+ed|done|read|rebuilt|redone|swapped)(?=\s*(?:[.,;:!?)]|$)|\s+(?:twice|again|once|already|recently|"
+    r"yesterday|today|last|at|by|and|but|in|on|from|two|three|several|a|before|after|with|for|because|so)\b)",
+    re.IGNORECASE)
+
+
+def says_work_done(text: str) -> bool:
+    """Return True when the customer's words report work already done, read or not as a ``TriedAction``: the detail
+    question must not ask what they already checked or replaced ("Had the tires balanced twice")."""
+    return says_tried(text) or bool(_CAUSATIVE_REPORT.search(text))
+
+
 def tried_from_reply(text: str, answer_edus: Sequence[EDU], vocabulary: Vocabulary) -> TriedAction | None:
     """Return the answer's recommendation as tried when the reply says it was already done ("tried that")."""
     if not says_tried(text):

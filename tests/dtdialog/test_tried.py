@@ -19,6 +19,7 @@ from dtdialog.understanding.tried import (
     main_recommendation,
     repeated_action,
     reported_in_clause,
+    says_work_done,
     tried_from_dicts,
 )
 
@@ -301,3 +302,18 @@ def test_the_reason_says_already_once():
     action = next(a for a in reported_in_clause("I replaced the thermostat already", NORMALIZER))
     assert action.explain() == "you already replaced the thermostat"
     assert TriedAction("checked", frozenset({"fuse"}), "checked the fuses").explain() == "you already checked the fuses"
+
+
+@pytest.mark.parametrize(("text", "told"), [
+    ("Steering wheel shakes at 60 mph. Had the tires balanced twice.", True),
+    ("got my car scanned at AutoZone and it said P0300", True),
+    ("I had it diagnosed at the dealer", True),
+    ("I got the codes read for free", True),
+    ("I already did that", True),
+    ("I got a used car and it shakes", False),
+    ("I've had the car for two years", False),
+    ("My car had a weird noise when I started it", False),
+    ("I have a 2012 Civic that overheated yesterday", False),
+])
+def test_work_told_with_the_causative_says_what_was_done(text, told):
+    assert says_work_done(text) is told
