@@ -10,10 +10,7 @@ Files, for an index ``answers.sqlite``:
 ``terms`` holds the answers' document frequencies and mean length (``TermStats``) so the ranker
 can score the *whole* question with BM25, next to the engine's per-part keyword query.
 
-``hub`` is each answer's *hubness*: the mean cosine to its nearest other answers, ``hub_k(n)`` of them: 2% of
-the ``n`` stored answers, at least ``HUB_K``. A share rather than a fixed count, because a fixed count measures
-how crowded the pool is as much as how generic the answer is: five times more answers on the same topics bring
-every answer's 10 nearest closer, and the confidence of the same answer to the same question fell with them.
+``hub`` is each answer's *hubness*: the mean cosine to its ``HUB_K`` nearest other answers.
 Generic answers ("check the fuses, then the wiring...") sit close to everything and win too many
 dense rankings; subtracting part of the hubness (CSLS, Lample et al. 2018) is one learned-ranker
 feature. It needs only the stored answers, so nothing about the queries is fitted.
@@ -51,9 +48,6 @@ from parsers.files import atomic_write
 log = logging.getLogger(__name__)
 
 HUB_K = 10
-#: The share of the pool an answer's hubness averages over; 2% keeps ``HUB_K`` up to 524 answers, the size of
-#: the pools the shipped ranker and calibrators were fitted on (497 and 474 answers).
-HUB_SHARE = 0.02
 #: Exact searches keep the scores of this many recent query vectors (``DenseStore._all_scores``).
 RECENT_QUERIES = 2
 _BLOCK = 1024
@@ -164,14 +158,8 @@ def ann_path(index_path: str | Path, generation: str | None = None) -> Path:
     return side_path(index_path, "dense", ".ann", generation)
 
 
-def hub_k(n: int) -> int:
-    """Return how many nearest answers the hubness of a pool of ``n`` answers averages over."""
-    return max(HUB_K, round(HUB_SHARE * n))
-
-
-def hubness(vectors: np.ndarray, *, k: int | None = None, ann=None) -> np.ndarray:
-    """Return, per row, the mean cosine to its ``k`` (default ``hub_k(rows)``) nearest other rows (0 when
-    there are no others).
+def hubness(vectors: np.ndarray, *, k: int = HUB_K, ann=None) -> np.ndarray:
+    """Return, per row, the mean cosine to its ``k`` nearest other rows (0 when there are no others).
 
     Works in blocks of rows so a 100k-answer store never builds the full n x n matrix. That is still
     quadratic (hours at 1M), so with an ANN graph (``index.dense_ann.AnnIndex``) each row's neighbours come
@@ -179,7 +167,7 @@ def hubness(vectors: np.ndarray, *, k: int | None = None, ann=None) -> np.ndarra
     """
     n = len(vectors)
     out = np.zeros(n, dtype=np.float32)
-    k = min(hub_k(n) if k is None else k, n - 1)
+    k = min(k, n - 1)
     if k < 1:
         return out
     for start in range(0, n, _BLOCK):
@@ -330,7 +318,7 @@ class DenseStore:
         matrix_path, ids_path = dense_paths(index_path, self.generation)
         matrix_path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"ids": self.ids, "model": self.model, "dim": self.dimension,
-                "hub": [round(float(h), 6) for h in self.hub], "hub_k": hub_k(len(self)),
+                "hub": [round(float(h), 6) for h in self.hub], "hub_k": HUB_K,
                 "terms": self.terms.to_dict() if self.terms is not None else None,
                 "digests": self.digests, "generation": self.generation}
         atomic_write(matrix_path, lambda f: np.save(f, np.ascontiguousarray(self.vectors, dtype=np.float32)))
@@ -369,10 +357,6 @@ class DenseStore:
                 or len(meta.get("ids", ())) != vectors.shape[0]:
             raise InputError(f"corrupt dense store beside {index_path}: ids and matrix disagree; rebuild it")
         hub = np.asarray(meta["hub"], dtype=np.float32) if len(meta.get("hub", ())) == vectors.shape[0] else None
-        if hub is not None and meta.get("hub_k", HUB_K) != hub_k(vectors.shape[0]):
-            log.info("dense store beside %s: hubness over %s neighbours, %s expected; recomputing it", index_path,
-                     meta.get("hub_k", HUB_K), hub_k(vectors.shape[0]))
-            hub = None
         terms = TermStats.from_dict(meta["terms"]) if meta.get("terms") else None
         digests = meta.get("digests")
         if digests is not None and len(digests) != vectors.shape[0]:

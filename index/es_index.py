@@ -116,11 +116,11 @@ class ElasticsearchIndex(AnswerIndex):
             self._call("create", lambda: self.client.indices.create(
                 index=target, settings=INDEX_SETTINGS, mappings=INDEX_MAPPINGS))
             return target
-        from index.dense_store import hub_k
+        from index.dense_store import HUB_K
 
         meta = meta_index_name(target)
         mappings = dense_index_mappings(dims=dense.dimension, model=dense.model, meta_index=meta, count=len(dense),
-                                        hub_k=hub_k(len(dense)), sg=sg)
+                                        hub_k=HUB_K, sg=sg)
         self._call("create", lambda: self.client.indices.create(index=target, settings=INDEX_SETTINGS,
                                                                 mappings=mappings))
         try:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from index_helpers import CountingEncoder
 
-from index.dense_store import HUB_K, DenseStore, build_dense_store, dense_paths, hub_k, hubness
+from index.dense_store import DenseStore, build_dense_store, dense_paths, hubness
 from parsers.errors import InputError, ModelNotAvailableError
 
 
@@ -63,39 +63,6 @@ def test_hubness_matches_brute_force_across_blocks(monkeypatch):
     expected = np.sort(sims, axis=1)[:, -10:].mean(axis=1)
     np.testing.assert_allclose(hubness(vectors, k=10), expected, atol=1e-5)
     assert hubness(vectors[:1]).tolist() == [0.0]
-
-
-def topic_rows(n: int, *, topics: int = 40, dim: int = 64, seed: int = 0) -> np.ndarray:
-    """``n`` unit rows drawn around ``topics`` fixed centres: a pool of answers on a fixed set of topics."""
-    centres = np.random.RandomState(99).randn(topics, dim)
-    rng = np.random.RandomState(seed)
-    v = centres[rng.randint(topics, size=n)] + 1.2 * rng.randn(n, dim)
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
-
-
-def test_hubness_averages_over_a_share_of_the_pool():
-    assert hub_k(40) == hub_k(524) == HUB_K
-    assert hub_k(2819) == 56 and hub_k(7620) == 152
-
-
-def test_hubness_of_a_larger_pool_on_the_same_topics_stays_put():
-    # the same topics, five times the answers: a fixed 10 neighbours come closer, a share of the pool does not
-    small, large = topic_rows(500, seed=1), topic_rows(2500, seed=2)
-    fixed_rise = np.median(hubness(large, k=HUB_K)) - np.median(hubness(small, k=HUB_K))
-    share_rise = np.median(hubness(large)) - np.median(hubness(small))
-    assert fixed_rise > 0.03
-    assert abs(share_rise) < fixed_rise / 3
-
-
-def test_a_store_saved_with_another_neighbour_count_gets_its_hubness_recomputed(tmp_path):
-    vectors = unit_rows(30, seed=4)
-    DenseStore(ids=[f"d{i}" for i in range(30)], vectors=vectors).save(tmp_path / "a.sqlite")
-    _, ids_path = dense_paths(tmp_path / "a.sqlite")
-    meta = json.loads(ids_path.read_text())
-    assert meta["hub_k"] == HUB_K
-    meta.update(hub=[0.0] * 30, hub_k=3)
-    ids_path.write_text(json.dumps(meta))
-    np.testing.assert_allclose(DenseStore.load(tmp_path / "a.sqlite").hub, hubness(vectors), atol=1e-5)
 
 
 def test_missing_and_corrupt_stores(tmp_path):
