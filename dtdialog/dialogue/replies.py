@@ -168,9 +168,9 @@ class Replies:
     #: the bot's own yes/no question again, when the reply left it open and the next step depends on it
     abstain_again: str = "Before I go on, could you check this: {question}"
     #: the whole abstention for a customer who already told a lot: no question that would make them repeat it
-    abstain_told: str = ("I'm not sure I have the right answer for this yet, and you've already told me a lot, so I "
-                         "won't ask you to repeat it. Say 'human' and I'll pass our conversation to a person, or tell "
-                         "me anything you haven't mentioned and I'll look again.")
+    abstain_told: str = ("I'm not sure I have the right answer for this yet, and I won't make you repeat what you've "
+                         "told me. Say 'human' and I'll pass our conversation to a person, or tell me anything you "
+                         "haven't mentioned and I'll look again.")
     #: the hand-off reason after an abstention did not lead to a confident answer
     handoff_unsure: str = "I could not find an answer I'm confident about"
     # --- the chat command's own lines (``dtdialog chat``) ---
