@@ -97,24 +97,6 @@ def remember_tried(record: SessionRecord, outcome: RankOutcome) -> None:
     record.tried = [a.to_dict() for a in merge_tried(tried_from_dicts(record.tried), outcome.tried)]
 
 
-#: how many of a ranking's best answers a session keeps (``remember_leads``), and how many rankings of the question
-LEADS, RANKINGS = 5, 8
-
-
-def remember_leads(record: SessionRecord, outcome: RankOutcome) -> None:
-    """Keep the best answers of this ranking of the session's step (not a repeat of the step's last one)."""
-    entry = {"step": record.step, "context": record.context_id,
-             "ids": [c.document.id for c in outcome.candidates[:LEADS]]}
-    if entry["ids"] and (not record.leads or record.leads[-1] != entry):
-        record.leads = [*record.leads, entry][-RANKINGS:]
-
-
-def step_leads(record: SessionRecord) -> list[list[str]]:
-    """Return the best answers of each ranking of the session's current step, the latest last."""
-    return [list(e["ids"]) for e in record.leads if e.get("step") == record.step
-            and e.get("context") == record.context_id]
-
-
 def remember_rejected(record: SessionRecord, text: str, selector: SelectorPort, trace: TurnTrace) -> None:
     """On "already tried that", remember the rejected answer's recommendation, so no other answer repeats it."""
     if not getattr(selector, "remembers_tried", True):  # the engine without the tree keeps no memory of it

@@ -6,7 +6,7 @@ returns the ``TurnResult``; the policies (``abstain``, ``clarify``, ``handoff``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dtdialog.dialogue import memory
@@ -101,9 +101,9 @@ class Outcomes:
         return TurnResult(session_id=record.id, reply=reply, kind=ReplyKind.FALLBACK, state=State.AWAITING_DETAIL)
 
     def abstain(self, record: SessionRecord, outcome: RankOutcome, trace: TurnTrace, confidence: float, *,
-                closest: Callable[[], Sequence[AnswerDocument]] = tuple, held_back: bool = False) -> TurnResult:
+                closest: Sequence[AnswerDocument] = (), held_back: bool = False) -> TurnResult:
         """Ask for the missing detail instead of an answer the engine is unsure of; the second time, offer the
-        ``closest()`` answers to pick from (``options_when_unsure``), else hand off.
+        ``closest`` answers to pick from (``options_when_unsure``), else hand off.
 
         Counts as a failed step like a fallback, so a step that stays unsure ends with the hand-off (and its
         transcript) after ``max_failures``; "none of these" after the offer is one more failure, so it hands off.
@@ -116,7 +116,7 @@ class Outcomes:
         else:
             trace.note(f"confidence {confidence:.2f} is below {config.abstention.abstain_below:.2f}: not answering")
         if record.failures >= config.dialogue.max_failures:
-            return self.last_resort(record, trace, closest())
+            return self.last_resort(record, trace, closest)
         detail = self.detail_for(record, outcome)
         record.state = State.AWAITING_DETAIL
         if detail == AGAIN:  # the reply to the question asked again is the one the answer on screen waits for

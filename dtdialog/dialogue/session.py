@@ -70,9 +70,6 @@ class SessionRecord:
     #: already tried: what the customer reported done or ruled out (``TriedAction.to_dict``), kept
     #: across turns so a later "I already checked the grounds" demotes a grounds answer; absent in old records
     tried: list[dict[str, Any]] = field(default_factory=list)
-    #: the best answers of each ranking of the question (``{"step", "context", "ids"}``, ``memory.remember_leads``): the
-    #: last-resort options weigh what the customer's opening alone pointed to as well; absent in old records
-    leads: list[dict[str, Any]] = field(default_factory=list)
     #: a new question the scope gate refused as outside the index's domain: the customer's next message adds
     #: to it ("it's the car's headlight") instead of replacing it; cleared when a question starts
     held_text: str = ""
@@ -119,7 +116,6 @@ class SessionRecord:
         self.rejections = 0
         self.pending = None
         self.tried = []
-        self.leads = []
 
     def to_dict(self) -> dict[str, Any]:
         """Return the record as a JSON-ready dict (a shallow view: do not mutate its lists)."""

@@ -22,14 +22,9 @@ from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.understanding.subtrees import QuestionPlan
 from dtdialog.understanding.symptom_conditions import says_when
-from index.base import AnswerDocument
 
 if TYPE_CHECKING:
     from dtdialog.selection.selector import RankOutcome
-
-
-#: the reciprocal-rank constant of ``Steps.closest`` (Cormack et al. 2009): ranks fused without any fitted weight
-RRF_K = 60
 
 
 class Steps:
@@ -58,7 +53,6 @@ class Steps:
             # asked that answer's question again, when the reply to it does
             context_reply=memory.screen_reply(record))
         memory.remember_tried(record, outcome)
-        memory.remember_leads(record, outcome)
         return outcome
 
     def select(self, record: SessionRecord, trace: TurnTrace, *, plan: QuestionPlan | None = None,
@@ -104,7 +98,7 @@ class Steps:
             return on_unsure()
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
-        return self.outcomes.abstain(record, outcome, trace, confidence, closest=lambda: self.closest(record, ranked),
+        return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked],
                                      held_back=rule.held_back(confidence, brief=brief))
 
     def last_resort(self, record: SessionRecord, trace: TurnTrace) -> TurnResult:
@@ -113,33 +107,7 @@ class Steps:
         they gave left the bot unsure."""
         outcome = self.rank(record, self.plan(record), record.step_followups)
         trace.step(outcome, step=record.step)
-        return self.outcomes.last_resort(record, trace, self.closest(record, self.fresh(record, outcome.candidates)))
-
-    def closest(self, record: SessionRecord, ranked: Sequence[Any]) -> list[AnswerDocument]:
-        """Return the answers to offer once the confidence has run out: the step's ranking now (``ranked``, fresh)
-        fused by reciprocal rank with its rankings before (``memory.step_leads``), so an answer the opening alone put
-        first is not lost when the customer's long story pushed it down (it does, on forum questions whose title
-        the ranker read better than title and story together)."""
-        current = [c.document for c in ranked]
-        earlier = memory.step_leads(record)[:-1]  # the last one is this ranking
-        if not earlier:
-            return current
-        scores: dict[str, float] = {}
-        for ids in [[d.id for d in current], *earlier]:
-            for rank, doc_id in enumerate(ids, start=1):
-                scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (RRF_K + rank)
-        docs = {d.id: d for d in current}
-        excluded = set(record.excluded_ids)
-        fused = []
-        for doc_id in sorted(scores, key=lambda i: -scores[i]):  # stable: the ranking now first among ties
-            doc = docs.get(doc_id) or (self.ctx.selector.document(doc_id) if doc_id not in excluded else None)
-            if doc is not None:
-                fused.append(doc)
-        if not record.delivered:
-            return fused
-        selector = self.ctx.selector
-        shown = [selector.answer_terms(doc) for doc in map(selector.document, record.delivered) if doc is not None]
-        return fresh_candidates(fused, shown, selector.answer_terms, limit=len(fused))
+        return self.outcomes.last_resort(record, trace, [c.document for c in self.fresh(record, outcome.candidates)])
 
     def brief_opening(self, record: SessionRecord) -> bool:
         """Return True while the session holds only the customer's opening and it is brief
