@@ -78,10 +78,23 @@ def test_a_confident_opening_goes_first_however_far_behind_the_followup():
     assert ids == ["plain#3", "open#1", "open#2"] and record.position == {}
 
 
-def test_later_steps_and_off_keep_the_order():
+def test_off_keeps_the_order():
     kept = [_cand("then#3", 0.9, role="followup", alone=False), _cand("open#1", 0.85)]
-    assert _order(kept, first_step=False)[0] == ["then#3", "open#1"]
     assert _order(kept, mode="off")[0] == ["then#3", "open#1"]
+
+
+def test_on_a_later_step_only_a_back_pointing_answer_of_another_dialogue_goes_behind():
+    """Found by trying the chat: "fuse is fine" about brake lights and a car stuck in park got "Then a stuck relay or
+    ignition switch is most likely", the next turn of a dialogue about accessories that stay on: its "then" answers a
+    turn this customer never saw. The answer that continues the one on screen keeps its place, as do standalone ones."""
+    stray = _cand("then#3", 0.9, role="followup", alone=False)
+    ids, record = _order([stray, _cand("open#1", 0.85)], first_step=False)
+    assert ids == ["open#1", "then#3"] and record.position["demoted"] == ["then#3"]
+    follows = RankedCandidate(document=stray.document, retrieval_score=1.0, score=0.9, agreement=stray.agreement,
+                              features={"continuation": 1.0})
+    assert _order([follows, _cand("open#1", 0.85)], first_step=False)[0] == ["then#3", "open#1"]
+    assert _order([_cand("plain#3", 0.9, role="followup"), _cand("open#1", 0.85)], first_step=False)[0] == \
+        ["plain#3", "open#1"]
 
 
 def test_opening_mode_puts_standalone_followups_between_openings_and_back_pointing_ones():

@@ -8,8 +8,10 @@ reaches ``EngineConfig.abstention.abstain_below`` (the confidence at which the e
 calibrator, or when the best opening is not confident, the margin is counted from the best candidate: a
 follow-up that reads as standalone advice and is far ahead of every opening stands, since a follow-up that fits
 beats an opening that does not. One whose opening points back never does: it goes behind the first candidate
-that stands alone, whatever the scores. Later steps are left alone: the ``continuation`` and ``step_match``
-features already prefer the follow-up that came after the answer just given.
+that stands alone, whatever the scores. On later steps the ``continuation`` and ``step_match`` features already
+prefer the follow-up that came after the answer just given; there only an answer whose opening points back and that
+continues no answer on screen goes behind the first that stands alone: its "Then a stuck relay is most likely"
+answers a turn of its own dialogue this customer never saw (it was given at 21% to "fuse is fine" about brake lights).
 
 ``mode`` (``EngineConfig.position.step1_position``): ``off``; ``standalone`` demotes answers whose opening points back
 (``index.position``, decided from their discourse tree), for an index whose dialogue roles mean nothing;
@@ -53,10 +55,14 @@ def order_by_position(choice: Choice, *, first_step: bool, mode: str, margin: fl
     back ("Then ...") never goes before one that stands alone: it is capped below the first such one by ``margin``.
     The demoted ids and why go to ``record.position``.
     """
-    if mode == "off" or not first_step or len(choice.kept) < 2:
+    if mode == "off" or len(choice.kept) < 2:
         return choice
-    kept, opening_confidence = _behind_openers(choice.kept, mode, margin, confidence, confident_at)
-    kept = _pointing_back_behind(kept, margin)
+    opening_confidence = None
+    if first_step:
+        kept, opening_confidence = _behind_openers(choice.kept, mode, margin, confidence, confident_at)
+        kept = _pointing_back_behind(kept, margin)
+    else:
+        kept = _pointing_back_behind(choice.kept, margin, fits=_continues_or_stands_alone)
     old = {c.document.id: (i, c.score) for i, c in enumerate(choice.kept)}
     demoted = [c for i, c in enumerate(kept) if i > old[c.document.id][0] or c.score < old[c.document.id][1]]
     if not demoted:
@@ -86,13 +92,23 @@ def _behind_openers(kept: list[RankedCandidate], mode: str, margin: float, confi
     return openers + rest, opening_confidence
 
 
-def _pointing_back_behind(kept: list[RankedCandidate], margin: float) -> list[RankedCandidate]:
-    """Return ``kept`` with every answer that points back and stands before the first standalone one capped behind it.
+def _stands_alone(cand: RankedCandidate) -> bool:
+    return position_of(cand.document).stands_alone
+
+
+def _continues_or_stands_alone(cand: RankedCandidate) -> bool:
+    return cand.features.get("continuation", 0.0) > 0 or _stands_alone(cand)
+
+
+def _pointing_back_behind(kept: list[RankedCandidate], margin: float,
+                          fits: Callable[[RankedCandidate], bool] = _stands_alone) -> list[RankedCandidate]:
+    """Return ``kept`` with every answer that does not ``fits`` (stand alone) and stands before the first that does
+    capped behind it.
 
     A mid-dialogue answer ("Then check the fuses", "That confirms ...") is nonsense as a first answer however well
     it scores; when no candidate stands alone the order stays (the abstention judges that list).
     """
-    first = next((i for i, c in enumerate(kept) if position_of(c.document).stands_alone), None)
+    first = next((i for i, c in enumerate(kept) if fits(c)), None)
     if not first:
         return kept
     cap = kept[first].score - margin

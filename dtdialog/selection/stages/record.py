@@ -15,7 +15,8 @@ class StepRecord:
     plan: ``part_index``, ``requirements``, ``constraints``, ``followup_dt``; query: ``query``;
     candidates: ``retrieved``, ``successor``, ``duplicates``; agreement: ``agreeing``;
     scoring: ``rescued``; already tried: ``tried``, ``already_tried``, ``mentions_tried``; condition clash: ``condition_clash``; presupposition: ``presupposition``, ``unreported_evidence``; branch clash: ``branch_clash``, ``branch_follows``, ``unanswered``; logged opening: ``logged_question``; choose: ``candidates``, ``rejected``,
-    ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, and why; empty
+    ``rejected_reasons``, ``off_topic``; position: ``position`` (the first-step candidates moved behind the openers, a later step's
+    answers pointing back to another dialogue, and why; empty
     when nothing moved).
     """
 
