@@ -94,12 +94,14 @@ class Replies:
     # --- a question about the repair itself, asked mid-dialogue ("is it safe to drive?") ---
     #: the sentence of an answer already given that tells it
     side_told: str = 'On that, my answer above says: "{sentence}"'
-    #: no answer given tells it, by what was asked (``side_questions``: safety, cost, warranty, duration, place)
+    #: no answer given tells it, by what was asked (``side_questions``: safety, cost, warranty, duration, place,
+    #: difficulty)
     side_untold_safety: str = "My answers don't say whether it is safe; a person can advise you - say 'human'."
     side_untold_cost: str = "My answers don't include prices; say 'human' to ask a person."
     side_untold_warranty: str = "My answers don't say whether it is covered by a warranty; say 'human' to ask a person."
     side_untold_duration: str = "My answers don't say how long it takes; say 'human' to ask a person."
     side_untold_place: str = "My answers don't say where that is; say 'human' to ask a person."
+    side_untold_difficulty: str = "My answers don't say how hard the job is; say 'human' to ask a person."
 
     def side_untold_text(self, kind: str) -> str:
         return getattr(self, f"side_untold_{kind}", self.side_untold_safety)

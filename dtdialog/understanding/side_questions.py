@@ -1,5 +1,5 @@
 """A customer's question about the repair itself, asked mid-dialogue: is it safe to drive, what does it cost, is it
-covered by the warranty, where is the part, how long does it take.
+covered by the warranty, where is the part, how long does it take, how hard is the job.
 
 Asked under an answer, "is it safe to drive?" was read as one more detail of the problem: the bot abstained or offered
 three guesses ("Check the transaxle fluid level" under a grinding brake), though the answer on screen said "I would
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from index.vocabulary import SENTENCE_BREAK, is_content_word, words_of
 
-SAFETY, COST, WARRANTY, PLACE, DURATION = "safety", "cost", "warranty", "place", "duration"
+SAFETY, COST, WARRANTY, PLACE, DURATION, DIFFICULTY = "safety", "cost", "warranty", "place", "duration", "difficulty"
 
 #: What the question asks, by the words asking it, in the order they are tried.
 _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -31,6 +31,12 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (WARRANTY, re.compile(r"\bwarrant(?:y|ies)\b|\brecalls?\b|\bcovered\b")),
     (DURATION, re.compile(r"\bhow long\b[^.?!]*\b(?:take|takes|last|repair|fix|job)\b")),
     (PLACE, re.compile(r"\bwhere(?:'s| is| are| do i find| can i find| would i find| exactly)\b")),
+    # whether the customer can do the job: "how hard is that job?", "can I do it myself?", "do I need a mechanic?"
+    (DIFFICULTY, re.compile(r"\bhow (?:hard|difficult|easy|complicated|tricky)\b|\bhow big (?:a|of a) (?:job|deal|repair)\b|"
+                            r"\bdiy\b|"
+                            r"\b(?:can|could|should) i (?:do|fix|replace|change|swap) (?:it|this|that|them)"
+                            r"(?: \w+)?(?: myself| at home)\b|\b(?:need|take it to) (?:a |the )?(?:mechanic|shop|"
+                            r"professional|pro|dealer)\b")),
 )
 #: The words of an answer's sentence that tell it.
 _TELLS: dict[str, re.Pattern[str]] = {
@@ -42,6 +48,9 @@ _TELLS: dict[str, re.Pattern[str]] = {
     DURATION: re.compile(r"\b(?:takes?|took|job|labou?r)\b[^.;]*\b(?:\d+|an?|one|two|few|couple of) (?:hours?|minutes?|days?)"
                          r"\b|\b(?:\d+|an?|one|two|few|couple of) (?:hours?|minutes?|days?) (?:of (?:work|labou?r)|job)\b",
                          re.I),
+    DIFFICULTY: re.compile(r"\b(?:simple|easy|straightforward|difficult|hard|tricky|involved|big) (?:job|fix|repair|"
+                           r"one|to do)\b|\b(?:diy|yourself|professional|a shop|special tools?|requires? removing|"
+                           r"(?:needs?|requires?) (?:a |the )?(?:lift|scan tool|press))\b", re.I),
     PLACE: re.compile(r"\b(?:located|under|behind|beside|next to|near|inside|on top of|below|above|"
                       r"in the (?:engine bay|trunk|dash|footwell|kick panel))\b", re.I),
 }
@@ -58,7 +67,7 @@ MAX_WORDS = 10
 
 def side_question(text: str) -> str | None:
     """Return what a short question about the repair asks (``SAFETY``, ``COST``, ``WARRANTY``, ``DURATION``,
-    ``PLACE``), or None."""
+    ``PLACE``, ``DIFFICULTY``), or None."""
     lowered = " ".join(text.lower().replace("\u2019", "'").split())
     if not lowered or len(lowered.split()) > MAX_WORDS or not _ASKING.search(lowered):
         return None

@@ -15,7 +15,16 @@ from dtdialog.cli import main
 from dtdialog.dialogue import memory
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.understanding import intents
-from dtdialog.understanding.side_questions import COST, DURATION, PLACE, SAFETY, WARRANTY, side_question, told_in
+from dtdialog.understanding.side_questions import (
+    COST,
+    DIFFICULTY,
+    DURATION,
+    PLACE,
+    SAFETY,
+    WARRANTY,
+    side_question,
+    told_in,
+)
 
 GRINDING = ("Grinding means the pads are worn through. That greatly reduces braking power. I would not drive it to work "
             "all week; get it repaired as soon as possible.")
@@ -26,9 +35,12 @@ def test_what_a_short_question_about_the_repair_asks():
                        ("is it ok to drive like this", SAFETY), ("how much would that cost at a shop?", COST),
                        ("how much is it to fix?", COST), ("is that expensive?", COST),
                        ("how much to fix a heater core?", COST), ("is that covered by warranty?", WARRANTY),
-                       ("how long does the job take?", DURATION), ("where is the fuse box?", PLACE)):
+                       ("how long does the job take?", DURATION), ("where is the fuse box?", PLACE),
+                       ("how hard is that job?", DIFFICULTY), ("can I do it myself?", DIFFICULTY),
+                       ("is this a DIY job?", DIFFICULTY), ("do I need a mechanic for that?", DIFFICULTY),
+                       ("how big a job is that?", DIFFICULTY)):
         assert side_question(text) == kind, text
-    for text in ("how much oil should I add?", "the brakes pull and it's not safe to drive anymore, the pedal is soft "
+    for text in ("how much oil should I add?", "how big is the hose?", "the brakes pull and it's not safe to drive anymore, the pedal is soft "
                  "and it squeals", "it is safe now", "where I live it is cold", "my fuse box is melted"):
         assert side_question(text) is None, text
 
@@ -50,6 +62,12 @@ def test_the_sentence_of_an_answer_given_that_tells_it():
     assert told_in(DURATION, "how long does that take?", [drying]) is None
     assert told_in(DURATION, "how long?", ["The job takes about two hours on most cars."]) == (
         "The job takes about two hours on most cars.")
+    # found by trying the chat: "how hard is that job?" under the housing-gasket answer asked "When does it happen?"
+    gasket = ("Then the housing gasket is leaking. On some engines this job requires removing the intake manifold, so "
+              "check the procedure first.")
+    assert told_in(DIFFICULTY, "how hard is that job?", [gasket]) == (
+        "On some engines this job requires removing the intake manifold, so check the procedure first.")
+    assert told_in(DIFFICULTY, "can I do it myself?", [GRINDING]) is None
     # a place must be the place of what was asked
     relay = "The fan relay is located in the fuse box under the hood."
     assert told_in(PLACE, "where is the fuse box?", [relay]) == relay
