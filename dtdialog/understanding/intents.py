@@ -183,7 +183,10 @@ def classify(text: str, *, opening: bool = False) -> Intent:
         return Intent(SIDE_QUESTION, text, constraints=constraints, has_content=has_content)
     short_still = short and bool(_STILL.search(lowered))
     another = short and bool(_ANOTHER.match(lowered))
-    if _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still or another:
+    rejects = _REJECT_SHORT.match(lowered) or _REJECT_PHRASE.search(lowered) or short_still or another
+    # a longer reply that tells something new ("checked it, was a quart low, topped up, ticking is a bit quieter but
+    # still there") is the follow-up C_i the next logged answer was written for, not a bare rejection
+    if rejects and (short or not has_content):
         return Intent(REJECT, text, constraints=constraints, has_content=has_content)
     if constraints:
         constraint_words = {w for c in constraints for w in c.words}

@@ -263,6 +263,20 @@ def test_a_shop_job_told_with_the_causative_is_never_asked_for_again(builtin_man
 
 
 @pytest.mark.slow
+def test_a_reply_that_reports_the_check_gets_the_next_step(builtin_manager):
+    """Q, A1, C1, A2 as the paper has it: a reply that says what the check found, though the symptom is "still
+    there", is C1 and gets the answer written for it, not the next-best answer to the opening."""
+    session = builtin_manager.start_session()
+    first = builtin_manager.handle(session_id=session,
+                                   text="engine ticks at idle and gets faster when i rev. im overdue for an oil change")
+    assert first.kind == ANSWER and "dipstick" in first.reply, first.reply[:80]
+    second = builtin_manager.handle(
+        session_id=session, text="checked it, was a quart low, topped up, ticking is a bit quieter but still there")
+    assert second.kind == ANSWER, second.reply[:80]
+    assert second.reply.startswith("Change the oil and filter")
+
+
+@pytest.mark.slow
 def test_a_long_message_gets_no_question_that_makes_the_customer_repeat_it(builtin_manager):
     """Read by hand on 60 held-out forum posts: the generic follow-up question fitted 16; the rest asked for what the
     post had said ("What have you already checked?" of a post listing its checks) or did not fit it ("When does it
