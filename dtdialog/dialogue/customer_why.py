@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtdialog.dialogue.explanation import deciding_step
-from index.vocabulary import SENTENCE_BREAK, words_of
+from index.vocabulary import SENTENCE_BREAK, content_words, words_of
 
 #: Quoted words longer than this lose their later clauses (whole ones, never part of one).
 QUOTE_CHARS = 160
@@ -102,13 +102,20 @@ def _addressed_clauses(part: dict[str, Any], tried: list[str]) -> list[str]:
     """Return the part's clauses the answer takes up: all but those reporting what was already tried (all when
     that leaves none). Not the DT's nucleus alone: a parser's nuclearity can put the problem in the satellite."""
     clauses = [str(c) for c in part.get("clauses") or [] if str(c).strip()] or [str(part.get("text") or "")]
-    return [c for c in clauses if not any(_reports(c, t) for t in tried)] or clauses
+    kept, dropped = [], False
+    for clause in clauses:
+        # "already changed the filter | and made sure its tight": a clause joined on to a report goes on with it
+        dropped = any(_reports(clause, t) for t in tried) or (dropped and words_of(clause)[:1] in (["and"], ["or"]))
+        if not dropped:
+            kept.append(clause)
+    return kept or clauses
 
 
 def _reports(clause: str, tried: str) -> bool:
     """Return True when ``clause`` is where the customer reported ``tried`` (most of its words are there)."""
     said = set(words_of(clause))
-    words = [w for w in words_of(tried) if len(w) > 2]
+    # content words only: "oil leaking near the oil filter" is not where "changed the filter" was told
+    words = [w for w in content_words(words_of(tried)) if len(w) > 2]
     return bool(words) and sum(w in said for w in words) >= 0.6 * len(words)
 
 

@@ -116,3 +116,18 @@ def test_a_part_found_fine_that_the_answer_is_about_is_not_said_to_be_left_out(t
     assert "leaves out" not in customer_why(result.trace)
     step["mentions_tried"] = {}  # without the mark, the same why claims it
     assert "the pads are fine" in customer_why(result.trace)
+
+
+def test_the_problem_stays_quoted_and_a_report_goes_with_what_is_joined_on_to_it(tmp_path):
+    """Found by trying the chat: "oil leaking near the oil filter, I lose about half a quart every couple weeks.
+    already changed the filter and made sure its tight" was quoted as "I lose about half a quart every couple weeks.
+    and made sure its tight": the problem's clause shares "the filter" with the report and was taken for it, and the
+    clause joined on to the report stayed with its "and"."""
+    _, manager, _ = car_world(tmp_path, clarify_margin=0.0)
+    trace = manager.handle(session_id=manager.start_session(), text=text_of(BRAKE_Q)).trace
+    trace["parts"][0]["clauses"] = ["oil leaking near the oil filter,", "I lose about half a quart every couple weeks.",
+                                    "already changed the filter", "and made sure its tight"]
+    trace["steps"][0]["tried"] = [{"verb_class": "replaced", "objects": ["filter"], "text": "changed the filter"}]
+    why = customer_why(trace)
+    assert why.startswith('This answers "oil leaking near the oil filter, I lose about half a quart every couple weeks"')
+    assert "tight" not in why
