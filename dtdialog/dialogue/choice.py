@@ -141,7 +141,9 @@ class Choices:
         """Record the constraints, drop the offered answers that violate them, and re-offer or deliver the rest.
 
         The offered answers were ranked best first and a constraint only lowers violators, so the
-        survivors keep their order. One survivor is delivered; none means the next candidates.
+        survivors keep their order. One survivor is offered alone: the customer did not pick it, and the options may
+        have been the bot's last guesses, so delivering it would skip the confidence rule. None means the next
+        candidates.
         """
         memory.add_constraints(record, found, trace)
         survivors = self._survivors(record, pending, trace)
@@ -150,12 +152,12 @@ class Choices:
         if not survivors:
             trace.note("every offered answer violates a constraint; trying the next candidates")
             return self.steps.select(record, trace)
-        if len(survivors) == 1:
-            trace.note(f"only one offered answer fits the constraint: {survivors[0].id}")
-            return self.outcomes.deliver(record, trace, survivors[0].id, survivors[0].text)
-        trace.note("constraint recorded; offering the remaining options again")
         offered = sum(1 for option in pending.options if option.answer_id)
         head = self.ctx.replies.constraint_noted_text(said, spares_all=len(survivors) == offered)
+        if len(survivors) == 1:
+            trace.note(f"only one offered answer fits the constraint: {survivors[0].id}, asked about")
+            return self.outcomes.offer(record, trace, survivors, head=head, question=self.ctx.replies.choose_one_left)
+        trace.note("constraint recorded; offering the remaining options again")
         return self.outcomes.offer(record, trace, survivors, head=head)
 
     def _survivors(self, record: SessionRecord, pending: PendingChoice, trace: TurnTrace) -> list[AnswerDocument]:

@@ -65,6 +65,8 @@ class Replies:
     constraint_noted: str = 'Noted: "{said}". '
     #: ... when none of the options on offer needs what the customer ruled out: say so, so the same list is no echo
     constraint_spares_all: str = 'Noted: "{said}". None of these needs that. '
+    #: ... when it leaves one option: asked, not delivered, since the customer did not pick it
+    choose_one_left: str = "Of the answers I offered, only this one is left. Does it fit your situation?"
     choose: str = "A few different answers match your description. Which one fits your situation best?"
     #: a detail given instead of a pick still leaves the options on screen: they are not news
     choose_same: str = ("Thanks - that still leaves the same answers, so it doesn't tell them apart. "

@@ -277,6 +277,20 @@ def test_a_reply_that_reports_the_check_gets_the_next_step(builtin_manager):
 
 
 @pytest.mark.slow
+def test_a_constraint_that_leaves_one_of_the_last_options_asks_about_it(builtin_manager):
+    """Found by trying the chat: under three last-resort options for a single click, "i dont have a multimeter or any
+    tools" ruled two out and the third, "Then start with fuel pressure ... Connect a fuel pressure gauge", was
+    delivered as if picked: an answer the customer never chose, past the confidence rule."""
+    session = builtin_manager.start_session()
+    builtin_manager.handle(session_id=session, text="my car wont start, just clicks once when i turn the key")
+    offered = builtin_manager.handle(session_id=session, text="dash lights stay bright")
+    assert offered.kind == CLARIFY, offered.reply[:80]
+    result = builtin_manager.handle(session_id=session, text="i dont have a multimeter or any tools")
+    assert result.kind == CLARIFY and not result.answer_id, result.reply[:120]
+    assert len([o for o in result.options if o.answer_id]) == 1 and "only this one is left" in result.reply
+
+
+@pytest.mark.slow
 def test_a_long_message_gets_no_question_that_makes_the_customer_repeat_it(builtin_manager):
     """Read by hand on 60 held-out forum posts: the generic follow-up question fitted 16; the rest asked for what the
     post had said ("What have you already checked?" of a post listing its checks) or did not fit it ("When does it

@@ -291,12 +291,11 @@ def test_constraint_reply_to_a_clarification_is_recorded_not_taken_as_a_choice(t
     assert result.answer_id != "chain#1" and "chain#1" not in [o.answer_id for o in result.options]
     assert "chain#1" in record.skipped and "chain#1" not in record.delivered
     survivors = [a for a in offered if a != "chain#1"]
-    if len(survivors) == 1:  # the only option left is delivered
-        assert result.kind == "answer" and result.answer_id == survivors[0]
-    else:                    # the rest are offered again, best first
-        assert result.kind == "clarify" and result.state == AWAITING_CHOICE
-        assert [o.answer_id for o in result.options if o.answer_id] == survivors
-        assert result.reply.startswith("Noted")
+    # the rest are offered again, best first; one left is asked about, never delivered unpicked
+    assert result.kind == "clarify" and result.state == AWAITING_CHOICE
+    assert [o.answer_id for o in result.options if o.answer_id] == survivors
+    assert result.reply.startswith("Noted")
+    assert ("only this one is left" in result.reply) == (len(survivors) == 1)
 
 
 def test_constraint_that_no_option_violates_reoffers_the_same_options(tmp_path):
