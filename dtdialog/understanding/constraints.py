@@ -19,7 +19,11 @@ CANNOT = "cannot"
 LACKS = "lacks"
 AFFORD = "cannot afford"
 
-_STOP_AT = r"(?=\s*(?:[.,;:!?]|\bbut\b|\band\b|\bso\b|\bbecause\b|\bsince\b|\bor\b|\bwhat\b|\bhow\b|$))"
+_STOP_AT = (r"(?=\s*(?:[.,;:!?]|\bbut\b|\band\b|\bso\b|\bbecause\b|\bsince\b|\bor\b|\bwhat\b|\bhow\b|"
+            r"\bright now\b|\bat the moment\b|\bnow\b|\banymore\b|\bcurrently\b|$))")
+#: "I don't have a multimeter or any tools": what follows "or" after a lack is lacked too (a determiner opens it, so
+#: "... or I would check it" is no object)
+_OR_MORE = re.compile(r"\s+(?:or|nor)\s+(?:a|an|any|the)\s+(?P<what>[a-z][a-z' -]{1,40}?)" + _STOP_AT)
 _CANNOT = re.compile(
     r"\b(?:i|we)\s*(?:can't|cant|cannot|can not|couldn't|could not|am not able to|'m not able to|m not able to|"
     r"am unable to|'m unable to|won't be able to|don't want to|dont want to|do not want to|refuse to|"
@@ -108,6 +112,11 @@ def extract_constraints(text: str) -> list[Constraint]:
         words = _content(what)
         if words:
             found.append((match.start(), Constraint(LACKS, match.group(0).strip(), words)))
+        end = match.end()
+        while (more := _OR_MORE.match(lowered, end)) is not None:
+            if words := _content(more.group("what")):
+                found.append((more.start(), Constraint(LACKS, more.group(0).strip(), words)))
+            end = more.end()
     for match in _NO_EQUIPMENT.finditer(lowered):
         words = _content(match.group("what"))
         if words and not any(start <= match.start() < start + len(c.text) for start, c in found):

@@ -77,6 +77,19 @@ def test_extract_constraints_kinds_and_words():
         (CANNOT, ("remove", "engine")), (LACKS, ("scan", "tool")), (LACKS, ("special", "tools"))]
 
 
+def test_what_follows_or_after_a_lack_is_lacked_too_and_a_time_is_no_object():
+    """Found by trying the chat: "i dont have a multimeter or any tools" ruled out the meter answers and left one that
+    needs a fuel pressure gauge; "I can't afford a rebuild right now" became the words rebuild and right."""
+    assert [(c.kind, c.words) for c in extract_constraints("i dont have a multimeter or any tools")] == [
+        (LACKS, ("multimeter",)), (LACKS, ("tools",))]
+    assert [(c.kind, c.words) for c in extract_constraints("I can't afford a rebuild right now, anything cheaper?")] == [
+        (AFFORD, ("rebuild",))]
+    # "or" opens another lacked thing only with a determiner; "and" does not carry the lack
+    assert [c.words for c in extract_constraints("I don't have a multimeter or I would check it")] == [("multimeter",)]
+    assert [c.words for c in extract_constraints("I don't have a multimeter and the car won't start")] == [
+        ("multimeter",)]
+
+
 def test_symptoms_are_not_constraints():
     assert extract_constraints("there is no fuel pressure and no spark") == []
 
