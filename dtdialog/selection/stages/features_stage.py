@@ -51,16 +51,10 @@ def describe_candidates(step: StepPlan, agreed: list[AgreedCandidate], *, tools:
         candidates.append(RankedCandidate(document=doc, retrieval_score=retrieval, agreement=item.agreement,
                                           features=features, matched=dict(item.candidate.hit.matched or {}),
                                           analysis=analysis))
-    if not step.is_followup or previous is None:
+    if not step.is_followup:
         # the topic is the issue the user raised; a follow-up step is steered by C_i and the answer it replies
-        # to instead (context terms, continuation), so it is not held to the question's wording. A detail given
-        # before any answer (after "I'm not sure ... when does it happen?") replies to none: its step is still the
-        # first answer, with the detail as part of the issue, and the calibrator reads it so (with no topic and no
-        # continuation it read as a later answer that continues nothing: 0.08 for the answer the detail confirmed)
+        # to instead (context terms, continuation), so it is not held to the question's wording
         weights = topic_terms(step.plan.tree if len(step.plan.parts) == 1 else None, step.part.edus, tools)
-        if step.is_followup:  # the detail's terms count flat: its EDUs are numbered apart from the question's
-            for term, weight in topic_terms(None, step.followup_tree.edus, tools).items():
-                weights[term] = max(weights.get(term, 0.0), weight)
         add_topic_features(candidates, weights, {c.document.id: candidate_terms(c.document, tools) for c in candidates})
     return candidates
 
