@@ -18,14 +18,12 @@ from dtdialog.dialogue.result import TurnResult
 from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import ClarifyOption, build_options
-from dtdialog.selection.stages.features_stage import continues
 from dtdialog.understanding.requests import asks_for_guidance
 from dtdialog.understanding.side_questions import SAFETY, side_question, told_in
 from dtdialog.understanding.symptom_conditions import says_when
 from dtdialog.understanding.tried import says_work_done
 from dtdialog.understanding.unasked_response import without_unasked_response
 from index.base import AnswerDocument
-from index.position import position_of
 
 if TYPE_CHECKING:
     from dtdialog.selection.selector import RankOutcome
@@ -135,7 +133,7 @@ class Outcomes:
         config = self.ctx.config
         # the customer told more instead of picking: the options of the last turn, in any order, would repeat it
         shown = memory.last_offered(record)
-        last = self.readable_here(record, [d for d in closest if d.id not in shown])
+        last = [d for d in closest if d.id not in shown]
         if record.context_ids:
             last = self.taking_up_replies(record, last, trace)
         last = last[: config.clarify.max_options]
@@ -145,18 +143,6 @@ class Outcomes:
         if shown:
             trace.note("the closest answers left are the options of the last turn: not offered again")
         return self.hand_off(record, trace, HandoffReason.UNSURE)
-
-    def readable_here(self, record: SessionRecord, docs: Sequence[AnswerDocument]) -> list[AnswerDocument]:
-        """Return ``docs`` with the answers whose opening points back to a turn this customer never saw ("Then start
-        with fuel pressure, because starting fluid only proves the ignition works") after the others, in order: picked
-        as an option, such an answer reads as part of someone else's conversation. One that continues the answer on
-        screen reads fine."""
-        previous = self.ctx.selector.document(record.context_id) if record.context_id else None
-
-        def readable(doc: AnswerDocument) -> bool:
-            return position_of(doc).stands_alone or continues(previous, doc)
-
-        return [d for d in docs if readable(d)] + [d for d in docs if not readable(d)]
 
     def taking_up_replies(self, record: SessionRecord, docs: Sequence[AnswerDocument],
                           trace: TurnTrace) -> list[AnswerDocument]:
