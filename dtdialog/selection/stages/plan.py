@@ -47,7 +47,10 @@ class StepPlan:
 def plan_step(plan: QuestionPlan, *, step: int, followups: Sequence[str], constraints: list[Constraint],
               context_ids: Sequence[str], tools: StageTools, record: StepRecord) -> StepPlan:
     """Return the plan of step ``step`` given the replies so far and the answers delivered (last one = context)."""
-    followup_text = next((f for f in reversed(followups) if f and f.strip()), None)
+    said = [f for f in followups if f and f.strip()]
+    # with an answer on screen the latest reply is C_i; with none, every reply of the step is a detail the bot asked
+    # for ("its P0420", then "2012 Honda Civic with 140k miles"), and the code must not drop out of the query
+    followup_text = (said[-1] if context_ids else " ".join(said)) if said else None
     followup_tree = tools.parse(followup_text) if followup_text else None
     previous = tools.document(context_ids[-1]) if context_ids else None
     part_index = min(max(step, 0), len(plan.parts) - 1)
