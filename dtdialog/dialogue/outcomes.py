@@ -164,8 +164,7 @@ class Outcomes:
         """Return the detail to ask for after ``outcome`` (``abstain.detail_to_ask``): never what the customer said."""
         said = " ".join([record.question, *record.followups])
         # "I already did that" or "had the tires balanced" said what was tried, even when no action we can read is named
-        tried_known = bool(record.tried) or says_work_done(record.question) or any(
-            says_work_done(t) for t in record.followups)
+        tried_known = bool(record.tried) or any(says_work_done(t) for t in [record.question, *record.followups])
         told = 0 < self.ctx.config.abstention.told_words <= len(said.split())
         return detail_to_ask(outcome, self.ctx.selector, tried_known=tried_known, when_known=says_when(said),
                              guidance=asks_for_guidance(said), told=told, asked_again=record.screen_reply > 0)

@@ -462,9 +462,10 @@ def says_tried(text: str) -> bool:
 #: work a shop did, told with the causative ("Had the tires balanced twice", "got my car scanned at the parts store"):
 #: the verb closes its noun phrase, so "got a used car" is no report
 _CAUSATIVE_REPORT = re.compile(
-    r"\b(?:had|got|gotten)\s+(?:the|my|a|an|both|all|his|her|our|their|it|them)\b(?:\s+[a-z'-]+){0,3}?"
-    r"\s+(?:[a-z]+ed|done|read|rebuilt|redone|swapped)(?=\s*(?:[.,;:!?)]|$)|\s+(?:twice|again|once|already|recently|"
-    r"yesterday|today|last|at|by|and|but|in|on|from|two|three|several|a|before|after|with|for|because|so)\b)",
+    r"\b(?:had|got|gotten)\s+(?:" + "|".join(sorted(_DETERMINERS | {"all", "it", "them"})) + r")\b(?:\s+[a-z'-]+){0,3}?"
+    r"\s+(?:[a-z]+ed|" + "|".join(sorted(_IRREGULAR_DONE | {"read", "rebuilt", "redone"})) + r")"
+    r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:twice|again|once|already|recently|yesterday|today|last|at|by|and|but|in|on|from|"
+    r"two|three|several|a|before|after|with|for|because|so)\b)",
     re.IGNORECASE)
 
 
