@@ -250,7 +250,9 @@ def _phrases(text: str) -> list[str]:
 def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
     """Return the answer's opening sentence: the EDUs of its first sentence, else the text up to the first stop.
 
-    A bare yes or no ("No. A sidewall bulge means ...") is no opening: the claim is the sentence after it."""
+    A bare yes or no ("No. A sidewall bulge means ...") is no opening: the claim is the sentence after it; nor is a
+    short remark on a pronoun ("It's a safety problem. A pull under braking plus one hot wheel and a burning smell
+    means ..."), which claims nothing of the customer's situation (``is_framing``)."""
     if tree is not None and tree.edus:
         sentences: dict[int, list[str]] = {}
         for edu in tree.edus:
@@ -258,7 +260,18 @@ def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
         texts = [" ".join(parts) for parts in sentences.values()]
     else:
         texts = _SENTENCE_END.split(text.strip(), maxsplit=2)[:2]
-    return next((t for t in texts if not is_bare_response(t)), texts[0] if texts else "")
+    return next((t for t in texts if not (is_bare_response(t) or is_framing(t))), texts[0] if texts else "")
+
+
+#: "It's a safety problem.", "That's a common one.", "There are a few causes.": a pronoun, a form of *be* and at most
+#: this many words in all
+_FRAMING = re.compile(r"^(?:it|this|that|there)(?:'s|\s+(?:is|are|was|were))\b", re.IGNORECASE)
+FRAMING_WORDS = 6
+
+
+def is_framing(sentence: str) -> bool:
+    """Return True for a short remark on a pronoun that opens an answer and claims nothing itself."""
+    return bool(_FRAMING.match(sentence.strip())) and len(words_of(sentence)) <= FRAMING_WORDS
 
 
 def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
