@@ -63,7 +63,7 @@ from dtdialog.understanding.pairs import paired_nouns
 from dtdialog.understanding.reply_branch import is_negator
 from dtdialog.understanding.sibling_parts import customer_compounds, other_part
 from dtdialog.understanding.tried import CHECKED, head_terms, recommendation_in
-from dtdialog.understanding.unasked_response import is_bare_response
+from dtdialog.understanding.unasked_response import is_bare_response, without_response
 from dtdialog.understanding.vehicles import vehicles_named
 from index.vocabulary import entity_words, is_content_word, is_entity_word, words_of
 from parsers.tree import EDU, DiscourseTree
@@ -271,7 +271,8 @@ FRAMING_WORDS = 6
 
 def is_framing(sentence: str) -> bool:
     """Return True for a short remark on a pronoun that opens an answer and claims nothing itself."""
-    return bool(_FRAMING.match(sentence.strip())) and len(words_of(sentence)) <= FRAMING_WORDS
+    said = without_response(sentence).strip()  # "Yes, it's a safety problem."
+    return bool(_FRAMING.match(said)) and len(words_of(said)) <= FRAMING_WORDS
 
 
 def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
