@@ -63,7 +63,7 @@ from dtdialog.understanding.pairs import paired_nouns
 from dtdialog.understanding.reply_branch import is_negator
 from dtdialog.understanding.sibling_parts import customer_compounds, other_part
 from dtdialog.understanding.tried import CHECKED, head_terms, recommendation_in
-from dtdialog.understanding.unasked_response import is_bare_response, without_response
+from dtdialog.understanding.unasked_response import is_bare_response
 from dtdialog.understanding.vehicles import vehicles_named
 from index.vocabulary import entity_words, is_content_word, is_entity_word, words_of
 from parsers.tree import EDU, DiscourseTree
@@ -250,9 +250,7 @@ def _phrases(text: str) -> list[str]:
 def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
     """Return the answer's opening sentence: the EDUs of its first sentence, else the text up to the first stop.
 
-    A bare yes or no ("No. A sidewall bulge means ...") is no opening: the claim is the sentence after it; nor is a
-    short remark on a pronoun ("It's a safety problem. A pull under braking plus one hot wheel and a burning smell
-    means ..."), which claims nothing of the customer's situation (``is_framing``)."""
+    A bare yes or no ("No. A sidewall bulge means ...") is no opening: the claim is the sentence after it."""
     if tree is not None and tree.edus:
         sentences: dict[int, list[str]] = {}
         for edu in tree.edus:
@@ -260,19 +258,7 @@ def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
         texts = [" ".join(parts) for parts in sentences.values()]
     else:
         texts = _SENTENCE_END.split(text.strip(), maxsplit=2)[:2]
-    return next((t for t in texts if not (is_bare_response(t) or is_framing(t))), texts[0] if texts else "")
-
-
-#: "It's a safety problem.", "That's a common one.", "There are a few causes.": a pronoun, a form of *be* and at most
-#: this many words in all
-_FRAMING = re.compile(r"^(?:it|this|that|there)(?:'s|\s+(?:is|are|was|were))\b", re.IGNORECASE)
-FRAMING_WORDS = 6
-
-
-def is_framing(sentence: str) -> bool:
-    """Return True for a short remark on a pronoun that opens an answer and claims nothing itself."""
-    said = without_response(sentence).strip()  # "Yes, it's a safety problem."
-    return bool(_FRAMING.match(said)) and len(words_of(said)) <= FRAMING_WORDS
+    return next((t for t in texts if not is_bare_response(t)), texts[0] if texts else "")
 
 
 def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,

@@ -27,12 +27,6 @@ def is_bare_response(sentence: str) -> bool:
     return found is not None and not sentence[found.end():].strip()
 
 
-def without_response(sentence: str) -> str:
-    """Return ``sentence`` without an opening yes or no ("Yes, it's a safety problem." -> "it's a safety problem.")."""
-    found = _RESPONSE.match(sentence)
-    return sentence[found.end():] if found is not None else sentence
-
-
 def unasked_response(answer: str, customer: Iterable[str]) -> str | None:
     """Return the answer's opening yes or no when none of the ``customer``'s messages asked a yes/no question."""
     found = _RESPONSE.match(answer)
