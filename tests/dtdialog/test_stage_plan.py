@@ -54,3 +54,16 @@ def test_constraints_are_carried_and_recorded(tmp_path):
     assert step.part_index == 0 and step.constraints == [rule]
     assert record.constraints == [rule.to_dict()]
     index.close()
+
+
+def test_with_no_answer_on_screen_every_reply_of_the_step_is_its_follow_up(tmp_path):
+    """Found by trying the chat: "its P0420" then "2012 Honda Civic with 140k miles" (details the bot asked for, no
+    answer given yet) ranked the step with the car alone, the code gone from the query. Under an answer, the latest
+    reply is C_i."""
+    parser, index, tools = car_stage_world(tmp_path)
+    details = ["its P0420", "  ", "2012 Honda Civic with 140k miles"]
+    step, _ = plan_of(parser, tools, followups=details)
+    assert step.followup_tree.text == "its P0420 2012 Honda Civic with 140k miles"
+    step, _ = plan_of(parser, tools, step=1, followups=details, context_ids=["nostart#1"])
+    assert step.followup_tree.text == "2012 Honda Civic with 140k miles"
+    index.close()
