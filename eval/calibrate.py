@@ -14,7 +14,9 @@ to ``dtdialog/ranking/models/`` (or ``--models-dir``), and to ``--out`` the reli
 (``reliability_<ranker>.png``) and ECE of a 5-fold cross-fit: each question's confidence comes from a
 calibrator fitted on the other folds, so the diagram shows held-out calibration. ``--data FILE --format F`` fits on
 a dialogue file of one's own instead of ``--sets``; ``--pool`` names the candidate answers (``eval.data_args``);
-``calibration.json`` records each calibrator's provenance (``eval.provenance``).
+its calibrators go to ``--out`` (never over the shipped ones unless ``--models-dir`` says so), for the engine's
+``--calibrator FILE`` or a project's ``calibrator:`` key. ``calibration.json`` records each calibrator's provenance
+(``eval.provenance``).
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m eval.calibrate
     add_data_arguments(parser, dataset=False)
     parser.add_argument("--seed", type=int, default=13, help="seed of the open-pool coin")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the reliability diagrams go")
-    parser.add_argument("--models-dir", type=Path, default=MODELS_DIR, help="where the calibrators go")
+    parser.add_argument("--models-dir", type=Path, default=None,
+                        help="where the calibrators go (default: the shipped models' folder, or --out with --data)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (a smoke run)")
     parser.add_argument("--from-rows", action="store_true",
                         help="refit from the rows a previous run kept in --out (no ranking)")
@@ -118,7 +121,9 @@ def load_sets(args: argparse.Namespace) -> list:
 def run(args: argparse.Namespace, *, command: str) -> int:
     check_out_dir(args.out)  # before the slow part
     eval_sets = load_sets(args)
-    report = [calibrate_ranker(r.strip(), eval_sets, seed=args.seed, out=args.out, models_dir=args.models_dir,
+    # a team's own fit must not replace the calibrators every other engine on this install reads
+    models_dir = args.models_dir or (args.out if args.data is not None else MODELS_DIR)
+    report = [calibrate_ranker(r.strip(), eval_sets, seed=args.seed, out=args.out, models_dir=models_dir,
                                progress=not args.no_progress, command=command, from_rows=args.from_rows,
                                use_tree=not args.no_dt)
               for r in args.rankers.split(",") if r.strip()]
@@ -128,6 +133,10 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         print(f"{r['ranker']}: {r['calibrator']}  held-out ECE {r['ece_held_out']:.3f}  accuracy {r['accuracy']:.3f}"
               f"  n {r['n']}  abstain_below {r['abstain_below']:.3f}  {r['png']}")
         print("\n".join(f"  {line}" for line in provenance_lines(r["provenance"])))
+        if args.data is not None:
+            print(f"  use it: dtdialog chat --calibrator {r['calibrator']} (or calibrator: in dtdialog.yaml); it "
+                  f"would answer 80% of the answerable here at confidence {r['abstain_below']:.3f} (the engine's "
+                  "bar is abstention.abstain_below)")
     return 0
 
 

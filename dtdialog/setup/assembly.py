@@ -48,7 +48,7 @@ SPEC_FORMAT = 1
 CORPUS_FORMATS = ("builtin", "csv", "jsonl", "mechanics", "twitter", "irc")
 RANKER_CHOICES = (None, "auto", "learned", "rules")
 ENCODER_RUNTIMES = (None, "auto", "onnxruntime", "openvino")
-_PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile")
+_PATH_FIELDS = ("index_path", "corpus", "ranker_model", "sessions_path", "profile", "calibrator")
 #: Fields a saved spec leaves out, and ignores in older files: the loading machine's runtime state, like $DTDIALOG_HOME.
 _NOT_SAVED = ("sessions_path",)
 
@@ -84,6 +84,9 @@ class EngineSpec:
         in the index, else the built-in corpus's, else the generic one); stored in an index the spec builds.
     use_tree: False runs the engine without the discourse tree (see the module docstring); the learned ranker's
         model must then have no tree features (None ``ranker_model``: the shipped ``ranker-v1-hybrid.joblib``).
+    calibrator: a calibrator file fitted on the team's own dialogues (``python -m eval.calibrate --data FILE``), for
+        this ranker and model: its confidences are read against a pool like the one it was fitted on (None: the
+        shipped calibrator, fitted on the car-repair sets' pools of about 500 answers).
     """
 
     parser: str | None = None
@@ -104,6 +107,7 @@ class EngineSpec:
     config: EngineConfig = field(default_factory=EngineConfig)
     profile: str | None = None
     use_tree: bool = True
+    calibrator: str | None = None
 
     def __post_init__(self) -> None:
         for name in _PATH_FIELDS:  # paths are kept as strings: the spec is JSON data
@@ -510,13 +514,22 @@ def _nearest_domain_cosine(selector: AnswerSelector, glossary: tuple[str, ...]):
 
 # --- calibrated confidence: the calibrator that matches the engine's ranker ---
 def engine_calibrator(spec: EngineSpec, scorer):
-    """Return the ``Calibrator`` fitted for the ranker (``scorer`` None: the rule scorer), or None when there is none."""
-    from dtdialog.selection.confidence import load_calibrator
+    """Return the ``Calibrator`` for the ranker (``scorer`` None: the rule scorer): the spec's own ``calibrator`` file,
+    else the shipped one; None when there is none. A named file that is missing, unreadable or fitted for another
+    ranker or model raises a one-line error: a team that fitted one must not silently get the shipped confidences."""
+    from dtdialog.selection.confidence import Calibrator, load_calibrator
 
     model = getattr(scorer, "model", None)
-    if model is None:
-        return load_calibrator("rules")
-    return load_calibrator("learned", model_name=str(model.manifest.get("name", "")), model_path=spec.model_path())
+    ranker, name = ("rules", "") if model is None else ("learned", str(model.manifest.get("name", "")))
+    if spec.calibrator is None:
+        return load_calibrator(ranker, model_name=name, model_path=spec.model_path() if model is not None else None)
+    calibrator = Calibrator.load(spec.calibrator)
+    if calibrator.ranker != ranker or calibrator.model_name != name:
+        fitted = calibrator.ranker + (f" {calibrator.model_name}" if calibrator.model_name else "")
+        raise ConfigError(f"calibrator {spec.calibrator} was fitted for the {fitted} ranker, the engine runs the "
+                          f"{ranker + (' ' + name if name else '')} ranker; refit it (python -m eval.calibrate --data "
+                          "FILE --rankers " + ranker + ") or drop --calibrator")
+    return calibrator
 
 
 def _warm_parser(parser: RSTParser) -> None:

@@ -16,7 +16,8 @@ from parsers.errors import InputError
 
 #: The options that choose an engine, with their defaults: a saved spec (--engine) replaces them all.
 ENGINE_OPTIONS = {"corpus": None, "corpus_format": None, "index": None, "build": False, "profile": None,
-                  "backend": "sqlite", "es_url": None, "parser": None, "ranker": None, "no_dt": False}
+                  "backend": "sqlite", "es_url": None, "parser": None, "ranker": None, "no_dt": False,
+                  "calibrator": None}
 #: The engine options of an evaluation that builds its own index of the evaluated pool (no corpus, index or server).
 POOL_ENGINE_OPTIONS = ("parser", "ranker")
 
@@ -73,6 +74,10 @@ def _engine_options(data_format: bool) -> dict[str, tuple[tuple[str, ...], dict]
                                      help="run the same engine without the discourse tree (the ablation): one flat "
                                           "query part, no agreement, no tree features in the ranker, no memory of "
                                           "what was tried")),
+        "calibrator": (("--calibrator",), dict(type=Path, default=None, metavar="FILE",
+                                               help="confidence calibrator fitted on your own dialogues (python -m "
+                                                    "eval.calibrate --data FILE --format F writes one; default: the "
+                                                    "project's, else the shipped one, fitted on car-repair pools)")),
         "sessions": (("--sessions",), dict(type=Path, default=None,
                                            help="session store file (default: $DTDIALOG_HOME/sessions.sqlite)")),
         "engine": (("--engine",), dict(type=Path, default=None, metavar="SPEC.json",
@@ -116,7 +121,8 @@ def spec_from_args(args: argparse.Namespace, *, extra_options: dict | None = Non
     return EngineSpec(parser=args.parser, backend=args.backend, index_path=target.index, index_url=args.es_url,
                       corpus=target.corpus, corpus_format=target.corpus_format or "builtin", ranker=args.ranker,
                       profile=target.profile, sessions_path=args.sessions or sessions_path(),
-                      config=config if config is not None else EngineConfig(), use_tree=not args.no_dt)
+                      config=config if config is not None else EngineConfig(), use_tree=not args.no_dt,
+                      calibrator=args.calibrator or target.calibrator)
 
 
 def _saved_server(spec, url: str, path: Path) -> str:

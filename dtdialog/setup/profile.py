@@ -29,7 +29,7 @@ PROFILE_INFO_KEY = "profile"
 #: The profile shipped with the built-in corpus.
 BUILTIN_PROFILE_PATH = Path(__file__).resolve().parents[2] / "data" / "car_profile.yaml"
 #: The keys of a project's ``dtdialog.yaml`` (``dtdialog.setup.project``), which holds a profile under ``profile``.
-PROJECT_KEYS = frozenset({"data", "format", "index", "tests", "profile"})
+PROJECT_KEYS = frozenset({"data", "format", "index", "tests", "profile", "calibrator"})
 #: A profile file larger than this is refused (it is a page of wording, not data).
 MAX_PROFILE_BYTES = 1_000_000
 #: A BCP 47 language tag, loosely: "en", "pt-BR", "zh-Hant-TW".

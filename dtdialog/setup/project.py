@@ -7,6 +7,7 @@ and holds the bot's profile (``dtdialog.setup.profile``) under ``profile:``; pat
     format: csv
     index: .dtdialog/index.sqlite
     tests: tests/conversations.yaml
+    calibrator: .dtdialog/calibrator.json   # optional: fitted on data/faq.csv (python -m eval.calibrate --data ...)
     profile:
       name: ...
 
@@ -34,7 +35,8 @@ _KEYS = tuple(sorted(PROJECT_KEYS))
 @dataclass(frozen=True)
 class Project:
     """A loaded project: absolute ``root``, ``data``, ``index`` and ``tests`` paths, the data ``format``, the
-    ``profile`` and ``config`` (the ``dtdialog.yaml`` it was read from, which also holds the profile)."""
+    ``profile`` and ``config`` (the ``dtdialog.yaml`` it was read from, which also holds the profile), and the
+    ``calibrator`` fitted on its data (None: the shipped one)."""
 
     root: Path
     data: Path
@@ -43,6 +45,7 @@ class Project:
     tests: Path
     profile: Profile
     config: Path
+    calibrator: Path | None = None
 
 
 def find_project(start: Path | None = None) -> Project | None:
@@ -74,20 +77,25 @@ def load_project(config: Path) -> Project:
     if fmt not in PROJECT_FORMATS:
         raise ConfigError(f"{where}: format must be one of {', '.join(PROJECT_FORMATS)}, got {fmt!r}")
     data_path, index, tests = path("data", None), path("index", DEFAULT_INDEX), path("tests", DEFAULT_TESTS)
+    calibrator = path("calibrator", None) if "calibrator" in data else None
+    if calibrator is not None and not calibrator.is_file():
+        raise ConfigError(f"{where}: calibrator {calibrator} not found; fit it with python -m eval.calibrate --data "
+                          f"{data.get('data')} --format {fmt} --out DIR, or remove the key")
     return Project(root=root, data=data_path, format=fmt, index=index, tests=tests, profile=load_profile(config),
-                   config=config)
+                   config=config, calibrator=calibrator)
 
 
 @dataclass(frozen=True)
 class EngineTarget:
-    """What a command's engine runs on: the index file, the corpus to (re)build it from, the profile, and the project
-    they came from (None when the options named them)."""
+    """What a command's engine runs on: the index file, the corpus to (re)build it from, the profile, the project's
+    calibrator, and the project they came from (None when the options named them)."""
 
     index: Path | None
     corpus: Path | None
     corpus_format: str | None
     profile: Path | None
     project: Project | None = None
+    calibrator: Path | None = None
 
 
 def engine_target(*, index: Path | None, corpus: Path | None, corpus_format: str | None, profile: Path | None,
@@ -110,5 +118,6 @@ def engine_target(*, index: Path | None, corpus: Path | None, corpus_format: str
             missing = not project.index.exists()
             return EngineTarget(index=project.index, profile=profile or project.config,
                                 corpus=project.data if missing else None,
-                                corpus_format=project.format if missing else None, project=project)
+                                corpus_format=project.format if missing else None, project=project,
+                                calibrator=project.calibrator)
     return EngineTarget(index=index, corpus=corpus, corpus_format=corpus_format, profile=profile)

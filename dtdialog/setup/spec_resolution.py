@@ -139,7 +139,7 @@ def spec_problem(spec: Any, *, accept_corpus: bool = False, saved_as: str = "SPE
     problem = _parser_encoder_problem(spec)
     if problem is not None:
         return problem
-    for name in ("corpus", "profile", "ranker_model"):
+    for name in ("corpus", "profile", "ranker_model", "calibrator"):
         path = getattr(spec, name)
         # a jsonl corpus may be a folder of files (``data.loaders``)
         folder = name == "corpus" and spec.corpus_format == "jsonl" and os.path.isdir(path or "")

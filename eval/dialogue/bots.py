@@ -34,12 +34,13 @@ class EngineBot:
     """``dtq``: the dialogue manager of an engine built over ``pool``; ``dtq-no-dt`` the same without the tree."""
 
     def __init__(self, pool: Sequence[PoolAnswer], *, ranker: str | None = None, progress: bool = False,
-                 use_tree: bool = True, parser: str | None = None, openings: Mapping[str, str] | None = None) -> None:
+                 use_tree: bool = True, parser: str | None = None, openings: Mapping[str, str] | None = None,
+                 calibrator: str | None = None) -> None:
         self.name = "dtq" if use_tree else "dtq-no-dt"
         self._tmp = tempfile.TemporaryDirectory(prefix="dtdialog-dialogue-eval-")
         self.engine = build_pool_engine(pool, sessions_path=Path(self._tmp.name) / "sessions.sqlite",
                                         ranker=ranker, progress=progress, use_tree=use_tree, parser=parser,
-                                        openings=openings)
+                                        openings=openings, calibrator=calibrator)
         self.manager = self.engine.manager
         replies = self.manager.replies
         # a greeting is recognised by its first words: the profile's wording may add to the end
@@ -75,10 +76,11 @@ class EngineBot:
 
 def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker: str | None = None,
                       progress: bool = False, use_tree: bool = True, parser: str | None = None,
-                      openings: Mapping[str, str] | None = None):
+                      openings: Mapping[str, str] | None = None, calibrator: str | None = None):
     """Return the engine ``dtdialog chat`` builds, over a temporary index of ``pool``, with a session store
     (``parser``: the RST parser's name, default the engine's; ``openings``: each dialogue's first message -> its whole
-    question, so an opening of a training question is scored out of fold too, ``eval.out_of_fold.with_openings``)."""
+    question, so an opening of a training question is scored out of fold too, ``eval.out_of_fold.with_openings``;
+    ``calibrator``: a calibrator file of one's own, ``EngineSpec.calibrator``)."""
     from dtdialog.setup.assembly import EngineSpec, build_engine, engine_parser_name
     from eval.methods.pool_index import pool_index, seed_dense_store
     from eval.out_of_fold import out_of_fold
@@ -87,7 +89,7 @@ def build_pool_engine(pool: Sequence[PoolAnswer], *, sessions_path: Path, ranker
 
     rst = get_parser(engine_parser_name(parser))
     path, _ = pool_index(pool, parser=rst, progress=progress)
-    spec = EngineSpec(ranker=ranker, sessions_path=str(sessions_path), use_tree=use_tree)
+    spec = EngineSpec(ranker=ranker, sessions_path=str(sessions_path), use_tree=use_tree, calibrator=calibrator)
     index = open_index(backend="sqlite", path=path)
     if ranker != "rules":  # the pool's vectors from the cross-run cache, before the engine would encode them
         seed_dense_store(index, path, progress=progress)

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dialogues per set and pool whose sessions are written out (default 20)")
     parser.add_argument("--out", type=Path, default=None, help=f"output directory (default {DEFAULT_OUT})")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    add_engine_arguments(parser, only=POOL_ENGINE_OPTIONS)
+    add_engine_arguments(parser, only=(*POOL_ENGINE_OPTIONS, "calibrator"))
 
 
 def _bots(text: str) -> list[str]:
@@ -60,7 +60,8 @@ def _setup(args: argparse.Namespace, sets: Sequence[EvalSet], bots: Sequence[str
     # the ranker the dtq engine resolved to, when it ran; else the option, resolved as the engine would
     ranker = next((r["ranker"] for r in results if r.get("ranker")), args.ranker)
     return {**provenance(sets, parser=args.parser, ranker=ranker, tree_ablation="dtq-no-dt" in bots),
-            "seed": args.seed, "bootstrap": args.bootstrap, "limit": args.limit}
+            "seed": args.seed, "bootstrap": args.bootstrap, "limit": args.limit,
+            "calibrator": str(args.calibrator) if args.calibrator else "shipped"}
 
 
 def run(args: argparse.Namespace, *, command: str) -> int:
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     results = []
     for eval_set in sets:
         set_run = run_set(eval_set, bots, seed=args.seed, ranker=args.ranker, progress=not args.no_progress,
-                          parser=args.parser)
+                          parser=args.parser, calibrator=str(args.calibrator) if args.calibrator else None)
         results.append(summary(set_run, n_resamples=args.bootstrap, seed=args.seed))
         ids = transcript_sample(set_run, args.sample_transcripts, seed=args.seed)
         gold = {d.id: d.answer_ids for d in eval_set.dialogues}

@@ -68,6 +68,8 @@ def paired_lines(pool: dict) -> list[str]:
 def markdown(results: Sequence[dict], *, command: str, setup: dict) -> str:
     lines = ["# Simulated-customer dialogue evaluation", "", f"Command: `{command}`", "",
              *(provenance_lines(setup) if "data" in setup else []), "",
+             *([f"Calibrator: {setup['calibrator']} (fitted on the team's own dialogues)", ""]
+               if setup.get("calibrator", "shipped") != "shipped" else []),
              f"Seed {setup.get('seed')}. Values: share or mean with a 95% bootstrap CI over sessions. success@k of step i: the step's gold "
              "answer shown within k bot turns of that step (over dialogues with a step i; a step never reached "
              "fails). Open pool: the gold answers of a seeded half of the dialogues are removed.", "",

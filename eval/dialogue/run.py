@@ -52,11 +52,12 @@ def hidden_golds(eval_set: EvalSet, removed: frozenset[str]) -> frozenset[str]:
 
 
 def make_bot(name: str, eval_set: EvalSet, *, hidden: frozenset[str], ranker: str | None,
-             progress: bool, parser: str | None = None) -> EngineBot | NextResultBot:
-    """Return bot ``name`` over the set's pool without ``hidden`` (``ranker``, ``parser``: the engine bots')."""
+             progress: bool, parser: str | None = None, calibrator: str | None = None) -> EngineBot | NextResultBot:
+    """Return bot ``name`` over the set's pool without ``hidden`` (``ranker``, ``parser``, ``calibrator``: the engine
+    bots')."""
     if name in ENGINE_BOTS:
         return EngineBot(open_pool(eval_set.pool, hidden), ranker=ranker, progress=progress, use_tree=name == "dtq",
-                         parser=parser, openings=openings_of(eval_set))
+                         parser=parser, openings=openings_of(eval_set), calibrator=calibrator)
     bot = NextResultBot(name, eval_set.pool, progress=progress)
     bot.hidden = hidden  # the same pool minus the hidden answers, without encoding it again
     return bot
@@ -85,7 +86,7 @@ def play_all(bot: Bot, eval_set: EvalSet, *, removed: frozenset[str], pool: str,
 
 
 def run_set(eval_set: EvalSet, bots: Sequence[str], *, seed: int, ranker: str | None, progress: bool,
-            parser: str | None = None) -> SetRun:
+            parser: str | None = None, calibrator: str | None = None) -> SetRun:
     """Play every dialogue of ``eval_set`` with every bot in both pools."""
     removed = open_pool_coin([d.id for d in eval_set.dialogues], seed=seed)
     hidden = hidden_golds(eval_set, removed)
@@ -100,7 +101,7 @@ def run_set(eval_set: EvalSet, bots: Sequence[str], *, seed: int, ranker: str | 
             start = time.perf_counter()
             try:
                 bot = make_bot(name, eval_set, hidden=hidden if pool == "open" else frozenset(), ranker=ranker,
-                               progress=progress, parser=parser)
+                               progress=progress, parser=parser, calibrator=calibrator)
             except (ModelNotAvailableError, DTDialogError, ImportError) as exc:
                 run.skipped[name] = str(exc)
                 print(f"{eval_set.name}/{name}: skipped: {exc}", file=sys.stderr)

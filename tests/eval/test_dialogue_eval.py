@@ -275,3 +275,25 @@ def test_dtdialog_eval_dialogue_reaches_the_dialogue_evaluation(tmp_path, capsys
     assert main(["dialogue", "--data", str(tmp_path / "gone.csv"), "--format", "csv"], prog="dtdialog eval") == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "gone.csv" in err
+
+
+@pytest.mark.slow
+def test_the_engine_bot_reads_a_calibrator_of_ones_own(tmp_path):
+    from dtdialog.selection.confidence import Calibrator
+    from eval.dialogue.cli import main
+
+    def first_answers(argv: list[str]) -> tuple[dict, float]:
+        out = tmp_path / f"run{len(argv)}"
+        assert main(["--dataset", "builtin", "--limit", "4", "--bots", "dtq", "--ranker", "rules", "--out", str(out),
+                     "--no-progress", "--sample-transcripts", "0", "--bootstrap", "20", *argv]) == 0
+        data = json.loads((out / "results.json").read_text())
+        return data, data["results"][0]["pools"]["closed"]["dtq"]["measures"]["step1_success@1"]["value"]
+
+    shipped, answered = first_answers([])
+    assert answered > 0 and shipped["setup"]["calibrator"] == "shipped"
+    # a calibrator that doubts every answer: the engine gives no first answer at once
+    doubting = Calibrator(ranker="rules", feature_names=("margin",), coef=(0.0,), intercept=-8.0, means=(0.0,),
+                          scales=(1.0,)).save(tmp_path / "doubting.json")
+    own, answered = first_answers(["--calibrator", str(doubting)])
+    assert answered == 0 and own["setup"]["calibrator"] == str(doubting)
+    assert f"Calibrator: {doubting}" in (tmp_path / "run2" / "results.md").read_text()
