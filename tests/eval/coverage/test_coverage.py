@@ -115,6 +115,12 @@ def test_the_shipped_verdicts_judge_held_out_car_posts_and_built_in_answers():
         assert question["verdict"] in ("fits", "already_said", "does_not_fit") and question["why"], question
         assert marks.get(question["id"]) is True and held_out(question["id"]) and question["detail"], question["id"]
     assert second_questions and all(questions[v["id"]]["detail"] == v["detail"] for v in second_questions)
+    # the grown corpus (not shipped) with its own calibrator: a seeded 100 of its answers, judged the same way
+    grown = [r for _, r in read_objects(cli.JUDGED_ANSWERS.with_name("judged_answers_grown_own_calibrator.jsonl"))]
+    assert len(grown) == len({v["id"] for v in grown}) == 100
+    for verdict in grown:
+        assert verdict["verdict"] in ("right", "partial", "wrong") and verdict["why"], verdict
+        assert marks.get(verdict["id"]) is True and held_out(verdict["id"]), verdict["id"]
     for _, abstention in read_objects(cli.JUDGED_ABSTENTIONS):
         assert isinstance(abstention["nothing_fitting"], bool) and abstention["why"]
         assert abstention["nothing_fitting"] or abstention["fitting"] in dialogues, abstention
