@@ -186,8 +186,17 @@ def _given_facts(trigger: str, clause: str, normalizer: EntityNormalizer) -> lis
     job = _job_fact(clause, normalizer)
     if job is not None:
         return [job]
-    actions = (head_terms(action.objects) for action in reported_in_clause(clause, normalizer))
+    # "new plugs and coils didn't help and the engine runs smoothly": the done action is the first clause; a clause
+    # with its own subject after "and" is another statement (read whole when the first holds no action of its own)
+    parts = _COORDINATED.split(clause)
+    if len(parts) > 1 and not reported_in_clause(parts[0], normalizer):
+        parts = [clause]
+    actions = (head_terms(action.objects) for part in parts for action in reported_in_clause(part, normalizer))
     return [Fact(PRIOR_ACTION, f"{trigger} {clause}", terms, "heads") for terms in actions if terms]
+
+
+#: "and" before a determiner or pronoun: where a coordinated clause with its own subject may begin
+_COORDINATED = re.compile(r"\s+and\s+(?=(?:the|my|your|its|it|this|that|these|those|there)\b)")
 
 
 @lru_cache(maxsize=1)

@@ -6,9 +6,10 @@ who never mentioned one it reads as an answer to another person. ``presupposed_f
 presupposition trigger (past a bare yes or no: "No. A sidewall bulge means ..."
 is read at its second sentence):
 
-* **a prior event**: a subordinator that states its clause as given ("after", "since", "now that", ...) followed by
-  a job on a part ("a starter job", "the timing belt change") or a done action ("you replaced the pump", "the
-  battery is new", read by ``dtdialog.understanding.tried``'s report reader);
+* **a prior event**: a subordinator that states its clause as given ("after", "since", "now that", ...) or as the
+  situation the answer is for ("when") followed by a job on a part ("a starter job", "the timing belt change") or a
+  done action ("you replaced the pump", "the battery is new", "new plugs and coils didn't help", read by
+  ``dtdialog.understanding.tried``'s report reader);
 * **a reported observation**: a demonstrative or "your" before a kind of evidence only the customer can report
   ("that P0420 code", "that clicking noise", "your check engine light"), or "the X you got / heard / mentioned";
 * **a diagnosed symptom**: the subject of an opening diagnosis ("Rapid clicking with dim lights is the classic sign
@@ -176,7 +177,9 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     own = texts if customer is None else [t for t in customer if t]
     plain = frozenset().union(*(_plain_terms(t, normalizer) for t in own))
-    return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(negated - affirmed),
+    # "no check engine light" denies that light, not every engine: a word negated only inside a longer term is not
+    denied = {t for t in negated - affirmed if " " in t or not any(t in c.split() for c in negated if " " in c)}
+    return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(denied),
                         affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles,
                         pairs=paired_nouns(texts), said_words=frozenset(said_words), codes=frozenset(codes),
                         compounds=customer_compounds(own), plain=plain - negated)

@@ -64,6 +64,26 @@ def test_a_done_action_after_since_is_judged_against_what_was_said():
     assert _found("After you replace the fuel pump, check its relay.", "My car won't start.") is None
 
 
+def test_a_when_clause_presupposes_the_fix_it_says_did_not_help_but_no_state():
+    # found by trying the chat: "check engine light came on and the car runs rough at idle" was answered at 56% with
+    # this answer, written for someone who had fitted new plugs and coils
+    answer = ("When new plugs and coils didn't help and the engine runs smoothly above idle, a vacuum leak is the most "
+              "likely cause.")
+    found = _found(answer, "check engine light came on and the car runs rough at idle")
+    assert found is not None and found.fact.kind == PRIOR_ACTION
+    # the clause after "and the engine" is another statement: the fact is the plugs and coils, not the engine or idle
+    assert {"plug", "coil"} <= found.missing and not {"engin", "idl"} & found.missing
+    assert _found(answer, "Rough idle at stoplights. I already replaced the spark plugs and the ignition coils.") is None
+    assert _found("When the AC is on, the condenser dumps its heat into the radiator.", "My car overheats.") is None
+
+
+def test_a_word_negated_only_inside_a_longer_term_is_not_denied():
+    # "no check engine light" denies that light, not every engine: "a warm engine" was read as contradicted
+    ground = common_ground(["It runs fine and there's no check engine light."], NORMALIZER)
+    assert "check engin light" in ground.denied and "engin" not in ground.denied
+    assert "nois" in common_ground(["there's no noise at all"], NORMALIZER).denied
+
+
 def test_a_code_is_presupposed_unless_the_customer_reported_it():
     answer = "That P0420 code usually points at the catalytic converter, not the sensors."
     found = _found(answer, "My check engine light came on yesterday.")
