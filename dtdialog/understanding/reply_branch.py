@@ -38,6 +38,10 @@ _REFERS_BACK = re.compile(r"^(?:that|this)\s+(?:confirms|means|points|explains|f
 _CONSEQUENCE = re.compile(r"^(?:then|in that case|if so)\b")
 #: Where a reply's clauses part: punctuation, and "but" or "while" between two statements.
 _CLAUSE = re.compile(r"[,;:.!?]+|\s(?:but|while|though|although|whereas)\s")
+#: The situation a question or a reply's clause is about: what follows "when", "with", "during", ...
+_SITUATION = re.compile(r"\b(?:when|whenever|while|if|during|with)\s+(.*)")
+#: Stems of a situation that only points back at the symptom ("when it happens"): it names no situation of its own.
+_POINTING_BACK = frozenset({"happen", "occur"})
 
 
 @dataclass(frozen=True)
@@ -108,13 +112,27 @@ def reply_polarity(reply: str, question: str, terms: Callable[[str], frozenset[s
         # "It did at first but not anymore" to "Did it fire briefly on starting fluid?": the short answer decides
         return -1 if is_negator(words[1]) or words[2:3] in (["not"], ["never"]) else 1
     asked = _keys(question, terms)
+    situation = _situation(question, terms)
     best, polarity = 0, 0
     for clause in _CLAUSE.split(reply.lower()):
         shared = len(_keys(clause, terms) & asked)
+        told = _situation(clause, terms)
+        if situation and told and not told & situation:
+            # "the fan doesn't spin when it gets hot" to "Does the fan come on when you turn on the AC?": it tells
+            # another situation than the one asked about, so it says neither yes nor no to it
+            continue
         if shared > best:
             negated = any(map(is_negator, words_of(clause)))
             best, polarity = shared, (-1 if negated else 1)
     return polarity
+
+
+def _situation(text: str, terms: Callable[[str], frozenset[str]] | None) -> frozenset[str]:
+    """Return the keys of the situation ``text`` names after "when", "with", "during", ... (empty: none, or one that
+    only points back at the symptom, "when it happens")."""
+    found = _SITUATION.search(text.lower())
+    keys = _keys(found.group(1), terms) if found else frozenset()
+    return frozenset() if keys <= _POINTING_BACK else keys
 
 
 def _same_auxiliary(word: str, question: str) -> bool:

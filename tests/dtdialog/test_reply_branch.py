@@ -43,6 +43,19 @@ def test_replies_from_the_corpus_are_read_yes_no_or_not_at_all():
     assert reply_polarity("The carpet is dry.", "Is it wet?") == 0
 
 
+def test_a_reply_about_another_situation_says_neither_yes_nor_no():
+    # found by trying the chat: "the fan doesn't spin at all when it gets hot" was read as a no to the AC question, so
+    # the logged follow-up was held back as written for the other branch, and the question was never asked again
+    question = polar_question(FAN)
+    assert reply_polarity("I checked and the fan doesn't spin at all when it gets hot", question, TERMS) == 0
+    assert branch_clash("I checked and the fan doesn't spin at all when it gets hot", LOGGED, FAN, TERMS,
+                        answer_after=THEN).kind == "unanswered"
+    assert reply_polarity("no, not even with the AC on", question, TERMS) == -1
+    # a situation that only points back at the symptom is the one asked about
+    assert reply_polarity("The rpm goes up and down by about 200 during the surge.",
+                          "Does the rpm change by a couple of hundred when it happens?") == 1
+
+
 def test_a_short_answer_is_read_by_its_auxiliary():
     """The paper's own C1, "It did at first but not anymore", to "Did it fire briefly on starting fluid?" shares no
     content word with the question: read as saying nothing, the answer logged after it ("Then start with fuel
