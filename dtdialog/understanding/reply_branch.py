@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from dtdialog.understanding.opening_facts import negated_split
 from dtdialog.understanding.opposites import opposed
+from dtdialog.understanding.tried import done_class
 from index.vocabulary import SENTENCE_BREAK, content_words, stem, words_of
 
 #: The auxiliaries, by family: a short answer echoes the family its question opens on ("Did it ...?" - "It did", "it
@@ -225,5 +226,7 @@ def reports_finding(reply: str, logged: str, terms: Callable[[str], frozenset[st
 
 
 def _keys(text: str, terms: Callable[[str], frozenset[str]] | None) -> frozenset[str]:
-    keys = {stem(w) for w in content_words(words_of(text))}
+    words = content_words(words_of(text))
+    # a done verb also counts by its class: "swapped it" reports what "I replaced it" did
+    keys = {stem(w) for w in words} | {c for c in map(done_class, words) if c}
     return frozenset(keys | (terms(text) if terms is not None else frozenset()))

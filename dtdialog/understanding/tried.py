@@ -250,6 +250,11 @@ def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: froz
     return actions, _objects(tokens, normalizer, phrases)
 
 
+def done_class(word: str) -> str | None:
+    """Return the verb class of a done form ("swapped" and "replaced" are both ``replaced``), else None."""
+    return _verb_class(word) if _is_done(word.lower()) else None
+
+
 def _is_done(token: str) -> bool:
     return (token.endswith("ed") and token not in _BASE_IN_ED) or token in _IRREGULAR_DONE
 
@@ -455,8 +460,13 @@ def first_recommendation(edus: Sequence[EDU], vocabulary: Vocabulary) -> Recomme
 
 
 def says_tried(text: str) -> bool:
-    """Return True when a reply says the advice was already followed ("I already did that", "tried it")."""
-    return bool(_SAID_TRIED.search(text))
+    """Return True when a reply says the advice was already followed ("I already did that", "tried it", "swapped it
+    but still smells": any done form of a known verb before a pronoun)."""
+    return bool(_SAID_TRIED.search(text)) or any(done_class(m.group(1)) for m in _DONE_PRONOUN.finditer(text))
+
+
+#: a word before a pronoun object: a done form of a known verb there says the advice was followed ("swapped it")
+_DONE_PRONOUN = re.compile(r"\b([a-z]+)\s+(?:that|this|it|those|them)\b", re.IGNORECASE)
 
 
 #: work a shop did, told with the causative ("Had the tires balanced twice", "got my car scanned at the parts store"):

@@ -56,6 +56,17 @@ def test_a_reply_about_another_situation_says_neither_yes_nor_no():
                           "Does the rpm change by a couple of hundred when it happens?") == 1
 
 
+def test_a_reply_that_reports_the_logged_finding_with_another_verb_follows_its_branch():
+    # found by trying the chat: "swapped it" against the logged "I replaced it" fell short of half the logged words,
+    # so "Then clean the evaporator ..." was held back as following a finding not reported
+    before = "Replace the cabin air filter first. Do you know where your cabin air filter is located?"
+    logged = "I found it behind the glove box and it was full of leaves and dirt. I replaced it, but the smell is still there."
+    then = "Then clean the evaporator with an AC evaporator cleaning foam."
+    reply = "found the cabin filter behind the glovebox, it was filthy with leaves. swapped it but still smells"
+    assert branch_clash(reply, logged, before, TERMS, answer_after=then) is None
+    assert branch_clash("it smells like fuel now", logged, before, TERMS, answer_after=then).kind == "finding"
+
+
 def test_a_short_answer_is_read_by_its_auxiliary():
     """The paper's own C1, "It did at first but not anymore", to "Did it fire briefly on starting fluid?" shares no
     content word with the question: read as saying nothing, the answer logged after it ("Then start with fuel

@@ -314,6 +314,11 @@ def test_the_reason_says_already_once():
     ("I've had the car for two years", False),
     ("My car had a weird noise when I started it", False),
     ("I have a 2012 Civic that overheated yesterday", False),
+    # found by trying the chat: "swapped it but still smells" was asked what had been checked or replaced
+    ("found the cabin filter, it was filthy. swapped it but still smells", True),
+    ("topped it off last week", True),
+    ("I looked at it and it seems fine", False),
+    ("the noise changed when it warmed up", False),
 ])
 def test_work_told_with_the_causative_says_what_was_done(text, told):
     assert says_work_done(text) is told
