@@ -28,7 +28,7 @@ def test_builtin_conversation_tests_pass_on_the_builtin_index(builtin_rules_inde
     out = capsys.readouterr().out
     tests = load_tests(builtin_tests_path())
     n_turns = sum(len(t.turns) for t in tests)
-    assert 6 <= len(tests) <= 20
+    assert 6 <= len(tests) <= 40
     assert code == 0, out
     known = sum(len(t.turns) for t in tests if t.known_failure)
     assert "FAIL" not in out and out.count("PASS ") >= n_turns - known
