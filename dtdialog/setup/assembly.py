@@ -524,11 +524,11 @@ def engine_calibrator(spec: EngineSpec, scorer):
     if spec.calibrator is None:
         return load_calibrator(ranker, model_name=name, model_path=spec.model_path() if model is not None else None)
     calibrator = Calibrator.load(spec.calibrator)
-    if calibrator.ranker != ranker or calibrator.model_name != name:
-        fitted = calibrator.ranker + (f" {calibrator.model_name}" if calibrator.model_name else "")
+    fitted, running = f"{calibrator.ranker} {calibrator.model_name}".strip(), f"{ranker} {name}".strip()
+    if fitted != running:
         raise ConfigError(f"calibrator {spec.calibrator} was fitted for the {fitted} ranker, the engine runs the "
-                          f"{ranker + (' ' + name if name else '')} ranker; refit it (python -m eval.calibrate --data "
-                          "FILE --rankers " + ranker + ") or drop --calibrator")
+                          f"{running} ranker; refit it (python -m eval.calibrate --data FILE --rankers {ranker}) or "
+                          "drop --calibrator")
     return calibrator
 
 

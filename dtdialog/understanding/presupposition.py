@@ -177,7 +177,7 @@ def common_ground(texts: Iterable[str], normalizer: EntityNormalizer, *,
     vehicles = frozenset(v for text in texts for v in vehicles_named(text))
     own = texts if customer is None else [t for t in customer if t]
     plain = frozenset().union(*(_plain_terms(t, normalizer) for t in own))
-    # "no check engine light" denies that light, not every engine: a word negated only inside a longer term is not
+    # "no check engine light" denies that light, not every engine: a word negated only inside a longer term is left out
     denied = {t for t in negated - affirmed if " " in t or not any(t in c.split() for c in negated if " " in c)}
     return CommonGround(terms=frozenset(terms), heads=frozenset(heads), denied=frozenset(denied),
                         affirmed=frozenset(affirmed - negated), numbers=numbers, vehicles=vehicles,
