@@ -122,10 +122,10 @@ class Vocabulary(Protocol):
     def terms_of_edus(self, edus: Iterable[EDU]) -> frozenset[str]: ...
 
 
-#: a reply saying the answer on screen was already done: only a pointer back to it ("tried that", "did it
-#: already"); "I already checked the grounds" names its own object and is read by ``extract_tried`` instead
-_SAID_TRIED = re.compile(r"\b(?:tried|did|done|checked|tested|replaced) (?:that|this|it|those)\b|\bbeen there\b",
-                         re.IGNORECASE)
+#: a reply saying the answer on screen was already done: only a pointer back to it ("tried that", "been there"; a done
+#: form of a known verb before a pronoun, "did it", is ``_DONE_PRONOUN``); "I already checked the grounds" names its
+#: own object and is read by ``extract_tried`` instead
+_SAID_TRIED = re.compile(r"\btried (?:that|this|it|those)\b|\bbeen there\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,13 @@ def _doubting(path: Path, *, ranker: str = "rules", model_name: str = "") -> Pat
                       scales=(1.0,), model_name=model_name).save(path)
 
 
-def _first_turn(capsys, tmp_path: Path, argv: list[str]) -> dict:
+def _first_turn(capsys, tmp_path: Path, argv: list[str], *, engine: tuple[str, ...] = ("--ranker", "rules")) -> dict:
+    """Return the bot's first JSON turn to ``ROUTER`` (``engine``: the options that choose it; a saved spec takes
+    none)."""
     script = tmp_path / "turns.txt"
     script.write_text(ROUTER + "\n", encoding="utf-8")
     capsys.readouterr()
-    assert main(["chat", *argv, "--script", str(script), "--json", "--quiet", "--ranker", "rules"]) == 0
+    assert main(["chat", *argv, "--script", str(script), "--json", "--quiet", *engine]) == 0
     return json.loads(capsys.readouterr().out.splitlines()[0])
 
 
@@ -93,18 +95,10 @@ def test_a_saved_spec_keeps_its_calibrator_and_refuses_one_gone_missing(project,
     spec_file = tmp_path / "engine.json"
     assert main(["chat", "--calibrator", str(calibrator), "--ranker", "rules", "--save-engine", str(spec_file)]) == 0
     assert EngineSpec.load(spec_file).calibrator == str(calibrator)
-    assert _first_turn_of_spec(capsys, tmp_path, spec_file)["kind"] != "answer"
+    assert _first_turn(capsys, tmp_path, ["--engine", str(spec_file)], engine=())["kind"] != "answer"
     calibrator.unlink()
     with pytest.raises(ConfigError, match="the calibrator file .*doubting.json is missing"):
         EngineSpec.load(spec_file)
-
-
-def _first_turn_of_spec(capsys, tmp_path: Path, spec_file: Path) -> dict:
-    script = tmp_path / "turns.txt"
-    script.write_text(ROUTER + "\n", encoding="utf-8")
-    capsys.readouterr()
-    assert main(["chat", "--engine", str(spec_file), "--script", str(script), "--json", "--quiet"]) == 0
-    return json.loads(capsys.readouterr().out.splitlines()[0])
 
 
 def test_calibrating_on_ones_own_data_writes_beside_the_report_not_over_the_shipped_one(tmp_path, capsys):
