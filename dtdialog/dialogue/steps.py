@@ -98,7 +98,7 @@ class Steps:
             return on_unsure()
         if not ranked:
             return self.outcomes.fallback(record, outcome, trace)
-        return self.outcomes.abstain(record, outcome, trace, confidence, closest=[c.document for c in ranked],
+        return self.outcomes.abstain(record, outcome, trace, confidence, closest=self.closest(ranked, trace),
                                      held_back=rule.held_back(confidence, brief=brief))
 
     def last_resort(self, record: SessionRecord, trace: TurnTrace) -> TurnResult:
@@ -107,7 +107,16 @@ class Steps:
         they gave left the bot unsure."""
         outcome = self.rank(record, self.plan(record), record.step_followups)
         trace.step(outcome, step=record.step)
-        return self.outcomes.last_resort(record, trace, [c.document for c in self.fresh(record, outcome.candidates)])
+        return self.outcomes.last_resort(record, trace, self.closest(self.fresh(record, outcome.candidates), trace))
+
+    @staticmethod
+    def closest(ranked: Sequence[Any], trace: TurnTrace) -> list[Any]:
+        """Return the answers of ``ranked`` that may be offered as the closest ones: none that a stage demoted for
+        contradicting the customer ("Replace it" to "the battery is new"), which a pick would only undo."""
+        kept = [c.document for c in ranked if not c.objected]
+        if len(kept) < len(ranked):
+            trace.note(f"{len(ranked) - len(kept)} closest answer(s) go against what the customer said: not offered")
+        return kept
 
     def brief_opening(self, record: SessionRecord) -> bool:
         """Return True while the session holds only the customer's opening and it is brief

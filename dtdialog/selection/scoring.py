@@ -18,6 +18,10 @@ from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.understanding.subtrees import QuestionPlan
 from index.base import AnswerDocument
 
+#: the features a demotion stage sets on an answer it has a stated reason against: it repeats what was tried, takes for
+#: granted what was never said, or is for a symptom or branch the customer ruled out (``stages.scoring_stage.demote``)
+OBJECTIONS = ("already_tried", "presupposition", "condition_clash", "branch_clash")
+
 
 @dataclass
 class RankedCandidate:
@@ -38,6 +42,11 @@ class RankedCandidate:
     @property
     def id(self) -> str:
         return self.document.id
+
+    @property
+    def objected(self) -> bool:
+        """True when a stage demoted it for contradicting what the customer said (``OBJECTIONS``)."""
+        return any(self.features.get(name) for name in OBJECTIONS)
 
     def to_dict(self, *, text_chars: int = 160) -> dict[str, Any]:
         """Return a JSON-ready view for traces (the answer text cut to ``text_chars``)."""

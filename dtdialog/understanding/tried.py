@@ -61,8 +61,9 @@ def _verb_classes() -> dict[str, str]:
 
 
 def _verb_class(word: str) -> str | None:
-    """Return the verb class of ``word`` (matched on its Porter stem), or None."""
-    return _verb_classes().get(stem(word))
+    """Return the verb class of ``word`` (matched on its Porter stem), or None; a hyphenated verb is its last part's
+    ("load-tested" is tested, "re-checked" checked)."""
+    return _verb_classes().get(stem(word.rsplit("-", 1)[-1]))
 
 #: irregular done forms of the verbs above (the regular ones end in -ed)
 _IRREGULAR_DONE = frozenset({"swapped", "swopped", "bled", "reset", "did", "done"})
@@ -100,7 +101,9 @@ _PASSIVE = frozenset({"was", "were", "been", "is", "are", "being", "got"})
 #: non-object words a clause often carries ("replaced it myself yesterday")
 _NOT_OBJECT_WORDS = ("yesterday", "today", "week", "last", "weekend", "month", "ago", "already", "also", "again",
                      "myself", "twice", "recently", "new", "brand", "everything", "still", "fine", "good", "okay",
-                     "normal", "perfect", "working", "first", "next", "then", "later", "now", *_VERBS)
+                     "normal", "perfect", "working", "first", "next", "then", "later", "now",
+                     # a reply's answer words ("yes the battery is new"): no part is called that
+                     "yes", "yeah", "yep", "nope", "sure", "actually", *_VERBS)
 
 
 @lru_cache(maxsize=1)
@@ -405,10 +408,24 @@ def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
 def main_recommendation(tree: DiscourseTree, normalizer: EntityNormalizer) -> Recommendation | None:
     """Return the first recommendation in the answer's nucleus EDUs (its main clause), or None."""
     for edu in tree.nucleus_chain_edus():
-        found = recommendation_in(edu, normalizer)
+        found = recommendation_in(with_split_verb(tree, edu), normalizer)
         if found is not None:
             return found
     return None
+
+
+def with_split_verb(tree: DiscourseTree, edu: EDU) -> EDU:
+    """Return ``edu`` joined to the EDU before it when that one ends in the bare verb whose object clause ``edu`` is:
+    the segmenter splits "and check | whether the belt is still on the pulleys", and the check is of the belt."""
+    if edu.index <= 0 or edu.index > len(tree.edus):
+        return edu
+    before = tree.edus[edu.index - 1]
+    tokens = words_of(before.text)
+    if not tokens or before.sentence != edu.sentence or _verb_class(tokens[-1]) in (None, DONE) \
+            or not _is_base(tokens[-1]):
+        return edu
+    return EDU(index=edu.index, text=f"{before.text} {edu.text}", start=before.start, end=edu.end,
+               sentence=edu.sentence, lemmas=before.lemmas + edu.lemmas, entities=before.entities + edu.entities)
 
 
 def recommendation_in(edu: EDU, normalizer: Vocabulary) -> Recommendation | None:

@@ -465,3 +465,25 @@ def test_a_described_noise_counts_as_what_the_customer_notices():
     assert reports_evidence(["the brakes grind"]) and reports_evidence(["a weird noise"])
     assert reports_evidence(["the check engine light came on"]) and reports_evidence(["the wheel shakes at 60"])
     assert not reports_evidence(["My car overheats in traffic, I topped up the coolant"])
+
+
+def test_the_closest_answers_offered_never_go_against_the_customer():
+    """Found by trying the chat: "The serpentine belt has almost certainly broken" was offered as one of the closest
+    answers to a customer who had said the belt looks fine; an answer a stage demoted for what the customer said is
+    no option, and the trace says so."""
+    from dtdialog.dialogue.steps import Steps
+    from dtdialog.dialogue.trace import TurnTrace
+    from dtdialog.selection.agreement import AgreementResult
+    from dtdialog.selection.scoring import OBJECTIONS, RankedCandidate
+    from index.base import AnswerDocument
+
+    def cand(doc_id: str, **features: float) -> RankedCandidate:
+        doc = AnswerDocument(id=doc_id, dialogue_id=doc_id.split("#")[0], position=1, text=doc_id)
+        return RankedCandidate(document=doc, retrieval_score=1.0, score=1.0, features=dict(features),
+                               agreement=AgreementResult(verdict=True, score=1.0, addressed=1, required=1))
+
+    trace = TurnTrace(session_id="s", turn=1, user_text="the belt looks fine", state_before="AWAITING_DETAIL")
+    ranked = [cand("a#1", dense=0.5), *(cand(f"{name}#1", **{name: 1.0}) for name in OBJECTIONS), cand("b#1")]
+    assert [d.id for d in Steps.closest(ranked, trace)] == ["a#1", "b#1"]
+    assert f"{len(OBJECTIONS)} closest answer(s) go against what the customer said" in " ".join(trace.data["notes"])
+    assert [d.id for d in Steps.closest(ranked[:1], trace)] == ["a#1"] and len(trace.data["notes"]) == 1

@@ -28,6 +28,7 @@ from dtdialog.understanding.tried import (
     merge_tried,
     recommendation_in,
     repeated_action,
+    with_split_verb,
 )
 from parsers.tree import DiscourseTree
 
@@ -111,7 +112,7 @@ def _reading(doc_id: str, tree: DiscourseTree, tools: StageTools) -> _Reading:
         if cached is not None and cached.tree is tree:
             _cache.move_to_end(doc_id)
             return cached
-    advice = tuple(r for edu in tree.edus if (r := recommendation_in(edu, tools.normalizer)))
+    advice = tuple(r for edu in tree.edus if (r := recommendation_in(with_split_verb(tree, edu), tools.normalizer)))
     found = _Reading(tree, main_recommendation(tree, tools.normalizer), advice)
     with _cache_lock:
         _cache[doc_id] = found
