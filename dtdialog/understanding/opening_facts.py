@@ -272,7 +272,9 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
     ("A shake that appears in a narrow speed range and starts after new tires is usually an imbalance")."""
     found = opening_subject(sentence)
     if found is None:
-        return []
+        # "A little softness after a caliper change can come from ...": a generality, yet about the time after a job
+        general = general_subject(sentence)
+        return _subject_jobs(general[0], normalizer) if general is not None else []
     subject, verb, at = found
     if subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
         return []  # a definite subject ("the supplied values") is the customer's own report, in other words
@@ -292,8 +294,16 @@ def opening_subject(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...], in
     return _diagnosed_subject(words_of(_subject_text(sentence)))
 
 
-def _diagnosed_subject(words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
-    """Return (the subject without its hedges, the diagnostic verb, where the verb starts), or None."""
+@lru_cache(maxsize=50_000)
+def general_subject(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
+    """Return the diagnosed subject of a lower-cased opening sentence that states a generality ("Some noise after a
+    brake job is normal"), or None: no symptom of the customer's, though the work it comes after is taken as done."""
+    return _diagnosed_subject(words_of(_subject_text(sentence)), general=True)
+
+
+def _diagnosed_subject(words: list[str], *, general: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
+    """Return (the subject without its hedges, the diagnostic verb, where the verb starts), or None; only a subject
+    that opens with a generic quantifier when ``general``, only one that does not otherwise."""
     triggers = trigger_words()
     for i in range(1, min(len(words), LONG_SUBJECT_WORDS + 1)):
         verb = next((v for v in triggers.diagnoses if tuple(words[i:i + len(v)]) == v), None)
@@ -302,7 +312,7 @@ def _diagnosed_subject(words: list[str]) -> tuple[tuple[str, ...], tuple[str, ..
         subject = words[:i]
         while subject and subject[-1] in triggers.hedges:
             subject = subject[:-1]
-        if any(tuple(subject[:len(q)]) == q for q in triggers.generic):
+        if any(tuple(subject[:len(q)]) == q for q in triggers.generic) is not general:
             return None  # "Some corrosion is normal over time": a generality, no symptom of this customer's
         return (tuple(subject), verb, i) if subject else None
     return None
