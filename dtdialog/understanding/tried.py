@@ -83,7 +83,11 @@ _QUESTION_OPENERS = frozenset({"should", "shall", "could", "would", "will", "can
                                "what", "which", "how", "why", "when", "where", "who", "any", "anyone"})
 _BE = frozenset({"is", "are", "was", "were", "be", "been", "being", "seems", "seem", "seemed", "looks", "look",
                  "looked", "tested", "tests", "checked", "checks", "came", "comes", "reads", "read", "showed"})
-_FINE = frozenset({"fine", "good", "ok", "okay", "normal", "perfect", "clean", "working", "healthy", "new", "full"})
+_FINE = frozenset({"fine", "good", "ok", "okay", "normal", "perfect", "clean", "working", "healthy", "new", "full",
+                   "correct"})
+#: a level told by its mark ("the fluid is at the full mark", "coolant is at the max line"): as fine as "full"
+_AT_MARK = frozenset({"full", "max", "maximum", "correct", "proper"})
+_MARKS = frozenset({"mark", "line", "level"})
 #: words that end a clause: what follows belongs to another action or to the problem
 _BREAKS = frozenset({"but", "because", "so", "then", "since", "although", "though", "while", "which", "when",
                      "after", "before", "until", "and", "or", "yet", "still", "if"})
@@ -375,7 +379,11 @@ def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
         j = i + 1
         while j < len(tokens) - 1 and tokens[j] in ("out", "back", "all", "perfectly", "totally", "completely"):
             j += 1
-        if tokens[j] not in _FINE or (tokens[j] == "full" and tokens[j + 1:j + 2] == ["of"]):
+        at_mark = tokens[j:j + 2] == ["at", "the"] and tokens[j + 2:j + 3] and tokens[j + 2] in _AT_MARK \
+            and tokens[j + 3:j + 4] and tokens[j + 3] in _MARKS
+        if at_mark:
+            j += 3  # "is at the full mark": the report ends at its mark word
+        elif tokens[j] not in _FINE or (tokens[j] == "full" and tokens[j + 1:j + 2] == ["of"]):
             continue  # "the pan is full of sludge" is a finding, not a level that is fine
         start = _clause_start(tokens, i)
         if any(t in _NEGATIONS or t.endswith("n't") or t in _MODALS for t in tokens[start:j]):

@@ -61,6 +61,9 @@ def test_concession_satellite_of_the_paper_question_lists_every_action():
     ("It won't crank; I put in a new battery yesterday.", REPLACED, "battery"),
     # found by trying the chat: "Coolant is full" was no report, and "Check the coolant level first" was no repeat
     ("Heater blows cold air even after the engine is warm. Coolant is full.", RULED_OUT, "coolant"),
+    # a level told by its mark, or as correct
+    ("The transmission fluid is at the full mark and looks red.", RULED_OUT, "fluid"),
+    ("The coolant level is correct.", RULED_OUT, "coolant"),
     # found by trying the chat: "the alignment was done with the brakes" under options was read as picking the
     # option that names the alignment; work reported without saying which is work done on that part
     ("The alignment was done with the brakes.", DONE, "alignment"),
@@ -99,6 +102,7 @@ def test_a_condition_satellite_keeps_its_relation():
     "The oil pan is full of sludge.",
     "What did I do wrong?",
     "I did not check the fuses yet.",
+    "The car is level on the driveway.",
 ])
 def test_what_the_customer_did_not_do_is_not_extracted(text):
     assert extract_tried(build_tree(text), NORMALIZER) == []
