@@ -90,6 +90,9 @@ _JOINERS = frozenset({"and", "but", "or", "so", "then", "also", "yet", "plus"})
 #: Words that open a new clause after a comma ("..., so one bad signal disables both"): a label may end before them.
 _CLAUSE_OPENERS = frozenset({"so", "but", "because", "which", "while", "since", "although", "though", "whereas",
                              "when", "where", "if", "unless", "then", "otherwise", "as", "yet"})
+#: The first words of a subordinator that a segmenter may cut off from its last ("as long | as", "rather than | ...").
+_CUT_SUBORDINATORS = frozenset({("as", "long"), ("as", "soon"), ("so", "long"), ("as", "far"), ("rather", "than"),
+                                ("in", "case"), ("so", "that"), ("even", "though"), ("even", "if")})
 #: Words that open a subordinate clause: such a clause alone ("Since a corroded ground limits current") names no fix.
 _SUBORDINATORS = frozenset({"since", "because", "although", "though", "while", "whereas", "if", "when", "unless",
                             "once", "after", "before"})
@@ -196,6 +199,9 @@ def readable(text: str, *, max_chars: int = MAX_LABEL_CHARS, edu_ends: Sequence[
     # a coordinator left after the last comma ("Test the main relay and the ECM fuse, then") opens nothing here
     if len(words) > 2 and words[-2].endswith(",") and words[-1].lower() in _JOINERS | _CLAUSE_OPENERS:
         words = words[:-1]
+    # the segmenter cut a subordinator of two words before its last ("works, as long | as air did not get in")
+    if len(words) > 3 and words[-3].endswith(",") and (words[-2].lower(), words[-1].lower()) in _CUT_SUBORDINATORS:
+        words = words[:-2]
     label = " ".join(words).rstrip(",;:.?! -")
     return label[:1].upper() + label[1:]
 

@@ -156,6 +156,9 @@ def test_long_clauses_are_cut_only_at_a_clause_boundary_and_short_fragments_join
     span = ["Resurfacing the rotors is fine", "if they stay above the minimum thickness stamped on them after machining"]
     assert readable(" ".join(span), edu_ends=[5, 17]) == "Resurfacing the rotors is fine"
     assert readable("and then spray a short shot of starting fluid.") == "Spray a short shot of starting fluid"
+    # found by trying the chat: the segmenter cut "as long | as air did not get into the ABS unit"
+    assert readable("Usually the normal bleeding procedure works, as long") == "Usually the normal bleeding procedure works"
+    assert readable("Keep it as long") == "Keep it as long"  # no comma before it: nothing was cut off
     pending = build_options([("a#1", build_tree(("Cause", "NS", ["It may get the brake grease",
                                                                   "on the pad backing plates"])).edus),
                              ("b#1", build_tree(("Cause", "NS", ["New pads squeal",
