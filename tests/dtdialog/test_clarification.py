@@ -159,6 +159,9 @@ def test_long_clauses_are_cut_only_at_a_clause_boundary_and_short_fragments_join
     # found by trying the chat: the segmenter cut "as long | as air did not get into the ABS unit"
     assert readable("Usually the normal bleeding procedure works, as long") == "Usually the normal bleeding procedure works"
     assert readable("Keep it as long") == "Keep it as long"  # no comma before it: nothing was cut off
+    # found by trying the chat: an EDU that kept the comma of the clause before it was offered as ", it's worn, ..."
+    assert readable(", it's worn, so replace the whole axle shaft") == "It's worn, so replace the whole axle shaft"
+    assert readable(",it's worn") == "It's worn"
     pending = build_options([("a#1", build_tree(("Cause", "NS", ["It may get the brake grease",
                                                                   "on the pad backing plates"])).edus),
                              ("b#1", build_tree(("Cause", "NS", ["New pads squeal",
