@@ -87,6 +87,8 @@ _FINE = frozenset({"fine", "good", "ok", "okay", "normal", "perfect", "clean", "
                    "correct"})
 #: a level told by its mark ("the fluid is at the full mark", "coolant is at the max line"): as fine as "full"
 _AT_MARK = frozenset({"full", "max", "maximum", "correct", "proper"})
+#: a subject that sets the part in question apart ("all the other bulbs are fine")
+_OTHERS = frozenset({"other", "others", "rest"})
 _MARKS = frozenset({"mark", "line", "level"})
 #: words that end a clause: what follows belongs to another action or to the problem
 _BREAKS = frozenset({"but", "because", "so", "then", "since", "although", "though", "while", "which", "when",
@@ -389,6 +391,8 @@ def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
         if any(t in _NEGATIONS or t.endswith("n't") or t in _MODALS for t in tokens[start:j]):
             continue
         subject = [t for t in tokens[start:i] if t != "and"]
+        if _OTHERS & set(subject):
+            continue  # "all the other bulbs are fine" rules out the others, not the one in question
         objects = _objects(subject, normalizer, phrases) or previous_objects
         if objects:
             verb_class = REPLACED if tokens[j] == "new" else RULED_OUT
