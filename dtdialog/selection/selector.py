@@ -45,7 +45,6 @@ from dtdialog.selection.stages.stage_set import TREE_STAGES, StageSet
 from dtdialog.selection.stages.tools import StageTools
 from dtdialog.setup.engine_config import EngineConfig
 from dtdialog.understanding.constraints import Constraint, extract_constraints
-from dtdialog.understanding.courtesy import without_courtesy
 from dtdialog.understanding.entities import EntityNormalizer
 from dtdialog.understanding.subtrees import MAX_QUESTION_EDUS, QuestionPlan, split_question
 from dtdialog.understanding.tried import TriedAction, extract_tried
@@ -134,11 +133,9 @@ class AnswerSelector:
         return self.parser.parse(text)
 
     def plan(self, question: str) -> QuestionPlan:
-        """Return DT-Q and its ordered parts, courtesy left out (``without_courtesy``). Raises ``InputError`` for
-        empty text."""
+        """Return DT-Q and its ordered parts. Raises ``InputError`` for empty text."""
         if not question or not question.strip():
             raise InputError("the question is empty")
-        question = without_courtesy(question)
         self._prepare(question, ())
         tree = self._parse_question(question)
         if len(tree.edus) > MAX_QUESTION_EDUS:  # bounded work per turn: plan from the question's first EDUs
