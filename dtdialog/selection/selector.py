@@ -210,8 +210,7 @@ class AnswerSelector:
                                 record=record)
         scored = demote_presuppositions(scored, [plan.question, *followups, *self._texts(context_ids)],
                                         penalty=demotions.presupposition_penalty, tools=tools, record=record,
-                                        customer=[plan.question, *followups],
-                                        shown_dialogues={d.dialogue_id for d in map(self._document, context_ids) if d})
+                                        customer=[plan.question, *followups])
         scored = demote_branch_clashes(scored, step_plan, context_reply if context_reply is not None
                                        else next((f for f in reversed(followups) if f.strip()), ""),
                                        penalty=demotions.branch_clash_penalty, tools=tools, record=record)

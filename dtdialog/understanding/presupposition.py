@@ -63,16 +63,16 @@ from dtdialog.understanding.opposites import opposed
 from dtdialog.understanding.pairs import paired_nouns
 from dtdialog.understanding.reply_branch import is_negator
 from dtdialog.understanding.sibling_parts import customer_compounds, other_part
-from dtdialog.understanding.tried import CHECKED, RULED_OUT, head_terms, recommendation_in, reported_in_clause
+from dtdialog.understanding.tried import CHECKED, head_terms, recommendation_in
 from dtdialog.understanding.unasked_response import is_bare_response
 from dtdialog.understanding.vehicles import vehicles_named
-from index.vocabulary import SENTENCE_BREAK, entity_words, is_content_word, is_entity_word, words_of
+from index.vocabulary import entity_words, is_content_word, is_entity_word, words_of
 from parsers.tree import EDU, DiscourseTree
 
 #: the kinds of fact and the reader are ``opening_facts``'s; they are named here too, where the checks are
 __all__ = ["OBSERVATION", "OTHER_CODE", "OTHER_PART", "PAIR", "PREMISE", "PRIOR_ACTION", "PRIOR_JOB", "READING", "SYMPTOM", "VEHICLE",
            "CommonGround", "Fact", "Presupposition", "common_ground", "denied", "denied_evidence", "find_presupposition",
-           "misfit", "opening_sentence", "opposite_value", "other_code", "premise_clash", "presupposed_facts", "reported_before",
+           "misfit", "opening_sentence", "opposite_value", "other_code", "premise_clash", "presupposed_facts",
            "unstated"]
 
 #: an answer about a trouble code ("P0442 means a very small leak") to a customer who gave another one (P0420)
@@ -265,36 +265,18 @@ def opening_sentence(tree: DiscourseTree | None, text: str) -> str:
 
 
 def misfit(text: str, ground: CommonGround, normalizer: EntityNormalizer, *,
-           tree: DiscourseTree | None = None, logged_question: str = "", logged_reply: str = "") -> Presupposition | None:
+           tree: DiscourseTree | None = None, logged_question: str = "") -> Presupposition | None:
     """Return why the answer ``text`` is not for this conversation, or None: a fact its opening takes for granted,
     evidence its opening states that the customer said is absent, a diagnosed value whose opposite the customer said
     ("dim lights" to "the lights stay bright"), a premise anywhere that says the opposite, trouble codes anywhere
     that are none of the customer's ("P0442" to "P0420"), or a sibling of the customer's part in the question it was
     logged for ("clutch pedal" to "brake pedal", ``sibling_parts``).
     ``tree``: the answer's discourse tree, whose first EDUs give the opening sentence (None: split the text);
-    ``logged_question``: the question the answer was logged for ("": not checked); ``logged_reply``: the customer's
-    reply it was logged after, when it was a follow-up ("": not checked; ``reported_before``)."""
+    ``logged_question``: the question the answer was logged for ("": not checked)."""
     opening = opening_sentence(tree, text)
     return (find_presupposition(opening, ground, normalizer) or denied_evidence(opening, ground, normalizer)
             or opposite_value(opening, ground, normalizer) or premise_clash(text, ground, normalizer)
-            or other_code(text, ground) or sibling_part(logged_question, ground)
-            or (reported_before(logged_reply, ground, normalizer) if logged_reply else None))
-
-
-def reported_before(logged_reply: str, ground: CommonGround, normalizer: EntityNormalizer) -> Presupposition | None:
-    """Return the work a follow-up's logged reply reported done that the conversation never stated, or None.
-
-    "A one-second delay on a cold morning ... is acceptable, and seal conditioners can take a few hundred miles to work"
-    was written after "I changed the fluid and filter and added the seal conditioner": to a customer who reported none
-    of it, it answers another conversation. A finding ("the fuse is fine") is an answer to the bot's question, which
-    the reply-branch stage judges; only work done counts here."""
-    for sentence in SENTENCE_BREAK.split(logged_reply.strip()):
-        for action in reported_in_clause(sentence, normalizer):
-            terms = head_terms(action.objects) if action.verb_class != RULED_OUT else frozenset()
-            fact = Fact(PRIOR_ACTION, action.text, terms, "heads")
-            if terms and unstated(fact, ground):
-                return Presupposition(fact=fact, missing=terms)
-    return None
+            or other_code(text, ground) or sibling_part(logged_question, ground))
 
 
 def sibling_part(logged_question: str, ground: CommonGround) -> Presupposition | None:

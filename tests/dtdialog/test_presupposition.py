@@ -531,38 +531,3 @@ def test_work_a_generality_comes_after_is_taken_as_done():
     # a generality with no work in it is still no symptom of the customer's
     assert _found("Some corrosion is normal over time, but crust that comes back means venting.", "my battery") is None
 
-
-LATE_DELAY = ("A one-second delay on a cold morning in a 200,000-mile transmission is acceptable, and seal "
-              "conditioners can take a few hundred miles of driving to work fully.")
-LATE_DELAY_REPLY = ("I changed the fluid and filter and added the seal conditioner. The delay is shorter but still "
-                    "about a second.")
-COLD_DELAY_Q = "my automatic transmission takes a couple of seconds to go into drive when it's cold in the morning"
-
-
-def test_a_follow_up_takes_for_granted_the_work_its_logged_reply_reported():
-    """Found by trying the chat: the last answer of a transmission dialogue, written after the customer changed the
-    fluid and added a seal conditioner, was the first answer (93%) to someone who had done none of it."""
-    ground = common_ground([COLD_DELAY_Q], NORMALIZER)
-    found = misfit(LATE_DELAY, ground, NORMALIZER, logged_reply=LATE_DELAY_REPLY)
-    assert found is not None and found.fact.kind == PRIOR_ACTION
-    assert 'a prior action you never mentioned: "changed the fluid and filter' in found.explain()
-    assert misfit(LATE_DELAY, ground, NORMALIZER) is None  # its own words presuppose nothing
-    told = common_ground([COLD_DELAY_Q, "I already changed the transmission fluid and filter"], NORMALIZER)
-    assert misfit(LATE_DELAY, told, NORMALIZER, logged_reply=LATE_DELAY_REPLY) is None
-    # a finding is the reply's answer to the bot's question, judged by the reply-branch stage, not work done
-    assert misfit(LATE_DELAY, ground, NORMALIZER, logged_reply="The fuse is fine.") is None
-
-
-def test_the_stage_reads_a_follow_ups_logged_reply_unless_its_dialogue_is_on_screen():
-    doc = AnswerDocument(id="trans#5", dialogue_id="trans", position=5, text=LATE_DELAY,
-                         meta={"reply_before": LATE_DELAY_REPLY})
-    cand = RankedCandidate(document=doc, retrieval_score=1.0, score=1.2,
-                           agreement=AgreementResult(verdict=True, score=1.0, addressed=1, required=1))
-    record = StepRecord()
-    out = demote_presuppositions(Scored(kept=[cand, _cand("x#1", "Check the fluid level first.", 0.9)]),
-                                 [COLD_DELAY_Q], penalty=0.5, tools=_Tools(), record=record)
-    assert [c.document.id for c in out.kept] == ["x#1", "trans#5"] and "trans#5" in record.presupposition
-    cand.score, record = 1.2, StepRecord()
-    out = demote_presuppositions(Scored(kept=[cand, _cand("x#1", "Check the fluid level first.", 0.9)]),
-                                 [COLD_DELAY_Q], penalty=0.5, tools=_Tools(), record=record, shown_dialogues={"trans"})
-    assert [c.document.id for c in out.kept] == ["trans#5", "x#1"] and not record.presupposition

@@ -12,7 +12,7 @@ with bright dash lights") is recorded with that kind, so an abstention can ask f
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 from dtdialog.selection.scoring import RankedCandidate
 from dtdialog.selection.stages.record import StepRecord
@@ -29,14 +29,11 @@ LEADING_PARTS = 3
 
 
 def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: float, tools: StageTools,
-                           record: StepRecord, customer: Sequence[str] | None = None,
-                           shown_dialogues: Collection[str] = ()) -> Scored:
+                           record: StepRecord, customer: Sequence[str] | None = None) -> Scored:
     """Return ``scored`` with presupposing answers' scores multiplied by ``1 - penalty`` and re-sorted (stable).
 
     ``said``: the customer's messages and the texts of the answers already delivered; ``customer``: the customer's
-    messages alone, whose negations deny (default: ``said``); ``shown_dialogues``: the dialogues of the answers
-    delivered, whose follow-ups the reply-branch stage judges (the others' logged replies are read here: a follow-up
-    takes for granted the work its logged reply reported).
+    messages alone, whose negations deny (default: ``said``).
     """
     if penalty <= 0 or not scored.kept:
         return scored
@@ -45,8 +42,7 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
     parts_read = {c.document.id for c in scored.kept[:LEADING_PARTS]}
 
     def reason(cand: RankedCandidate) -> str | None:
-        found = _presupposition(cand, ground, tools, parts=cand.document.id in parts_read,
-                                replies=cand.document.dialogue_id not in shown_dialogues)
+        found = _presupposition(cand, ground, tools, parts=cand.document.id in parts_read)
         if found is not None and found.fact.evidence and not found.contradicted and cand.document.id in leading:
             record.unreported_evidence[cand.document.id] = found.fact.evidence
         return found.explain() if found is not None else None
@@ -56,10 +52,7 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
 
 
 def _presupposition(cand: RankedCandidate, ground: CommonGround, tools: StageTools, *,
-                    parts: bool, replies: bool) -> Presupposition | None:
+                    parts: bool) -> Presupposition | None:
     analysis = cand.analysis or tools.analyze(cand.document)
-    meta = cand.document.meta or {}
-    logged = str(meta.get("question", "")) if parts else ""
-    reply = meta.get("reply_before") if replies else None
-    return misfit(cand.document.text, ground, tools.normalizer, tree=analysis.tree, logged_question=logged,
-                  logged_reply=reply if isinstance(reply, str) else "")
+    logged = str((cand.document.meta or {}).get("question", "")) if parts else ""
+    return misfit(cand.document.text, ground, tools.normalizer, tree=analysis.tree, logged_question=logged)
