@@ -190,9 +190,9 @@ def readable(text: str, *, max_chars: int = MAX_LABEL_CHARS, edu_ends: Sequence[
     words = text.split()
     dropped = 0
     # a segmenter may leave the comma that closed the clause before on this one (", it's worn, so replace ...")
-    while len(words) > 1 and not words[0].strip(",;:"):
+    while words and not words[0].lstrip(",;:"):
         words, dropped = words[1:], dropped + 1
-    if words and words[0][:1] in ",;:":
+    if words:
         words[0] = words[0].lstrip(",;:")
     while len(words) > 1 and (words[0].lower().strip(",") in _JOINERS or words[0].lower() in _INTERJECTIONS):
         words, dropped = words[1:], dropped + 1

@@ -87,9 +87,9 @@ _FINE = frozenset({"fine", "good", "ok", "okay", "normal", "perfect", "clean", "
                    "correct"})
 #: a level told by its mark ("the fluid is at the full mark", "coolant is at the max line"): as fine as "full"
 _AT_MARK = frozenset({"full", "max", "maximum", "correct", "proper"})
+_MARKS = frozenset({"mark", "line", "level"})
 #: a subject that sets the part in question apart ("all the other bulbs are fine")
 _OTHERS = frozenset({"other", "others", "rest"})
-_MARKS = frozenset({"mark", "line", "level"})
 #: words that end a clause: what follows belongs to another action or to the problem
 _BREAKS = frozenset({"but", "because", "so", "then", "since", "although", "though", "while", "which", "when",
                      "after", "before", "until", "and", "or", "yet", "still", "if"})
@@ -429,7 +429,7 @@ def main_recommendation(tree: DiscourseTree, normalizer: EntityNormalizer) -> Re
 def with_split_verb(tree: DiscourseTree, edu: EDU) -> EDU:
     """Return ``edu`` joined to the EDU before it when that one ends in the bare verb whose object clause ``edu`` is:
     the segmenter splits "and check | whether the belt is still on the pulleys", and the check is of the belt."""
-    if edu.index <= 0 or edu.index > len(tree.edus):
+    if not 0 < edu.index <= len(tree.edus):
         return edu
     before = tree.edus[edu.index - 1]
     tokens = words_of(before.text)
