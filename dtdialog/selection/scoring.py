@@ -20,7 +20,9 @@ from index.base import AnswerDocument
 
 #: the features a demotion stage sets on an answer it has a stated reason against: it repeats what was tried, takes for
 #: granted what was never said, or is for a symptom or branch the customer ruled out (``stages.scoring_stage.demote``)
-OBJECTIONS = ("already_tried", "presupposition", "condition_clash", "branch_clash")
+ALREADY_TRIED, PRESUPPOSITION, CONDITION_CLASH, BRANCH_CLASH = (
+    "already_tried", "presupposition", "condition_clash", "branch_clash")
+OBJECTIONS = (ALREADY_TRIED, PRESUPPOSITION, CONDITION_CLASH, BRANCH_CLASH)
 
 
 @dataclass

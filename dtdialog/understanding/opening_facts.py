@@ -273,7 +273,7 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
     found = opening_subject(sentence)
     if found is None:
         # "A little softness after a caliper change can come from ...": a generality, yet about the time after a job
-        general = general_subject(sentence)
+        general = opening_subject(sentence, general=True)
         return _subject_jobs(general[0], normalizer) if general is not None else []
     subject, verb, at = found
     if subject[0] in _DEFINITE or (len(subject) > 1 and subject[1] in _PRONOUNS):
@@ -288,17 +288,11 @@ def _symptom_facts(sentence: str, normalizer: EntityNormalizer) -> list[Fact]:
 
 
 @lru_cache(maxsize=50_000)
-def opening_subject(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
+def opening_subject(sentence: str, *, general: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
     """Return the diagnosed subject of a lower-cased opening sentence (``_diagnosed_subject``): every turn reads the
-    same candidates' openings again."""
-    return _diagnosed_subject(words_of(_subject_text(sentence)))
-
-
-@lru_cache(maxsize=50_000)
-def general_subject(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:
-    """Return the diagnosed subject of a lower-cased opening sentence that states a generality ("Some noise after a
-    brake job is normal"), or None: no symptom of the customer's, though the work it comes after is taken as done."""
-    return _diagnosed_subject(words_of(_subject_text(sentence)), general=True)
+    same candidates' openings again. ``general``: only a subject that states a generality ("Some noise after a brake
+    job is normal"): no symptom of the customer's, though the work it comes after is taken as done."""
+    return _diagnosed_subject(words_of(_subject_text(sentence)), general=general)
 
 
 def _diagnosed_subject(words: list[str], *, general: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], int] | None:

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.selection.scoring import ALREADY_TRIED, RankedCandidate
 from dtdialog.selection.stages.plan import StepPlan
 from dtdialog.selection.stages.record import StepRecord
 from dtdialog.selection.stages.scoring_stage import Scored, demote
@@ -70,7 +70,7 @@ def demote_tried(scored: Scored, tried: Sequence[TriedAction], *, penalty: float
         return repeated.explain() if repeated is not None else None
 
     _mark_still_suspected(scored, tried, objects, tools, record)
-    scored, record.already_tried = demote(scored, reason, penalty=penalty, feature="already_tried")
+    scored, record.already_tried = demote(scored, reason, penalty=penalty, feature=ALREADY_TRIED)
     return scored
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.selection.scoring import BRANCH_CLASH, RankedCandidate
 from dtdialog.selection.stages.features_stage import continues
 from dtdialog.selection.stages.plan import StepPlan
 from dtdialog.selection.stages.record import StepRecord
@@ -55,7 +55,7 @@ def demote_branch_clashes(scored: Scored, step: StepPlan, reply: str, *, penalty
             return found.explain()
         return SKIPS_AHEAD if doc.position > previous.position + 2 else None
 
-    scored, record.branch_clash = demote(scored, reason, penalty=penalty, feature="branch_clash")
+    scored, record.branch_clash = demote(scored, reason, penalty=penalty, feature=BRANCH_CLASH)
     return scored
 
 

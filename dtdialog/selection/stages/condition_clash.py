@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.selection.scoring import CONDITION_CLASH, RankedCandidate
 from dtdialog.selection.stages.record import StepRecord
 from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.understanding.symptom_conditions import clash_with, customer_situations
@@ -25,5 +25,5 @@ def demote_clashes(scored: Scored, customer_texts: Sequence[str], *, penalty: fl
         found = clash_with(said, cand.document.text)
         return found.explain() if found is not None else None
 
-    scored, record.condition_clash = demote(scored, reason, penalty=penalty, feature="condition_clash")
+    scored, record.condition_clash = demote(scored, reason, penalty=penalty, feature=CONDITION_CLASH)
     return scored

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtdialog.selection.scoring import RankedCandidate
+from dtdialog.selection.scoring import PRESUPPOSITION, RankedCandidate
 from dtdialog.selection.stages.record import StepRecord
 from dtdialog.selection.stages.scoring_stage import Scored, demote
 from dtdialog.selection.stages.tools import StageTools
@@ -47,7 +47,7 @@ def demote_presuppositions(scored: Scored, said: Sequence[str], *, penalty: floa
             record.unreported_evidence[cand.document.id] = found.fact.evidence
         return found.explain() if found is not None else None
 
-    scored, record.presupposition = demote(scored, reason, penalty=penalty, feature="presupposition")
+    scored, record.presupposition = demote(scored, reason, penalty=penalty, feature=PRESUPPOSITION)
     return scored
 
 
