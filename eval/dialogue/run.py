@@ -22,6 +22,7 @@ from eval.dialogue.metrics import (
     zero_count_examples,
     zero_counts,
 )
+from eval.methods.base import MethodUnavailable
 from eval.open_pool import open_pool_coin
 from parsers.errors import DTDialogError, ModelNotAvailableError
 
@@ -102,7 +103,7 @@ def run_set(eval_set: EvalSet, bots: Sequence[str], *, seed: int, ranker: str | 
             try:
                 bot = make_bot(name, eval_set, hidden=hidden if pool == "open" else frozenset(), ranker=ranker,
                                progress=progress, parser=parser, calibrator=calibrator)
-            except (ModelNotAvailableError, DTDialogError, ImportError) as exc:
+            except (ModelNotAvailableError, MethodUnavailable, DTDialogError, ImportError) as exc:
                 run.skipped[name] = str(exc)
                 print(f"{eval_set.name}/{name}: skipped: {exc}", file=sys.stderr)
                 continue

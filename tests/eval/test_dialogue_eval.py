@@ -297,3 +297,15 @@ def test_the_engine_bot_reads_a_calibrator_of_ones_own(tmp_path):
     own, answered = first_answers(["--calibrator", str(doubting)])
     assert answered == 0 and own["setup"]["calibrator"] == str(doubting)
     assert f"Calibrator: {doubting}" in (tmp_path / "run2" / "results.md").read_text()
+
+
+def test_a_baseline_that_cannot_run_here_is_skipped_with_its_reason(monkeypatch):
+    import index.dense
+    from eval.datasets import load_builtin
+    from eval.dialogue.run import run_set
+
+    monkeypatch.setattr(index.dense, "dense_available", lambda: False)
+    eval_set = load_builtin().limited(3)
+    run = run_set(eval_set, ["dense", "bm25"], seed=1, ranker=None, progress=False)
+    assert "[dense] extra is not installed" in run.skipped["dense"]
+    assert len(run.sessions["closed"]["bm25"]) == 3 and "dense" not in run.sessions["closed"]
