@@ -219,6 +219,12 @@ class TurnHandlers:
             return self.choices.constrain(record, pending, text, intent.constraints, trace)
         return self.none_fit.none_fits(record, pending, text if intent.has_content else None, trace)
 
+    def on_unsure_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
+                         trace: TurnTrace) -> TurnResult:
+        # "I don't know" to the options is no verdict that none fits, yet no pick: go on as after "none of these",
+        # and a hand-off says the bot was unsure, never that the customer turned the options down
+        return self.none_fit.none_fits(record, memory.pending_of(record), None, trace, reason=HandoffReason.UNSURE)
+
     def on_constrain_choice(self, record: SessionRecord, text: str, intent: intents.Intent,
                             trace: TurnTrace) -> TurnResult:
         return self.choices.constrain(record, memory.pending_of(record), text, intent.constraints, trace)

@@ -39,6 +39,8 @@ class IntentKind(_Value):
     HANDOFF = "handoff"
     CHOICE = "choice"
     NONE_OF_THESE = "none_of_these"
+    #: "I don't know", "no more details": the customer has nothing to tell (no detail, no result, no pick)
+    NO_INFO = "no_info"
     CONSTRAINT = "constraint"
     FOLLOWUP = "followup"
     #: a short question about the repair itself: is it safe to drive, what does it cost, where is the part

@@ -44,15 +44,16 @@ class NoneFits:
         return self.none_fits(record, pending, detail, trace)
 
     def none_fits(self, record: SessionRecord, pending: PendingChoice, detail: str | None,
-                  trace: TurnTrace) -> TurnResult:
+                  trace: TurnTrace, *, reason: HandoffReason = HandoffReason.NONE_FIT) -> TurnResult:
         """None of the offered answers fits: offer the other candidates that are as strong and on topic, else
-        ask for the one missing detail. ``detail`` (the reply's own words, if any) joins the step's replies."""
+        ask for the one missing detail. ``detail`` (the reply's own words, if any) joins the step's replies;
+        ``reason``: the hand-off's when the failures run out."""
         offered = [o.answer_id for o in pending.options if o.answer_id]
         record.pending = None
         record.failures += 1
         if record.failures >= self.ctx.config.dialogue.max_failures:
             record.skipped.extend(offered)
-            return self.outcomes.hand_off(record, trace, HandoffReason.NONE_FIT)
+            return self.outcomes.hand_off(record, trace, reason)
         if detail:
             memory.add_reply(record, detail)
         first = pending.yardstick or offered

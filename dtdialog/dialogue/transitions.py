@@ -10,11 +10,13 @@ rendered by ``render()`` (a test keeps this copy current)::
     NEW               reject         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     NEW               choice         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     NEW               none_of_these  -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    NEW               no_info        -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     NEW               *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
     AWAITING_FEEDBACK conclude       -> conclude           the answer worked -> CONCLUDED
     AWAITING_FEEDBACK choice         -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_FEEDBACK reject         -> retry              next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)
     AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
+    AWAITING_FEEDBACK no_info        -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
@@ -22,6 +24,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_CHOICE   conclude       -> conclude_choice    thanks or fixed while options are on offer -> CONCLUDED; a bare ok or yes re-asks
     AWAITING_CHOICE   none_of_these  -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
     AWAITING_CHOICE   reject         -> choose_none        none fits: offer strong on-topic others, else ask a detail (counts a failure)
+    AWAITING_CHOICE   no_info        -> unsure_choice      the customer cannot tell which option fits: as none fits, but a hand-off says the bot was unsure
     AWAITING_CHOICE   constraint     -> constrain_choice   drop offered answers it rules out; re-offer or deliver
     AWAITING_CHOICE   side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_CHOICE   *              -> choose             pick an option by number or phrase, else clarify, open a new problem or re-ask
@@ -29,6 +32,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_DETAIL   choice         -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)
     AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)
+    AWAITING_DETAIL   no_info        -> no_detail          no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)
     AWAITING_DETAIL   side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
@@ -36,6 +40,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     CONCLUDED         reject         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         choice         -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         none_of_these  -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
+    CONCLUDED         no_info        -> greet_or_start     greet (invite a question after one) when the reply has no content, else start a question
     CONCLUDED         *              -> start              out-of-scope check, then plan the text as a new question; answer, clarify, abstain or fall back
     HANDED_OFF        reset          -> reset              drop the question, or start the one after the reset phrase
     HANDED_OFF        handoff        -> await_person       handed off: the message joins the transcript; a person will pick it up
@@ -79,6 +84,7 @@ HANDLERS: dict[str, str] = {
     "conclude_choice": "thanks or fixed while options are on offer -> CONCLUDED; a bare ok or yes re-asks",
     "choose_none": "none fits: offer strong on-topic others, else ask a detail (counts a failure)",
     "constrain_choice": "drop offered answers it rules out; re-offer or deliver",
+    "unsure_choice": "the customer cannot tell which option fits: as none fits, but a hand-off says the bot was unsure",
     "choose": "pick an option by number or phrase, else clarify, open a new problem or re-ask",
     "none_fits": "the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)",
     "await_person": "handed off: the message joins the transcript; a person will pick it up",
@@ -91,7 +97,7 @@ ANY_STATE_ROWS: dict[IntentKind, str] = {intents.HANDOFF: "handoff", intents.RES
 
 # With no question open, a bare "thanks"/"no"/"2" carries nothing to search with.
 _IDLE = {intents.CONCLUDE: "greet_or_start", intents.REJECT: "greet_or_start", intents.CHOICE: "greet_or_start",
-         intents.NONE_OF_THESE: "greet_or_start", OTHERWISE: "start"}
+         intents.NONE_OF_THESE: "greet_or_start", intents.NO_INFO: "greet_or_start", OTHERWISE: "start"}
 # Shared by both states where an answer (or a request for detail) is on screen.
 _AFTER_REPLY = {intents.CONCLUDE: "conclude", intents.CHOICE: "ask_again", intents.REJECT: "retry",
                 intents.NONE_OF_THESE: "retry"}
@@ -99,14 +105,18 @@ _AFTER_REPLY = {intents.CONCLUDE: "conclude", intents.CHOICE: "ask_again", inten
 TABLE: dict[State, dict[str, str]] = {
     NEW: _IDLE,
     # "none of these" after an answer: the next answer must be as strong and on topic as the one on screen
-    AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.CONSTRAINT: "constrain_answer",
+    # "I don't know" to an answer's check reports no result: ask for one again, nothing to search with
+    AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.NO_INFO: "ask_again",
+                        intents.CONSTRAINT: "constrain_answer",
                         intents.SIDE_QUESTION: "side_question", intents.FOLLOWUP: "followup", OTHERWISE: "next_step"},
     # "no", "nope", "didn't help" while options are on offer reject them all: the same as "none of these"
     AWAITING_CHOICE: {intents.CONCLUDE: "conclude_choice", intents.NONE_OF_THESE: "choose_none",
-                      intents.REJECT: "choose_none", intents.CONSTRAINT: "constrain_choice",
+                      intents.REJECT: "choose_none", intents.NO_INFO: "unsure_choice",
+                      intents.CONSTRAINT: "constrain_choice",
                       intents.SIDE_QUESTION: "side_question", OTHERWISE: "choose"},
     # no answer is on screen: "no" rejects nothing, it is detail (or nothing to search with); a constraint is detail too
     AWAITING_DETAIL: {**_AFTER_REPLY, intents.REJECT: "no_detail", intents.NONE_OF_THESE: "no_detail",
+                      intents.NO_INFO: "no_detail",
                       intents.SIDE_QUESTION: "side_question", intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
     CONCLUDED: _IDLE,
     # the bot's side is over until the customer starts a new conversation; asking for a person again changes nothing
@@ -115,7 +125,7 @@ TABLE: dict[State, dict[str, str]] = {
 
 #: Intents a classified turn can have (``EMPTY`` and ``TOO_LONG`` are decided before classification).
 INTENTS = (intents.CONCLUDE, intents.REJECT, intents.RESET, intents.HANDOFF, intents.CHOICE, intents.NONE_OF_THESE,
-           intents.CONSTRAINT, intents.SIDE_QUESTION, intents.FOLLOWUP)
+           intents.NO_INFO, intents.CONSTRAINT, intents.SIDE_QUESTION, intents.FOLLOWUP)
 
 
 def handler_for(state: State, intent: IntentKind | str) -> str:

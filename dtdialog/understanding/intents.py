@@ -34,6 +34,7 @@ RESET = IntentKind.RESET
 HANDOFF = IntentKind.HANDOFF
 CHOICE = IntentKind.CHOICE
 NONE_OF_THESE = IntentKind.NONE_OF_THESE
+NO_INFO = IntentKind.NO_INFO
 CONSTRAINT = IntentKind.CONSTRAINT
 FOLLOWUP = IntentKind.FOLLOWUP
 SIDE_QUESTION = IntentKind.SIDE_QUESTION
@@ -58,6 +59,17 @@ _NUMBER = re.compile(r"^\s*(?:option|number|no\.?|#)?\s*(\d{1,2})\s*[.)!]?\s*$")
 _NONE = re.compile(r"^\s*(?:(?:no|nope|nah)\b[\s,.!-]*)?(?:none|none of (?:these|them|those|the above)|neither|"
                    r"neither (?:one|option)|neither of (?:these|them|those)|nothing of (?:these|that)|"
                    r"not (?:any|one) of (?:these|them|those)|nothing (?:fits|matches|applies)|none (?:fit|apply|match))\b")
+#: The whole reply says the customer has nothing to tell: "I don't know", "no idea", "I don't have more details".
+#: Read before constraints, so "I don't have any more info" is never a part the customer lacks.
+_NO_INFO = re.compile(
+    r"^(?:(?:sorry|no|nope|um+|hm+|well|honestly|tbh)[\s,.!-]+)?"
+    r"(?:i\s*(?:don't|dont|do not)\s+know(?: (?:that|what else|anything else|more))?|idk|dunno|no idea|no clue|"
+    r"not sure|i'm not sure|im not sure|(?:i\s*)?(?:can't|cant|cannot)\s+(?:tell|say)|"
+    r"i\s*(?:don't|dont|do not)\s+have\s+(?:any\s+)?(?:more|other|further|additional|extra)?\s*"
+    r"(?:details?|info|information)|(?:i\s*have\s+|there (?:are|is)\s+)?no\s+(?:more|other|further|additional|extra)\s+"
+    r"(?:details?|info|information)|that's all(?: i (?:know|have|can tell))?|"
+    r"nothing (?:else|more)(?: to (?:add|say|tell))?)"
+    r"(?:[\s,.!-]+(?:sorry|really|honestly))?[\s.!]*$")
 _ACK = r"(?:yes|yep|yeah|yup|ok|okay|thanks|thank you|thx|ty|great|perfect|cheers|awesome|excellent|solved|fixed)"
 _CONCLUDE_SHORT = re.compile(rf"^{_ACK}(?:[\s,.!]+(?:{_ACK}|so much|very much|a lot|it works?(?: now)?|"
                              r"that (?:fixed|solved|did) it|that helped|it helped|that worked|it worked))*[\s.!]*$")
@@ -176,6 +188,8 @@ def classify(text: str, *, opening: bool = False) -> Intent:
         return Intent(CHOICE, text, number=int(number.group(1)))
     if _NONE.match(lowered):
         return Intent(NONE_OF_THESE, text)
+    if _NO_INFO.match(lowered):
+        return Intent(NO_INFO, text)
     worked = _CONCLUDE_PHRASE.search(lowered) or (short and _THANKS.search(lowered))
     if _CONCLUDE_SHORT.match(lowered) or (worked and not _NEGATION.search(lowered)):
         return Intent(CONCLUDE, text, has_content=has_content)

@@ -219,3 +219,24 @@ def test_a_problem_reported_fixed_concludes():
         assert classify(text).kind == CONCLUDE and says_fixed(text), text
     for text in ("it's not fixed", "is it fixed if the light goes off?", "it's fixed but now it squeals"):
         assert classify(text).kind != CONCLUDE, text
+
+
+# --- a customer with nothing more to tell ------------------------------------------------------------
+@pytest.mark.parametrize("text", ["I don't have more details", "I dont have more details", "i don't know", "no idea",
+                                  "not sure", "dunno", "idk", "that's all I know", "nothing else to add",
+                                  "I have no other details", "no more info", "sorry, I don't know", "can't tell"])
+def test_saying_there_is_nothing_more_to_tell_adds_nothing_to_search_with(text):
+    intent = intents.classify(text)
+    assert intent.kind == intents.NO_INFO and not intent.has_content and not intent.constraints, text
+
+
+@pytest.mark.parametrize("text", ["not sure, it might be the belt", "I don't know what the code means",
+                                  "I don't have a multimeter", "no more noise since the new pads"])
+def test_a_reply_that_tells_something_is_not_nothing_to_tell(text):
+    assert intents.classify(text).kind != intents.NO_INFO, text
+
+
+def test_the_conversation_s_own_words_are_nothing_the_customer_lacks():
+    assert extract_constraints("I don't have more details, but it only happens when cold") == []
+    assert extract_constraints("I have no more info") == []
+    assert [c.words for c in extract_constraints("I don't have a multimeter or any details")] == [("multimeter",)]
