@@ -170,6 +170,7 @@ class TurnHandlers:
         if intent.has_content:
             return self.on_add_detail(record, text, intent, trace)
         # "no" to a request for detail: the customer has none, so the bot's confidence cannot grow
+        memory.add_constraints(record, intent.constraints, trace)
         record.failures += 1
         if record.failures >= self.ctx.config.dialogue.max_failures:
             if record.question and record.state == State.AWAITING_DETAIL:
@@ -223,6 +224,7 @@ class TurnHandlers:
                          trace: TurnTrace) -> TurnResult:
         # "I don't know" to the options is no verdict that none fits, yet no pick: go on as after "none of these",
         # and a hand-off says the bot was unsure, never that the customer turned the options down
+        memory.add_constraints(record, intent.constraints, trace)
         return self.none_fit.none_fits(record, memory.pending_of(record), None, trace, reason=HandoffReason.UNSURE)
 
     def on_constrain_choice(self, record: SessionRecord, text: str, intent: intents.Intent,

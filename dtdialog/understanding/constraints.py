@@ -90,10 +90,6 @@ class Constraint:
         return bool(singles) and singles <= answer_terms
 
 
-#: What a customer "doesn't have" that is no part, tool or means: the conversation's own words ("more details").
-_TELLING = frozenset({"detail", "details", "info", "information", "idea", "ideas", "clue", "answer", "answers"})
-
-
 def _content(phrase: str) -> tuple[str, ...]:
     words = [w for w in entity_words(phrase) if is_entity_word(w) or w in {"remove", "use", "take", "get", "lift", "buy"}]
     return tuple(words[:_MAX_WORDS])
@@ -113,12 +109,12 @@ def extract_constraints(text: str) -> list[Constraint]:
             found.append((match.start(), Constraint(AFFORD if cost else CANNOT, match.group(0).strip(), words)))
     for match in _LACKS.finditer(lowered):
         what = match.group("what") or match.group("what2") or ""
-        words = tuple(w for w in _content(what) if w not in _TELLING)
+        words = _content(what)
         if words:
             found.append((match.start(), Constraint(LACKS, match.group(0).strip(), words)))
         end = match.end()
         while (more := _OR_MORE.match(lowered, end)) is not None:
-            if words := tuple(w for w in _content(more.group("what")) if w not in _TELLING):
+            if words := _content(more.group("what")):
                 found.append((more.start(), Constraint(LACKS, more.group(0).strip(), words)))
             end = more.end()
     for match in _NO_EQUIPMENT.finditer(lowered):

@@ -60,7 +60,6 @@ _NONE = re.compile(r"^\s*(?:(?:no|nope|nah)\b[\s,.!-]*)?(?:none|none of (?:these
                    r"neither (?:one|option)|neither of (?:these|them|those)|nothing of (?:these|that)|"
                    r"not (?:any|one) of (?:these|them|those)|nothing (?:fits|matches|applies)|none (?:fit|apply|match))\b")
 #: The whole reply says the customer has nothing to tell: "I don't know", "no idea", "I don't have more details".
-#: Read before constraints, so "I don't have any more info" is never a part the customer lacks.
 _NO_INFO = re.compile(
     r"^(?:(?:sorry|no|nope|um+|hm+|well|honestly|tbh)[\s,.!-]+)?"
     r"(?:i\s*(?:don't|dont|do not)\s+know(?: (?:that|what else|anything else|more))?|idk|dunno|no idea|no clue|"
@@ -188,8 +187,8 @@ def classify(text: str, *, opening: bool = False) -> Intent:
         return Intent(CHOICE, text, number=int(number.group(1)))
     if _NONE.match(lowered):
         return Intent(NONE_OF_THESE, text)
-    if _NO_INFO.match(lowered):
-        return Intent(NO_INFO, text)
+    if _NO_INFO.match(lowered):  # "I don't have more details" rules out answers that only ask for them
+        return Intent(NO_INFO, text, constraints=constraints)
     worked = _CONCLUDE_PHRASE.search(lowered) or (short and _THANKS.search(lowered))
     if _CONCLUDE_SHORT.match(lowered) or (worked and not _NEGATION.search(lowered)):
         return Intent(CONCLUDE, text, has_content=has_content)
