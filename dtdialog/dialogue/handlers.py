@@ -170,7 +170,6 @@ class TurnHandlers:
         if intent.has_content:
             return self.on_add_detail(record, text, intent, trace)
         # "no" to a request for detail: the customer has none, so the bot's confidence cannot grow
-        memory.add_constraints(record, intent.constraints, trace)
         record.failures += 1
         if record.failures >= self.ctx.config.dialogue.max_failures:
             if record.question and record.state == State.AWAITING_DETAIL:
