@@ -16,6 +16,20 @@ _RESPONSE = re.compile(
     r"^\s*(?:yes|yeah|yep|no|nope|not necessarily|not really|not yet|probably not|usually not|not usually|"
     r"definitely not|absolutely not|absolutely|definitely|of course|correct)(?:\s+(?:yet|really|necessarily|at all))?"
     r"\s*(?P<end>[.!?,;:])\s*", re.IGNORECASE)
+#: A hedged verdict that is a whole sentence ("Not always.", "Yes, probably.", "Usually, yes.", "It could
+#: contribute."): only as a sentence of its own, since "Usually, the pump fails first" opens a claim.
+_HEDGED = re.compile(
+    r"^\s*(?:(?:yes|yeah|yep|no|nope)\s*,?\s*)?"
+    r"(?:not always|not necessarily|not usually|probably not|usually not|possibly|very possibly|quite possibly|"
+    r"probably|very likely|quite likely|most likely|likely|usually|often|sometimes|it(?:'s| is) possible|"
+    r"(?:it|they) (?:could|can|might|may)(?: well)?(?: contribute)?)"
+    r"(?:\s*,?\s*(?:yes|no))?(?:\s+(?:yet|really|necessarily|at all|permanently))?\s*(?P<end>[.!?])\s*",
+    re.IGNORECASE)
+
+
+def _response(text: str) -> re.Match[str] | None:
+    return _HEDGED.match(text) or _RESPONSE.match(text)  # the longer first: "Yes, probably." whole
+
 
 #: a conjunction that joined the rest of the sentence to the response
 _JOINED = re.compile(r"^(?:but|and|so|though|although)\b,?\s*", re.IGNORECASE)
@@ -23,13 +37,13 @@ _JOINED = re.compile(r"^(?:but|and|so|though|although)\b,?\s*", re.IGNORECASE)
 
 def is_bare_response(sentence: str) -> bool:
     """Return True for a sentence that is only a yes or no ("No.", "Not necessarily yet."): it claims nothing itself."""
-    found = _RESPONSE.match(sentence)
+    found = _response(sentence)
     return found is not None and not sentence[found.end():].strip()
 
 
 def unasked_response(answer: str, customer: Iterable[str]) -> str | None:
     """Return the answer's opening yes or no when none of the ``customer``'s messages asked a yes/no question."""
-    found = _RESPONSE.match(answer)
+    found = _response(answer)
     if found is None or not answer[found.end():].strip() or any(asks_yes_no(t) for t in customer if t):
         return None
     return answer[:found.end()].strip()

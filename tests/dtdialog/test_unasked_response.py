@@ -30,3 +30,16 @@ def test_an_unasked_yes_or_no_is_left_out_and_the_rest_kept_whole():
     # "No spark on any cylinder ..." opens a statement, not a response; an answer that is only "Yes." stays
     assert without_unasked_response("No spark on any cylinder, and no light at all.", [SLIPS]).startswith("No spark")
     assert without_unasked_response("Yes.", [SLIPS]) == "Yes."
+
+
+def test_a_hedged_verdict_of_its_own_is_a_response_too():
+    # found by trying the chat: "the parking brake does not hold the car on a hill" got "Not always. When the lever
+    # travel increases ...", the answer to "Do I need new parking brake cables?"
+    for verdict in ("Not always.", "Yes, probably.", "Usually, yes.", "Very possibly.", "It could contribute.",
+                    "Yes, it's possible.", "Probably not permanently.", "Yes, they could."):
+        assert without_unasked_response(f"{verdict} Check the cable adjustment.", [SLIPS]) == \
+            "Check the cable adjustment.", verdict
+    # a hedge that opens a claim is no verdict: it stays
+    assert without_unasked_response("Usually, the pump fails first.", [SLIPS]) == "Usually, the pump fails first."
+    assert without_unasked_response("Probably the thermostat. Check it cold.", [SLIPS]).startswith("Probably the")
+    assert unasked_response("Not always. Check the cable.", [SLIPS, "Do I need new cables?"]) is None
