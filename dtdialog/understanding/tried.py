@@ -400,6 +400,14 @@ def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
     return out
 
 
+#: what a part does after "new ... ": "the new battery dies overnight" (stems; the symptom verbs are read too)
+_EVENT_VERBS = frozenset(stem(w) for w in "die fail work start run go keep make sound seem feel look come stop need "
+                         "cost wear break drain lose".split())
+_JOINERS = frozenset({"and", "or", "but"})
+#: words ending in "s" that are no plural head of a part: "new brakes" is, "new gas cap" is not cut at "gas"
+_NOT_HEADS = frozenset({"gas", "its", "this", "has", "was", "is", "as", "always", "lens", "chassis", "abs", "bus"})
+
+
 def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: frozenset[str],
                relation: str | None, pieces: frozenset[int] = frozenset()) -> list[TriedAction]:
     """Return "new battery" reported as fitted ("put in a new battery", "with a new alternator")."""
@@ -409,11 +417,31 @@ def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
             continue
         if _verb_class(tokens[max(i - 2, 0)]) or _verb_class(tokens[max(i - 1, 0)]):
             continue  # "replaced it with a new one" is the verb's own report
-        end = _clause_end(tokens, i)
+        end = _part_end(tokens, i + 1, _clause_end(tokens, i))
         objects = _objects(tokens[i + 1:end], normalizer, phrases)
         if objects:
-            out.append(TriedAction(REPLACED, objects, "fitted a " + " ".join(tokens[i:end]), relation))
+            plural = _plural(tokens[end - 1])
+            out.append(TriedAction(REPLACED, objects, ("fitted " if plural else "fitted a ") + " ".join(tokens[i:end]),
+                                   relation))
     return out
+
+
+def _plural(token: str) -> bool:
+    return token.endswith("s") and not token.endswith(("ss", "us"))
+
+
+def _part_end(tokens: Sequence[str], start: int, end: int) -> int:
+    """Return where the part named after "new" ends: after a plural head ("new brake pads"), or before a symptom
+    verb ("new battery dies"); "new brake pads squeal every time" fitted the pads, not a squeal or a time."""
+    from dtdialog.understanding.symptom_conditions import symptom_verbs
+
+    verbs = symptom_verbs() | _EVENT_VERBS
+    for j in range(start, end):
+        if j > start and (stem(tokens[j]) in verbs or tokens[j] in _JOINERS and j + 1 == end):
+            return j
+        if _plural(tokens[j]) and tokens[j] not in _NOT_HEADS:
+            return j + 1
+    return end
 
 
 # --- the answer side ----------------------------------------------------------------------------------------

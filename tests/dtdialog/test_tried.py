@@ -349,3 +349,17 @@ def test_the_reason_says_already_once():
 ])
 def test_work_told_with_the_causative_says_what_was_done(text, told):
     assert says_work_done(text) is told
+
+
+def test_a_new_part_is_quoted_as_the_part_alone():
+    # found by trying the chat: "new brake pads squeal every time I stop" was told back as "you already did: fitted a
+    # new brake pads squeal every time", and the squeal and the time were read as parts fitted
+    for text, quoted, objects in [
+        ("new brake pads squeal every time", "fitted new brake pads", {"brake", "pad", "brake pad"}),
+        ("the new battery dies overnight", "fitted a new battery", {"batteri"}),
+        ("a new starter makes the same click", "fitted a new starter", {"starter"}),
+        ("new gas cap and still the light", "fitted a new gas cap", None),
+    ]:
+        (action,) = reported_in_clause(text, NORMALIZER)
+        assert action.verb_class == REPLACED and action.text == quoted, text
+        assert objects is None or action.objects == objects, text
