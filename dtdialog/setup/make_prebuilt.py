@@ -29,6 +29,11 @@ def _checkpoint(index_path: Path) -> None:
         conn.close()
 
 
+#: Who encodes the shipped answer vectors: the portable reference runtime, which every CPU runs, so a first chat
+#: uses them as shipped; a CPU with bfloat16 units queries through OpenVINO and re-encodes them once, in about a second.
+SHIPPED_RUNTIME = "onnxruntime"
+
+
 def prebuild(parser_name: str, *, root: Path | None = None, progress: bool = True) -> Path:
     """Build the built-in corpus's index exactly as a first ``dtdialog chat`` does and pack it as the bundle
     for ``parser_name`` under ``root`` (default: the shipped folder); return the bundle folder."""
@@ -47,8 +52,8 @@ def prebuild(parser_name: str, *, root: Path | None = None, progress: bool = Tru
     with tempfile.TemporaryDirectory(prefix="dtdialog-prebuild-") as tmp:
         index_path = Path(tmp) / "builtin.sqlite"
         # the start-up path itself: the index, then the learned ranker's dense vectors and SG phrases beside it
-        build_engine(EngineSpec(parser=parser_name, index_path=str(index_path), ranker="learned"), parser=parser,
-                     progress=progress).close()
+        build_engine(EngineSpec(parser=parser_name, index_path=str(index_path), ranker="learned",
+                                encoder_runtime=SHIPPED_RUNTIME), parser=parser, progress=progress).close()
         _checkpoint(index_path)
         staged = Path(tmp) / folder.name
         write_bundle(index_path, staged, builtin_stamp(parser, load_dialogues(None, "builtin")))

@@ -170,3 +170,15 @@ def _documents(path: Path) -> dict[str, bytes]:
         return dict(conn.execute("SELECT id, doc FROM docs").fetchall())
     finally:
         conn.close()
+
+
+def test_the_shipped_vectors_are_the_portable_runtime_s():
+    # a bundle remade on a CPU with bfloat16 units held OpenVINO's vectors: every first chat elsewhere re-encoded the
+    # whole corpus before its first answer, and the rebuild test failed on every other machine
+    import gzip
+
+    from parsers.encoder import vectors_label
+
+    with gzip.open(prebuilt.bundle_dir("rules") / "dense.ids.json.gz", "rt", encoding="utf-8") as f:
+        model = json.load(f)["model"]
+    assert model == vectors_label(runtime=make_prebuilt.SHIPPED_RUNTIME)
