@@ -27,6 +27,9 @@ MENTIONS_DONE = re.compile(
     r"bought a new|new (?:battery|starter|alternator|plugs?|coils?|pump|filter|sensor|tires?|brakes?|pads|rotors|"
     r"thermostat)|flushed|topped off|rebuilt|re-?seated)\b", re.IGNORECASE)
 SEED, MECHANICS, REDDIT, TOP = 13, 150, 130, 5
+#: The dense ranking's encoder runtime: the portable reference, so any CPU draws the same candidates (OpenVINO's
+#: bfloat16 products reorder near ties)
+DRAW_RUNTIME = "onnxruntime"
 
 
 def build(data_dir: Path) -> list[dict]:
@@ -45,7 +48,7 @@ def build(data_dir: Path) -> list[dict]:
     rng.shuffle(posts)
     chosen = picked[:MECHANICS] + posts[:REDDIT]
     rng.shuffle(chosen)
-    rankers = [get_method("dense"), get_method("keyword")]
+    rankers = [get_method("dense", runtime=DRAW_RUNTIME), get_method("keyword")]
     for method in rankers:
         method.fit(pool=pool)
     for q in chosen:

@@ -16,12 +16,14 @@ class DenseMethod(RankingMethod):
     name = "dense"
     label = "Dense (MiniLM cosine)"
 
-    def __init__(self, *, batch_size: int = 64, progress: bool = False) -> None:
+    def __init__(self, *, batch_size: int = 64, progress: bool = False, runtime: str | None = None) -> None:
+        """``runtime``: the encoder's (``parsers.encoder.RUNTIMES``; None: ``$DTDIALOG_ENCODER_RUNTIME`` or this CPU's
+        fastest)."""
         from index.dense import INSTALL_HINT, DenseEncoder, dense_available
 
         if not dense_available():
             raise MethodUnavailable(f"the [dense] extra is not installed ({INSTALL_HINT})")
-        self.encoder = DenseEncoder(batch_size=batch_size)
+        self.encoder = DenseEncoder(batch_size=batch_size, runtime=runtime)
         self.progress = progress
         self._ids: list[str] = []
         self._matrix: np.ndarray | None = None
