@@ -118,6 +118,14 @@ def _not_objects() -> frozenset[str]:
     return frozenset(stem(w) for w in _NOT_OBJECT_WORDS)
 
 
+#: an object that points back at the part the conversation is about ("had it tested", "replaced them")
+_PRONOUN_OBJECTS = frozenset({"it", "them"})
+#: words that end an opening's subject besides a verb ("the car won't start", "my battery keeps dying")
+_SUBJECT_ENDS = frozenset({"won", "wont", "can", "cant", "will", "would", "does", "doesnt", "did", "didnt", "has",
+                           "have", "had", "keeps", "only", "just", "suddenly", "randomly", "sometimes", "always",
+                           "when", "after", "since", "while", "if"})
+#: what an opening's subject may name that is no part: "my car", "the engine light" is a part of its own
+_NON_PARTS = frozenset({"car", "vehicl", "truck"})
 #: prepositions that end an action's object once it has one ("replaced the battery at the parts store")
 _PREPOSITIONS = frozenset({"at", "in", "on", "with", "for", "from", "near", "by", "under", "behind", "to", "into",
                            "during", "after", "before", "using"})
@@ -182,13 +190,17 @@ class Recommendation:
     text: str
 
 
-def extract_tried(tree: DiscourseTree, normalizer: EntityNormalizer) -> list[TriedAction]:
-    """Return the actions and checks the text reports as done or ruled out, in text order, without repeats."""
+def extract_tried(tree: DiscourseTree, normalizer: EntityNormalizer, *,
+                  antecedent: frozenset[str] = frozenset()) -> list[TriedAction]:
+    """Return the actions and checks the text reports as done or ruled out, in text order, without repeats.
+
+    ``antecedent``: what "it" names when a report acts on it ("I had it tested"): the part the conversation is about
+    (``subject_objects`` of its opening); empty, such a report is read as before."""
     roles = satellite_relations(tree)
     found: list[TriedAction] = []
     previous_objects: frozenset[str] = frozenset()
     for edu in tree.edus:
-        actions, objects = _tried_in_edu(edu, normalizer, previous_objects, roles.get(edu.index))
+        actions, objects = _tried_in_edu(edu, normalizer, previous_objects, roles.get(edu.index), antecedent)
         found.extend(actions)
         # a subject-less "and is good" borrows the objects of the EDU before it, within one sentence
         same_sentence = edu.sentence == _sentence_of(tree, edu.index + 1)
@@ -238,8 +250,21 @@ def _sentence_of(tree: DiscourseTree, index: int) -> int | None:
     return tree.edus[index].sentence if 0 <= index < len(tree.edus) else None
 
 
+def subject_objects(tree: DiscourseTree, normalizer: EntityNormalizer) -> frozenset[str]:
+    """Return the part the opening's first clause is about, named before its first verb ("my battery is dead every
+    morning": the battery), or nothing when no part is named there."""
+    from dtdialog.understanding.symptom_conditions import symptom_verbs
+
+    verbs = symptom_verbs() | _EVENT_VERBS
+    tokens = words_of(tree.edus[0].text) if tree.edus else []
+    end = next((k for k, t in enumerate(tokens) if t in _BE or t in _SUBJECT_ENDS or t.endswith("n't")
+                or _verb_class(t) or stem(t) in verbs), len(tokens))
+    return _objects(tokens[:end], normalizer) - _NON_PARTS
+
+
 def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: frozenset[str],
-                  relation: str | None) -> tuple[list[TriedAction], frozenset[str]]:
+                  relation: str | None, antecedent: frozenset[str] = frozenset()
+                  ) -> tuple[list[TriedAction], frozenset[str]]:
     """Return the EDU's reported actions, and its object terms (lent to a subject-less "and is good")."""
     tokens = words_of(edu.text)
     pieces = _piece_starts(edu.text)
@@ -251,12 +276,15 @@ def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: froz
         verb_class = _verb_class(token)
         if verb_class is not None and _is_done(token) and not _blocked(tokens, i, pieces) \
                 and not (token == "did" and tokens[i + 1:i + 2] and tokens[i + 1] not in _DETERMINERS):
-            action = _done_action(tokens, i, verb_class, normalizer, phrases, relation)
+            action = _done_action(tokens, i, verb_class, normalizer, phrases, relation, antecedent)
             if action is not None:
                 actions.append(action)
-    actions.extend(_ruled_out(tokens, normalizer, phrases, previous_objects, relation))
+    # "I had it tested ... and it is fine": the "it" that was acted on is what a subject-less report goes on about
+    resolved = next((a.objects for a in actions if a.objects == antecedent), None) if antecedent else None
+    objects = resolved or _objects(tokens, normalizer, phrases)
+    actions.extend(_ruled_out(tokens, normalizer, phrases, resolved or previous_objects, relation))
     actions.extend(_new_parts(tokens, normalizer, phrases, relation, pieces))
-    return actions, _objects(tokens, normalizer, phrases)
+    return actions, objects
 
 
 def done_class(word: str) -> str | None:
@@ -347,15 +375,20 @@ def head_terms(objects: frozenset[str]) -> frozenset[str]:
 
 
 def _done_action(tokens: Sequence[str], i: int, verb_class: str, normalizer: EntityNormalizer,
-                 phrases: frozenset[str], relation: str | None) -> TriedAction | None:
+                 phrases: frozenset[str], relation: str | None,
+                 antecedent: frozenset[str] = frozenset()) -> TriedAction | None:
     """Return "replaced the battery" (object after the verb), "had the alternator tested" (between) or "the battery
-    was tested" (before it)."""
+    was tested" (before it); "had it tested" or "tested it" acts on ``antecedent``."""
     start = _clause_start(tokens, i)
     have = next((k for k in range(i - 2, start - 1, -1) if tokens[k] in _HAD_DONE), None)
     if have is not None:
         between = _objects(tokens[have + 1:i], normalizer, phrases)
         if between:
             return TriedAction(verb_class, between, " ".join(tokens[have:i + 1]), relation)
+        if antecedent and have + 2 == i and tokens[have + 1] in _PRONOUN_OBJECTS:
+            return TriedAction(verb_class, antecedent, " ".join(tokens[have:i + 1]), relation)
+    if antecedent and tokens[i + 1:i + 2] and tokens[i + 1] in _PRONOUN_OBJECTS and tokens[i] != "done":
+        return TriedAction(verb_class, antecedent, " ".join(tokens[i:i + 2]), relation)
     before = [t for t in tokens[start:i] if t not in ("and",)]
     passive = i > start and tokens[i - 1] in _PASSIVE and _objects(before, normalizer, phrases)
     if tokens[i] == "done" and not passive:

@@ -363,3 +363,20 @@ def test_a_new_part_is_quoted_as_the_part_alone():
         (action,) = reported_in_clause(text, NORMALIZER)
         assert action.verb_class == REPLACED and action.text == quoted, text
         assert objects is None or action.objects == objects, text
+
+
+def test_it_in_a_report_is_the_part_the_opening_is_about():
+    # found by trying the chat: "my battery is dead every morning" then "I had it tested at the parts store and it is
+    # fine" read a test of the parts store, so the options still held "have the battery load-tested"
+    from dtdialog.understanding.tried import subject_objects
+    from parsers.base import get_parser
+
+    rules = get_parser("rules")
+    subject = subject_objects(rules.parse("my battery is dead every morning, it is only a year old"), NORMALIZER)
+    assert subject == {"batteri"}
+    reply = rules.parse("I had it tested at the parts store and it is fine")
+    read = {(a.verb_class, a.objects) for a in extract_tried(reply, NORMALIZER, antecedent=subject)}
+    assert read == {(CHECKED, subject), (RULED_OUT, subject)}
+    # with no part named before the opening's verb, "it" stays unread, as before
+    assert subject_objects(rules.parse("my car won't start, it just clicks"), NORMALIZER) == frozenset()
+    assert subject_objects(rules.parse("my brakes squeal when I stop"), NORMALIZER) == {"brake"}

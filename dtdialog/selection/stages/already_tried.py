@@ -28,6 +28,7 @@ from dtdialog.understanding.tried import (
     merge_tried,
     recommendation_in,
     repeated_action,
+    subject_objects,
     with_split_verb,
 )
 from parsers.tree import DiscourseTree
@@ -51,9 +52,10 @@ _cache_lock = threading.Lock()
 def known_tried(step: StepPlan, remembered: Sequence[TriedAction], *, tools: StageTools,
                 record: StepRecord) -> list[TriedAction]:
     """Return what the customer tried: the session's memory, then DT-Q's reports, then the reply's."""
-    found = merge_tried(remembered, extract_tried(step.plan.tree, tools.normalizer))
+    subject = subject_objects(step.plan.tree, tools.normalizer)  # what "I had it tested" tested
+    found = merge_tried(remembered, extract_tried(step.plan.tree, tools.normalizer, antecedent=subject))
     if step.followup_tree is not None:
-        found = merge_tried(found, extract_tried(step.followup_tree, tools.normalizer))
+        found = merge_tried(found, extract_tried(step.followup_tree, tools.normalizer, antecedent=subject))
     record.tried = [a.to_dict() for a in found]
     return found
 
