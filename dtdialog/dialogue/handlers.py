@@ -51,12 +51,28 @@ class TurnHandlers:
     def dispatch(self, record: SessionRecord, text: str, trace: TurnTrace) -> TurnResult:
         """Classify the cleaned ``text`` and run the handler the table names for it in the session's state."""
         intent = intents.classify(text, opening=record.state in _OPENING_STATES)
+        intent = self._answers_question(record, text, intent)
         handler = transitions.handler_for(record.state, intent.kind)
         # with no question open, a turn with content starts one: the trace says so, not the classifier's default
         opens = transitions.opens_question(record.state, intent)
         trace.intent(IntentKind.NEW_QUESTION if opens else intent.kind,
                      **({"constraints": [c.to_dict() for c in intent.constraints]} if intent.constraints else {}))
         return self.handlers[handler](record, text, intent, trace)
+
+    def _answers_question(self, record: SessionRecord, text: str, intent: intents.Intent) -> intents.Intent:
+        """Return ``intent`` as ``YES_NO`` when a bare yes or no answers the bot's own yes/no question: "yes" to
+        "Does the fan come on with the AC?" is the reply the next step waits for, never a goodbye. A bare no under an
+        answer stays its rejection (the next answer of the part follows); asked again, the question has no answer
+        on screen to reject."""
+        if intent.kind not in (intents.CONCLUDE, intents.REJECT) or \
+                record.state not in (State.AWAITING_FEEDBACK, State.AWAITING_DETAIL):
+            return intent
+        says = intents.bare_yes_no(text)
+        if not says or (says < 0 and record.state != State.AWAITING_DETAIL):
+            return intent
+        if memory.question_on_screen(record, self.ctx.selector) is None:
+            return intent
+        return replace(intent, kind=intents.YES_NO, has_content=True)
 
     def bad_input(self, record: SessionRecord, problem: IntentKind, trace: TurnTrace) -> TurnResult:
         """Answer a turn ``intents.sanitize`` refused (empty or too long): say what the state expects."""

@@ -45,6 +45,10 @@ class IntentKind(_Value):
     FOLLOWUP = "followup"
     #: a short question about the repair itself: is it safe to drive, what does it cost, where is the part
     SIDE_QUESTION = "side_question"
+    #: not a classification: a bare yes or no that answers the bot's own yes/no question on screen ("Does the fan come
+    #: on with the AC?" - "yes"), decided by the dispatcher, which knows the question; ``classify`` reads it as
+    #: conclude or reject
+    YES_NO = "yes_no"
     #: not a classification: what the trace calls a turn that opens a question (no question was open), whatever
     #: ``classify`` made of its words - ``FOLLOWUP`` is only its default for text that is none of the above
     NEW_QUESTION = "new_question"

@@ -14,6 +14,7 @@ from dtdialog.dialogue.session import SessionRecord
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import PendingChoice
 from dtdialog.understanding.constraints import Constraint
+from dtdialog.understanding.reply_branch import polar_question
 from dtdialog.understanding.tried import merge_tried, tried_from_dicts, tried_from_reply
 
 if TYPE_CHECKING:
@@ -58,6 +59,17 @@ def back_to(record: SessionRecord, mark: StepMark) -> None:
     record.screen_reply = mark.screen_reply
     del record.followups[mark.followups:]
     record.tried = [dict(t) for t in mark.tried]
+
+
+def question_on_screen(record: SessionRecord, selector: SelectorPort) -> str | None:
+    """Return the yes/no question the bot's last message asked the customer (``reply_branch.polar_question`` of the
+    answer on screen, as its closing question or asked again), or None."""
+    if not record.delivered:
+        return None
+    doc = selector.document(record.delivered[-1])
+    question = polar_question(doc.text) if doc is not None else None
+    last = next((m for m in reversed(record.transcript) if m.get("role") == "bot"), {})
+    return question if question and question in str(last.get("text", "")) else None
 
 
 def last_offered(record: SessionRecord) -> frozenset[str]:

@@ -17,6 +17,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK reject         -> retry              next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)
     AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
     AWAITING_FEEDBACK no_info        -> ask_again          nothing to search with: ask for feedback or detail again
+    AWAITING_FEEDBACK yes_no         -> next_step          the reply is follow-up C_i: rank the next dialogue step
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_FEEDBACK followup       -> followup           ask again if it has no content, else as the fallback row
@@ -33,6 +34,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_DETAIL   reject         -> no_detail          no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)
     AWAITING_DETAIL   none_of_these  -> no_detail          no answer on screen: words are detail, a bare no means none to give (a failure; the last: closest answers, then a person)
     AWAITING_DETAIL   no_info        -> add_detail         more words for the step that had no answer: rank it again
+    AWAITING_DETAIL   yes_no         -> add_detail         more words for the step that had no answer: rank it again
     AWAITING_DETAIL   side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
     AWAITING_DETAIL   followup       -> followup           ask again if it has no content, else as the fallback row
     AWAITING_DETAIL   *              -> add_detail         more words for the step that had no answer: rank it again
@@ -106,7 +108,9 @@ TABLE: dict[State, dict[str, str]] = {
     NEW: _IDLE,
     # "none of these" after an answer: the next answer must be as strong and on topic as the one on screen
     # "I don't know" to an answer's check reports no result: ask for one again, nothing to search with
+    # a bare yes or no to the bot's own yes/no question is the reply C_i the next step waits for
     AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.NO_INFO: "ask_again",
+                        intents.YES_NO: "next_step",
                         intents.CONSTRAINT: "constrain_answer",
                         intents.SIDE_QUESTION: "side_question", intents.FOLLOWUP: "followup", OTHERWISE: "next_step"},
     # "no", "nope", "didn't help" while options are on offer reject them all: the same as "none of these"
@@ -118,13 +122,15 @@ TABLE: dict[State, dict[str, str]] = {
     # "I don't have more details" is ranked with, as any detail: read as a bare no, it cost the simulated Twitter
     # customer the right answer among the closest ones (docs/benchmarks.md)
     AWAITING_DETAIL: {**_AFTER_REPLY, intents.REJECT: "no_detail", intents.NONE_OF_THESE: "no_detail",
-                      intents.NO_INFO: "add_detail",
+                      intents.NO_INFO: "add_detail", intents.YES_NO: "add_detail",
                       intents.SIDE_QUESTION: "side_question", intents.FOLLOWUP: "followup", OTHERWISE: "add_detail"},
     CONCLUDED: _IDLE,
     # the bot's side is over until the customer starts a new conversation; asking for a person again changes nothing
     HANDED_OFF: {intents.RESET: "reset", intents.HANDOFF: "await_person", OTHERWISE: "await_person"},
 }
 
+#: Intents the dispatcher decides from the turn and what the bot last asked (``TurnHandlers._answers_question``).
+CONTEXT_INTENTS = (intents.YES_NO,)
 #: Intents a classified turn can have (``EMPTY`` and ``TOO_LONG`` are decided before classification).
 INTENTS = (intents.CONCLUDE, intents.REJECT, intents.RESET, intents.HANDOFF, intents.CHOICE, intents.NONE_OF_THESE,
            intents.NO_INFO, intents.CONSTRAINT, intents.SIDE_QUESTION, intents.FOLLOWUP)

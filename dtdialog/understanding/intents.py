@@ -35,6 +35,7 @@ HANDOFF = IntentKind.HANDOFF
 CHOICE = IntentKind.CHOICE
 NONE_OF_THESE = IntentKind.NONE_OF_THESE
 NO_INFO = IntentKind.NO_INFO
+YES_NO = IntentKind.YES_NO
 CONSTRAINT = IntentKind.CONSTRAINT
 FOLLOWUP = IntentKind.FOLLOWUP
 SIDE_QUESTION = IntentKind.SIDE_QUESTION
@@ -84,6 +85,21 @@ _CONCLUDE_PHRASE = re.compile(r"\b(?:that|this|it|you) (?:fixed|solved|sorted|di
                               r"\b(?:starts|runs|works|drives|idles) (?:fine|great|normally|perfectly|smoothly) "
                               r"(?:now|again)\b")
 _FIXED_WORD = re.compile(r"\b(?:fixed|solved|sorted|worked|works|helped)\b")
+
+
+#: A whole reply that is only a yes or a no, with at most its echo ("yes it does", "no, it didn't").
+_BARE_YES_NO = re.compile(
+    r"^(?P<word>yes|yeah|yep|yup|no|nope|nah)(?:[\s,.!]+(?:it|they|he|she|i)?\s*(?:does|do|did|is|was|has|had|can|"
+    r"will|doesn't|don't|didn't|isn't|wasn't|hasn't|can't|won't|does not|do not|did not|is not|was not))?[\s.!]*$")
+
+
+def bare_yes_no(text: str) -> int:
+    """Return +1 for a reply that is only a yes ("yes", "yeah it does"), -1 for only a no ("nope", "no it didn't"),
+    0 for anything else ("yes thanks", "no, that didn't help")."""
+    found = _BARE_YES_NO.match(text.lower().replace("\u2019", "'").strip())
+    if found is None:
+        return 0
+    return 1 if found.group("word") in ("yes", "yeah", "yep", "yup") else -1
 
 
 def says_fixed(text: str) -> bool:

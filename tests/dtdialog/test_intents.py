@@ -240,3 +240,11 @@ def test_having_no_more_details_rules_out_answers_that_only_ask_for_them():
 def test_a_reply_that_tells_something_is_not_nothing_to_tell(text):
     assert intents.classify(text).kind != intents.NO_INFO, text
 
+
+
+@pytest.mark.parametrize("text,says", [("yes", 1), ("Yeah it does", 1), ("yep", 1), ("no", -1), ("nope", -1),
+                                       ("No, it didn't", -1), ("no it doesn't", -1), ("yes thanks", 0),
+                                       ("no, that didn't help", 0), ("yes the fan spins", 0), ("thanks", 0)])
+def test_a_bare_yes_or_no_is_told_apart_from_thanks_and_rejections(text, says):
+    # what it answers is the dispatcher's to decide: a yes or no to the bot's own question is a reply, not a goodbye
+    assert intents.bare_yes_no(text) == says

@@ -65,8 +65,9 @@ def test_every_state_answers_every_intent():
     assert set(transitions.TABLE) == set(STATES)
     for state in STATES:
         assert transitions.OTHERWISE in transitions.TABLE[state], state
-        assert set(transitions.TABLE[state]) - {transitions.OTHERWISE} <= set(transitions.INTENTS)
-        for intent in transitions.INTENTS:
+        assert set(transitions.TABLE[state]) - {transitions.OTHERWISE} <= {*transitions.INTENTS,
+                                                                          *transitions.CONTEXT_INTENTS}
+        for intent in (*transitions.INTENTS, *transitions.CONTEXT_INTENTS):
             assert transitions.handler_for(state, intent) in transitions.HANDLERS
     # the rows for a person and a new question win everywhere but after the hand-off, where a person is coming
     assert {transitions.handler_for(s, intents.HANDOFF) for s in STATES if s != HANDED_OFF} == {"handoff"}
