@@ -26,6 +26,7 @@ from dtdialog.dialogue.topic_shift import TopicShift
 from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import match_reply
 from dtdialog.understanding import intents
+from dtdialog.understanding.reply_branch import asks_outcome
 
 Handler = Callable[[SessionRecord, str, intents.Intent, TurnTrace], TurnResult]
 
@@ -70,8 +71,9 @@ class TurnHandlers:
         says = intents.bare_yes_no(text)
         if not says or (says < 0 and record.state != State.AWAITING_DETAIL):
             return intent
-        if memory.question_on_screen(record, self.ctx.selector) is None:
-            return intent
+        question = memory.question_on_screen(record, self.ctx.selector)
+        if question is None or (says > 0 and asks_outcome(question)):
+            return intent  # "yes" to "Does the slipping improve after that?" says it is fixed
         return replace(intent, kind=intents.YES_NO, has_content=True)
 
     def bad_input(self, record: SessionRecord, problem: IntentKind, trace: TurnTrace) -> TurnResult:
@@ -141,11 +143,13 @@ class TurnHandlers:
         return self.intake.start(record, text, trace)
 
     def on_conclude(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        # "yes" to "Does the slipping improve after that?" says it is fixed as much as "that fixed it" does
+        question = memory.question_on_screen(record, self.ctx.selector) if intents.bare_yes_no(text) > 0 else None
+        fixed = intents.says_fixed(text) or (question is not None and asks_outcome(question))
         record.state = State.CONCLUDED
         replies = self.ctx.replies
         return self.outcomes.reply(record, trace, ReplyKind.CONCLUDED,
-                                   replies.concluded if intents.says_fixed(text) else replies.concluded_thanks,
-                                   state=State.CONCLUDED)
+                                   replies.concluded if fixed else replies.concluded_thanks, state=State.CONCLUDED)
 
     def on_ask_again(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
         # "2" with no options on offer, or "hmm": nothing a search could use - ask instead of guessing

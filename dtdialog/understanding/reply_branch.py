@@ -80,6 +80,18 @@ def polar_question(answer: str) -> str | None:
     return last if last.rstrip().endswith("?") and _polar(last) else None
 
 
+#: A yes/no question about how the advice worked out ("Does the slipping improve after you top it up?", "Does the
+#: clutch engage after that?"): a yes says the problem is fixed, not which branch of a diagnosis was taken. A test
+#: asked with "when" ("Does the fogging go away when you use fresh air?") is a diagnosis.
+_OUTCOME = re.compile(r"\bafter (?:that|this|doing|you|replacing|changing|cleaning|tightening|swapping|topping|the)\b|"
+                      r"\b(?:improve[sd]?|fix(?:es|ed)?|help(?:s|ed)?|better|solve[sd]?|cure[sd]?)\b", re.IGNORECASE)
+
+
+def asks_outcome(question: str) -> bool:
+    """Return True when a yes/no question asks whether the advice worked, not what the customer observes."""
+    return bool(_OUTCOME.search(question))
+
+
 def asks_yes_no(text: str) -> bool:
     """Return True when a customer's message holds a yes/no question ("Is the transmission going out?"); one that
     opens with its auxiliary counts without the question mark ("is it safe to drive like this")."""

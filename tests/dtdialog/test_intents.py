@@ -248,3 +248,14 @@ def test_a_reply_that_tells_something_is_not_nothing_to_tell(text):
 def test_a_bare_yes_or_no_is_told_apart_from_thanks_and_rejections(text, says):
     # what it answers is the dispatcher's to decide: a yes or no to the bot's own question is a reply, not a goodbye
     assert intents.bare_yes_no(text) == says
+
+
+def test_a_question_about_how_the_advice_worked_is_told_from_a_diagnostic_one():
+    from dtdialog.understanding.reply_branch import asks_outcome
+
+    assert asks_outcome("Does the slipping improve after you bring the level to the full mark?")
+    assert asks_outcome("Does the clutch engage after that?")
+    for question in ("Does the fan come on when you turn on the air conditioning?",
+                     "Did it fire briefly on starting fluid?", "Does the fogging go away when you use fresh air?",
+                     "Does it stop when you press the brake?"):
+        assert not asks_outcome(question), question
