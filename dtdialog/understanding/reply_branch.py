@@ -37,6 +37,8 @@ _REFERS_BACK = re.compile(r"^(?:that|this)\s+(?:confirms|means|points|explains|f
 #: An answer that opens on a consequence of the reply before it ("Then replace the valve cover gasket ..."): it follows
 #: only a reply that took the logged reply's branch (``branch_agrees``), as one opening on its finding does.
 _CONSEQUENCE = re.compile(r"^(?:then|in that case|if so)\b")
+#: A diagnostic trouble code ("P0302"): two replies that give different codes report different faults.
+_CODE = re.compile(r"\b[pbcu][0-9][0-9a-f]{3}\b")
 #: Where a reply's clauses part: punctuation, and "but" or "while" between two statements.
 _CLAUSE = re.compile(r"[,;:.!?]+|\s(?:but|while|though|although|whereas)\s")
 #: The situation a question or a reply's clause is about: what follows "when", "with", "during", ...
@@ -47,8 +49,8 @@ _POINTING_BACK = frozenset({"happen", "occur"})
 
 @dataclass(frozen=True)
 class Branch:
-    """Why a logged answer does not follow the customer's reply: ``kind`` is ``polarity``, ``no_report``, ``finding``
-    or ``unanswered``."""
+    """Why a logged answer does not follow the customer's reply: ``kind`` is ``polarity``, ``no_report``, ``finding``,
+    ``code`` or ``unanswered``."""
 
     kind: str
     logged: str
@@ -60,6 +62,8 @@ class Branch:
             return f'it follows a reply that answered the question the other way: "{quoted}"'
         if self.kind == "finding":
             return f'it follows up a finding you have not reported: "{quoted}"'
+        if self.kind == "code":
+            return f'it follows a reply that gave another code: "{quoted}"'
         if self.kind == "unanswered":
             return f'it follows an answer to the last question that you have not given: "{quoted}"'
         return f'it follows a reply that reported something you did not: "{quoted}"'
@@ -181,6 +185,9 @@ def branch_clash(reply: str, logged: str, answer_before: str,
         return None
     if reports(logged) and not reports(reply):
         return Branch("no_report", logged)
+    said_codes, logged_codes = set(_CODE.findall(reply.lower())), set(_CODE.findall(logged.lower()))
+    if said_codes and logged_codes and not said_codes & logged_codes:
+        return Branch("code", logged)  # "swap the cylinder 3 coil", written after P0303, is no answer to P0302
     if opposed(frozenset(words_of(logged)), frozenset(negated_split(reply)[1]), replies=True) is not None:
         return Branch("polarity", logged)  # "The level is slightly low" against "I checked it and it's full"
     question = polar_question(answer_before)

@@ -228,3 +228,16 @@ def test_the_index_keeps_the_reply_each_follow_up_was_written_for():
                                              progress=False)}
     assert "reply_before" not in docs["fan#1"].meta
     assert docs["fan#3"].meta["reply_before"] == LOGGED
+
+
+def test_another_code_or_a_fault_that_stayed_is_another_branch():
+    # found by trying the chat: P0302 got "swap the cylinder 3 coil ...", written after "The code is P0303", and
+    # "the misfire stayed on 2" got "Then the ignition coil is the fault", written after "The misfire moved"
+    asked = "Do you have a code?"
+    clash = branch_clash("it is code P0302", "The code is P0303, cylinder 3 misfire.", asked)
+    assert clash is not None and clash.kind == "code" and "another code" in clash.explain()
+    assert branch_clash("it is code P0303", "The code is P0303, cylinder 3 misfire.", asked) is None
+    swap = "To find out which, swap the coils. If the misfire moves, replace the coil; if it stays, check the plug."
+    moved = "The misfire moved to cylinder 1 after the swap."
+    assert branch_clash("I swapped the coil with cylinder 1 and the misfire stayed on 2", moved, swap) is not None
+    assert branch_clash("it moved to cylinder 1", moved, swap) is None
