@@ -27,6 +27,7 @@ from dtdialog.dialogue.trace import TurnTrace
 from dtdialog.selection.clarification import match_reply
 from dtdialog.understanding import intents
 from dtdialog.understanding.reply_branch import asks_outcome
+from index.vocabulary import SENTENCE_BREAK
 
 Handler = Callable[[SessionRecord, str, intents.Intent, TurnTrace], TurnResult]
 
@@ -75,6 +76,16 @@ class TurnHandlers:
         if question is None or (says > 0 and asks_outcome(question)):
             return intent  # "yes" to "Does the slipping improve after that?" says it is fixed
         return replace(intent, kind=intents.YES_NO, has_content=True)
+
+    def _asked_open_question(self, record: SessionRecord) -> bool:
+        """Return True when the bot's last message asked something a bare "yes" or "ok" does not answer: a request for
+        detail, or an answer closing on a question that is not whether the advice worked."""
+        if record.state == State.AWAITING_DETAIL:
+            return True
+        last = next((m for m in reversed(record.transcript) if m.get("role") == "bot"), {})
+        sentences = [s for s in SENTENCE_BREAK.split(str(last.get("text", "")).strip()) if s.strip()]
+        closing = sentences[-1].strip() if sentences else ""
+        return closing.endswith("?") and not asks_outcome(closing)
 
     def bad_input(self, record: SessionRecord, problem: IntentKind, trace: TurnTrace) -> TurnResult:
         """Answer a turn ``intents.sanitize`` refused (empty or too long): say what the state expects."""
@@ -143,6 +154,9 @@ class TurnHandlers:
         return self.intake.start(record, text, trace)
 
     def on_conclude(self, record: SessionRecord, text: str, intent: intents.Intent, trace: TurnTrace) -> TurnResult:
+        if not intents.closes(text) and self._asked_open_question(record):
+            # "yes" or "ok" to "What have you already checked?" or "What does it read?" neither answers nor says goodbye
+            return self.on_ask_again(record, text, intent, trace)
         # "yes" to "Does the slipping improve after that?" says it is fixed as much as "that fixed it" does
         question = memory.question_on_screen(record, self.ctx.selector) if intents.bare_yes_no(text) > 0 else None
         fixed = intents.says_fixed(text) or (question is not None and asks_outcome(question))
