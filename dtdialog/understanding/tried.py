@@ -464,16 +464,20 @@ def _plural(token: str) -> bool:
 
 
 def _part_end(tokens: Sequence[str], start: int, end: int) -> int:
-    """Return where the part named after "new" ends: after a plural head ("new brake pads"), or before a symptom
-    verb ("new battery dies"); "new brake pads squeal every time" fitted the pads, not a squeal or a time."""
+    """Return where the part named after "new" ends: after a plural head ("new brake pads", "new plugs and coils"),
+    or before a symptom verb ("new battery dies"); "new brake pads squeal every time" fitted the pads, not a squeal
+    or a time."""
     from dtdialog.understanding.symptom_conditions import symptom_verbs
 
     verbs = symptom_verbs() | _EVENT_VERBS
+    last_head = None
     for j in range(start, end):
         if j > start and (stem(tokens[j]) in verbs or tokens[j] in _JOINERS and j + 1 == end):
-            return j
+            return last_head or j
         if _plural(tokens[j]) and tokens[j] not in _NOT_HEADS:
-            return j + 1
+            last_head = j + 1
+            if not (j + 2 < end and tokens[j + 1] in _JOINERS):
+                return last_head  # "new plugs and coils": the parts joined to a plural head are fitted too
     return end
 
 
