@@ -259,7 +259,9 @@ def subject_objects(tree: DiscourseTree, normalizer: EntityNormalizer) -> frozen
     tokens = words_of(tree.edus[0].text) if tree.edus else []
     end = next((k for k, t in enumerate(tokens) if t in _BE or t in _SUBJECT_ENDS or t.endswith("n't")
                 or _verb_class(t) or stem(t) in verbs), len(tokens))
-    return _objects(tokens[:end], normalizer) - _NON_PARTS
+    found = _objects(tokens[:end], normalizer) - _NON_PARTS
+    # one part, with its compound ("battery terminal"), or nothing: a long title names no one thing "it" stands for
+    return found if len(head_terms(found)) == 1 else frozenset()
 
 
 def _tried_in_edu(edu: EDU, normalizer: EntityNormalizer, previous_objects: frozenset[str],

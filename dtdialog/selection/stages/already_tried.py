@@ -52,9 +52,10 @@ _cache_lock = threading.Lock()
 def known_tried(step: StepPlan, remembered: Sequence[TriedAction], *, tools: StageTools,
                 record: StepRecord) -> list[TriedAction]:
     """Return what the customer tried: the session's memory, then DT-Q's reports, then the reply's."""
-    subject = subject_objects(step.plan.tree, tools.normalizer)  # what "I had it tested" tested
-    found = merge_tried(remembered, extract_tried(step.plan.tree, tools.normalizer, antecedent=subject))
+    found = merge_tried(remembered, extract_tried(step.plan.tree, tools.normalizer))
     if step.followup_tree is not None:
+        # a reply's "I had it tested" tested what the opening is about; within the opening, "it" is read as before
+        subject = subject_objects(step.plan.tree, tools.normalizer)
         found = merge_tried(found, extract_tried(step.followup_tree, tools.normalizer, antecedent=subject))
     record.tried = [a.to_dict() for a in found]
     return found
