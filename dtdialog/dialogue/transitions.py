@@ -16,7 +16,7 @@ rendered by ``render()`` (a test keeps this copy current)::
     AWAITING_FEEDBACK choice         -> ask_again          nothing to search with: ask for feedback or detail again
     AWAITING_FEEDBACK reject         -> retry              next new, agreeing answer of the part, else the next part, else ask a detail (counts a rejection)
     AWAITING_FEEDBACK none_of_these  -> none_fits          the answer on screen is not it: strong on-topic others, else ask a detail (counts a failure)
-    AWAITING_FEEDBACK no_info        -> ask_again          nothing to search with: ask for feedback or detail again
+    AWAITING_FEEDBACK no_info        -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK yes_no         -> next_step          the reply is follow-up C_i: rank the next dialogue step
     AWAITING_FEEDBACK constraint     -> constrain_answer   record it; retry if it rules the answer out or adds nothing
     AWAITING_FEEDBACK side_question  -> side_question      a question about the repair: a sure next answer, else what the answers given tell, else say so
@@ -106,10 +106,11 @@ _AFTER_REPLY = {intents.CONCLUDE: "conclude", intents.CHOICE: "ask_again", inten
 
 TABLE: dict[State, dict[str, str]] = {
     NEW: _IDLE,
-    # "none of these" after an answer: the next answer must be as strong and on topic as the one on screen
-    # "I don't know" to an answer's check reports no result: ask for one again, nothing to search with
-    # a bare yes or no to the bot's own yes/no question is the reply C_i the next step waits for
-    AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.NO_INFO: "ask_again",
+    # "none of these" after an answer: the next answer must be as strong and on topic as the one on screen; "I don't
+    # know" to its check reports no result: the next answer, no rejection counted (asked again for a result, a
+    # customer who had none was asked the same thing turn after turn); a bare yes to the bot's own yes/no question
+    # is the reply C_i the next step waits for
+    AWAITING_FEEDBACK: {**_AFTER_REPLY, intents.NONE_OF_THESE: "none_fits", intents.NO_INFO: "constrain_answer",
                         intents.YES_NO: "next_step",
                         intents.CONSTRAINT: "constrain_answer",
                         intents.SIDE_QUESTION: "side_question", intents.FOLLOWUP: "followup", OTHERWISE: "next_step"},
