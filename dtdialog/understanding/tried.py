@@ -126,6 +126,12 @@ _SUBJECT_ENDS = frozenset({"won", "wont", "can", "cant", "will", "would", "does"
                            "when", "after", "since", "while", "if"})
 #: what an opening's subject may name that is no part: "my car", "the engine light" is a part of its own
 _NON_PARTS = frozenset({"car", "vehicl", "truck"})
+#: what a part does after "new ... " or an opening's subject: "the new battery dies overnight" (stems)
+_EVENT_VERBS = frozenset(stem(w) for w in "die fail work start run go keep make sound seem feel look come stop need "
+                         "cost wear break drain lose".split())
+_JOINERS = frozenset({"and", "or", "but"})
+#: words ending in "s" that are no plural head of a part: "new brakes" is, "new gas cap" is not cut at "gas"
+_NOT_HEADS = frozenset({"gas", "its", "this", "has", "was", "is", "as", "always", "lens", "chassis", "abs", "bus"})
 #: prepositions that end an action's object once it has one ("replaced the battery at the parts store")
 _PREPOSITIONS = frozenset({"at", "in", "on", "with", "for", "from", "near", "by", "under", "behind", "to", "into",
                            "during", "after", "before", "using"})
@@ -250,12 +256,18 @@ def _sentence_of(tree: DiscourseTree, index: int) -> int | None:
     return tree.edus[index].sentence if 0 <= index < len(tree.edus) else None
 
 
+@lru_cache(maxsize=1)
+def _phrase_ending_verbs() -> frozenset[str]:
+    """Return the stems that end a part's noun phrase: the symptom verbs and ``_EVENT_VERBS`` ("squeal", "dies")."""
+    from dtdialog.understanding.symptom_conditions import symptom_verbs
+
+    return frozenset(symptom_verbs() | _EVENT_VERBS)
+
+
 def subject_objects(tree: DiscourseTree, normalizer: EntityNormalizer) -> frozenset[str]:
     """Return the part the opening's first clause is about, named before its first verb ("my battery is dead every
     morning": the battery), or nothing when no part is named there."""
-    from dtdialog.understanding.symptom_conditions import symptom_verbs
-
-    verbs = symptom_verbs() | _EVENT_VERBS
+    verbs = _phrase_ending_verbs()
     tokens = words_of(tree.edus[0].text) if tree.edus else []
     end = next((k for k, t in enumerate(tokens) if t in _BE or t in _SUBJECT_ENDS or t.endswith("n't")
                 or _verb_class(t) or stem(t) in verbs), len(tokens))
@@ -435,14 +447,6 @@ def _ruled_out(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: fro
     return out
 
 
-#: what a part does after "new ... ": "the new battery dies overnight" (stems; the symptom verbs are read too)
-_EVENT_VERBS = frozenset(stem(w) for w in "die fail work start run go keep make sound seem feel look come stop need "
-                         "cost wear break drain lose".split())
-_JOINERS = frozenset({"and", "or", "but"})
-#: words ending in "s" that are no plural head of a part: "new brakes" is, "new gas cap" is not cut at "gas"
-_NOT_HEADS = frozenset({"gas", "its", "this", "has", "was", "is", "as", "always", "lens", "chassis", "abs", "bus"})
-
-
 def _new_parts(tokens: Sequence[str], normalizer: EntityNormalizer, phrases: frozenset[str],
                relation: str | None, pieces: frozenset[int] = frozenset()) -> list[TriedAction]:
     """Return "new battery" reported as fitted ("put in a new battery", "with a new alternator")."""
@@ -469,9 +473,7 @@ def _part_end(tokens: Sequence[str], start: int, end: int) -> int:
     """Return where the part named after "new" ends: after a plural head ("new brake pads", "new plugs and coils"),
     or before a symptom verb ("new battery dies"); "new brake pads squeal every time" fitted the pads, not a squeal
     or a time."""
-    from dtdialog.understanding.symptom_conditions import symptom_verbs
-
-    verbs = symptom_verbs() | _EVENT_VERBS
+    verbs = _phrase_ending_verbs()
     last_head = None
     for j in range(start, end):
         if j > start and (stem(tokens[j]) in verbs or tokens[j] in _JOINERS and j + 1 == end):
