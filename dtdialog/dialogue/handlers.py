@@ -82,7 +82,7 @@ class TurnHandlers:
         detail, or an answer closing on a question that is not whether the advice worked."""
         if record.state == State.AWAITING_DETAIL:
             return True
-        last = next((m for m in reversed(record.transcript) if m.get("role") == "bot"), {})
+        last = memory.last_bot_message(record)
         sentences = [s for s in SENTENCE_BREAK.split(str(last.get("text", "")).strip()) if s.strip()]
         closing = sentences[-1].strip() if sentences else ""
         return closing.endswith("?") and not asks_outcome(closing)

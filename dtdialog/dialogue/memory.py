@@ -68,14 +68,17 @@ def question_on_screen(record: SessionRecord, selector: SelectorPort) -> str | N
         return None
     doc = selector.document(record.delivered[-1])
     question = polar_question(doc.text) if doc is not None else None
-    last = next((m for m in reversed(record.transcript) if m.get("role") == "bot"), {})
-    return question if question and question in str(last.get("text", "")) else None
+    return question if question and question in str(last_bot_message(record).get("text", "")) else None
+
+
+def last_bot_message(record: SessionRecord) -> dict[str, Any]:
+    """Return the bot's last message of the transcript (empty before any)."""
+    return next((m for m in reversed(record.transcript) if m.get("role") == "bot"), {})
 
 
 def last_offered(record: SessionRecord) -> frozenset[str]:
     """Return the answers the bot's last message offered as options (empty when it offered none)."""
-    last = next((m for m in reversed(record.transcript) if m.get("role") == "bot"), {})
-    return frozenset(last.get("options") or ())
+    return frozenset(last_bot_message(record).get("options") or ())
 
 
 def pending_of(record: SessionRecord) -> PendingChoice:

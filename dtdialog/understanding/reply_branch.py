@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dtdialog.understanding.opening_facts import negated_split
+from dtdialog.understanding.opening_facts import TROUBLE_CODE, negated_split
 from dtdialog.understanding.opposites import opposed
 from dtdialog.understanding.tried import done_class
 from index.vocabulary import SENTENCE_BREAK, content_words, stem, words_of
@@ -37,8 +37,6 @@ _REFERS_BACK = re.compile(r"^(?:that|this)\s+(?:confirms|means|points|explains|f
 #: An answer that opens on a consequence of the reply before it ("Then replace the valve cover gasket ..."): it follows
 #: only a reply that took the logged reply's branch (``branch_agrees``), as one opening on its finding does.
 _CONSEQUENCE = re.compile(r"^(?:then|in that case|if so)\b")
-#: A diagnostic trouble code ("P0302"): two replies that give different codes report different faults.
-_CODE = re.compile(r"\b[pbcu][0-9][0-9a-f]{3}\b")
 #: Where a reply's clauses part: punctuation, and "but" or "while" between two statements.
 _CLAUSE = re.compile(r"[,;:.!?]+|\s(?:but|while|though|although|whereas)\s")
 #: The situation a question or a reply's clause is about: what follows "when", "with", "during", ...
@@ -185,7 +183,8 @@ def branch_clash(reply: str, logged: str, answer_before: str,
         return None
     if reports(logged) and not reports(reply):
         return Branch("no_report", logged)
-    said_codes, logged_codes = set(_CODE.findall(reply.lower())), set(_CODE.findall(logged.lower()))
+    # two replies that give different trouble codes ("P0302") report different faults
+    said_codes, logged_codes = _codes(reply), _codes(logged)
     if said_codes and logged_codes and not said_codes & logged_codes:
         return Branch("code", logged)  # "swap the cylinder 3 coil", written after P0303, is no answer to P0302
     if opposed(frozenset(words_of(logged)), frozenset(negated_split(reply)[1]), replies=True) is not None:
@@ -204,6 +203,10 @@ def branch_clash(reply: str, logged: str, answer_before: str,
     if follows_on(answer_after) and not branch_agrees(reply, logged, answer_before, terms):
         return Branch("finding", logged)  # "no leaks on the ground" is not "fresh oil along the valve cover"
     return None
+
+
+def _codes(text: str) -> frozenset[str]:
+    return frozenset(code.upper() for code in TROUBLE_CODE.findall(text))
 
 
 def states_condition(answer: str) -> bool:
